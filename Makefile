@@ -1,0 +1,39 @@
+# Every target sets itself up: a fresh machine needs only python3 (>= 3.10) and make.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+PORT ?= 8501
+DATA ?=
+
+.PHONY: install test test-fast dashboard bench lint clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## make test: lint, then the whole suite (unit, statistical, dashboard AppTest, browser e2e when Chromium is there)
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow and not e2e"
+
+## make dashboard: start the app on the bundled sample data (http://localhost:$(PORT))
+dashboard: $(STAMP)
+	$(BIN)/levy dashboard $(DATA) --port $(PORT)
+
+## make bench: the benchmark tables quoted in the README
+bench: $(STAMP)
+	$(BIN)/python benchmarks/operator.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
