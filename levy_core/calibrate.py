@@ -70,7 +70,7 @@ _FORMAT_VERSION = 1
 
 # Relative slack when taking ceil((n + 1) * level): a decimal level such as 0.9
 # is stored as 0.9000000000000000222..., and (n + 1) * level can land a hair above
-# the integer it means (100 * 0.9 -> 90.00000000000001). Binary rounding is
+# the integer it means (25 * 0.28 -> 7.000000000000001). Binary rounding is
 # ~1e-16 relative; 1e-12 absorbs it without touching any level that differs from
 # a decimal by more than 1e-12.
 _CEIL_REL_TOL = 1e-12
@@ -128,8 +128,10 @@ def _positive_float(data: dict[str, Any], key: str, *, allow_zero: bool = False)
         raise ValueError(f"saved {key!r} must be a number, got {data[key]!r}") from exc
     ok = value >= 0.0 if allow_zero else value > 0.0
     if not (math.isfinite(value) and ok):
-        raise ValueError(f"saved {key!r} must be a {'non-negative' if allow_zero else 'positive'} "
-                         f"finite number, got {value!r}")
+        raise ValueError(
+            f"saved {key!r} must be a {'non-negative' if allow_zero else 'positive'} "
+            f"finite number, got {value!r}"
+        )
     return value
 
 
@@ -306,9 +308,7 @@ class SplitConformal:
             )
         return self.scores_, self.sigma_floor_
 
-    def conformalize(
-        self, y_true: ArrayLike, mean: ArrayLike, sigma: ArrayLike
-    ) -> SplitConformal:
+    def conformalize(self, y_true: ArrayLike, mean: ArrayLike, sigma: ArrayLike) -> SplitConformal:
         """Store the sorted normalised calibration scores.
 
         Parameters

@@ -77,18 +77,40 @@ MAX_ROWS: int = 2_000_000
 """Largest number of data rows :func:`read_csv` / :func:`from_frame` accept."""
 
 TIME_ALIASES: tuple[str, ...] = (
-    "time", "timestamp", "date", "datetime", "t", "time_hours", "hours", "charttime",
+    "time",
+    "timestamp",
+    "date",
+    "datetime",
+    "t",
+    "time_hours",
+    "hours",
+    "charttime",
 )
 SERIES_ALIASES: tuple[str, ...] = (
-    "series_id", "series", "id", "patient_id", "patientid", "subject_id", "unit_id",
+    "series_id",
+    "series",
+    "id",
+    "patient_id",
+    "patientid",
+    "subject_id",
+    "unit_id",
 )
 CHANNEL_ALIASES: tuple[str, ...] = (
-    "channel", "variable", "parameter", "feature", "signal", "name",
+    "channel",
+    "variable",
+    "parameter",
+    "feature",
+    "signal",
+    "name",
 )
 VALUE_ALIASES: tuple[str, ...] = ("value", "y", "measurement", "valuenum")
 
-TIME_UNITS: dict[str, float] = {"hours": 1.0, "minutes": 1.0 / 60.0, "seconds": 1.0 / 3600.0,
-                                "days": 24.0}
+TIME_UNITS: dict[str, float] = {
+    "hours": 1.0,
+    "minutes": 1.0 / 60.0,
+    "seconds": 1.0 / 3600.0,
+    "days": 24.0,
+}
 """Accepted ``time_unit`` values and their length in hours."""
 
 SINGLE_CHANNEL = "value"
@@ -172,10 +194,14 @@ class ColumnMapping:
     def describe(self) -> str:
         """One human-readable line, e.g. ``long: series='id', time='t', ...``."""
         if self.layout == "long":
-            return (f"long: series={self.series!r}, time={self.time!r}, "
-                    f"channel={self.channel!r}, value={self.value!r}")
-        return (f"wide: series={self.series!r}, time={self.time!r}, "
-                f"channels={list(self.wide_channels)!r}")
+            return (
+                f"long: series={self.series!r}, time={self.time!r}, "
+                f"channel={self.channel!r}, value={self.value!r}"
+            )
+        return (
+            f"wide: series={self.series!r}, time={self.time!r}, "
+            f"channels={list(self.wide_channels)!r}"
+        )
 
 
 def _find_alias(columns: Sequence[str], aliases: Sequence[str], taken: set[str]) -> str | None:
@@ -265,8 +291,9 @@ def detect_mapping(df: pd.DataFrame) -> ColumnMapping:
     channel_col = _find_alias(columns, CHANNEL_ALIASES, taken)
 
     if value_col is not None:
-        return ColumnMapping(time=time_col, value=value_col, series=series_col,
-                             channel=channel_col, layout="long")
+        return ColumnMapping(
+            time=time_col, value=value_col, series=series_col, channel=channel_col, layout="long"
+        )
 
     if channel_col is not None and _looks_numeric(df[channel_col]) is False:
         raise DataError(
@@ -276,7 +303,8 @@ def detect_mapping(df: pd.DataFrame) -> ColumnMapping:
             "column mapping."
         )
     wide = tuple(
-        c for c in columns
+        c
+        for c in columns
         if c not in taken and not _is_ignorable_column(c) and _looks_numeric(df[c])
     )
     if not wide:
@@ -286,8 +314,14 @@ def detect_mapping(df: pd.DataFrame) -> ColumnMapping:
             f"{', '.join(VALUE_ALIASES)}, or the wide layout with one numeric column per "
             "channel next to the time column."
         )
-    return ColumnMapping(time=time_col, value=None, series=series_col, channel=None,
-                         wide_channels=wide, layout="wide")
+    return ColumnMapping(
+        time=time_col,
+        value=None,
+        series=series_col,
+        channel=None,
+        wide_channels=wide,
+        layout="wide",
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -450,13 +484,20 @@ class Observations:
 
     def __repr__(self) -> str:
         t0, t1 = self.time_span if self.n_obs else (float("nan"), float("nan"))
-        return (f"Observations(n_series={self.n_series}, n_channels={self.n_channels}, "
-                f"n_obs={self.n_obs}, time_span=({t0:.3g}, {t1:.3g}) h)")
+        return (
+            f"Observations(n_series={self.n_series}, n_channels={self.n_channels}, "
+            f"n_obs={self.n_obs}, time_span=({t0:.3g}, {t1:.3g}) h)"
+        )
 
 
 # --------------------------------------------------------------------------------------
 # Helpers for messages and parsing
 # --------------------------------------------------------------------------------------
+def _count(n: int, noun: str) -> str:
+    """'1 row', '2 rows', '1,234 rows'."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def _quote_list(items: Sequence[Any], limit: int = _N_SHOWN) -> str:
     shown = ", ".join(repr(str(x)) for x in items[:limit])
     more = len(items) - limit
@@ -490,6 +531,15 @@ def _missing_mask(col: pd.Series) -> np.ndarray:
         text = col.iloc[idx].astype(str).str.strip().str.lower()
         out[idx] = text.isin(_MISSING_TOKENS).to_numpy()
     return out
+
+
+def _blank_mask(col: pd.Series) -> np.ndarray:
+    """True where an id cell is empty: NaN/None or blank text (``"NA"`` is a name here,
+    e.g. sodium)."""
+    isna = col.isna().to_numpy()
+    if pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col):
+        isna = isna | (col.astype(str).str.strip() == "").to_numpy()
+    return isna
 
 
 def _to_float(col: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -595,7 +645,8 @@ def _parse_time(
         hours = np.full(len(col), np.nan)
         secs = parts[2] if parts.shape[1] > 2 else 0.0
         hours[present] = (parts[0] + parts[1] / 60.0 + secs / 3600.0).to_numpy(
-            dtype="float64", na_value=np.nan)
+            dtype="float64", na_value=np.nan
+        )
         notes.append(f"time column {name!r} read as elapsed hours:minutes since 0")
         return hours, None, missing, notes
 
@@ -610,7 +661,7 @@ def _parse_time(
         failed = np.flatnonzero(stamps.isna().to_numpy() & present)
     if failed.size:
         raise DataError(
-            f"Column {name!r} (time): could not read {failed.size} value(s) as numbers or "
+            f"Column {name!r} (time): could not read {_count(failed.size, 'value')} as numbers or "
             f"date-times: {_describe_lines(lines[failed], col.iloc[failed].tolist())}. "
             "Use numbers (hours) or ISO date-times such as 2024-01-31 14:05 or "
             "2024-01-31T14:05:00+01:00, and correct or delete those rows."
@@ -645,12 +696,13 @@ def _check_mapping(df: pd.DataFrame, mapping: ColumnMapping) -> None:
         )
 
 
-def _require_ids(ids: np.ndarray, missing: np.ndarray, name: str, role: str,
-                 lines: np.ndarray) -> None:
+def _require_ids(
+    ids: np.ndarray, missing: np.ndarray, name: str, role: str, lines: np.ndarray
+) -> None:
     if missing.any():
         idx = np.flatnonzero(missing)
         raise DataError(
-            f"Column {name!r} ({role}) is empty on {idx.size} row(s): "
+            f"Column {name!r} ({role}) is empty on {_count(idx.size, 'row')}: "
             f"{_describe_lines(lines[idx])}. Fill in the {role} or delete those rows."
         )
 
@@ -689,12 +741,12 @@ def from_frame(
         observations left.
     """
     if time_unit not in TIME_UNITS:
-        raise DataError(
-            f"time_unit must be one of {', '.join(TIME_UNITS)}, got {time_unit!r}."
-        )
+        raise DataError(f"time_unit must be one of {', '.join(TIME_UNITS)}, got {time_unit!r}.")
     if df.shape[1] == 0:
-        raise DataError("The file is empty: no header and no rows. Upload a CSV with a "
-                        "header line and at least two data rows.")
+        raise DataError(
+            "The file is empty: no header and no rows. Upload a CSV with a "
+            "header line and at least two data rows."
+        )
     if len(df) == 0:
         raise DataError(
             f"The file has a header ({_quote_list(list(df.columns), 8)}) but no data rows. "
@@ -712,7 +764,7 @@ def from_frame(
 
     n_rows = len(df)
     lines = np.arange(n_rows, dtype=np.int64) + 1 + _HEADER_LINES
-    messages: list[str] = [f"read {n_rows:,} rows ({mapping.describe()})"]
+    messages: list[str] = [f"read {_count(n_rows, 'row')} ({mapping.describe()})"]
     ignored = [str(c) for c in df.columns if c not in set(mapping.used_columns())]
     if ignored:
         messages.append(f"ignored column(s) {_quote_list(ignored)}")
@@ -721,13 +773,12 @@ def from_frame(
     if mapping.series is not None:
         s_col = df[mapping.series]
         series = _id_strings(s_col)
-        _require_ids(series, _missing_mask(s_col), mapping.series, "series id", lines)
+        _require_ids(series, _blank_mask(s_col), mapping.series, "series id", lines)
     else:
         series = np.full(n_rows, SINGLE_SERIES, dtype=object)
 
     # time, one per row
-    hours, stamps, t_missing, notes = _parse_time(df[mapping.time], mapping.time, lines,
-                                                  time_unit)
+    hours, stamps, t_missing, notes = _parse_time(df[mapping.time], mapping.time, lines, time_unit)
     messages += notes
 
     # values (and channels), flattened to one entry per observation
@@ -738,7 +789,7 @@ def from_frame(
         if v_bad.any():
             idx = np.flatnonzero(v_bad)
             raise DataError(
-                f"Column {value_name!r} (value) has {idx.size} cell(s) that are not "
+                f"Column {value_name!r} (value) has {_count(idx.size, 'cell')} that are not "
                 f"finite numbers: {_describe_lines(lines[idx], v_col.iloc[idx].tolist())}. "
                 "Use a decimal point (3.5, not 3,5), no units or text; leave a cell blank "
                 "if nothing was measured."
@@ -746,12 +797,13 @@ def from_frame(
         if mapping.channel is not None:
             c_col = df[mapping.channel]
             channel = _id_strings(c_col)
-            _require_ids(channel, _missing_mask(c_col) & ~v_missing, mapping.channel,
-                         "channel", lines)
+            _require_ids(
+                channel, _blank_mask(c_col) & ~v_missing, mapping.channel, "channel", lines
+            )
         else:
             channel = np.full(n_rows, SINGLE_CHANNEL, dtype=object)
         row_of = np.arange(n_rows)
-        empty_kind = "rows"
+        empty_kind = "row"
     else:
         blocks, missing_blocks = [], []
         for c in mapping.wide_channels:
@@ -759,7 +811,7 @@ def from_frame(
             if b.any():
                 idx = np.flatnonzero(b)
                 raise DataError(
-                    f"Column {str(c)!r} (channel) has {idx.size} cell(s) that are not "
+                    f"Column {str(c)!r} (channel) has {_count(idx.size, 'cell')} that are not "
                     f"finite numbers: {_describe_lines(lines[idx], df[c].iloc[idx].tolist())}."
                     " Use a decimal point (3.5, not 3,5), no units or text; leave a cell "
                     "blank if nothing was measured."
@@ -769,10 +821,9 @@ def from_frame(
         k = len(mapping.wide_channels)
         values = np.concatenate(blocks)  # (k * n_rows,) channel-major
         v_missing = np.concatenate(missing_blocks)
-        channel = np.repeat(np.array([str(c) for c in mapping.wide_channels], dtype=object),
-                            n_rows)
+        channel = np.repeat(np.array([str(c) for c in mapping.wide_channels], dtype=object), n_rows)
         row_of = np.tile(np.arange(n_rows), k)
-        empty_kind = "cells"
+        empty_kind = "cell"
 
     # drop empty values and empty times
     t_missing_obs = t_missing[row_of]
@@ -781,20 +832,20 @@ def from_frame(
     n_empty_time = int((t_missing_obs & ~v_missing).sum())
     if n_empty_value:
         if mapping.layout == "long":
-            messages.append(f"dropped {n_empty_value:,} rows with empty values")
+            messages.append(f"dropped {_count(n_empty_value, 'row')} with empty values")
         else:
-            messages.append(f"{n_empty_value:,} empty cells treated as unobserved")
+            messages.append(f"{_count(n_empty_value, 'empty cell')} treated as unobserved")
     if n_empty_time:
         idx = np.flatnonzero(t_missing)
         messages.append(
-            f"dropped {n_empty_time:,} {empty_kind} with an empty time in column "
+            f"dropped {_count(n_empty_time, empty_kind)} with an empty time in column "
             f"{mapping.time!r} ({_describe_lines(lines[idx])})"
         )
     n_dropped = n_empty_value + n_empty_time
     if mapping.layout == "wide":
         all_empty = int((~t_missing & np.all(np.reshape(v_missing, (k, n_rows)), axis=0)).sum())
         if all_empty:
-            messages.append(f"{all_empty:,} rows had no value in any channel")
+            messages.append(f"{_count(all_empty, 'row')} had no value in any channel")
 
     rows = row_of[keep]
     series_kept = series[rows]
@@ -807,37 +858,43 @@ def from_frame(
         first = st.groupby(sid.to_numpy()).min()
         origin = sid.map(first)
         time_kept = ((st - pd.to_datetime(origin, utc=True)) / pd.Timedelta(hours=1)).to_numpy(
-            dtype="float64")
+            dtype="float64"
+        )
         time_origin = {str(k_): pd.Timestamp(v_) for k_, v_ in first.items()}
-        messages.append("date-times converted to UTC and to hours since each series' first "
-                        "observation")
+        messages.append(
+            "date-times converted to UTC and to hours since each series' first observation"
+        )
 
-    frame = pd.DataFrame({
-        "series_id": pd.Series(series_kept, dtype=str),
-        "channel": pd.Series(channel[keep], dtype=str),
-        "time": np.asarray(time_kept, dtype=np.float64),
-        "value": np.asarray(values[keep], dtype=np.float64),
-    })
+    frame = pd.DataFrame(
+        {
+            "series_id": pd.Series(series_kept, dtype=str),
+            "channel": pd.Series(channel[keep], dtype=str),
+            "time": np.asarray(time_kept, dtype=np.float64),
+            "value": np.asarray(values[keep], dtype=np.float64),
+        }
+    )
 
     n_before = len(frame)
     n_merged = 0
-    if n_before and frame.duplicated(["series_id", "channel", "time"]).any():
-        frame = (frame.groupby(["series_id", "channel", "time"], sort=False, as_index=False)
-                 ["value"].mean())
-        frame = frame[list(COLUMNS)]
+    key = ["series_id", "channel", "time"]
+    repeated = frame.duplicated(key, keep=False).to_numpy() if n_before else np.zeros(0, bool)
+    if repeated.any():
+        merged = frame.loc[repeated].groupby(key, sort=False, as_index=False)["value"].mean()
+        frame = pd.concat([frame.loc[~repeated], merged[list(COLUMNS)]], ignore_index=True)
         n_merged = n_before - len(frame)
-        messages.append(f"averaged {n_merged:,} rows that repeated a (series, channel, time)")
+        messages.append(
+            f"averaged {_count(n_merged, 'row')} that repeated a (series, channel, time) into one"
+        )
 
     if len(frame) < 2:
         raise DataError(
-            f"Only {len(frame)} observation(s) left after dropping empty cells "
+            f"Only {_count(len(frame), 'observation')} left after dropping empty cells "
             f"({n_dropped:,} dropped, {n_merged:,} merged). Check that column "
             f"{mapping.value or ', '.join(mapping.wide_channels)!r} holds the measurements; "
             "at least two observations are needed."
         )
 
-    frame = frame.sort_values(["series_id", "time", "channel"], kind="stable",
-                              ignore_index=True)
+    frame = frame.sort_values(["series_id", "time", "channel"], kind="stable", ignore_index=True)
     frame["series_id"] = frame["series_id"].astype(str)
     frame["channel"] = frame["channel"].astype(str)
 
@@ -852,8 +909,10 @@ def from_frame(
         messages=messages,
     )
     obs = Observations(frame=frame, report=report)
-    messages.append(f"kept {obs.n_obs:,} observations of {obs.n_series:,} series and "
-                    f"{obs.n_channels:,} channels")
+    messages.append(
+        f"kept {_count(obs.n_obs, 'observation')} of "
+        f"{obs.n_series:,} series and {_count(obs.n_channels, 'channel')}"
+    )
     logger.debug("loaded %r", obs)
     return obs
 
@@ -889,11 +948,23 @@ def _decode(data: bytes | str, name: str) -> str:
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError) as exc:
-            raise DataError(f"{name!r} looks gzipped but could not be unpacked ({exc}). "
-                            "Re-create the .csv.gz file or upload the plain CSV.") from exc
+            raise DataError(
+                f"{name!r} looks gzipped but could not be unpacked ({exc}). "
+                "Re-create the .csv.gz file or upload the plain CSV."
+            ) from exc
     if data[:4] == b"PK\x03\x04" or data[:8] == b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1":
-        raise DataError(f"{name!r} is a spreadsheet (Excel) file, not CSV text. In your "
-                        "spreadsheet program use 'Save as' → 'CSV UTF-8' and upload that.")
+        raise DataError(
+            f"{name!r} is a spreadsheet (Excel) file, not CSV text. In your "
+            "spreadsheet program use 'Save as' → 'CSV UTF-8' and upload that."
+        )
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 with BOM ("Unicode text")
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise DataError(
+                f"{name!r} could not be decoded as UTF-16 text. Save it as "
+                "'CSV UTF-8' and upload again."
+            ) from exc
     if b"\x00" in data[:4096]:
         raise DataError(f"{name!r} is not a text file. Upload a CSV (comma-separated text).")
     try:
@@ -955,8 +1026,9 @@ def read_csv(
             skip_blank_lines=True,
         )
     except pd.errors.EmptyDataError as exc:
-        raise DataError(f"{name!r} is empty. Upload a CSV with a header line and data "
-                        "rows.") from exc
+        raise DataError(
+            f"{name!r} is empty. Upload a CSV with a header line and data rows."
+        ) from exc
     except pd.errors.ParserError as exc:
         raise DataError(
             f"{name!r} is not a well-formed CSV: {str(exc).strip()}. Every row needs the "
@@ -989,8 +1061,10 @@ def load_sample(name: str) -> Observations:
         raise DataError(f"Unknown sample {name!r}; choose one of {_quote_list(list(SAMPLES))}.")
     path = SAMPLES[name]
     if not path.exists():
-        raise DataError(f"Sample file {str(path)!r} is missing; regenerate it with "
-                        "'python sample_data/make_samples.py'.")
+        raise DataError(
+            f"Sample file {str(path)!r} is missing; regenerate it with "
+            "'python sample_data/make_samples.py'."
+        )
     return read_csv(path)
 
 
@@ -1037,22 +1111,27 @@ class ChannelScaler:
         if series_ids is not None:
             frame = frame[frame["series_id"].isin({str(s) for s in series_ids})]
         if frame.empty:
-            raise DataError("Cannot fit the channel scaling: the selected series hold no "
-                            "observations. Select series with data.")
+            raise DataError(
+                "Cannot fit the channel scaling: the selected series hold no "
+                "observations. Select series with data."
+            )
         stats = frame.groupby("channel", sort=True)["value"].agg(["min", "max"])
         lo = stats["min"].astype(float)
         hi = stats["max"].astype(float)
         hi = hi.where(hi > lo, lo + 1.0)
-        return cls(minimum={str(k): float(v) for k, v in lo.items()},
-                   maximum={str(k): float(v) for k, v in hi.items()})
+        return cls(
+            minimum={str(k): float(v) for k, v in lo.items()},
+            maximum={str(k): float(v) for k, v in hi.items()},
+        )
 
     @property
     def channels(self) -> list[str]:
         """Channels known to the scaler, sorted."""
         return sorted(self.minimum)
 
-    def _lookup(self, channels: np.ndarray | Sequence[str] | pd.Series) -> tuple[np.ndarray,
-                                                                                 np.ndarray]:
+    def _lookup(
+        self, channels: np.ndarray | Sequence[str] | pd.Series
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Per-row minimum and range; DataError for unseen channels."""
         names = pd.Index(self.channels)
         ch = pd.Index(np.asarray(channels, dtype=object).astype(str))
@@ -1116,8 +1195,10 @@ class ChannelScaler:
 
     def to_dict(self) -> dict[str, dict[str, float]]:
         """JSON-safe ``{"minimum": {...}, "maximum": {...}}``."""
-        return {"minimum": {k: float(v) for k, v in sorted(self.minimum.items())},
-                "maximum": {k: float(v) for k, v in sorted(self.maximum.items())}}
+        return {
+            "minimum": {k: float(v) for k, v in sorted(self.minimum.items())},
+            "maximum": {k: float(v) for k, v in sorted(self.maximum.items())},
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Mapping[str, float]]) -> ChannelScaler:
@@ -1126,9 +1207,13 @@ class ChannelScaler:
             lo = {str(k): float(v) for k, v in d["minimum"].items()}
             hi = {str(k): float(v) for k, v in d["maximum"].items()}
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise DataError(f"Not a saved channel scaling ({exc!r}); expected "
-                            "{'minimum': {...}, 'maximum': {...}}.") from exc
+            raise DataError(
+                f"Not a saved channel scaling ({exc!r}); expected "
+                "{'minimum': {...}, 'maximum': {...}}."
+            ) from exc
         if set(lo) != set(hi):
-            raise DataError("Saved channel scaling lists different channels for minimum and "
-                            "maximum; re-fit the model.")
+            raise DataError(
+                "Saved channel scaling lists different channels for minimum and "
+                "maximum; re-fit the model."
+            )
         return cls(minimum=lo, maximum=hi)

@@ -148,9 +148,7 @@ def _check_levels(levels: ArrayLike, name: str = "levels") -> FloatArray:
     return arr
 
 
-def _check_point_predictions(
-    y_true: ArrayLike, mean: ArrayLike
-) -> tuple[FloatArray, FloatArray]:
+def _check_point_predictions(y_true: ArrayLike, mean: ArrayLike) -> tuple[FloatArray, FloatArray]:
     y = _as_1d(y_true, "y_true")
     mu = _as_1d(mean, "mean")
     _same_length(y_true=y, mean=mu)
@@ -474,9 +472,7 @@ def coverage_by_level(
     return {float(p): float(c) for p, c in zip(nominal, observed, strict=True)}
 
 
-def interval_score(
-    y_true: ArrayLike, lower: ArrayLike, upper: ArrayLike, *, level: float
-) -> float:
+def interval_score(y_true: ArrayLike, lower: ArrayLike, upper: ArrayLike, *, level: float) -> float:
     """Mean interval (Winkler) score of central ``level`` intervals.
 
     With ``alpha = 1 - level`` (Gneiting & Raftery 2007, eq. 43)::

@@ -98,15 +98,19 @@ def _params(rng: np.random.Generator) -> dict[str, float]:
     }
 
 
-def _mean_and_std(p: dict[str, float], channel: str, t: np.ndarray) -> tuple[np.ndarray,
-                                                                             np.ndarray]:
+def _mean_and_std(
+    p: dict[str, float], channel: str, t: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Noiseless signal and noise std of ``channel`` at times ``t`` (hours)."""
     z = p["amplitude"] * np.sin(2 * np.pi * t / p["period"] + p["phase"])
     if channel == "smooth":
         return 5.0 + z, np.full_like(t, 0.05)
     if channel == "coupled":
-        mean = 20.0 + 4.0 * np.tanh(z) + p["amplitude2"] * np.sin(
-            2 * np.pi * t / p["period2"] + p["phase2"])
+        mean = (
+            20.0
+            + 4.0 * np.tanh(z)
+            + p["amplitude2"] * np.sin(2 * np.pi * t / p["period2"] + p["phase2"])
+        )
         return mean, 0.1 + 0.02 * t
     if channel == "noisy":
         return 100.0 + 10.0 * z, np.full_like(t, 6.0)
@@ -180,8 +184,18 @@ def _one_series(seed: int, index: int) -> tuple[pd.DataFrame, pd.DataFrame]:
         tc = t[observed[:, c]]
         mean, std = _mean_and_std(p, name, tc)
         value = mean + std * rng.standard_normal(tc.size)
-        parts.append(pd.DataFrame({"series_id": sid, "channel": name, "time": tc,
-                                   "value": value, "mean": mean, "noise_std": std}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "series_id": sid,
+                    "channel": name,
+                    "time": tc,
+                    "value": value,
+                    "mean": mean,
+                    "noise_std": std,
+                }
+            )
+        )
     frame = pd.concat(parts, ignore_index=True)
     gap_frame = pd.DataFrame({"series_id": sid, "start": gaps[:, 0], "end": gaps[:, 1]})
     return frame, gap_frame
@@ -206,8 +220,7 @@ def make_synthetic(n_series: int = 40, seed: int = 0) -> SyntheticData:
         raise ValueError(f"n_series must be at least 1, got {n_series}")
     frames, gap_frames = zip(*(_one_series(seed, i) for i in range(n_series)), strict=True)
     full = pd.concat(frames, ignore_index=True)
-    full = full.sort_values(["series_id", "time", "channel"], kind="stable",
-                            ignore_index=True)
+    full = full.sort_values(["series_id", "time", "channel"], kind="stable", ignore_index=True)
     full["series_id"] = full["series_id"].astype(str)
     full["channel"] = full["channel"].astype(str)
     observations = full[["series_id", "channel", "time", "value"]].copy()

@@ -1,0 +1,211 @@
+"""A compact continuous-time model over the (time × channel) index space, and its twin.
+
+Both models share one backbone: a learned continuous-time embedding plus a channel
+embedding place queries and observations in the index space; an observation encoder turns
+each observation (time, channel, value) into a value vector, with one softmax
+self-attention layer over the series' observations for context; then a multi-head
+cross-attention from the queries to the observations reads out the prediction.
+
+* ``LevyModel``: the cross-attention is ``LevyAttention``. Values are projected into the
+  (scalar) output space *before* aggregation, so ``ŷ`` and ``σ̂`` come out of one pass and
+  obey the variance identity exactly (levy-math.md, "linear read-out").
+* ``SoftmaxTwin``: the same backbone with scaled-dot-product softmax attention and dropout.
+  In eval mode it is the deterministic "softmax" accuracy baseline; with dropout active at
+  inference, T passes give MC-Dropout.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Literal, NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from levy_core.attention import LevyAttention
+
+__all__ = ["Batch", "ModelConfig", "ModelOutput", "LevyModel", "SoftmaxTwin", "build_model"]
+
+
+@dataclass
+class ModelConfig:
+    """Hyper-parameters shared by the Lévy model and its twin."""
+
+    n_channels: int  # number of distinct channels (embedding table size)
+    time_scale: float = 48.0  # hours mapped to 1.0 before the time embedding
+    d_model: int = 32  # width of query/key/value features
+    d_time: int = 16  # continuous-time embedding size (1 linear + d_time-1 periodic)
+    d_channel: int = 8  # channel embedding size
+    num_heads: int = 4  # cross-attention heads
+    head_dim: int = 16  # per-head q/k/v size
+    context_layers: int = 1  # softmax self-attention layers over a series' observations
+    dropout: float = 0.1  # twin only: dropout rate (MC-Dropout at inference)
+    kappa_init: float = 8.0  # Lévy only: initial compatibility scale per head
+    phi: Literal["rate", "count"] = "rate"  # Lévy only: which sampled operator σ̂ describes
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ModelConfig:
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown model config fields: {sorted(unknown)}")
+        return cls(**data)
+
+
+class Batch(NamedTuple):
+    """Padded episodes. B series, N context observations, M queries (padding: mask 0)."""
+
+    ctx_time: Tensor  # (B, N) hours
+    ctx_channel: Tensor  # (B, N) int64
+    ctx_value: Tensor  # (B, N) normalised value
+    ctx_mask: Tensor  # (B, N) 1 real, 0 padding
+    qry_time: Tensor  # (B, M)
+    qry_channel: Tensor  # (B, M) int64
+    qry_mask: Tensor  # (B, M)
+    target: Tensor | None = None  # (B, M) normalised target, when known
+
+
+class ModelOutput(NamedTuple):
+    """Per-query prediction in normalised units (the pipeline converts to target units)."""
+
+    mean: Tensor  # (B, M)
+    sigma: Tensor | None  # (B, M) σ̂ (Lévy) — None for the twin
+    log_evidence: Tensor | None  # (B, H, M) per head
+    disagreement: Tensor | None  # (B, H, M) per head, normalised units²
+    n_eff: Tensor | None  # (B, H, M) per head
+
+
+class TimeEmbedding(nn.Module):
+    """mTAN-style learned continuous-time embedding: one linear and d-1 periodic features."""
+
+    def __init__(self, dim: int, time_scale: float) -> None:
+        super().__init__()
+        self.time_scale = time_scale
+        self.linear = nn.Linear(1, 1)
+        self.periodic = nn.Linear(1, dim - 1)
+        with torch.no_grad():  # periods from ~3 spans down to 1 % of the span
+            self.periodic.weight.copy_(2 * math.pi * torch.logspace(-0.5, 2, dim - 1).unsqueeze(1))
+
+    def forward(self, t: Tensor) -> Tensor:
+        x = (t / self.time_scale).unsqueeze(-1)  # (..., 1)
+        return torch.cat([self.linear(x), torch.sin(self.periodic(x))], dim=-1)  # (..., dim)
+
+
+class Backbone(nn.Module):
+    """Index-space embedding of queries/keys and the observation (value) encoder."""
+
+    def __init__(self, cfg: ModelConfig, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.time = TimeEmbedding(cfg.d_time, cfg.time_scale)
+        self.channel = nn.Embedding(cfg.n_channels, cfg.d_channel)
+        self.index = nn.Sequential(nn.Linear(cfg.d_time + cfg.d_channel, cfg.d_model), nn.GELU(),
+                                   nn.Linear(cfg.d_model, cfg.d_model))
+        self.observation = nn.Sequential(nn.Linear(cfg.d_time + cfg.d_channel + 1, cfg.d_model), nn.GELU(),
+                                         nn.Linear(cfg.d_model, cfg.d_model))
+        self.context = nn.ModuleList(
+            nn.TransformerEncoderLayer(cfg.d_model, nhead=2, dim_feedforward=2 * cfg.d_model, dropout=dropout,
+                                       batch_first=True, norm_first=True)
+            for _ in range(cfg.context_layers)
+        )
+        self.dropout = nn.Dropout(dropout)
+
+    def position(self, time: Tensor, channel: Tensor) -> Tensor:
+        """Embedding of index-space points: (B, L) times and channels → (B, L, d_model)."""
+        return self.index(torch.cat([self.time(time), self.channel(channel)], dim=-1))
+
+    def encode(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor]:
+        """Returns query positions (B, M, d), key positions (B, N, d), values (B, N, d)."""
+        queries = self.position(batch.qry_time, batch.qry_channel)
+        keys = self.position(batch.ctx_time, batch.ctx_channel)
+        obs = torch.cat([self.time(batch.ctx_time), self.channel(batch.ctx_channel),
+                         batch.ctx_value.unsqueeze(-1)], dim=-1)  # (B, N, d_time + d_channel + 1)
+        values = self.dropout(self.observation(obs))
+        padding = batch.ctx_mask <= 0  # (B, N) True where padded
+        for layer in self.context:
+            values = layer(values, src_key_padding_mask=padding)
+        return queries, keys, self.dropout(values)
+
+
+class LevyModel(nn.Module):
+    """Backbone + multi-head ``LevyAttention`` with a scalar linear read-out."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.backbone = Backbone(cfg, dropout=0.0)
+        self.attention = LevyAttention(cfg.d_model, cfg.d_model, cfg.d_model, num_heads=cfg.num_heads,
+                                       head_dim=cfg.head_dim, out_dim=1, kappa_init=cfg.kappa_init, phi=cfg.phi)
+
+    def forward(self, batch: Batch) -> ModelOutput:
+        queries, keys, values = self.backbone.encode(batch)
+        out = self.attention(queries, keys, values, key_weight=batch.ctx_mask.to(queries.dtype))
+        return ModelOutput(mean=out.mean[..., 0], sigma=out.sigma, log_evidence=out.log_evidence,
+                           disagreement=out.disagreement, n_eff=out.n_eff)
+
+
+class SoftmaxCrossAttention(nn.Module):
+    """Standard multi-head scaled-dot-product attention with the same per-head read-out."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.h, self.hd, self.p = cfg.num_heads, cfg.head_dim, cfg.dropout
+        self.q_proj = nn.Linear(cfg.d_model, cfg.num_heads * cfg.head_dim)
+        self.k_proj = nn.Linear(cfg.d_model, cfg.num_heads * cfg.head_dim)
+        self.v_proj = nn.Linear(cfg.d_model, cfg.num_heads * cfg.head_dim)
+        self.readout = nn.Linear(cfg.num_heads * cfg.head_dim, 1)
+
+    def forward(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tensor:
+        B, M, _ = queries.shape
+        N = keys.shape[1]
+        q = self.q_proj(queries).view(B, M, self.h, self.hd).transpose(1, 2)  # (B, H, M, hd)
+        k = self.k_proj(keys).view(B, N, self.h, self.hd).transpose(1, 2)  # (B, H, N, hd)
+        v = self.v_proj(values).view(B, N, self.h, self.hd).transpose(1, 2)  # (B, H, N, hd)
+        bias = torch.where(mask > 0, 0.0, -1e4).to(q.dtype)[:, None, None, :]  # (B, 1, 1, N)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias,
+                                             dropout_p=self.p if self.training else 0.0)
+        return self.readout(out.transpose(1, 2).reshape(B, M, self.h * self.hd))[..., 0]  # (B, M)
+
+
+class SoftmaxTwin(nn.Module):
+    """The same backbone with softmax attention and dropout (MC-Dropout at inference)."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.backbone = Backbone(cfg, dropout=cfg.dropout)
+        self.attention = SoftmaxCrossAttention(cfg)
+
+    def forward(self, batch: Batch) -> ModelOutput:
+        queries, keys, values = self.backbone.encode(batch)
+        mean = self.attention(queries, keys, values, batch.ctx_mask)
+        return ModelOutput(mean=mean, sigma=None, log_evidence=None, disagreement=None, n_eff=None)
+
+    @torch.no_grad()
+    def mc_dropout(self, batch: Batch, passes: int, generator_seed: int = 0) -> tuple[Tensor, Tensor]:
+        """Mean and standard deviation over ``passes`` stochastic passes, each (B, M)."""
+        if passes < 2:
+            raise ValueError("MC-Dropout needs at least 2 passes")
+        was_training = self.training
+        self.train()
+        state = torch.random.get_rng_state()
+        torch.manual_seed(generator_seed)
+        try:
+            draws = torch.stack([self.forward(batch).mean for _ in range(passes)])  # (T, B, M)
+        finally:
+            torch.random.set_rng_state(state)
+            self.train(was_training)
+        return draws.mean(0), draws.std(0, correction=1)
+
+
+def build_model(kind: Literal["levy", "softmax"], cfg: ModelConfig) -> nn.Module:
+    """Factory used by training and loading."""
+    if kind == "levy":
+        return LevyModel(cfg)
+    if kind == "softmax":
+        return SoftmaxTwin(cfg)
+    raise ValueError(f"model kind must be 'levy' or 'softmax', got {kind!r}")

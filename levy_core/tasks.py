@@ -1,0 +1,255 @@
+"""Splits and prediction tasks: which observations are context and which are queries.
+
+* Many series (≥ ``MIN_SERIES_FOR_SERIES_SPLIT``): a seeded 60/20/20 train/calibration/test
+  split *by series*, as t-PatchGNN does.
+* Few series: each series is cut into consecutive time windows of equal length; each window
+  becomes a pseudo-series ``"<id>@<k>"`` with its own relative time, and the windows are
+  split *by time* (the first 60 % of each series' windows train, the next 20 % calibrate,
+  the last 20 % test) so no test window precedes a training one.
+
+Tasks inside a (pseudo-)series:
+
+* ``forecast``: observations at ``time ≤ cutoff`` are context; those in
+  ``(cutoff, cutoff + horizon]`` are the queries.
+* ``interpolate``: a seeded ``holdout_fraction`` of the observations is held out as queries;
+  the rest is context. Training draws a fresh hold-out every epoch.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+import torch
+
+from levy_core.data import DataError
+from levy_core.model import Batch
+
+__all__ = [
+    "MIN_SERIES_FOR_SERIES_SPLIT",
+    "EpisodeBuilder",
+    "Split",
+    "TaskConfig",
+    "make_split",
+    "resolve_task",
+    "to_windows",
+]
+
+MIN_SERIES_FOR_SERIES_SPLIT = 10
+WINDOWS_PER_SERIES = 20  # few-series mode: windows each series is cut into
+
+
+@dataclass
+class TaskConfig:
+    """What is predicted from what."""
+
+    kind: Literal["forecast", "interpolate"] = "forecast"
+    cutoff: float | None = None  # forecast: history ends here (hours); None → half the median span
+    horizon: float | None = None  # forecast: queries up to cutoff + horizon; None → to the end
+    holdout_fraction: float = 0.2  # interpolate: share of observations held out as queries
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TaskConfig:
+        return cls(**data)
+
+
+@dataclass
+class Split:
+    """Which (pseudo-)series train, calibrate and test; recorded with the model."""
+
+    mode: Literal["series", "window"]
+    seed: int
+    train: list[str] = field(default_factory=list)
+    calibration: list[str] = field(default_factory=list)
+    test: list[str] = field(default_factory=list)
+    window_hours: float | None = None  # window mode: length of each window
+
+    def role_of(self, series_id: str) -> str:
+        for role in ("train", "calibration", "test"):
+            if series_id in set(getattr(self, role)):
+                return role
+        return "unseen"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Split:
+        return cls(**data)
+
+
+def to_windows(frame: pd.DataFrame, window_hours: float) -> pd.DataFrame:
+    """Cut each series into consecutive windows ``"<id>@<k>"`` with time relative to the
+    window start. ``frame``: columns series_id, channel, time, value."""
+    if window_hours <= 0:
+        raise ValueError("window_hours must be positive")
+    out = frame.copy()
+    start = out.groupby("series_id")["time"].transform("min")
+    k = np.floor((out["time"] - start) / window_hours).astype(int)
+    out["series_id"] = out["series_id"].astype(str) + "@" + k.astype(str)
+    out["time"] = (out["time"] - start) - k * window_hours
+    return out.sort_values(["series_id", "time", "channel"], kind="stable").reset_index(drop=True)
+
+
+def _window_order(series_id: str) -> tuple[str, int]:
+    base, _, k = series_id.rpartition("@")
+    return base, int(k)
+
+
+def make_split(frame: pd.DataFrame, *, seed: int = 0) -> tuple[pd.DataFrame, Split]:
+    """Decide the split mode and split. Returns the frame the model works on (windowed in
+    window mode) and the ``Split``."""
+    series = sorted(frame["series_id"].unique())
+    if len(series) >= MIN_SERIES_FOR_SERIES_SPLIT:
+        rng = np.random.default_rng(seed)
+        order = [series[i] for i in rng.permutation(len(series))]
+        n_train = int(round(0.6 * len(order)))
+        n_cal = int(round(0.2 * len(order)))
+        return frame, Split("series", seed, order[:n_train], order[n_train:n_train + n_cal],
+                            order[n_train + n_cal:])
+    spans = frame.groupby("series_id")["time"].agg(lambda t: t.max() - t.min())
+    window = float(spans.median()) / WINDOWS_PER_SERIES
+    if not window > 0:
+        raise DataError("every series spans a single instant: there is nothing to split in time; "
+                        "provide observations at different times")
+    windowed = to_windows(frame, window)
+    split = Split("window", seed, window_hours=window)
+    by_series: dict[str, list[tuple[int, str]]] = {}
+    for sid in windowed["series_id"].unique():
+        base, k = _window_order(sid)
+        by_series.setdefault(base, []).append((k, sid))
+    for base in sorted(by_series):
+        ordered = [sid for _, sid in sorted(by_series[base])]
+        n_train, n_cal = int(round(0.6 * len(ordered))), int(round(0.2 * len(ordered)))
+        split.train += ordered[:n_train]
+        split.calibration += ordered[n_train:n_train + n_cal]
+        split.test += ordered[n_train + n_cal:]
+    return windowed, split
+
+
+def resolve_task(task: TaskConfig, frame: pd.DataFrame) -> TaskConfig:
+    """Fill the defaults that depend on the data (the forecast cut-off)."""
+    if task.kind not in ("forecast", "interpolate"):
+        raise ValueError(f"task must be 'forecast' or 'interpolate', got {task.kind!r}")
+    if not 0 < task.holdout_fraction < 1:
+        raise ValueError("holdout_fraction must lie in (0, 1)")
+    if task.kind == "forecast" and task.cutoff is None:
+        spans = frame.groupby("series_id")["time"].max()
+        return TaskConfig("forecast", float(np.round(spans.median() / 2, 4)), task.horizon, task.holdout_fraction)
+    return task
+
+
+@dataclass
+class SeriesArrays:
+    time: np.ndarray  # (n,) hours
+    channel: np.ndarray  # (n,) int64 channel index
+    value: np.ndarray  # (n,) normalised value
+    row: np.ndarray  # (n,) row index in the frame the builder was made from
+
+
+class EpisodeBuilder:
+    """Turns a normalised long frame into padded context/query batches.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Columns series_id, channel, time, value (value already normalised).
+    channels : list of str
+        Channel vocabulary; position = embedding index.
+    task : TaskConfig
+        Resolved task (``cutoff`` set for forecasts).
+    seed : int
+        Seeds the fixed interpolation hold-out of evaluation episodes.
+    """
+
+    def __init__(self, frame: pd.DataFrame, channels: list[str], task: TaskConfig, seed: int = 0) -> None:
+        self.task, self.seed = task, seed
+        self.channel_index = {c: i for i, c in enumerate(channels)}
+        unknown = set(frame["channel"].unique()) - set(self.channel_index)
+        if unknown:
+            raise DataError(f"channels the model was not trained on: {sorted(unknown)[:5]}; "
+                            "predict only channels present in the training data")
+        codes = frame["channel"].map(self.channel_index).to_numpy(np.int64)
+        self.series: dict[str, SeriesArrays] = {}
+        times, values = frame["time"].to_numpy(np.float64), frame["value"].to_numpy(np.float64)
+        for sid, idx in frame.groupby("series_id", sort=True).indices.items():
+            self.series[str(sid)] = SeriesArrays(times[idx], codes[idx], values[idx], np.asarray(idx))
+
+    def split_indices(self, series_id: str, rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(context, query) positions inside one series. ``rng=None``: the fixed hold-out."""
+        s = self.series[series_id]
+        n = len(s.time)
+        if self.task.kind == "forecast":
+            cutoff = float(self.task.cutoff)  # resolved
+            ctx = np.flatnonzero(s.time <= cutoff)
+            end = np.inf if self.task.horizon is None else cutoff + self.task.horizon
+            qry = np.flatnonzero((s.time > cutoff) & (s.time <= end))
+            return ctx, qry
+        if rng is None:
+            rng = np.random.default_rng([self.seed, zlib.crc32(series_id.encode())])
+        n_hold = int(round(self.task.holdout_fraction * n))
+        if n < 2 or n_hold < 1:
+            return np.arange(n), np.arange(0)
+        n_hold = min(n_hold, n - 1)
+        held = np.sort(rng.choice(n, size=n_hold, replace=False))
+        return np.setdiff1d(np.arange(n), held), held
+
+    def usable(self, series_ids: list[str]) -> list[str]:
+        """Series with at least one context observation and one query."""
+        out = []
+        for sid in series_ids:
+            if sid not in self.series:
+                continue
+            ctx, qry = self.split_indices(sid)
+            if len(ctx) and len(qry):
+                out.append(sid)
+        return out
+
+    def batch(self, series_ids: list[str], rng: np.random.Generator | None = None) -> tuple[Batch, list[np.ndarray]]:
+        """Episodes of ``series_ids`` with their observed queries. Also returns, per series,
+        the frame rows of the queries (to map predictions back)."""
+        parts = []
+        for sid in series_ids:
+            s = self.series[sid]
+            ctx, qry = self.split_indices(sid, rng)
+            parts.append((sid, ctx, s.time[qry], s.channel[qry], s.value[qry], s.row[qry]))
+        batch = self._collate([(sid, ctx, t, c) for sid, ctx, t, c, _, _ in parts],
+                              targets=[p[4] for p in parts])
+        return batch, [p[5] for p in parts]
+
+    def query_batch(self, items: list[tuple[str, np.ndarray, np.ndarray]]) -> Batch:
+        """Episodes with arbitrary queries: items of (series_id, query times, query channel codes);
+        the context is the series' fixed-episode context."""
+        return self._collate([(sid, self.split_indices(sid)[0], t, c) for sid, t, c in items])
+
+    def _collate(self, parts: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]],
+                 targets: list[np.ndarray] | None = None) -> Batch:
+        B = len(parts)
+        N = max(1, max(len(ctx) for _, ctx, _, _ in parts))
+        M = max(1, max(len(t) for _, _, t, _ in parts))
+        ctx_time = np.zeros((B, N), np.float32)
+        ctx_channel = np.zeros((B, N), np.int64)
+        ctx_value = np.zeros((B, N), np.float32)
+        ctx_mask = np.zeros((B, N), np.float32)
+        qry_time = np.zeros((B, M), np.float32)
+        qry_channel = np.zeros((B, M), np.int64)
+        qry_mask = np.zeros((B, M), np.float32)
+        target = np.zeros((B, M), np.float32)
+        for b, (sid, ctx, t, c) in enumerate(parts):
+            s = self.series[sid]
+            n, m = len(ctx), len(t)
+            ctx_time[b, :n], ctx_channel[b, :n], ctx_value[b, :n] = s.time[ctx], s.channel[ctx], s.value[ctx]
+            ctx_mask[b, :n] = 1.0
+            qry_time[b, :m], qry_channel[b, :m] = t, c
+            qry_mask[b, :m] = 1.0
+            if targets is not None:
+                target[b, :m] = targets[b]
+        t = torch.from_numpy
+        return Batch(t(ctx_time), t(ctx_channel), t(ctx_value), t(ctx_mask), t(qry_time), t(qry_channel),
+                     t(qry_mask), t(target) if targets is not None else None)

@@ -1,0 +1,332 @@
+"""levy_core.calibrate: scale MLE, conformal quantile rule, coverage, state handling."""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import optimize, stats
+
+from levy_core import metrics as M
+from levy_core.calibrate import (
+    DEFAULT_REL_FLOOR,
+    Calibrator,
+    NotFittedError,
+    ScaledGaussian,
+    SplitConformal,
+)
+
+FAST = settings(max_examples=25, deadline=None)
+seeds = st.integers(min_value=0, max_value=2**32 - 1)
+
+
+def hetero_case(
+    seed: int, n: int, *, misscale: float = 0.5, jitter: float = 0.3
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exchangeable heteroscedastic Gaussian data with a deliberately mis-scaled sigma.
+
+    Truth ``y = sin(x) + s(x) eps``; the model reports ``mean = sin(x)`` and
+    ``sigma = misscale * s(x) * exp(jitter * eta)`` -- too narrow by ``misscale``
+    and only roughly proportional to the true spread.
+    """
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.0, 3.0, n)
+    s_true = 0.2 + 0.5 * x**2
+    mean = np.sin(x)
+    y = mean + s_true * rng.standard_normal(n)
+    sigma = misscale * s_true * np.exp(jitter * rng.standard_normal(n))
+    return y, mean, sigma
+
+
+# --------------------------------------------------------------------------- scaled Gaussian
+
+
+def neg_log_lik(c: float, y, mean, sigma) -> float:
+    return -float(np.sum(stats.norm.logpdf(y, loc=mean, scale=c * sigma)))
+
+
+@FAST
+@given(seed=seeds, n=st.integers(2, 300))
+def test_scale_mle_is_the_numerical_argmax(seed: int, n: int) -> None:
+    y, mean, sigma = hetero_case(seed, n)
+    sg = ScaledGaussian().fit(y, mean, sigma)
+    closed = math.sqrt(np.mean((y - mean) ** 2 / sigma**2))
+    assert sg.scale_ == pytest.approx(closed, rel=1e-12)
+    res = optimize.minimize_scalar(
+        lambda log_c: neg_log_lik(math.exp(log_c), y, mean, sigma),
+        bracket=(math.log(closed) - 1.0, math.log(closed) + 1.0),
+        method="brent",
+        options={"xtol": 1e-12},
+    )
+    assert math.exp(res.x) == pytest.approx(sg.scale_, rel=1e-6)
+
+
+def test_scale_recovers_a_pure_misscaling() -> None:
+    # sigma = s / 2 exactly -> r = 2 Z, c^2 = mean(4 Z^2): E = 4, sd = sqrt(32 / n).
+    y, mean, sigma = hetero_case(5, 20_000, misscale=0.5, jitter=0.0)
+    sg = ScaledGaussian().fit(y, mean, sigma)
+    assert abs(sg.scale_**2 - 4.0) < 4.5 * math.sqrt(32 / 20_000)  # two-sided 7e-6
+    lo, hi = sg.predict_interval(mean, sigma, 0.9)
+    np.testing.assert_allclose(sg.predict_std(sigma), sg.scale_ * sigma, rtol=1e-12)
+    ref_lo, ref_hi = M.central_interval(mean, sg.scale_ * sigma, 0.9)
+    np.testing.assert_allclose(lo, ref_lo, rtol=1e-12)
+    np.testing.assert_allclose(hi, ref_hi, rtol=1e-12)
+
+
+def test_zero_sigma_is_floored_relative_to_the_median() -> None:
+    y = np.array([1.0, 2.0, 0.5, 3.0, 2.0])
+    mean = np.array([1.0, 1.5, 0.0, 2.0, 2.0])
+    sigma = np.array([0.0, 1.0, 2.0, 4.0, 0.0])
+    floor = DEFAULT_REL_FLOOR * 2.0  # median of the positive sigmas (1, 2, 4)
+    sg = ScaledGaussian().fit(y, mean, sigma)
+    assert sg.sigma_floor_ == pytest.approx(floor)
+    r = (y - mean) / np.maximum(sigma, floor)
+    assert sg.scale_ == pytest.approx(math.sqrt(np.mean(r**2)), rel=1e-12)
+    assert np.all(sg.predict_std([0.0, 1.0]) == sg.scale_ * np.array([floor, 1.0]))
+    sc = SplitConformal().conformalize(y, mean, sigma)
+    np.testing.assert_allclose(sc.scores_, np.sort(np.abs(r)))
+    assert np.all(np.isfinite(sc.scores_))
+    lo, hi = sc.predict_interval([0.0], [0.0], 0.5)  # test sigma = 0 uses the same floor
+    assert hi[0] - lo[0] == pytest.approx(2 * sc.quantile(0.5) * floor)
+
+
+# --------------------------------------------------------------------------- conformal quantile
+
+
+def k_exact(n: int, level: float) -> int:
+    """ceil((n + 1) * level) for the decimal the level stands for."""
+    return math.ceil((n + 1) * Fraction(repr(level)))
+
+
+@pytest.mark.parametrize(
+    ("n", "level", "k"),
+    [
+        (9, 0.9, 9),  # (n+1) level = 9 exactly: the largest score, finite
+        (9, 0.95, None),  # 9.5 -> 10 > 9: infinite band
+        (99, 0.9, 90),
+        (24, 0.28, 7),  # 25 * 0.28 = 7.000000000000001 in binary: must stay 7
+        (99, 0.56, 56),  # 100 * 0.56 = 56.00000000000001
+        (19, 0.95, 19),
+        (19, 0.951, None),  # 19.02 -> 20 > 19
+        (1, 0.49, 1),  # 0.98 -> 1
+        (1, 0.5, 1),
+        (1, 0.51, None),
+        (1000, 0.5, 501),  # 500.5 -> 501
+    ],
+)
+def test_quantile_index_rule(n: int, level: float, k: int | None) -> None:
+    sigma = np.full(n, 2.0)
+    errors = np.arange(1, n + 1, dtype=float) * 2.0  # scores 1, 2, ..., n
+    sc = SplitConformal().conformalize(errors[::-1], np.zeros(n), sigma)
+    q = sc.quantile(level)
+    if k is None:
+        assert q == math.inf
+        lo, hi = sc.predict_interval([0.0, 1.0], [1.0, 0.0], level)
+        assert np.all(lo == -np.inf) and np.all(hi == np.inf)
+        assert M.interval_coverage([5.0, -1e9], lo, hi) == 1.0
+    else:
+        assert k == k_exact(n, level)
+        assert q == float(k)
+        lo, hi = sc.predict_interval([0.0, 1.0], [1.0, 3.0], level)
+        np.testing.assert_allclose(lo, [-q, 1.0 - 3 * q])
+        np.testing.assert_allclose(hi, [q, 1.0 + 3 * q])
+
+
+@FAST
+@given(seed=seeds, n=st.integers(1, 400), level=st.floats(0.001, 0.999))
+def test_quantile_matches_bruteforce(seed: int, n: int, level: float) -> None:
+    y, mean, sigma = hetero_case(seed, n)
+    sc = SplitConformal().conformalize(y, mean, sigma)
+    scores = sorted(abs(a - b) / s for a, b, s in zip(y, mean, sigma, strict=True))
+    k = k_exact(n, level)
+    expected = math.inf if k > n else scores[k - 1]
+    assert sc.quantile(level) == pytest.approx(expected, rel=1e-12)
+
+
+def test_conformal_band_any_level_without_refit_and_scale_free() -> None:
+    y, mean, sigma = hetero_case(1, 500)
+    sc = SplitConformal().conformalize(y, mean, sigma)
+    scores_before = sc.scores_.copy()
+    widths = [M.interval_mean_width(*sc.predict_interval(mean, sigma, p)) for p in (0.5, 0.8, 0.95)]
+    assert widths == sorted(widths)
+    np.testing.assert_array_equal(sc.scores_, scores_before)
+    # sigma rescaled by any c > 0 on both splits gives the same band
+    sc7 = SplitConformal().conformalize(y, mean, 7.0 * sigma)
+    for p in (0.5, 0.9):
+        np.testing.assert_allclose(
+            sc7.predict_interval(mean, 7.0 * sigma, p), sc.predict_interval(mean, sigma, p)
+        )
+
+
+# --------------------------------------------------------------------------- coverage test
+
+# Statistical coverage test (split conformal, continuous exchangeable scores).
+#
+# Given the calibration set, the band uses q = r_(k), k = ceil((n_cal + 1) level),
+# and a fresh test point is covered with probability C = F(r_(k)) = U_(k), the
+# k-th order statistic of n_cal uniforms, so C ~ Beta(k, n_cal + 1 - k) with
+#   mu  = E[C]   = k / (n_cal + 1)            in [level, level + 1/(n_cal + 1))
+#   v_C = Var[C] = k (n_cal + 1 - k) / ((n_cal + 1)^2 (n_cal + 2)).
+# The observed test coverage is the mean of n_test Bernoulli(C) given C, so by
+# the law of total variance
+#   Var[cov] = Var[E[cov | C]] + E[Var[cov | C]] = v_C + E[C (1 - C)] / n_test,
+#   E[C (1 - C)] = mu (1 - mu) - v_C.
+# With se = sqrt(Var[cov]) and a normal approximation (n_cal = 4000, n_test =
+# 20000: the Beta's skewness is ~ -0.1 even at 0.95), cov lies in
+#   [level - z se, level + 1/(n_cal + 1) + z se]
+# except with probability <= 2 (1 - Phi(z)) per level. Family-wise false alarm
+# rate 1e-4 over the 4 levels (Bonferroni, two-sided): z = Phi^-1(1 - 1e-4 / 8).
+N_CAL, N_TEST = 4000, 20_000
+LEVELS = (0.5, 0.8, 0.9, 0.95)
+Z = float(stats.norm.ppf(1 - 1e-4 / (2 * len(LEVELS))))  # ~ 4.21
+
+
+def coverage_se(level: float, n_cal: int, n_test: int) -> float:
+    k = math.ceil((n_cal + 1) * Fraction(repr(level)))
+    a, b = k, n_cal + 1 - k
+    mu = a / (a + b)
+    var_c = a * b / ((a + b) ** 2 * (a + b + 1))
+    return math.sqrt(var_c + (mu * (1 - mu) - var_c) / n_test)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_conformal_coverage_is_valid_and_raw_band_is_not(seed: int) -> None:
+    y, mean, sigma = hetero_case(seed, N_CAL + N_TEST)
+    cal, test = slice(0, N_CAL), slice(N_CAL, None)
+    sc = SplitConformal().conformalize(y[cal], mean[cal], sigma[cal])
+    for level in LEVELS:
+        se = coverage_se(level, N_CAL, N_TEST)
+        lo, hi = sc.predict_interval(mean[test], sigma[test], level)
+        cov = M.interval_coverage(y[test], lo, hi)
+        assert level - Z * se <= cov <= level + 1 / (N_CAL + 1) + Z * se, (level, cov, se)
+        # the raw, mis-scaled Gaussian band must fail the same check (so this test can fail)
+        raw = M.interval_coverage(y[test], *M.central_interval(mean[test], sigma[test], level))
+        assert raw < level - Z * se, (level, raw)
+
+
+def test_calibrator_gaussian_band_fixes_a_pure_misscaling() -> None:
+    # Without jitter the scaled Gaussian is the true model; its coverage at each
+    # level is within binomial + scale-estimation noise of nominal (loose 0.02).
+    y, mean, sigma = hetero_case(9, N_CAL + N_TEST, jitter=0.0)
+    cal = Calibrator().fit(y[:N_CAL], mean[:N_CAL], sigma[:N_CAL])
+    for level in LEVELS:
+        lo, hi = cal.interval(mean[N_CAL:], sigma[N_CAL:], level, kind="gaussian")
+        assert abs(M.interval_coverage(y[N_CAL:], lo, hi) - level) < 0.02
+
+
+# --------------------------------------------------------------------------- calibrator
+
+
+def test_calibrator_delegates_to_both_parts() -> None:
+    y, mean, sigma = hetero_case(4, 800)
+    cal = Calibrator().fit(y, mean, sigma)
+    sg = ScaledGaussian().fit(y, mean, sigma)
+    sc = SplitConformal().conformalize(y, mean, sigma)
+    assert cal.scale_ == sg.scale_
+    np.testing.assert_array_equal(cal.predict_std(sigma), sg.predict_std(sigma))
+    for level in (0.5, 0.9):
+        np.testing.assert_array_equal(
+            cal.interval(mean, sigma, level), sg.predict_interval(mean, sigma, level)
+        )
+        np.testing.assert_array_equal(
+            cal.interval(mean, sigma, level, kind="conformal"),
+            sc.predict_interval(mean, sigma, level),
+        )
+    with pytest.raises(ValueError, match="kind"):
+        cal.interval(mean, sigma, 0.9, kind="bootstrap")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- order and state
+
+
+def test_out_of_order_calls_raise_not_fitted() -> None:
+    assert issubclass(NotFittedError, RuntimeError)
+    m, s = np.zeros(3), np.ones(3)
+    sg, sc, cal = ScaledGaussian(), SplitConformal(), Calibrator()
+    for call in (
+        lambda: sg.predict_std(s),
+        lambda: sg.predict_interval(m, s, 0.9),
+        sg.to_dict,
+    ):
+        with pytest.raises(NotFittedError, match=r"call fit\(y_true, mean, sigma\)"):
+            call()
+    for call in (lambda: sc.quantile(0.9), lambda: sc.predict_interval(m, s, 0.9), sc.to_dict):
+        with pytest.raises(NotFittedError, match=r"call conformalize\(y_true, mean, sigma\)"):
+            call()
+    for call in (
+        lambda: cal.interval(m, s, 0.9),
+        lambda: cal.interval(m, s, 0.9, kind="conformal"),
+        lambda: cal.predict_std(s),
+        cal.to_dict,
+    ):
+        with pytest.raises(NotFittedError, match="call fit"):
+            call()
+    assert not (sg.is_fitted or sc.is_fitted or cal.is_fitted)
+
+
+def test_save_load_round_trip_through_json() -> None:
+    y, mean, sigma = hetero_case(8, 300)
+    sigma[0] = 0.0
+    cal = Calibrator(rel_floor=1e-4).fit(y, mean, sigma)
+    loaded = Calibrator.from_dict(json.loads(json.dumps(cal.to_dict())))
+    assert loaded.is_fitted and loaded.scale_ == cal.scale_
+    np.testing.assert_array_equal(loaded.conformal.scores_, cal.conformal.scores_)
+    assert loaded.conformal.sigma_floor_ == cal.conformal.sigma_floor_
+    for kind in ("gaussian", "conformal"):
+        for level in (0.5, 0.9, 0.999):
+            np.testing.assert_array_equal(
+                loaded.interval(mean, sigma, level, kind=kind),
+                cal.interval(mean, sigma, level, kind=kind),
+            )
+    sg = ScaledGaussian.from_dict(json.loads(json.dumps(cal.scaled_gaussian.to_dict())))
+    assert sg.scale_ == cal.scale_ and sg.rel_floor == 1e-4
+    sc = SplitConformal.from_dict(json.loads(json.dumps(cal.conformal.to_dict())))
+    assert sc.quantile(0.8) == cal.conformal.quantile(0.8)
+
+
+def test_from_dict_rejects_malformed_state() -> None:
+    y, mean, sigma = hetero_case(8, 30)
+    state = Calibrator().fit(y, mean, sigma).to_dict()
+    with pytest.raises(ValueError, match="type"):
+        ScaledGaussian.from_dict(state)
+    with pytest.raises(ValueError, match="version"):
+        Calibrator.from_dict({**state, "version": 99})
+    with pytest.raises(ValueError, match="scaled_gaussian"):
+        Calibrator.from_dict({k: v for k, v in state.items() if k != "scaled_gaussian"})
+    bad_scores = {**state["conformal"], "scores": [1.0, float("nan")]}
+    with pytest.raises(ValueError, match="scores"):
+        SplitConformal.from_dict(bad_scores)
+    with pytest.raises(ValueError, match="scale"):
+        ScaledGaussian.from_dict({**state["scaled_gaussian"], "scale": -1.0})
+
+
+def test_bad_input_raises_value_error() -> None:
+    y, m, s = np.ones(4), np.zeros(4), np.ones(4)
+    for est in (ScaledGaussian(), SplitConformal(), Calibrator()):
+        fit = est.conformalize if isinstance(est, SplitConformal) else est.fit
+        with pytest.raises(ValueError, match="sigma must be >= 0"):
+            fit(y, m, -s)
+        with pytest.raises(ValueError, match="same length"):
+            fit(y, m[:3], s)
+        with pytest.raises(ValueError, match="y_true contains 1 NaN"):
+            fit(np.array([1.0, np.nan, 1.0, 1.0]), m, s)
+        with pytest.raises(ValueError, match="every sigma in the calibration split is 0"):
+            fit(y, m, np.zeros(4))
+    sg = ScaledGaussian().fit(y, m, s)
+    sc = SplitConformal().conformalize(y, m, s)
+    for bad in (0.0, 1.0, 1.2, float("nan")):
+        with pytest.raises(ValueError, match="level"):
+            sg.predict_interval(m, s, bad)
+        with pytest.raises(ValueError, match="level"):
+            sc.quantile(bad)
+    with pytest.raises(ValueError, match="same length"):
+        sc.predict_interval(m, s[:2], 0.9)
+    with pytest.raises(ValueError, match="sigma"):
+        sg.predict_std([-1.0])
+    with pytest.raises(ValueError, match="rel_floor"):
+        ScaledGaussian(rel_floor=0.0)
