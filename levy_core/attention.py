@@ -289,21 +289,26 @@ def _fused(
     kappa_c = kappa.clamp(max=KAPPA_MAX)
     c = log_total_w.unsqueeze(-1).unsqueeze(-1) - kappa_c  # (..., 1, 1)
 
-    q_aug = q.new_zeros(*batch, n_q, width)
-    q_aug[..., :E] = kappa * F.normalize(q, dim=-1)  # scores κ·cos
+    # Each augmented tensor is written once into a fresh buffer: the extra cost is O((Q+K)·D).
+    q_aug = q.new_empty(*batch, n_q, width)
+    q_aug[..., :E] = kappa * F.normalize(q, dim=-1)  # scores κ·cos (broadcasts into the buffer)
     q_aug[..., E] = 1.0  # picks the key's bias column
+    q_aug[..., E + 1:] = 0.0
 
-    k_aug = k.new_zeros(*batch, n_k + 1, width)
+    k_aug = k.new_empty(*batch, n_k + 1, width)
     k_aug[..., :n_k, :E] = F.normalize(k, dim=-1)
     log_w = _log_weights(key_weight, k)
-    if log_w is not None:
-        k_aug[..., :n_k, E] = log_w  # additive log w_i
-    k_aug[..., n_k, E] = c.expand(*batch, 1, 1)[..., 0, 0]  # the null key's score
+    k_aug[..., :n_k, E] = 0.0 if log_w is None else log_w  # additive log w_i
+    k_aug[..., :, E + 1:] = 0.0
+    k_aug[..., n_k, :E] = 0.0
+    k_aug[..., n_k, E] = c[..., 0, 0]  # the null key's score
 
     v_c, v_bar = _centre(v, key_weight)
-    v_aug = v.new_zeros(*batch, n_k + 1, width)
+    v_aug = v.new_empty(*batch, n_k + 1, width)
     v_aug[..., :n_k, :D] = v_c
-    v_aug[..., :n_k, D] = v_c.pow(2).sum(-1)  # second moment column
+    v_aug[..., :n_k, D] = (v_c * v_c).sum(-1)  # second-moment column
+    v_aug[..., :n_k, D + 1:] = 0.0
+    v_aug[..., n_k, :] = 0.0
     v_aug[..., n_k, D + 1] = 1.0  # one-hot: the null key's weight
 
     flat = (-1, 1)  # SDPA's fast CPU path wants (N, H, L, E)
@@ -316,9 +321,10 @@ def _fused(
 
     r = out[..., D + 1]  # e^c / (e^c + Λ)
     real_mass = 1.0 - r  # Λ / (e^c + Λ) ≥ 1/2
-    mean_c = out[..., :D] / real_mass.unsqueeze(-1)  # (..., Q, D)
-    second = out[..., D] / real_mass
-    disagreement = (second - mean_c.pow(2).sum(-1)).clamp_min(0.0)
+    inv_mass = 1.0 / real_mass
+    mean_c = out[..., :D] * inv_mass.unsqueeze(-1)  # (..., Q, D)
+    second = out[..., D] * inv_mass
+    disagreement = (second - (mean_c * mean_c).sum(-1)).clamp_min(0.0)
     tiny = torch.finfo(dtype).tiny
     log_evidence = c.squeeze(-1) + torch.log(real_mass) - torch.log(r.clamp_min(tiny))  # (..., Q)
     if key_weight is not None:
@@ -375,6 +381,8 @@ class LevyAttention(nn.Module):
     kappa_init : float
         Initial compatibility scale, clamped to ``[KAPPA_MIN, KAPPA_MAX]``.
     phi : {"rate", "count"}
+    tie_query_key : bool
+        Share the query and key projections (a symmetric kernel over one index space).
     """
 
     def __init__(
@@ -388,15 +396,19 @@ class LevyAttention(nn.Module):
         out_dim: int = 1,
         kappa_init: float = 8.0,
         phi: Phi = "rate",
+        tie_query_key: bool = False,
     ) -> None:
         super().__init__()
+        if tie_query_key and query_dim != key_dim:
+            raise ValueError("tie_query_key needs query_dim == key_dim")
         if num_heads < 1 or head_dim < 1 or out_dim < 1:
             raise ValueError("num_heads, head_dim and out_dim must be positive")
         if not KAPPA_MIN <= kappa_init <= KAPPA_MAX:
             raise ValueError(f"kappa_init must lie in [{KAPPA_MIN}, {KAPPA_MAX}]")
         self.num_heads, self.head_dim, self.out_dim, self.phi = num_heads, head_dim, out_dim, phi
         self.q_proj = nn.Linear(query_dim, num_heads * head_dim)
-        self.k_proj = nn.Linear(key_dim, num_heads * head_dim)
+        # tied: queries and keys live in one index space, so cos = 1 where they coincide
+        self.k_proj = self.q_proj if tie_query_key else nn.Linear(key_dim, num_heads * head_dim)
         self.v_proj = nn.Linear(value_dim, num_heads * head_dim)
         # W_{o,h}: (H, head_dim, out_dim), applied to values before aggregation.
         self.readout = nn.Parameter(torch.randn(num_heads, head_dim, out_dim) / math.sqrt(num_heads * head_dim))

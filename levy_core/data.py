@@ -1134,10 +1134,12 @@ class ChannelScaler:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Per-row minimum and range; DataError for unseen channels."""
         names = pd.Index(self.channels)
-        ch = pd.Index(np.asarray(channels, dtype=object).astype(str))
-        pos = names.get_indexer(ch)
+        # factorize first: the lookup then runs once per distinct channel, not per row
+        codes, uniques = pd.factorize(np.asarray(channels, dtype=object))
+        unique_pos = names.get_indexer(pd.Index(np.asarray(uniques, dtype=object).astype(str)))
+        pos = unique_pos[codes]
         if (pos < 0).any():
-            unseen = sorted(set(ch[pos < 0]))
+            unseen = sorted(set(np.asarray(uniques, dtype=object).astype(str)[unique_pos < 0]))
             raise DataError(
                 f"Column 'channel' has channel(s) {_quote_list(unseen)} that the scaling was "
                 f"not fitted on (known: {_quote_list(self.channels, 10)}). Fit on data that "

@@ -40,7 +40,7 @@ class ModelConfig:
     d_channel: int = 8  # channel embedding size
     num_heads: int = 4  # cross-attention heads
     head_dim: int = 16  # per-head q/k/v size
-    context_layers: int = 1  # softmax self-attention layers over a series' observations
+    context_layers: int = 0  # softmax self-attention layers over a series' observations (0: none; 1 was slower and less accurate on PhysioNet)
     dropout: float = 0.1  # twin only: dropout rate (MC-Dropout at inference)
     kappa_init: float = 8.0  # Lévy only: initial compatibility scale per head
     phi: Literal["rate", "count"] = "rate"  # Lévy only: which sampled operator σ̂ describes
@@ -96,39 +96,67 @@ class TimeEmbedding(nn.Module):
         return torch.cat([self.linear(x), torch.sin(self.periodic(x))], dim=-1)  # (..., dim)
 
 
+class FourierTime(nn.Module):
+    """Index-space time features ``[cos ω_j t, sin ω_j t]`` with learned frequencies.
+
+    The inner product of two such vectors is ``Σ_j cos(ω_j (t - t'))``: a stationary kernel
+    that peaks at ``t = t'``. Queries and keys built from it start out time-local, so the
+    evidence ``Λ`` of a query falls where observations are far away.
+    """
+
+    def __init__(self, dim: int, time_scale: float) -> None:
+        super().__init__()
+        if dim % 2:
+            raise ValueError("FourierTime needs an even dimension")
+        self.time_scale = time_scale
+        # periods from ~3 spans down to 1 % of the span
+        self.log_omega = nn.Parameter(torch.log(2 * math.pi * torch.logspace(-0.5, 2, dim // 2)))
+
+    def forward(self, t: Tensor) -> Tensor:
+        phase = (t / self.time_scale).unsqueeze(-1) * self.log_omega.exp()  # (..., dim/2)
+        return torch.cat([torch.cos(phase), torch.sin(phase)], dim=-1) / math.sqrt(phase.shape[-1])
+
+
 class Backbone(nn.Module):
     """Index-space embedding of queries/keys and the observation (value) encoder."""
 
     def __init__(self, cfg: ModelConfig, dropout: float = 0.0) -> None:
         super().__init__()
         self.time = TimeEmbedding(cfg.d_time, cfg.time_scale)
+        self.index_time = FourierTime(cfg.d_time, cfg.time_scale)
         self.channel = nn.Embedding(cfg.n_channels, cfg.d_channel)
-        self.index = nn.Sequential(nn.Linear(cfg.d_time + cfg.d_channel, cfg.d_model), nn.GELU(),
-                                   nn.Linear(cfg.d_model, cfg.d_model))
+        self.index_channel = nn.Embedding(cfg.n_channels, cfg.d_channel)
+        with torch.no_grad():  # unit-norm channel codes: same channel ⇒ high compatibility
+            self.index_channel.weight.copy_(F.normalize(self.index_channel.weight, dim=-1))
         self.observation = nn.Sequential(nn.Linear(cfg.d_time + cfg.d_channel + 1, cfg.d_model), nn.GELU(),
                                          nn.Linear(cfg.d_model, cfg.d_model))
         self.context = nn.ModuleList(
-            nn.TransformerEncoderLayer(cfg.d_model, nhead=2, dim_feedforward=2 * cfg.d_model, dropout=dropout,
+            nn.TransformerEncoderLayer(cfg.d_model, nhead=2, dim_feedforward=2 * cfg.d_model, dropout=0.0,
                                        batch_first=True, norm_first=True)
             for _ in range(cfg.context_layers)
         )
         self.dropout = nn.Dropout(dropout)
 
     def position(self, time: Tensor, channel: Tensor) -> Tensor:
-        """Embedding of index-space points: (B, L) times and channels → (B, L, d_model)."""
-        return self.index(torch.cat([self.time(time), self.channel(channel)], dim=-1))
+        """Index-space point features: (B, L) times and channels → (B, L, d_time + d_channel).
+
+        Deliberately linear in the Fourier/channel codes (no MLP): with shared query/key
+        projections the compatibility stays a kernel over (time × channel)."""
+        return torch.cat([self.index_time(time), self.index_channel(channel)], dim=-1)
 
     def encode(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor]:
-        """Returns query positions (B, M, d), key positions (B, N, d), values (B, N, d)."""
+        """Returns query positions (B, M, d_index), key positions (B, N, d_index), values (B, N, d)."""
         queries = self.position(batch.qry_time, batch.qry_channel)
         keys = self.position(batch.ctx_time, batch.ctx_channel)
         obs = torch.cat([self.time(batch.ctx_time), self.channel(batch.ctx_channel),
                          batch.ctx_value.unsqueeze(-1)], dim=-1)  # (B, N, d_time + d_channel + 1)
+        # Dropout (twin only) acts on unit activations, not on attention weights: MC-Dropout
+        # as in Gal & Ghahramani, and attention keeps SDPA's fast kernels.
         values = self.dropout(self.observation(obs))
         padding = batch.ctx_mask <= 0  # (B, N) True where padded
         for layer in self.context:
-            values = layer(values, src_key_padding_mask=padding)
-        return queries, keys, self.dropout(values)
+            values = self.dropout(layer(values, src_key_padding_mask=padding))
+        return queries, keys, values
 
 
 class LevyModel(nn.Module):
@@ -138,8 +166,10 @@ class LevyModel(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.backbone = Backbone(cfg, dropout=0.0)
-        self.attention = LevyAttention(cfg.d_model, cfg.d_model, cfg.d_model, num_heads=cfg.num_heads,
-                                       head_dim=cfg.head_dim, out_dim=1, kappa_init=cfg.kappa_init, phi=cfg.phi)
+        d_index = cfg.d_time + cfg.d_channel
+        self.attention = LevyAttention(d_index, d_index, cfg.d_model, num_heads=cfg.num_heads,
+                                       head_dim=cfg.head_dim, out_dim=1, kappa_init=cfg.kappa_init, phi=cfg.phi,
+                                       tie_query_key=True)
 
     def forward(self, batch: Batch) -> ModelOutput:
         queries, keys, values = self.backbone.encode(batch)
@@ -154,8 +184,9 @@ class SoftmaxCrossAttention(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.h, self.hd, self.p = cfg.num_heads, cfg.head_dim, cfg.dropout
-        self.q_proj = nn.Linear(cfg.d_model, cfg.num_heads * cfg.head_dim)
-        self.k_proj = nn.Linear(cfg.d_model, cfg.num_heads * cfg.head_dim)
+        d_index = cfg.d_time + cfg.d_channel
+        self.q_proj = nn.Linear(d_index, cfg.num_heads * cfg.head_dim)
+        self.k_proj = self.q_proj  # tied, as in the Lévy model: only the operator differs
         self.v_proj = nn.Linear(cfg.d_model, cfg.num_heads * cfg.head_dim)
         self.readout = nn.Linear(cfg.num_heads * cfg.head_dim, 1)
 
@@ -166,9 +197,9 @@ class SoftmaxCrossAttention(nn.Module):
         k = self.k_proj(keys).view(B, N, self.h, self.hd).transpose(1, 2)  # (B, H, N, hd)
         v = self.v_proj(values).view(B, N, self.h, self.hd).transpose(1, 2)  # (B, H, N, hd)
         bias = torch.where(mask > 0, 0.0, -1e4).to(q.dtype)[:, None, None, :]  # (B, 1, 1, N)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias,
-                                             dropout_p=self.p if self.training else 0.0)
-        return self.readout(out.transpose(1, 2).reshape(B, M, self.h * self.hd))[..., 0]  # (B, M)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)  # (B, H, M, hd)
+        out = F.dropout(out.transpose(1, 2).reshape(B, M, self.h * self.hd), self.p, self.training)
+        return self.readout(out)[..., 0]  # (B, M)
 
 
 class SoftmaxTwin(nn.Module):

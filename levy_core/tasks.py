@@ -140,8 +140,10 @@ def resolve_task(task: TaskConfig, frame: pd.DataFrame) -> TaskConfig:
     if not 0 < task.holdout_fraction < 1:
         raise ValueError("holdout_fraction must lie in (0, 1)")
     if task.kind == "forecast" and task.cutoff is None:
-        spans = frame.groupby("series_id")["time"].max()
-        return TaskConfig("forecast", float(np.round(spans.median() / 2, 4)), task.horizon, task.holdout_fraction)
+        half = float(frame.groupby("series_id")["time"].max().median()) / 2
+        # a round number a person would pick (two significant figures: 23.78 h → 24 h)
+        cutoff = float(f"{half:.2g}") if half > 0 else half
+        return TaskConfig("forecast", cutoff, task.horizon, task.holdout_fraction)
     return task
 
 
@@ -175,7 +177,8 @@ class EpisodeBuilder:
         if unknown:
             raise DataError(f"channels the model was not trained on: {sorted(unknown)[:5]}; "
                             "predict only channels present in the training data")
-        codes = frame["channel"].map(self.channel_index).to_numpy(np.int64)
+        channel_codes, uniques = pd.factorize(frame["channel"])
+        codes = np.array([self.channel_index[c] for c in uniques], np.int64)[channel_codes]
         self.series: dict[str, SeriesArrays] = {}
         times, values = frame["time"].to_numpy(np.float64), frame["value"].to_numpy(np.float64)
         for sid, idx in frame.groupby("series_id", sort=True).indices.items():

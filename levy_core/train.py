@@ -146,7 +146,7 @@ def train_model(
             loss.backward()
             nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
-            losses.append(float(loss))
+            losses.append(loss.detach().item())
         scheduler.step()
         val = evaluate_loss(model, builder, val_ids, cfg.batch_size * 2)
         if not math.isfinite(val):

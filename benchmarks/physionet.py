@@ -1,0 +1,177 @@
+"""The t-PatchGNN forecasting protocol on PhysioNet 2012 set A: Lévy model vs its softmax twin.
+
+Protocol (as t-PatchGNN's code does it, restricted to set A):
+* 41 variables: the 37 time-varying parameters plus the static descriptors (Age, Gender,
+  Height, ICUType; Weight is also time-varying) recorded at time 0;
+* split 60/20/20 by patient with ``random_state=42`` (2,400 / 800 / 800 of set A's stays);
+* values min-max scaled per variable with min/max from train + validation;
+* history = the first 24 h, queries = every observation at or after 24 h;
+* MSE and MAE averaged within each variable first, then across the variables with targets.
+
+Rows: the Lévy model and its softmax twin (same backbone, dot-product softmax + dropout,
+deterministic at test time) over several training seeds, and two baselines that show how
+much was learned — the last observed value of each variable, and its training mean.
+
+Usage::
+
+    python benchmarks/physionet.py --data-dir PATH/TO/physionet2012 [--epochs 20] [--seeds 0 1 2]
+
+``PATH/TO/physionet2012`` holds ``set-a-long.csv.gz`` and ``set-a-static.csv`` (the files
+described in ``sample_data/README.md``; the bundled 300-patient sample is too small for this).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.model_selection import train_test_split
+
+from levy_core.data import ChannelScaler
+from levy_core.model import LevyModel, ModelConfig, SoftmaxTwin
+from levy_core.tasks import EpisodeBuilder, TaskConfig
+from levy_core.train import TrainConfig, train_model
+
+STATIC = ["Age", "Gender", "Height", "ICUType"]
+HISTORY_HOURS = 24.0
+
+
+def load_protocol_frame(data_dir: Path) -> pd.DataFrame:
+    long = pd.read_csv(data_dir / "set-a-long.csv.gz")
+    frame = long.rename(columns={"patient_id": "series_id", "time_hours": "time", "parameter": "channel"})
+    static = pd.read_csv(data_dir / "set-a-static.csv")
+    static_long = static.melt(id_vars="patient_id", value_vars=STATIC, var_name="channel", value_name="value")
+    static_long = static_long[static_long["value"].notna() & (static_long["value"] >= 0)]
+    static_long = static_long.rename(columns={"patient_id": "series_id"}).assign(time=0.0)
+    frame = pd.concat([frame, static_long[frame.columns]], ignore_index=True)
+    frame = frame[frame["series_id"].isin(long["patient_id"].unique())]
+    frame["series_id"] = frame["series_id"].astype(str)
+    frame["channel"] = frame["channel"].astype(str)
+    # the source repeats some (patient, time, parameter) rows: average them, as our loader does
+    frame = frame.groupby(["series_id", "channel", "time"], as_index=False)["value"].mean()
+    return frame.sort_values(["series_id", "time", "channel"], kind="stable").reset_index(drop=True)
+
+
+def protocol_split(ids: list[str]) -> tuple[list[str], list[str], list[str]]:
+    train_val, test = train_test_split(sorted(ids), train_size=0.8, random_state=42, shuffle=True)
+    train, val = train_test_split(train_val, train_size=0.75, random_state=42, shuffle=False)
+    return list(train), list(val), list(test)
+
+
+def per_variable_scores(pred: np.ndarray, target: np.ndarray, channel: np.ndarray) -> tuple[float, float]:
+    """MSE and MAE averaged within each variable, then across variables."""
+    df = pd.DataFrame({"err": pred - target, "channel": channel})
+    mse = df.groupby("channel")["err"].apply(lambda e: float(np.mean(e**2))).mean()
+    mae = df.groupby("channel")["err"].apply(lambda e: float(np.mean(np.abs(e)))).mean()
+    return float(mse), float(mae)
+
+
+@torch.no_grad()
+def model_predictions(model, builder: EpisodeBuilder, ids: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    model.eval()
+    preds, targets, chans = [], [], []
+    for i in range(0, len(ids), 64):
+        batch, _ = builder.batch(ids[i:i + 64])
+        out = model(batch)
+        mask = batch.qry_mask.numpy() > 0
+        preds.append(out.mean.numpy()[mask])
+        targets.append(batch.target.numpy()[mask])
+        chans.append(batch.qry_channel.numpy()[mask])
+    return np.concatenate(preds), np.concatenate(targets), np.concatenate(chans)
+
+
+def baselines(builder: EpisodeBuilder, train_ids: list[str], test_ids: list[str]) -> dict[str, tuple[float, float]]:
+    n_ch = len(builder.channel_index)
+    sums, counts = np.zeros(n_ch), np.zeros(n_ch)
+    for sid in train_ids:
+        s = builder.series[sid]
+        np.add.at(sums, s.channel, s.value)
+        np.add.at(counts, s.channel, 1)
+    train_mean = sums / np.maximum(counts, 1)
+    last_pred, mean_pred, target, chan = [], [], [], []
+    for sid in test_ids:
+        s = builder.series[sid]
+        ctx, qry = builder.split_indices(sid)
+        last = train_mean.copy()
+        for i in ctx:  # ctx is time-ordered: the final write per channel is its last value
+            last[s.channel[i]] = s.value[i]
+        last_pred.append(last[s.channel[qry]])
+        mean_pred.append(train_mean[s.channel[qry]])
+        target.append(s.value[qry])
+        chan.append(s.channel[qry])
+    target, chan = np.concatenate(target), np.concatenate(chan)
+    return {
+        "last observed value": per_variable_scores(np.concatenate(last_pred), target, chan),
+        "training mean": per_variable_scores(np.concatenate(mean_pred), target, chan),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--patients", type=int, default=None, help="use only the first N patients (smoke runs)")
+    args = parser.parse_args()
+
+    t0 = time.perf_counter()
+    frame = load_protocol_frame(args.data_dir)
+    ids = sorted(frame["series_id"].unique())
+    if args.patients:
+        ids = ids[: args.patients]
+        frame = frame[frame["series_id"].isin(ids)]
+    train, val, test = protocol_split(ids)
+    scaler = ChannelScaler.fit(frame, train + val)
+    channels = sorted(frame["channel"].unique())
+    task = TaskConfig("forecast", cutoff=HISTORY_HOURS)
+    # the protocol's history is t < 24 h and targets t ≥ 24 h; our cut-off keeps t ≤ 24 in the
+    # history, so move it a hair below 24 h to match exactly
+    task.cutoff = HISTORY_HOURS - 1e-6
+    builder = EpisodeBuilder(scaler.transform(frame), channels, task)
+    train_ids, val_ids, test_ids = builder.usable(train), builder.usable(val), builder.usable(test)
+    print(f"set A: {len(ids)} patients, {len(channels)} variables, split {len(train)}/{len(val)}/{len(test)} "
+          f"({len(test_ids)} test patients with targets); prepared in {time.perf_counter() - t0:.1f} s; "
+          f"torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)
+
+    rows = []
+    for name, (mse, mae) in baselines(builder, train_ids, test_ids).items():
+        rows.append({"forecaster": name, "seed": "-", "mse": mse, "mae": mae, "train_s": 0.0, "epochs": 0})
+    cfg = ModelConfig(n_channels=len(channels), time_scale=48.0)
+    for seed in args.seeds:
+        for label, cls in (("Lévy", LevyModel), ("softmax twin", SoftmaxTwin)):
+            torch.manual_seed(seed)
+            model = cls(cfg)
+            result = train_model(model, builder, train_ids, val_ids,
+                                 TrainConfig(epochs=args.epochs, seed=seed, batch_size=args.batch_size),
+                                 label=label)
+            pred, target, chan = model_predictions(model, builder, test_ids)
+            mse, mae = per_variable_scores(pred, target, chan)
+            rows.append({"forecaster": label, "seed": seed, "mse": mse, "mae": mae,
+                         "train_s": result.seconds, "epochs": result.epochs_run})
+            print(f"  {label} seed {seed}: MSE {mse:.4e} MAE {mae:.4e} ({result.seconds:.0f} s, best epoch "
+                  f"{result.best_epoch}/{result.epochs_run})", flush=True)
+
+    df = pd.DataFrame(rows)
+    print("\n| forecaster | test MSE (mean ± sd over seeds) | test MAE | train time / model |")
+    print("|---|---|---|---|")
+    for name, g in df.groupby("forecaster", sort=False):
+        sd_mse = g["mse"].std(ddof=1) if len(g) > 1 else 0.0
+        sd_mae = g["mae"].std(ddof=1) if len(g) > 1 else 0.0
+        seconds = f"{g['train_s'].mean():.0f} s ({g['epochs'].mean():.0f} epochs)" if g["train_s"].max() > 0 else "-"
+        print(f"| {name} | {g['mse'].mean():.3e} ± {sd_mse:.1e} | {g['mae'].mean():.3e} ± {sd_mae:.1e} | {seconds} |")
+    levy = df[df["forecaster"] == "Lévy"]["mse"].mean()
+    soft = df[df["forecaster"] == "softmax twin"]["mse"].mean()
+    print(f"\nLévy MSE relative to its softmax twin: {100 * (levy / soft - 1):+.1f} % "
+          "(the paper's worst case: +5.6 %)")
+    print("t-PatchGNN published (sets a+b+c, 12,000 stays): MSE 4.98e-3, MAE 3.72e-2; "
+          "its own code on set A alone (shared/data README): MSE 6.11e-3, MAE 4.32e-2")
+    print(f"total {time.perf_counter() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

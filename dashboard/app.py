@@ -1,0 +1,70 @@
+"""Lévy uncertainty dashboard: ``streamlit run dashboard/app.py`` (or ``levy dashboard [DATA]``).
+
+Thin entry: page config, the sidebar (data + fit), then one lazy tab per panel. Nothing is
+computed here: ``services`` calls ``levy_core``, ``charts`` draws, ``views`` lay out.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parent.parent
+if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` from a fresh checkout
+    sys.path.insert(0, str(_ROOT))
+
+import streamlit as st  # noqa: E402
+
+from dashboard import services, state  # noqa: E402
+from dashboard.views import (  # noqa: E402
+    band,
+    calibration,
+    data,
+    evidence,
+    fit,
+    identity,
+    mc_dropout,
+    ranking,
+    sidebar,
+)
+
+st.set_page_config(page_title="Lévy uncertainty", page_icon="📈", layout="wide")
+state.init({
+    state.LEVEL: 0.9,
+    state.BAND_KIND: "Scaled Gaussian",
+    state.MC_OVERLAY: True,
+    state.MC_T: services.default_mc_passes(),
+    state.N_DRAWS: 500 if services.fast() else 2000,
+    state.QUERY: None,
+})
+
+st.title("Lévy uncertainty explorer")
+st.caption("Predictions with a single-pass band on irregular time series: why a band is wide (evidence vs "
+           "disagreement), how it compares with MC-Dropout, and whether it is calibrated.")
+
+choice = sidebar.render()
+res = fit.ensure_model(choice)
+if res is not None:
+    st.caption(res.describe())
+
+tabs = st.tabs(state.PANELS, key=state.PANEL, on_change="rerun", default=state.DEFAULT_PANEL)
+for tab, name in zip(tabs, state.PANELS, strict=True):
+    if not tab.open:
+        continue
+    with tab:
+        if name == "Data":
+            data.render(choice, res)
+        elif res is None:
+            st.info("No model yet: load data in the sidebar (a bundled sample works) and press **Fit**.")
+        elif name == "Fit":
+            fit.render(res)
+        elif name == "Predictive band":
+            evidence.render(res, band.render(res))
+        elif name == "MC-Dropout":
+            mc_dropout.render(res)
+        elif name == "Calibration":
+            calibration.render(res)
+        elif name == "Trust ranking":
+            ranking.render(res)
+        elif name == "Check the identity":
+            identity.render(res)

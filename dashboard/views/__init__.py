@@ -1,0 +1,1 @@
+"""One module per dashboard panel: widgets and layout only, computation in ``services``."""

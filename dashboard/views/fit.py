@@ -1,0 +1,154 @@
+"""Panel 2 · Fit: fitting with a live progress bar, and what the current model is."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import charts, services, state
+from dashboard.views.sidebar import Choice
+from levy_core.data import DataError
+from levy_core.train import Progress
+
+log = logging.getLogger(__name__)
+
+
+class _ProgressUI:
+    """Progress bar with the live loss and an ETA over the Lévy model and (optionally) its twin."""
+
+    def __init__(self, settings: services.FitSettings, twin: bool, label: str) -> None:
+        self.settings, self.twin = settings, twin
+        self.bar = st.progress(0.0, text=f"Preparing {label} …")
+        self.levy_seconds = 0.0
+        self.t0 = time.perf_counter()
+
+    def _model_fraction(self, p: Progress) -> float:
+        if p.eta_seconds <= 0:
+            return 1.0
+        by_budget = p.seconds / self.settings.max_seconds if self.settings.max_seconds else 0.0
+        return min(1.0, max(p.fraction, by_budget))
+
+    def __call__(self, p: Progress) -> None:
+        budget = self.settings.max_seconds or float("inf")
+        eta = min(p.eta_seconds, max(0.0, budget - p.seconds))
+        share = 1 / 3 if self.twin else 1.0  # the twin's epochs take about twice as long
+        if p.model == "levy":
+            self.levy_seconds = p.seconds
+            frac = share * self._model_fraction(p)
+            if self.twin:  # the twin is still to come
+                eta += min(budget, 2 * (p.seconds + p.eta_seconds))
+            name = "Lévy model"
+        else:
+            frac = share + (1 - share) * self._model_fraction(p)
+            name = "MC-Dropout twin"
+        text = (f"{name}: epoch {p.epoch}/{p.epochs} · training MSE {p.train_loss:.4f} · calibration MSE "
+                f"{p.val_loss:.4f} (best {p.best_val_loss:.4f}) · ETA {eta:.0f} s")
+        self.bar.progress(min(max(frac, 0.0), 1.0), text=text)
+
+
+def _show_failure(message: str) -> None:
+    hint = " Fix the column mapping in the Data tab." if "mapping" in message.lower() else ""
+    st.error(f"{message}{hint} The previous data and model are kept.", icon="🚫")
+
+
+def _run_fit(choice: Choice) -> services.FitResult | None:
+    assert choice.obs is not None and choice.obs_hash is not None and choice.source is not None
+    label = choice.source.label
+    with st.status(f"Fitting on {label} …", expanded=True) as status:
+        ui = _ProgressUI(choice.settings, choice.settings.train_twin, label)
+        try:
+            res = services.fit_model(choice.obs, choice.obs_hash, label, choice.settings, progress=ui)
+        except (DataError, ValueError, FloatingPointError, RuntimeError) as exc:
+            status.update(label="Fit failed", state="error", expanded=False)
+            st.session_state[state.FAILURES][services.fit_key(choice.obs_hash, choice.settings)] = str(exc)
+            log.warning("fit failed: %s", exc)
+            _show_failure(str(exc))
+            return None
+        ui.bar.progress(1.0, text=f"Fitted in {res.seconds:.1f} s")
+        status.update(label=f"Fitted on {label} in {res.seconds:.1f} s", state="complete", expanded=False)
+    return res
+
+
+def _run_twin(res: services.FitResult) -> services.FitResult:
+    with st.status("Training the MC-Dropout twin …", expanded=True) as status:
+        ui = _ProgressUI(dataclasses.replace(res.settings, train_twin=True), False, "the twin")
+        out = services.add_twin(res, progress=ui)
+        status.update(label=f"MC-Dropout twin trained ({out.fitted.training['softmax']['seconds']:.1f} s)",
+                      state="complete", expanded=False)
+    return out
+
+
+def _adopt(res: services.FitResult, *, new_data: bool) -> services.FitResult:
+    ss = st.session_state
+    ss[state.FIT_KEY] = res.key
+    state.clear_query()
+    if new_data:  # the band view starts again on the new data's first series
+        for key in (state.SERIES, state.CHANNEL, state.IDENTITY_QUERY):
+            ss.pop(key, None)
+    return res
+
+
+def ensure_model(choice: Choice) -> services.FitResult | None:
+    """Keep, fetch or fit the model for the sidebar's choice; returns the current model.
+
+    New data is fitted automatically (so the first band appears with no clicks); changed
+    settings wait for the Fit button. Any problem is shown as ``st.error`` and the previous
+    data and model stay.
+    """
+    ss = st.session_state
+    res = services.cached_fit(ss[state.FIT_KEY]) if ss.get(state.FIT_KEY) else None
+    if res is not None and ss.pop(state.PENDING_TWIN, False) and not res.has_twin:
+        res = _adopt(_run_twin(res), new_data=False)
+    if choice.error:
+        _show_failure(choice.error)
+        return res
+    if choice.obs is None or choice.obs_hash is None:
+        return res
+    key = services.fit_key(choice.obs_hash, choice.settings)
+    same_data = res is not None and res.obs_hash == choice.obs_hash
+    if same_data and not choice.fit_clicked:
+        if res.key not in (key, key + "+twin"):
+            st.sidebar.info("The settings differ from the current model's: press **Fit** to refit.")
+        return res
+    if key in ss[state.FAILURES] and not choice.fit_clicked:
+        _show_failure(ss[state.FAILURES][key])
+        return res
+    hit = services.cached_fit(key)
+    if hit is not None:
+        return _adopt(hit, new_data=not same_data)
+    new = _run_fit(choice)
+    if new is None:
+        return res
+    ss[state.FAILURES].pop(key, None)
+    return _adopt(new, new_data=not same_data)
+
+
+def request_twin() -> None:
+    st.session_state[state.PENDING_TWIN] = True
+
+
+def render(res: services.FitResult) -> None:
+    st.subheader("The current model")
+    st.write(res.describe())
+    tr = res.fitted.training
+    rows = {"Lévy": tr["levy"]}
+    if tr.get("softmax"):
+        rows["MC-Dropout twin"] = tr["softmax"]
+    table = pd.DataFrame(rows).T.rename(columns={"best_epoch": "best epoch", "epochs_run": "epochs run",
+                                                  "seconds": "seconds", "best_val_mse": "best calibration MSE"})
+    st.dataframe(table, width="stretch")
+    if res.history:
+        st.plotly_chart(charts.training_figure(res.history), key="training_chart")
+        st.caption("How to read: loss per epoch on the normalised scale; the solid line is the calibration "
+                   "split, used for early stopping (the best epoch's weights are kept), dotted is training.")
+    if not res.has_twin:
+        st.button("Train the MC-Dropout twin now", on_click=request_twin, key="twin_button_fit")
+    with st.expander("Settings and split"):
+        st.json({"settings": dataclasses.asdict(res.settings), "task": res.fitted.task.to_dict(),
+                 "model": res.fitted.model_config.to_dict(), "split mode": res.fitted.split.mode,
+                 "window hours": res.fitted.split.window_hours, "calibration scale c":
+                 res.fitted.levy_calibration.scale_, "fit key": res.key})

@@ -1,0 +1,61 @@
+"""Panel 7 · Trust ranking: series ranked by trust in one batched pass; a row opens its band."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import charts, services, state
+
+TABLE = "rank_table"
+OPEN = "rank_open"
+
+
+def _open(series_id: str) -> None:
+    st.session_state[state.SERIES] = str(series_id)
+    st.session_state.pop(state.CHANNEL, None)
+    state.clear_query()
+    st.session_state[state.PANEL] = "Predictive band"
+
+
+def _on_row_select() -> None:
+    event = st.session_state.get(TABLE)
+    rows = event.get("selection", {}).get("rows", []) if event else []
+    ranked = st.session_state.get("_ranked_ids", [])
+    if rows and rows[0] < len(ranked):
+        _open(ranked[rows[0]])
+
+
+def _on_open_click() -> None:
+    sid = st.session_state.get(OPEN)
+    if sid is not None:
+        _open(sid)
+
+
+def render(res: services.FitResult) -> None:
+    ranked, seconds = services.ranking(res.key, res)
+    st.session_state["_ranked_ids"] = ranked["series_id"].astype(str).tolist()
+    st.subheader(f"{len(ranked):,} series ranked by trust")
+    st.caption(f"Scored in {seconds:.3g} s in one batched pass. Trust score = the mean calibrated spread c·σ̂ on "
+               "the normalised scale over each series' prediction range (lower = more trusted). Click a row "
+               "(or a column header to sort) — a picked row opens that series in the Predictive band tab.")
+    st.dataframe(
+        ranked, key=TABLE, on_select=_on_row_select, selection_mode="single-row", hide_index=True,
+        width="stretch", height=360,
+        column_config={
+            "rank": st.column_config.NumberColumn("rank", help="1 = most trusted"),
+            "trust_score": st.column_config.NumberColumn("trust score c·σ̂", format="%.4f"),
+            "mean_sigma": st.column_config.NumberColumn("mean σ̂", format="%.3g"),
+            "mean_log_evidence": st.column_config.NumberColumn("mean log Λ", format="%.2f"),
+            "mean_n_eff": st.column_config.NumberColumn("mean n_eff", format="%.3g"),
+            "mean_disagreement": st.column_config.NumberColumn("mean tr Σ", format="%.3g"),
+        },
+    )
+    c = st.columns([2, 1, 2])
+    c[0].selectbox("Open a series in the band view", ranked["series_id"].astype(str).tolist(), key=OPEN)
+    c[1].button("Open", on_click=_on_open_click, key="rank_open_button")
+    c[2].download_button("Download the ranking (CSV)", data=ranked.to_csv(index=False).encode(),
+                         file_name="levy_trust_ranking.csv", mime="text/csv", key="rank_download",
+                         on_click="ignore")
+    st.plotly_chart(charts.ranking_figure(ranked, highlight=state.get(state.SERIES)), key="ranking_chart")
+    st.caption("How to read: one bar per series, most trusted on the left; hover for its evidence (n_eff) "
+               "and disagreement (tr Σ). The series open in the band view is outlined in orange.")

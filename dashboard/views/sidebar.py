@@ -1,0 +1,157 @@
+"""Sidebar: where the data comes from and how to fit (panels 1 and 2's controls)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import streamlit as st
+
+from dashboard import services, state
+from levy_core.data import SAMPLES, DataError, Observations
+from levy_core.pipeline import MODEL_SIZES
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Choice:
+    """What the sidebar selects: the candidate data (loaded, or why not) and the fit settings."""
+
+    source: services.DataSource | None
+    obs: Observations | None
+    obs_hash: str | None
+    error: str | None  # why the selected data cannot be used (None: fine, or nothing selected)
+    mapping_json: str | None
+    time_unit: str
+    settings: services.FitSettings
+    fit_clicked: bool
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _sample_source(name: str) -> services.DataSource:
+    return services.source_from_sample(name)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _path_source(path: str) -> services.DataSource:
+    return services.source_from_path(path)
+
+
+def _on_upload() -> None:
+    if st.session_state.get(state.UPLOAD) is not None:
+        st.session_state[state.SOURCE] = state.SOURCE_UPLOAD
+
+
+def _upload_source() -> services.DataSource | None:
+    up = st.session_state.get(state.UPLOAD)
+    if up is None:
+        return None
+    file_id = getattr(up, "file_id", None) or f"{up.name}:{up.size}"
+    cached = st.session_state.get(state.UPLOAD_SOURCE)
+    if cached is not None and cached[0] == file_id:
+        return cached[1]
+    src = services.source_from_upload(up.name, up.getvalue())
+    st.session_state[state.UPLOAD_SOURCE] = (file_id, src)
+    return src
+
+
+def _data_section() -> tuple[services.DataSource | None, str | None]:
+    sb = st.sidebar
+    sb.header("1 · Data")
+    env_path = services.env_data_path()
+    options = ([state.SOURCE_FILE] if env_path else []) + [state.SOURCE_SAMPLE, state.SOURCE_UPLOAD]
+    if st.session_state.get(state.SOURCE) not in options:
+        st.session_state[state.SOURCE] = options[0]
+    kind = sb.radio("Source", options, key=state.SOURCE,
+                    help="A bundled sample, a CSV you upload, or the file given to `levy dashboard DATA`.")
+    if kind == state.SOURCE_SAMPLE:
+        if st.session_state.get(state.SAMPLE) not in SAMPLES:
+            st.session_state[state.SAMPLE] = services.DEFAULT_SAMPLE
+        sb.selectbox("Sample", list(SAMPLES), key=state.SAMPLE,
+                     help="Synthetic multichannel fits in seconds; PhysioNet (300 ICU stays, 37 channels) "
+                          "takes a few minutes.")
+    limit = st.get_option("server.maxUploadSize")
+    sb.file_uploader("Upload a CSV (long or wide form)", key=state.UPLOAD, on_change=_on_upload,
+                     help="Long: series_id (optional), time, channel (optional), value. Wide: a time column "
+                          "and one numeric column per channel, blanks unobserved. .csv or .csv.gz; comma, "
+                          f"semicolon or tab separated; up to {limit} MB (.streamlit/config.toml).")
+    try:
+        if kind == state.SOURCE_FILE and env_path:
+            return _path_source(env_path), None
+        if kind == state.SOURCE_SAMPLE:
+            return _sample_source(st.session_state[state.SAMPLE]), None
+        src = _upload_source()
+        if src is None:
+            sb.info("Drop a CSV above; the current data and model stay until it loads.")
+        return src, None
+    except DataError as exc:
+        return None, str(exc)
+
+
+def _load(src: services.DataSource) -> tuple[Observations | None, str | None, str | None, str, str | None]:
+    """(obs, obs_hash, mapping_json, time_unit, error)."""
+    mapping_json, time_unit = st.session_state[state.MAPPINGS].get(src.digest, (None, "hours"))
+    try:
+        obs = services.load_observations(src.digest, src.data, src.name, mapping_json, time_unit)
+        obs_hash = services.content_hash(src.digest, mapping_json, time_unit, obs)
+        return obs, obs_hash, mapping_json, time_unit, None
+    except DataError as exc:
+        return None, None, mapping_json, time_unit, str(exc)
+    except Exception as exc:  # noqa: BLE001 - never let a file crash the app
+        log.exception("unexpected error reading %s", src.name)
+        return None, None, mapping_json, time_unit, (f"Could not read {src.name!r}: {exc}. Check that it is a "
+                                                     "CSV of timestamped observations (see the Data tab).")
+
+
+def _fit_section(obs: Observations | None, obs_hash: str | None) -> tuple[services.FitSettings, bool]:
+    sb = st.sidebar
+    sb.header("2 · Fit")
+    d = services.default_settings()
+    task = sb.radio("Task", ["forecast", "interpolate"], key="fit_task", horizontal=True,
+                    format_func={"forecast": "Forecast", "interpolate": "Interpolation"}.get,
+                    help="Forecast: predict everything after a history cut-off. Interpolation: predict a "
+                         "random share of held-out observations from the rest.")
+    cutoff: float | None = None
+    holdout = d.holdout_fraction
+    if task == "forecast":
+        if obs is not None and obs_hash is not None:
+            lo, hi, default = services.cutoff_range(obs_hash, obs, d.seed)
+            step = max(round((hi - lo) / 200, 3), 0.001)
+            default = min(max(default, lo), hi)
+            cutoff = sb.slider("History cut-off (h)", min_value=lo, max_value=hi, value=default, step=step,
+                               key=f"fit_cutoff_{obs_hash[:12]}",
+                               help="Observations up to the cut-off are context; later ones are predicted. "
+                                    "With fewer than 10 series each series is cut into windows and the "
+                                    "cut-off is the time inside a window.")
+    else:
+        holdout = sb.slider("Held-out share", 0.05, 0.5, d.holdout_fraction, 0.05, key="fit_holdout",
+                            help="Share of each series' observations held out as queries.")
+    size = sb.select_slider("Model size", options=list(MODEL_SIZES), value=d.size, key="fit_size",
+                            help=", ".join(f"{k}: d_model {v['d_model']}, {v['num_heads']} heads"
+                                           for k, v in MODEL_SIZES.items()))
+    c1, c2 = sb.columns(2)
+    epochs = c1.number_input("Epochs (max)", min_value=1, max_value=500, value=d.epochs, step=1, key="fit_epochs",
+                             help="Early stopping on the calibration split may end sooner.")
+    budget = c2.number_input("Budget per model (s)", min_value=0.0, max_value=3600.0, value=float(d.max_seconds),
+                             step=1.0, key="fit_budget", help="Wall-clock limit per model; 0 = no limit.")
+    twin = sb.checkbox("Train the MC-Dropout twin alongside", value=d.train_twin, key="fit_twin",
+                       help="The softmax+dropout twin gives the MC-Dropout comparison; untick to fit only the "
+                            "Lévy model and train the twin later, on demand, in the MC-Dropout tab.")
+    settings = services.FitSettings(task=task, cutoff=None if cutoff is None else round(float(cutoff), 4),
+                                    holdout_fraction=float(holdout), size=size, epochs=int(epochs),
+                                    max_seconds=float(budget), train_twin=bool(twin), mc_passes=d.mc_passes,
+                                    seed=d.seed)
+    clicked = sb.button("Fit", type="primary", key="fit_button", width="stretch",
+                        help="Fit with these settings (cached: settings fitted before come back instantly).")
+    return settings, clicked
+
+
+def render() -> Choice:
+    src, error = _data_section()
+    obs = obs_hash = mapping_json = None
+    time_unit = "hours"
+    if src is not None:
+        obs, obs_hash, mapping_json, time_unit, error = _load(src)
+    settings, clicked = _fit_section(obs, obs_hash)
+    return Choice(src, obs, obs_hash, error, mapping_json, time_unit, settings, clicked)

@@ -1,0 +1,247 @@
+"""``levy``: fit, predict, evaluate, rank and the dashboard from the command line.
+
+Bad input never produces a traceback: the message goes to stderr as ``error: …`` and the
+exit code is 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["main"]
+
+_REPO = Path(__file__).resolve().parent.parent
+
+
+class _Bar:
+    """A one-line progress bar on stderr: model, epoch, loss, ETA."""
+
+    def __init__(self, stream=sys.stderr) -> None:
+        self.stream = stream
+
+    def __call__(self, p) -> None:  # p: levy_core.train.Progress
+        width = 24
+        filled = int(round(width * p.fraction))
+        line = (f"\r{p.model:>7} [{'#' * filled}{'.' * (width - filled)}] epoch {p.epoch:>3}/{p.epochs} "
+                f"loss {p.train_loss:.4g} val {p.val_loss:.4g} eta {p.eta_seconds:5.1f}s")
+        self.stream.write(line)
+        if p.eta_seconds == 0 or p.epoch == p.epochs:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def _load_data(path: str):
+    from levy_core.data import read_csv
+
+    if not Path(path).exists():
+        from levy_core.data import DataError
+
+        raise DataError(f"{path}: no such file; give the path of a CSV (or .csv.gz) of observations")
+    return read_csv(path)
+
+
+def _report_load(obs) -> None:
+    for msg in obs.report.messages:
+        print(f"note: {msg}", file=sys.stderr)
+
+
+def _cmd_fit(args: argparse.Namespace) -> int:
+    from levy_core import pipeline
+    from levy_core.tasks import TaskConfig
+    from levy_core.train import TrainConfig
+
+    obs = _load_data(args.data)
+    _report_load(obs)
+    print(f"data: {obs.n_series} series, {obs.n_channels} channels, {obs.n_obs} observations", file=sys.stderr)
+    task = TaskConfig(args.task, cutoff=args.cutoff, horizon=args.horizon)
+    train = TrainConfig(epochs=args.epochs, seed=args.seed, max_seconds=args.max_seconds)
+    t0 = time.perf_counter()
+    fitted = pipeline.fit(obs, task=task, train=train, size=args.size, train_twin=not args.no_twin,
+                          phi=args.phi, progress=None if args.quiet else _Bar())
+    out = fitted.save(args.out)
+    tr = fitted.training
+    print(f"fitted in {time.perf_counter() - t0:.1f} s: split {fitted.split.mode} "
+          f"({tr['n_series']['train']}/{tr['n_series']['calibration']}/{tr['n_series']['test']} "
+          f"train/calibration/test series), task {fitted.task.kind}"
+          + (f" (cut-off {fitted.task.cutoff:g} h)" if fitted.task.kind == "forecast" else "")
+          + f", calibration scale c = {fitted.levy_calibration.scale_:.3g}; saved to {out}")
+    return 0
+
+
+def _cmd_predict(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from levy_core import pipeline
+
+    fitted = pipeline.load_model(args.model)
+    obs = _load_data(args.data)
+    if args.queries:
+        from levy_core.data import DataError
+
+        try:
+            queries = pd.read_csv(args.queries)
+        except (OSError, ValueError) as exc:
+            raise DataError(f"could not read the queries file {args.queries}: {exc}") from exc
+        pred = pipeline.predict_queries(fitted, obs, queries, level=args.level)
+    else:
+        pred = pipeline.predict_grid(fitted, obs, n_points=args.points, level=args.level)
+    suffix = "conf" if args.band == "conformal" else "gauss"
+    pred = pred.rename(columns={f"lower_{suffix}": "lower", f"upper_{suffix}": "upper"})
+    cols = ["series_id", "channel", "time", "mean", "sigma", "lower", "upper", "log_evidence", "disagreement",
+            "n_eff"]
+    pred[cols].to_csv(args.out, index=False)
+    print(f"wrote {len(pred)} predictions to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from levy_core import pipeline
+
+    fitted = pipeline.load_model(args.model)
+    obs = _load_data(args.data)
+    result, pred = pipeline.evaluate(fitted, obs, mc_passes=args.mc_passes)
+    result = _json_safe(result)
+    Path(args.json).write_text(json.dumps(result, indent=2))
+    if args.predictions:
+        missing = [c for c in pipeline.PRED_COLUMNS if c not in pred.columns]
+        for c in missing:  # no twin: the MC columns exist, empty
+            pred[c] = float("nan")
+        pred[pipeline.PRED_COLUMNS].to_csv(args.predictions, index=False)
+    lv = result["levy"]
+    line = (f"n_test {result['n_test']}: Lévy MSE {lv['mse']:.4g} CRPS {lv['crps']:.4g} "
+            f"cov90 {lv['coverage']['0.9']:.3f} conformal90 {lv['conformal_coverage']['0.9']:.3f} "
+            f"({lv['seconds']:.3f} s)")
+    if "mc_dropout" in result:
+        mc = result["mc_dropout"]
+        line += f"; MC-Dropout T={mc['passes']} CRPS {mc['crps']:.4g} ({mc['seconds']:.3f} s)"
+    print(line, file=sys.stderr)
+    return 0
+
+
+def _json_safe(obj):
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if hasattr(obj, "item"):
+        return _json_safe(obj.item())
+    return obj
+
+
+def _cmd_rank(args: argparse.Namespace) -> int:
+    from levy_core import pipeline
+
+    fitted = pipeline.load_model(args.model)
+    obs = _load_data(args.data)
+    ranked, seconds = pipeline.rank(fitted, obs)
+    ranked.to_csv(args.out, index=False)
+    print(f"scored {len(ranked)} series in {seconds:.2f} s")
+    return 0
+
+
+def _cmd_dashboard(args: argparse.Namespace) -> int:
+    env = dict(os.environ)
+    if args.data:
+        data = Path(args.data)
+        if not data.exists():
+            from levy_core.data import DataError
+
+            raise DataError(f"{data}: no such file; give a CSV of observations or no argument for the sample")
+        env["LEVY_DASHBOARD_DATA"] = str(data.resolve())
+    app = _REPO / "dashboard" / "app.py"
+    if not app.exists():
+        from levy_core.data import DataError
+
+        raise DataError(f"the dashboard is not installed next to levy_core ({app} missing)")
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.headless", str(args.headless).lower(),
+           "--server.port", str(args.port), "--browser.gatherUsageStats", "false"]
+    print(f"starting the dashboard on http://localhost:{args.port}", file=sys.stderr)
+    return subprocess.call(cmd, env=env, cwd=str(_REPO))
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="levy", description="Lévy attention: predictions with single-pass "
+                                "uncertainty for irregularly sampled time series.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    f = sub.add_parser("fit", help="train the Lévy model and its MC-Dropout twin, calibrate both")
+    f.add_argument("data", help="CSV of observations (long or wide; .csv.gz accepted)")
+    f.add_argument("--out", required=True, help="model directory to write")
+    f.add_argument("--task", choices=["forecast", "interpolate"], default="forecast")
+    f.add_argument("--cutoff", type=float, default=None, help="forecast: history ends here (hours; "
+                   "default half the median series span)")
+    f.add_argument("--horizon", type=float, default=None, help="forecast: hours after the cut-off to predict")
+    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--epochs", type=int, default=40)
+    f.add_argument("--max-seconds", type=float, default=None, help="training time budget per model")
+    f.add_argument("--size", choices=["small", "medium", "large"], default="small")
+    f.add_argument("--phi", choices=["rate", "count"], default="rate")
+    f.add_argument("--no-twin", action="store_true", help="skip the softmax/MC-Dropout twin")
+    f.add_argument("--quiet", action="store_true", help="no progress bar")
+    f.set_defaults(func=_cmd_fit)
+
+    pr = sub.add_parser("predict", help="predictions with σ̂ and bands on a dense grid or given queries")
+    pr.add_argument("model")
+    pr.add_argument("data")
+    pr.add_argument("--out", required=True)
+    pr.add_argument("--level", type=float, default=0.9)
+    pr.add_argument("--band", choices=["gaussian", "conformal"], default="gaussian")
+    pr.add_argument("--points", type=int, default=100, help="grid points per series and channel")
+    pr.add_argument("--queries", default=None, help="CSV of queries (series_id, channel, time) instead of a grid")
+    pr.set_defaults(func=_cmd_predict)
+
+    e = sub.add_parser("evaluate", help="score Lévy, MC-Dropout, softmax and the 50-draw sampler on the test split")
+    e.add_argument("model")
+    e.add_argument("data")
+    e.add_argument("--json", required=True)
+    e.add_argument("--predictions", default=None)
+    e.add_argument("--mc-passes", type=int, default=20)
+    e.set_defaults(func=_cmd_evaluate)
+
+    r = sub.add_parser("rank", help="rank series by trust in one batched pass")
+    r.add_argument("model")
+    r.add_argument("data")
+    r.add_argument("--out", required=True)
+    r.set_defaults(func=_cmd_rank)
+
+    d = sub.add_parser("dashboard", help="start the dashboard (on DATA or a bundled sample)")
+    d.add_argument("data", nargs="?", default=None)
+    d.add_argument("--port", type=int, default=8501)
+    d.add_argument("--headless", type=lambda s: s.lower() in ("1", "true", "yes"), default=True)
+    d.set_defaults(func=_cmd_dashboard)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``levy`` console script; returns the exit code."""
+    args = _parser().parse_args(argv)
+    from levy_core.calibrate import NotFittedError
+    from levy_core.data import DataError
+    from levy_core.pipeline import ModelLoadError
+
+    try:
+        return int(args.func(args) or 0)
+    except (DataError, ModelLoadError, NotFittedError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # bad option values reaching the library
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: {exc.strerror or exc}: {getattr(exc, 'filename', '') or ''}".rstrip(": "), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

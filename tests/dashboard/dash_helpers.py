@@ -1,0 +1,44 @@
+"""Helpers for the dashboard tests: the app path, test CSVs, figure JSON by chart key."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "dashboard" / "app.py")
+SAMPLE_DIR = ROOT / "sample_data"
+
+
+def long_csv(n_series: int = 12) -> bytes:
+    """A long-form CSV: the first ``n_series`` series of the synthetic sample."""
+    df = pd.read_csv(SAMPLE_DIR / "synthetic_multichannel.csv", dtype={"series_id": str})
+    keep = sorted(df["series_id"].unique())[:n_series]
+    return df[df["series_id"].isin(keep)].rename(columns={"series_id": "patient_id"}).to_csv(
+        index=False).encode()
+
+
+def wide_csv(n_rows: int = 400) -> bytes:
+    """A wide-form CSV (one column per channel, date-times, blanks unobserved)."""
+    text = (SAMPLE_DIR / "single_series.csv").read_text()
+    lines = text.splitlines()
+    return ("\n".join(lines[: n_rows + 1]) + "\n").encode()
+
+
+def figure(at, key: str) -> dict:
+    """The plotly figure JSON of the chart with widget ``key`` (``proto.spec``)."""
+    for chart in at.get("plotly_chart"):
+        if chart.proto.id and key in chart.proto.id:
+            return json.loads(chart.proto.spec)
+    raise AssertionError(f"no plotly chart with key {key!r}; have {[c.proto.id for c in at.get('plotly_chart')]}")
+
+
+def figures(at) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def csv_frame(data: bytes) -> pd.DataFrame:
+    return pd.read_csv(io.BytesIO(data))
