@@ -14,7 +14,7 @@ much was learned — the last observed value of each variable, and its training 
 
 Usage::
 
-    python benchmarks/physionet.py --data-dir PATH/TO/physionet2012 [--epochs 20] [--seeds 0 1 2]
+    python benchmarks/physionet.py --data-dir PATH/TO/physionet2012 [--epochs 12] [--seeds 0 1 2]
 
 ``PATH/TO/physionet2012`` holds ``set-a-long.csv.gz`` and ``set-a-static.csv`` (the files
 described in ``sample_data/README.md``; the bundled 300-patient sample is too small for this).
@@ -110,12 +110,17 @@ def baselines(builder: EpisodeBuilder, train_ids: list[str], test_ids: list[str]
     }
 
 
+def _epoch_line(p) -> None:
+    print(f"    {p.model} epoch {p.epoch}/{p.epochs}: train {p.train_loss:.4g} val {p.val_loss:.4g} "
+          f"({p.seconds:.0f} s)", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--epochs", type=int, default=12)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--patients", type=int, default=None, help="use only the first N patients (smoke runs)")
     args = parser.parse_args()
 
@@ -148,7 +153,7 @@ def main() -> None:
             model = cls(cfg)
             result = train_model(model, builder, train_ids, val_ids,
                                  TrainConfig(epochs=args.epochs, seed=seed, batch_size=args.batch_size),
-                                 label=label)
+                                 label=label, progress=_epoch_line)
             pred, target, chan = model_predictions(model, builder, test_ids)
             mse, mae = per_variable_scores(pred, target, chan)
             rows.append({"forecaster": label, "seed": seed, "mse": mse, "mae": mae,

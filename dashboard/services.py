@@ -393,11 +393,15 @@ def model_points(key: str, _res: FitResult) -> pd.DataFrame:
 
 
 def series_choices(key: str, res: FitResult) -> list[str]:
-    """Model series, test series first (held out from training), then calibration, then training."""
+    """Model series with context, test series first (held out from training), then calibration,
+    then training."""
     pts = model_points(key, res)
     order = {"test": 0, "calibration": 1, "train": 2}
     split_of = pts.drop_duplicates("series_id").set_index("series_id")["split"]
-    return sorted(split_of.index, key=lambda s: (order.get(split_of[s], 3), _natural(s)))
+    # a series (or window) with no context observation has nothing to predict from
+    with_context = set(pts.loc[pts["role"] == "context", "series_id"])
+    ids = [s for s in split_of.index if s in with_context] or list(split_of.index)
+    return sorted(ids, key=lambda s: (order.get(split_of[s], 3), _natural(s)))
 
 
 def channels_of(key: str, res: FitResult, series_id: str) -> list[str]:

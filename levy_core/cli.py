@@ -38,14 +38,12 @@ class _Bar:
         self.stream.flush()
 
 
-def _load_data(path: str):
-    from levy_core.data import read_csv
+def _load_data(path: str, time_unit: str = "hours"):
+    from levy_core.data import DataError, read_csv
 
-    if not Path(path).exists():
-        from levy_core.data import DataError
-
+    if not Path(path).is_file():
         raise DataError(f"{path}: no such file; give the path of a CSV (or .csv.gz) of observations")
-    return read_csv(path)
+    return read_csv(path, time_unit=time_unit)
 
 
 def _report_load(obs) -> None:
@@ -58,7 +56,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from levy_core.tasks import TaskConfig
     from levy_core.train import TrainConfig
 
-    obs = _load_data(args.data)
+    obs = _load_data(args.data, args.time_unit)
     _report_load(obs)
     print(f"data: {obs.n_series} series, {obs.n_channels} channels, {obs.n_obs} observations", file=sys.stderr)
     task = TaskConfig(args.task, cutoff=args.cutoff, horizon=args.horizon)
@@ -81,8 +79,10 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
     from levy_core import pipeline
 
+    if not 0 < args.level < 1:
+        raise ValueError(f"--level must lie strictly between 0 and 1 (e.g. 0.9 for a 90 % band), got {args.level}")
     fitted = pipeline.load_model(args.model)
-    obs = _load_data(args.data)
+    obs = _load_data(args.data, args.time_unit)
     if args.queries:
         from levy_core.data import DataError
 
@@ -106,7 +106,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from levy_core import pipeline
 
     fitted = pipeline.load_model(args.model)
-    obs = _load_data(args.data)
+    obs = _load_data(args.data, args.time_unit)
     result, pred = pipeline.evaluate(fitted, obs, mc_passes=args.mc_passes)
     result = _json_safe(result)
     Path(args.json).write_text(json.dumps(result, indent=2))
@@ -140,7 +140,7 @@ def _cmd_rank(args: argparse.Namespace) -> int:
     from levy_core import pipeline
 
     fitted = pipeline.load_model(args.model)
-    obs = _load_data(args.data)
+    obs = _load_data(args.data, args.time_unit)
     ranked, seconds = pipeline.rank(fitted, obs)
     ranked.to_csv(args.out, index=False)
     print(f"scored {len(ranked)} series in {seconds:.2f} s")
@@ -173,6 +173,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     f = sub.add_parser("fit", help="train the Lévy model and its MC-Dropout twin, calibrate both")
+    f.add_argument("--time-unit", default="hours", choices=["hours", "minutes", "seconds", "days"],
+                        help="unit of numeric times (date-times are always read as such)")
     f.add_argument("data", help="CSV of observations (long or wide; .csv.gz accepted)")
     f.add_argument("--out", required=True, help="model directory to write")
     f.add_argument("--task", choices=["forecast", "interpolate"], default="forecast")
@@ -190,6 +192,8 @@ def _parser() -> argparse.ArgumentParser:
 
     pr = sub.add_parser("predict", help="predictions with σ̂ and bands on a dense grid or given queries")
     pr.add_argument("model")
+    pr.add_argument("--time-unit", default="hours", choices=["hours", "minutes", "seconds", "days"],
+                        help="unit of numeric times (date-times are always read as such)")
     pr.add_argument("data")
     pr.add_argument("--out", required=True)
     pr.add_argument("--level", type=float, default=0.9)
@@ -200,6 +204,8 @@ def _parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("evaluate", help="score Lévy, MC-Dropout, softmax and the 50-draw sampler on the test split")
     e.add_argument("model")
+    e.add_argument("--time-unit", default="hours", choices=["hours", "minutes", "seconds", "days"],
+                        help="unit of numeric times (date-times are always read as such)")
     e.add_argument("data")
     e.add_argument("--json", required=True)
     e.add_argument("--predictions", default=None)
@@ -208,6 +214,8 @@ def _parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("rank", help="rank series by trust in one batched pass")
     r.add_argument("model")
+    r.add_argument("--time-unit", default="hours", choices=["hours", "minutes", "seconds", "days"],
+                        help="unit of numeric times (date-times are always read as such)")
     r.add_argument("data")
     r.add_argument("--out", required=True)
     r.set_defaults(func=_cmd_rank)

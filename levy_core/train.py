@@ -31,7 +31,7 @@ class TrainConfig:
     """Optimisation settings."""
 
     epochs: int = 40  # upper bound on passes over the training series
-    batch_size: int = 32  # series per step
+    batch_size: int | None = None  # series per step; None: n_train // 8 clipped to [4, 32]
     lr: float = 3e-3  # Adam learning rate
     weight_decay: float = 1e-5  # Adam weight decay
     patience: int = 6  # early stopping: epochs without calibration-loss improvement
@@ -74,13 +74,19 @@ class TrainResult:
     history: list[dict] = field(default_factory=list)
 
 
+def auto_batch_size(n_train: int) -> int:
+    """About eight optimiser steps per epoch on small data, 32 series per step on large."""
+    return int(min(32, max(4, n_train // 8)))
+
+
 def masked_mse(pred: Tensor, target: Tensor, mask: Tensor) -> Tensor:
     """Mean squared error over the real (mask 1) queries of a batch."""
     return ((pred - target).pow(2) * mask).sum() / mask.sum().clamp_min(1.0)
 
 
 def _loss(model: nn.Module, out: ModelOutput, batch: Batch, nll_weight: float, log_c: Tensor | None) -> Tensor:
-    assert batch.target is not None
+    if batch.target is None:
+        raise ValueError("training batches need targets")
     loss = masked_mse(out.mean, batch.target, batch.qry_mask)
     if nll_weight > 0 and out.sigma is not None and log_c is not None:
         var = (log_c.exp() * out.sigma).pow(2) + 1e-6
@@ -103,7 +109,8 @@ def evaluate_loss(model: nn.Module, builder: EpisodeBuilder, ids: list[str], bat
     for chunk in _batches(ids, batch_size, builder):
         batch, _ = builder.batch(chunk)
         out = model(batch)
-        assert batch.target is not None
+        if batch.target is None:
+            raise ValueError("evaluation batches need targets")
         total += float(((out.mean - batch.target).pow(2) * batch.qry_mask).sum())
         count += float(batch.qry_mask.sum())
     return total / max(count, 1.0)
@@ -131,13 +138,14 @@ def train_model(
     opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, cfg.epochs), eta_min=cfg.lr / 10)
     val_ids = val_ids or train_ids
+    batch_size = cfg.batch_size or auto_batch_size(len(train_ids))
     best = (math.inf, 0, copy.deepcopy(model.state_dict()))
     history: list[dict] = []
     start = time.perf_counter()
     epoch = 0
     for epoch in range(1, cfg.epochs + 1):
         model.train()
-        batches = _batches(train_ids, cfg.batch_size, builder)
+        batches = _batches(train_ids, batch_size, builder)
         losses = []
         for i in rng.permutation(len(batches)):
             batch, _ = builder.batch(batches[i], rng=rng)
@@ -148,7 +156,7 @@ def train_model(
             opt.step()
             losses.append(loss.detach().item())
         scheduler.step()
-        val = evaluate_loss(model, builder, val_ids, cfg.batch_size * 2)
+        val = evaluate_loss(model, builder, val_ids, 64)
         if not math.isfinite(val):
             raise FloatingPointError(f"{label}: calibration loss became {val} at epoch {epoch}")
         if val < best[0]:

@@ -59,7 +59,7 @@ def _mapping_form(choice: Choice) -> None:
         units = list(TIME_UNITS)
         unit = st.selectbox("Unit of a numeric time column", units, index=units.index(choice.time_unit),
                             key=f"map_unit_{d}", help="Converted to hours. Date-times are read as such.")
-        applied = st.form_submit_button("Apply mapping")
+        applied = st.form_submit_button("Apply mapping", key=f"map_apply_{d}")
     if applied:
         series = None if series_col == _NONE else series_col
         if layout == "long":

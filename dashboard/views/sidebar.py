@@ -115,10 +115,19 @@ def _fit_section(obs: Observations | None, obs_hash: str | None) -> tuple[servic
     cutoff: float | None = None
     holdout = d.holdout_fraction
     if task == "forecast":
+        lo = hi = default = 0.0
         if obs is not None and obs_hash is not None:
-            lo, hi, default = services.cutoff_range(obs_hash, obs, d.seed)
+            try:
+                lo, hi, default = services.cutoff_range(obs_hash, obs, d.seed)
+            except DataError:
+                pass  # the fit will say what is wrong
             step = max(round((hi - lo) / 200, 3), 0.001)
             default = min(max(default, lo), hi)
+        if obs is None or obs_hash is None:
+            pass
+        elif not hi > lo:
+            sb.caption("History cut-off: half the median series span (the data leave no range to choose).")
+        else:
             cutoff = sb.slider("History cut-off (h)", min_value=lo, max_value=hi, value=default, step=step,
                                key=f"fit_cutoff_{obs_hash[:12]}",
                                help="Observations up to the cut-off are context; later ones are predicted. "

@@ -1,0 +1,373 @@
+"""The dashboard through ``streamlit.testing.v1.AppTest`` (no browser).
+
+Every panel on a bundled sample and on an uploaded long and wide CSV: no exception, and the
+figure JSON holds what the panel promises. Malformed uploads give an ``st.error`` and leave
+the previous data and model in place. Fits are tiny (``LEVY_DASHBOARD_FAST=1``, conftest).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from dash_helpers import APP, figure, long_csv, wide_csv
+from streamlit.testing.v1 import AppTest
+
+from dashboard import services
+from dashboard.charts import LEVY, MC
+from levy_core import pipeline
+
+PANELS = ["Data", "Fit", "Predictive band", "MC-Dropout", "Calibration", "Trust ranking", "Check the identity"]
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def start() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def show(at: AppTest, panel: str) -> AppTest:
+    at.session_state["panel"] = panel
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def upload(at: AppTest, name: str, data: bytes) -> AppTest:
+    at.file_uploader(key="upload").set_value((name, data, "text/csv"))
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def names(fig: dict) -> list[str]:
+    return [t.get("name", "") for t in fig["data"]]
+
+
+def trace(fig: dict, prefix: str) -> dict:
+    hits = [t for t in fig["data"] if t.get("name", "").startswith(prefix)]
+    assert hits, f"no trace starting with {prefix!r} in {names(fig)}"
+    return hits[0]
+
+
+def n_points(values) -> int:
+    """Length of a trace array (plotly 6+ may encode arrays as base64 ``bdata``)."""
+    if isinstance(values, dict) and "bdata" in values:
+        import base64
+
+        import numpy as np
+
+        return int(np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"]).size)
+    return len(values)
+
+
+def assert_titled(fig: dict) -> None:
+    assert fig["layout"]["title"]["text"].strip()
+    axes = [k for k in fig["layout"] if k.startswith(("xaxis", "yaxis"))]
+    assert axes
+    for k in axes:
+        if fig["layout"][k].get("visible") is False:
+            continue
+        title = fig["layout"][k].get("title", {}).get("text", "")
+        if k.startswith("xaxis") and fig["layout"][k].get("matches") and not title:
+            continue  # shared time axis: titled once, on the bottom row
+        assert title.strip(), f"{k} has no title"
+
+
+def assert_band(fig: dict, *, mc: bool) -> None:
+    band = trace(fig, "Lévy ")
+    assert "band" in band["name"] and band["fill"] == "toself" and n_points(band["x"]) > 20
+    assert band["fillcolor"].startswith("rgba(0, 114, 178")  # Lévy blue
+    assert trace(fig, "Lévy mean")["line"]["color"] == LEVY
+    assert trace(fig, "context observations") and trace(fig, "held-out observations")
+    ev, dis = trace(fig, "n_eff (evidence)"), trace(fig, "tr Σ (disagreement)")
+    assert ev["xaxis"] == "x2" and dis["xaxis"] == "x3"
+    assert "log Λ" in ev["hovertemplate"]
+    shares = [t for t in fig["data"] if "share of log σ̂" in t.get("name", "")]
+    assert len(shares) == 2 and all(t["xaxis"] == "x4" for t in shares)
+    lay = fig["layout"]
+    assert lay["xaxis"]["matches"] == "x4" and lay["xaxis2"]["matches"] == "x4"  # one shared time axis
+    assert lay["xaxis4"]["title"]["text"] == "time (h)"
+    has_mc = [t for t in fig["data"] if t.get("name", "").startswith("MC-Dropout") and "band" in t["name"]]
+    assert bool(has_mc) == mc
+    if mc:
+        assert has_mc[0]["fill"] == "toself" and has_mc[0]["line"]["color"] == MC
+    assert_titled(fig)
+
+
+def captions(at: AppTest) -> str:
+    return " ".join(c.value for c in at.caption)
+
+
+# ----------------------------------------------------------------------------- first load, sample
+
+
+def test_first_load_fits_and_shows_the_band_with_no_clicks():
+    at = start()
+    assert at.session_state["panel"] == "Predictive band"
+    assert at.session_state["_fit_key"]
+    assert_band(figure(at, "band_chart"), mc=True)
+    scatter = figure(at, "evidence_scatter")
+    assert trace(scatter, "held-out queries")["marker"]["colorscale"]
+    assert_titled(scatter)
+    assert "How to read" in captions(at)
+    assert not at.error
+
+
+def test_band_controls_rerender_from_cache():
+    at = start()
+    before = figure(at, "band_chart")
+    at.slider(key="level").set_value(0.6).run()
+    at.radio(key="band_kind").set_value("Conformal").run()
+    assert not at.exception
+    after = figure(at, "band_chart")
+    assert "60 % conformal" in after["layout"]["title"]["text"]
+    assert trace(after, "Lévy ")["y"] != trace(before, "Lévy ")["y"]
+    series = at.selectbox(key="series")
+    other = [o for o in series.options if o != series.value][0]
+    series.set_value(other.split(" · ")[0]).run()
+    assert f"series {other.split(' · ')[0]}" in figure(at, "band_chart")["layout"]["title"]["text"]
+    channel = at.selectbox(key="channel")
+    ch = [o for o in channel.options if o != channel.value][0]
+    channel.set_value(ch).run()
+    assert f"channel {ch}" in figure(at, "band_chart")["layout"]["title"]["text"]
+    at.toggle(key="mc_overlay").set_value(False).run()
+    assert_band(figure(at, "band_chart"), mc=False)
+    assert not at.exception
+
+
+def test_data_panel():
+    at = show(start(), "Data")
+    assert {m.label: m.value for m in at.metric}["Series"] == "40"
+    for key in ("gap_hist", "channel_counts", "timeline"):
+        fig = figure(at, key)
+        assert_titled(fig)
+        assert fig["data"]
+    assert "long: series='series_id'" in " ".join(m.value for m in at.markdown)
+
+
+def test_fit_panel():
+    at = show(start(), "Fit")
+    fig = figure(at, "training_chart")
+    assert_titled(fig)
+    assert {t["line"]["color"] for t in fig["data"]} == {LEVY, MC}
+    assert at.dataframe and at.json
+
+
+def test_mc_dropout_panel_and_T():
+    at = show(start(), "MC-Dropout")
+    table = at.dataframe[0].value
+    assert any(c.startswith("Lévy") for c in table.columns)
+    assert any(c.startswith("MC-Dropout (T = 5)") for c in table.columns)
+    assert "coverage of the 90 % band (conformal)" in table.index
+    timing = figure(at, "timing_chart")
+    assert_titled(timing)
+    assert {"training", "uncertainty on the test split"} <= set(names(timing))
+    assert_band(figure(at, "mc_band_chart"), mc=True)
+    at.slider(key="mc_T").set_value(3).run()
+    assert not at.exception
+    assert any(c.startswith("MC-Dropout (T = 3)") for c in at.dataframe[0].value.columns)
+
+
+def test_calibration_panel_report_and_csv():
+    at = show(start(), "Calibration")
+    rel = figure(at, "reliability_chart")
+    assert_titled(rel)
+    labels = names(rel)
+    for method in ("Lévy", "MC-Dropout"):
+        for kind in ("scaled Gaussian", "conformal"):
+            assert f"{method} — {kind}" in labels
+    assert trace(rel, "Lévy — scaled Gaussian")["line"]["color"] == LEVY
+    assert trace(rel, "MC-Dropout — conformal")["line"]["color"] == MC
+    for key in ("pit_chart", "risk_chart"):
+        fig = figure(at, key)
+        assert_titled(fig)
+        assert {"Lévy", "MC-Dropout"} <= set(names(fig))
+    assert {b.label for b in at.get("download_button")} >= {
+        "Download the report (HTML)", "Download the per-query predictions (CSV)"}
+
+    res = services.cached_fit(at.session_state["_fit_key"])
+    html = services.build_report(res.key, res, 5, series_id=at.session_state["series"],
+                                 channel=at.session_state["channel"])
+    assert services.report_is_offline(html)
+    assert "<script src" not in html.lower()
+    assert "plotly.js v" in html  # the library itself is inlined, once
+    assert html.count("Plotly.newPlot") == 5  # band, reliability, PIT, risk–coverage, cost
+    assert "MC-Dropout (T = 5)" in html and res.data_label in html
+    csv = services.prediction_csv(services.evaluation(res.key, res, 5)[1]).decode()
+    assert csv.splitlines()[0].split(",") == pipeline.PRED_COLUMNS
+
+
+def test_trust_ranking_panel_opens_a_series():
+    at = show(start(), "Trust ranking")
+    ranked = at.dataframe[0].value
+    assert list(ranked["rank"]) == list(range(1, len(ranked) + 1))
+    assert ranked["trust_score"].is_monotonic_increasing
+    assert_titled(figure(at, "ranking_chart"))
+    assert "Download the ranking (CSV)" in {b.label for b in at.get("download_button")}
+    target = str(ranked["series_id"].iloc[-1])
+    at.selectbox(key="rank_open").set_value(target)
+    at.button(key="rank_open_button").click().run()
+    assert not at.exception
+    assert at.session_state["panel"] == "Predictive band"
+    assert at.session_state["series"] == target
+    assert f"series {target}," in figure(at, "band_chart")["layout"]["title"]["text"]
+
+
+def test_identity_panel():
+    at = show(start(), "Check the identity")
+    fig = figure(at, "draws_chart")
+    assert_titled(fig)
+    hist = [t for t in fig["data"] if t["type"] == "histogram"]
+    assert hist and "operator draws" in hist[0]["name"]
+    assert "m ± σ̂ (closed form)" in names(fig)
+    metrics = {m.label: m.value for m in at.metric}
+    assert "closed-form σ̂" in metrics and any(k.startswith("RMSD of") for k in metrics)
+    assert any("50-draw sampler" in m.value for m in at.markdown)
+
+
+def test_selecting_a_query_shows_what_it_drew_on():
+    at = start()
+    res = services.cached_fit(at.session_state["_fit_key"])
+    held = services.heldout_predictions(res.key, res, at.session_state["series"])
+    t = float(held[held["channel"] == at.session_state["channel"]]["time"].iloc[0])
+    at.selectbox(key="query_pick").set_value(t).run()
+    assert not at.exception
+    q = at.session_state["_query"]
+    assert q["series_id"] == at.session_state["series"] and q["time"] == pytest.approx(t)
+    band = figure(at, "band_chart")
+    attended = trace(band, "drawn on by the query")
+    assert n_points(attended["x"]) > 0 and attended["marker"]["line"]["color"] == LEVY
+    assert trace(band, "selected query")
+    assert any("Selected query" in m.value for m in at.markdown)
+    assert any("Attention weight by channel" in m.value for m in at.markdown)
+    # the identity panel starts on that query
+    show(at, "Check the identity")
+    assert at.selectbox(key="identity_query").value == pytest.approx(t)
+
+
+# ----------------------------------------------------------------------------- uploads
+
+
+@pytest.mark.parametrize("name,data,n_series", [("long.csv", long_csv(12), 12), ("wide.csv", wide_csv(), 1)],
+                         ids=["long", "wide"])
+def test_uploaded_csv_every_panel(name: str, data: bytes, n_series: int):
+    at = start()
+    key0 = at.session_state["_fit_key"]
+    upload(at, name, data)
+    assert not at.error, [e.value for e in at.error]
+    assert at.session_state["source"] == "Upload a CSV"
+    assert at.session_state["_fit_key"] != key0
+    res = services.cached_fit(at.session_state["_fit_key"])
+    assert res.data_label == f"upload: {name}" and res.obs.n_series == n_series
+    assert_band(figure(at, "band_chart"), mc=True)
+    for panel in PANELS:
+        show(at, panel)
+        assert at.get("plotly_chart"), f"{panel}: no chart"
+        assert not at.error, f"{panel}: {[e.value for e in at.error]}"
+    show(at, "Data")
+    assert {m.label: m.value for m in at.metric}["Series"] == str(n_series)
+
+
+BAD_UPLOADS = {
+    "empty": (b"", "empty"),
+    "header only": (b"time,value\n", "no data rows"),
+    "text values": (b"time,value\n1,2\n2,abc\n3,4\n", "not finite numbers"),
+    "no time column": (b"foo,bar\n1,2\n3,4\n", "No time column"),
+    "excel": (b"PK\x03\x04" + b"\x00" * 64, "spreadsheet"),
+    "binary": (b"\x00\x01\x02\x03" * 64, "not a text file"),
+    "bad times": (b"time,value\nyesterday,1\ntomorrow,2\n", "time"),
+    "ragged rows": (b"time,value\n1,2\n3,4,5,6\n", "well-formed"),
+    "too little to fit": (b"time,value\n1,2\n2,3\n", ""),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_UPLOADS))
+def test_malformed_upload_is_an_error_and_keeps_data_and_model(case: str):
+    data, needle = BAD_UPLOADS[case]
+    at = start()
+    key0 = at.session_state["_fit_key"]
+    title0 = figure(at, "band_chart")["layout"]["title"]["text"]
+    upload(at, "bad.csv", data)
+    assert at.error, "no st.error shown"
+    text = " ".join(e.value for e in at.error)
+    assert needle.lower() in text.lower()
+    assert "previous data and model are kept" in text
+    assert at.session_state["_fit_key"] == key0
+    assert figure(at, "band_chart")["layout"]["title"]["text"] == title0
+    at.slider(key="level").set_value(0.8).run()  # the app still works
+    assert not at.exception
+    assert "80 %" in figure(at, "band_chart")["layout"]["title"]["text"]
+    show(at, "Data")  # the mapping panel copes with the bad file too
+
+
+def test_mapping_override_fixes_undetected_columns():
+    data = long_csv(10).decode().replace("patient_id,channel,time,value", "unit,sensor,when,reading").encode()
+    at = start()
+    key0 = at.session_state["_fit_key"]
+    upload(at, "odd.csv", data)
+    assert "No time column" in " ".join(e.value for e in at.error)
+    show(at, "Data")
+    d = hashlib.sha256(data).hexdigest()[:10]
+    at.radio(key=f"map_layout_{d}").set_value("long")
+    at.selectbox(key=f"map_time_{d}").set_value("when")
+    at.selectbox(key=f"map_series_{d}").set_value("unit")
+    at.selectbox(key=f"map_channel_{d}").set_value("sensor")
+    at.selectbox(key=f"map_value_{d}").set_value("reading")
+    at.button(key=f"map_apply_{d}").click().run()
+    assert not at.exception
+    assert not at.error, [e.value for e in at.error]
+    assert at.session_state["_fit_key"] != key0
+    assert services.cached_fit(at.session_state["_fit_key"]).obs.n_series == 10
+
+
+# ----------------------------------------------------------------------------- fit settings
+
+
+def test_interpolation_fit():
+    at = start()
+    at.radio(key="fit_task").set_value("interpolate")
+    at.button(key="fit_button").click().run()
+    assert not at.exception and not at.error
+    res = services.cached_fit(at.session_state["_fit_key"])
+    assert res.fitted.task.kind == "interpolate"
+    fig = figure(at, "band_chart")
+    assert_band(fig, mc=True)
+    assert not any(a.get("text") == "forecast cut-off" for a in fig["layout"].get("annotations", []))
+
+
+def test_twin_on_demand():
+    at = start()
+    at.checkbox(key="fit_twin").set_value(False)
+    at.button(key="fit_button").click().run()
+    assert not services.cached_fit(at.session_state["_fit_key"]).has_twin
+    assert_band(figure(at, "band_chart"), mc=False)
+    show(at, "MC-Dropout")
+    at.button(key="twin_button").click().run()
+    assert not at.exception
+    res = services.cached_fit(at.session_state["_fit_key"])
+    assert res.has_twin and res.key.endswith("+twin")
+    assert any(c.startswith("MC-Dropout") for c in at.dataframe[0].value.columns)
+
+
+def test_start_file_from_the_command_line(tmp_path, monkeypatch):
+    path = tmp_path / "mine.csv"
+    path.write_bytes(long_csv(10))
+    monkeypatch.setenv("LEVY_DASHBOARD_DATA", str(path))
+    at = start()
+    assert at.session_state["source"] == "File given at start"
+    assert services.cached_fit(at.session_state["_fit_key"]).data_label == "file: mine.csv"
+    assert_band(figure(at, "band_chart"), mc=True)
+
+
+def test_missing_start_file_is_an_error_then_a_sample_works(tmp_path, monkeypatch):
+    monkeypatch.setenv("LEVY_DASHBOARD_DATA", str(tmp_path / "nope.csv"))
+    at = start()
+    assert "File not found" in " ".join(e.value for e in at.error)
+    assert any("No model yet" in i.value for i in at.info)
+    at.radio(key="source").set_value("Bundled sample").run()
+    assert not at.exception and not at.error
+    assert_band(figure(at, "band_chart"), mc=True)
