@@ -36,7 +36,9 @@ __all__ = [
     "FittedModel",
     "ModelLoadError",
     "attention_weights",
+    "calibrate",
     "evaluate",
+    "evaluate_episodes",
     "fit",
     "load_model",
     "operator_draws",
@@ -216,10 +218,7 @@ def fit(
         twin_result = train_model(twin, builder, train_ids, cal_ids, train, label="softmax", progress=progress)
     fitted = FittedModel(levy, twin, cfg, task, train, split, scaler, channels, Calibrator(), None,
                          mc_passes=mc_passes, data_hash=obs.content_hash())
-    cal = _observed_queries(fitted, builder, cal_ids, mc_passes=mc_passes if twin is not None else 0)
-    fitted.levy_calibration.fit(cal["y_norm"], cal["mean_norm"], cal["sigma_norm"])
-    if twin is not None:
-        fitted.mc_calibration = Calibrator().fit(cal["y_norm"], cal["mc_mean_norm"], cal["mc_std_norm"])
+    calibrate(fitted, builder, cal_ids, mc_passes=mc_passes)
     fitted.training = {
         "levy": {"best_epoch": levy_result.best_epoch, "epochs_run": levy_result.epochs_run,
                  "seconds": round(levy_result.seconds, 3), "best_val_mse": levy_result.best_val_loss},
@@ -264,13 +263,16 @@ def _chunks(ids: list[str], size: int = _BATCH) -> list[list[str]]:
     return [ids[i:i + size] for i in range(0, len(ids), size)]
 
 
-def _observed_queries(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str],
-                      mc_passes: int = 0) -> pd.DataFrame:
-    """Predictions at the observed queries of the fixed episodes of ``ids`` (normalised units)."""
+def _observed_queries(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str], mc_passes: int = 0,
+                      batches: list[tuple[Batch, list[np.ndarray]]] | None = None,
+                      results: list[dict[str, np.ndarray]] | None = None) -> pd.DataFrame:
+    """Predictions at the observed queries of the fixed episodes of ``ids`` (normalised units).
+    ``batches``/``results``: already built batches of ``_chunks(ids)`` and their passes."""
+    chunks = _chunks(ids)
+    batches = batches or [builder.batch(chunk) for chunk in chunks]
     rows: list[pd.DataFrame] = []
-    for chunk in _chunks(ids):
-        batch, query_rows = builder.batch(chunk)
-        res = _run(fitted, batch, mc_passes)
+    for i, (chunk, (batch, query_rows)) in enumerate(zip(chunks, batches, strict=True)):
+        res = results[i] if results is not None else _run(fitted, batch, mc_passes)
         for b, sid in enumerate(chunk):
             m = len(query_rows[b])
             s = builder.series[sid]
@@ -282,6 +284,16 @@ def _observed_queries(fitted: FittedModel, builder: EpisodeBuilder, ids: list[st
     cols = ["series_id", "channel", "time", "y_norm", "mean_norm", "sigma_norm", "log_evidence",
             "disagreement_norm", "n_eff"] + (["mc_mean_norm", "mc_std_norm"] if mc_passes and fitted.twin else [])
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=cols)
+
+
+def calibrate(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str], *, mc_passes: int = 20) -> None:
+    """Fit the Lévy calibration (scale ``c``, then split conformal) on the observed queries of
+    the episodes ``ids`` and, when there is a twin, the same two steps for MC-Dropout."""
+    cal = _observed_queries(fitted, builder, ids, mc_passes=mc_passes if fitted.twin is not None else 0)
+    fitted.levy_calibration = Calibrator().fit(cal["y_norm"], cal["mean_norm"], cal["sigma_norm"])
+    if fitted.twin is not None:
+        fitted.mc_calibration = Calibrator().fit(cal["y_norm"], cal["mc_mean_norm"], cal["mc_std_norm"])
+    fitted.mc_passes = mc_passes
 
 
 def _to_original_units(fitted: FittedModel, df: pd.DataFrame, level: float) -> pd.DataFrame:
@@ -501,12 +513,19 @@ def evaluate(fitted: FittedModel, obs: Observations, *, mc_passes: int | None = 
 
     Returns the ``evaluate`` JSON dict (product.md contract) and the per-query frame.
     """
-    T = fitted.mc_passes if mc_passes is None else mc_passes
     builder = _builder(fitted, obs)
     same, split = _roles(fitted, obs)
     ids = builder.usable(split.test if same else sorted(builder.series))
     if not ids:
         raise DataError("no test series with both context and observations to predict")
+    return evaluate_episodes(fitted, builder, ids, mc_passes=mc_passes, sampler_draws=sampler_draws,
+                             sampler_queries=sampler_queries)
+
+
+def evaluate_episodes(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str], *, mc_passes: int | None = None,
+                      sampler_draws: int = 50, sampler_queries: int = 4000) -> tuple[dict[str, Any], pd.DataFrame]:
+    """``evaluate`` on the fixed episodes ``ids`` of a prepared ``EpisodeBuilder``."""
+    T = fitted.mc_passes if mc_passes is None else mc_passes
     batches = [builder.batch(chunk) for chunk in _chunks(ids)]
     # warm both models up on the first batch so neither timing pays one-off kernel set-up
     _run(fitted, batches[0][0])
@@ -516,7 +535,7 @@ def evaluate(fitted: FittedModel, obs: Observations, *, mc_passes: int | None = 
     t0 = time.perf_counter()
     levy_parts = [_run(fitted, b) for b, _ in batches]
     levy_seconds = time.perf_counter() - t0
-    df = _observed_queries(fitted, builder, ids, 0)
+    df = _observed_queries(fitted, builder, ids, 0, batches=batches, results=levy_parts)
     mc_seconds = math.nan
     if fitted.twin is not None and T >= 2:
         t0 = time.perf_counter()
@@ -524,8 +543,6 @@ def evaluate(fitted: FittedModel, obs: Observations, *, mc_passes: int | None = 
         mc_seconds = time.perf_counter() - t0
         df["mc_mean_norm"] = _flatten([m.numpy() for m, _ in mc_parts], batches)
         df["mc_std_norm"] = _flatten([s.numpy() for _, s in mc_parts], batches)
-    _ = levy_parts  # the timed pass; df holds the same numbers in query order
-
     y, mean, sigma = df["y_norm"].to_numpy(), df["mean_norm"].to_numpy(), df["sigma_norm"].to_numpy()
     result: dict[str, Any] = {"n_test": int(len(df)),
                               "levy": _method_metrics(y, mean, sigma, fitted.levy_calibration, levy_seconds)}

@@ -51,8 +51,11 @@ class _ProgressUI:
 
 
 def _show_failure(message: str) -> None:
-    hint = " Fix the column mapping in the Data tab." if "mapping" in message.lower() else ""
-    st.error(f"{message}{hint} The previous data and model are kept.", icon="🚫")
+    text = message.strip()
+    if text and text[-1] not in ".!?":
+        text += "."
+    hint = " Fix it in the Data tab (column mapping)." if "mapping" in text.lower() else ""
+    st.error(f"{text}{hint} The previous data and model are kept.", icon="🚫")
 
 
 def _run_fit(choice: Choice) -> services.FitResult | None:

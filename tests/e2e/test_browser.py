@@ -1,0 +1,242 @@
+"""The real app in a real browser: Playwright driving Debian's Chromium (never ``playwright
+install``).
+
+Starts ``streamlit run dashboard/app.py`` on a free port (its own PID, stopped at the end),
+waits for the first band on the bundled sample, uploads a long-form CSV, waits for the
+refit and the charts, selects a held-out query by clicking it on the band chart and one on
+the evidence scatter, downloads the HTML report and opens it with the network blocked,
+asserts no exception element anywhere, and saves a screenshot of each panel into
+``docs/screenshots/`` (the README shows them).
+
+Skipped when /usr/bin/chromium (or the playwright package) is missing, unless
+``LEVY_REQUIRE_BROWSER=1`` (CI), then it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = ROOT / "dashboard" / "app.py"
+CHROMIUM = Path("/usr/bin/chromium")
+SHOTS = Path(os.environ.get("LEVY_SCREENSHOT_DIR", ROOT / "docs" / "screenshots"))
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+CHART = '[data-testid="stPlotlyChart"] .main-svg'
+STATUS = '[data-testid="stStatusWidget"]'
+EXCEPTION = '[data-testid="stException"]'
+WIDTH = 1440
+
+
+def _need_browser():
+    required = os.environ.get("LEVY_REQUIRE_BROWSER") == "1"
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:  # pragma: no cover - depends on the machine
+        if required:
+            pytest.fail("LEVY_REQUIRE_BROWSER=1 but the playwright package is not installed")
+        pytest.skip("playwright is not installed")
+    if not CHROMIUM.exists():
+        if required:
+            pytest.fail(f"LEVY_REQUIRE_BROWSER=1 but {CHROMIUM} is missing (apt-get install chromium)")
+        pytest.skip(f"{CHROMIUM} is missing")
+    return sync_playwright
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def server(tmp_path):
+    """``streamlit run`` on a free port with the default (short) fit; yields the URL."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("LEVY_DASHBOARD_FAST", "LEVY_DASHBOARD_DATA")}
+    log = open(tmp_path / "streamlit.log", "w")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true", "--server.port",
+         str(port), "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    pid = proc.pid  # ours alone: only this PID is stopped
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.read().strip() == b"ok":
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                log.flush()
+                pytest.fail(f"streamlit did not start:\n{(tmp_path / 'streamlit.log').read_text()[-3000:]}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        if proc.poll() is None:
+            os.kill(pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.kill(pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+        log.close()
+
+
+def _idle(page, timeout_s: float = 120) -> None:
+    """Wait until the script run is over (the status widget is gone) and a chart is drawn."""
+    page.wait_for_timeout(400)
+    page.wait_for_selector(STATUS, state="detached", timeout=timeout_s * 1000)
+    page.wait_for_selector(CHART, timeout=timeout_s * 1000)
+    page.wait_for_timeout(600)  # plotly finishes laying out
+    assert page.locator(EXCEPTION).count() == 0, page.locator(EXCEPTION).first.inner_text()
+
+
+def _drawn_charts(page) -> int:
+    """Charts whose figure has traces and whose SVG has drawn marks (not a blank frame)."""
+    return page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')].filter(gd =>
+        gd.data && gd.data.length > 0 &&
+        gd.querySelectorAll('.main-svg path, .main-svg rect.bg, .main-svg text').length > 10).length""")
+
+
+def _shot(page, name: str) -> Path:
+    """Screenshot with a viewport as tall as the panel's content."""
+    height = page.evaluate("""() => {
+        const m = document.querySelector('[data-testid="stMain"]') || document.body;
+        const inner = m.querySelector('[data-testid="stMainBlockContainer"]') || m;
+        return Math.ceil(inner.getBoundingClientRect().height + 140); }""")
+    page.set_viewport_size({"width": WIDTH, "height": int(min(max(height, 900), 4200))})
+    page.wait_for_timeout(900)  # plotly re-lays out on resize
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    assert path.stat().st_size > 20_000, f"{path} looks blank"
+    return path
+
+
+def _tab(page, label: str, min_charts: int) -> None:
+    page.get_by_role("tab", name=label, exact=True).click()
+    _idle(page)
+    page.wait_for_function(f"""() => [...document.querySelectorAll('.js-plotly-plot')]
+        .filter(gd => gd.data && gd.data.length).length >= {min_charts}""", timeout=120_000)
+    assert _drawn_charts(page) >= min_charts, f"{label}: fewer than {min_charts} drawn charts"
+
+
+def _click_heldout_point(page) -> None:
+    """Click the held-out diamond farthest from the mean line on the band chart."""
+    uid = page.evaluate("""() => {
+        const gd = document.querySelectorAll('.js-plotly-plot')[0];
+        const t = gd._fullData.find(t => t.name === 'held-out observations');
+        return t ? t.uid : null; }""")
+    assert uid, "the band chart has no held-out observations trace"
+    points = page.locator(f"g.trace{uid} path.point")
+    n = points.count()
+    assert n > 0, "no held-out point drawn"
+    best, best_gap = 0, -1.0
+    mean_uid = page.evaluate("""() => document.querySelectorAll('.js-plotly-plot')[0]
+        ._fullData.find(t => t.name === 'Lévy mean').uid""")
+    mean_path = page.locator(f"g.trace{mean_uid} path.js-line").first.bounding_box()
+    for i in range(0, n, max(1, n // 25)):
+        box = points.nth(i).bounding_box()
+        if box is None:
+            continue
+        gap = abs(box["y"] - (mean_path["y"] + mean_path["height"] / 2))
+        if gap > best_gap:
+            best, best_gap = i, gap
+    box = points.nth(best).bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+
+
+def _long_csv(path: Path, n_series: int = 16) -> Path:
+    df = pd.read_csv(ROOT / "sample_data" / "synthetic_multichannel.csv", dtype={"series_id": str})
+    keep = sorted(df["series_id"].unique())[-n_series:]
+    df = df[df["series_id"].isin(keep)].rename(columns={"series_id": "patient", "channel": "variable"})
+    df.to_csv(path, index=False)
+    return path
+
+
+def test_dashboard_in_chromium(server, tmp_path):
+    sync_playwright = _need_browser()
+    csv = _long_csv(tmp_path / "my_sensors.csv")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            context = browser.new_context(viewport={"width": WIDTH, "height": 1400}, accept_downloads=True)
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+
+            # 1. first band on the bundled sample, no clicks
+            page.goto(server)
+            page.wait_for_selector(CHART, timeout=120_000)
+            _idle(page)
+            assert page.get_by_text("on sample: Synthetic multichannel").count() > 0
+
+            # 2. upload a CSV; the app refits on it and redraws
+            page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(csv))
+            page.get_by_text("on upload: my_sensors.csv", exact=False).first.wait_for(timeout=180_000)
+            _idle(page)
+            assert _drawn_charts(page) >= 2
+
+            # 3. select a held-out query on the band chart: the observations it drew on appear
+            _click_heldout_point(page)
+            page.get_by_text("Selected query", exact=False).first.wait_for(timeout=60_000)
+            _idle(page)
+            drawn = page.evaluate("""() => document.querySelectorAll('.js-plotly-plot')[0]
+                ._fullData.filter(t => t.name && t.name.startsWith('drawn on by the query')).length""")
+            assert drawn == 1
+            # ... and one on the evidence scatter (it opens that query's series)
+            scatter_pt = page.locator(".js-plotly-plot").nth(1).locator(".scatterlayer .trace").first \
+                .locator("path.point").nth(3)
+            box = scatter_pt.bounding_box()
+            page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            _idle(page)
+            assert page.get_by_text("Attention weight by channel", exact=False).count() > 0
+            page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTo(0, 0)")
+            _shot(page, "band")
+
+            # 4. every other panel, one screenshot each
+            for label, name, charts in [("Data", "data", 3), ("Fit", "fit", 1), ("MC-Dropout", "mc_dropout", 2),
+                                        ("Calibration", "calibration", 3), ("Trust ranking", "ranking", 1),
+                                        ("Check the identity", "identity", 1)]:
+                _tab(page, label, charts)
+                _shot(page, name)
+                page.set_viewport_size({"width": WIDTH, "height": 1400})
+
+            # 5. the stakeholder report downloads and opens with the network blocked
+            _tab(page, "Calibration", 3)
+            with page.expect_download(timeout=120_000) as dl:
+                page.get_by_role("button", name="Download the report (HTML)").click()
+            report = tmp_path / "report.html"
+            dl.value.save_as(report)
+            text = report.read_text(encoding="utf-8")
+            assert re.search(r"<script[^>]*\bsrc\s*=", text, re.IGNORECASE) is None
+            offline = browser.new_context(viewport={"width": 1200, "height": 1000})
+            offline.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
+                          else route.abort())
+            rp = offline.new_page()
+            rp.goto(report.as_uri())
+            rp.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 5",
+                                 timeout=60_000)
+            offline.close()
+
+            assert page.locator(EXCEPTION).count() == 0
+            assert not errors, errors
+        finally:
+            browser.close()
