@@ -70,7 +70,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
           f"({tr['n_series']['train']}/{tr['n_series']['calibration']}/{tr['n_series']['test']} "
           f"train/calibration/test series), task {fitted.task.kind}"
           + (f" (cut-off {fitted.task.cutoff:g} h)" if fitted.task.kind == "forecast" else "")
-          + f", calibration scale c = {fitted.levy_calibration.scale_:.3g}; saved to {out}")
+          + f", calibration scale c = {fitted.levy_calibration.scale_:.3g}; saved to {out}", file=sys.stderr)
     return 0
 
 
@@ -93,6 +93,10 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         pred = pipeline.predict_queries(fitted, obs, queries, level=args.level)
     else:
         pred = pipeline.predict_grid(fitted, obs, n_points=args.points, level=args.level)
+        skipped = pred.attrs.get("skipped_series", [])
+        if skipped:
+            print(f"note: skipped {len(skipped)} series with no observation to predict from: {skipped[:5]}",
+                  file=sys.stderr)
     suffix = "conf" if args.band == "conformal" else "gauss"
     pred = pred.rename(columns={f"lower_{suffix}": "lower", f"upper_{suffix}": "upper"})
     cols = ["series_id", "channel", "time", "mean", "sigma", "lower", "upper", "log_evidence", "disagreement",

@@ -43,6 +43,7 @@ import io
 import logging
 import os
 import re
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -947,7 +948,7 @@ def _decode(data: bytes | str, name: str) -> str:
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             raise DataError(
                 f"{name!r} looks gzipped but could not be unpacked ({exc}). "
                 "Re-create the .csv.gz file or upload the plain CSV."

@@ -19,6 +19,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_model as load_weights
 from safetensors.torch import save_model as save_weights
 
@@ -141,8 +142,12 @@ def load_model(directory: str | Path) -> FittedModel:
             mc_passes=int(meta.get("mc_passes", 20)), data_hash=str(meta.get("data_hash", "")),
             training=dict(meta.get("training", {})),
         )
-    except (KeyError, TypeError, RuntimeError, OSError) as exc:
-        raise ModelLoadError(f"{path} is incomplete or from another version ({exc}); re-run `levy fit`") from exc
+    except ModelLoadError:
+        raise
+    except (KeyError, TypeError, ValueError, RuntimeError, OSError, SafetensorError) as exc:
+        # ValueError covers bad configs, scalers (DataError) and calibrations in model.json
+        raise ModelLoadError(f"{path} is damaged, incomplete or from another version ({exc}); "
+                             "re-run `levy fit`") from exc
     return fitted
 
 
@@ -192,6 +197,8 @@ def fit(
         Called with a ``Progress`` after every epoch of each model.
     """
     train = train or TrainConfig()
+    if train_twin and mc_passes < 2:
+        raise ValueError(f"mc_passes must be at least 2 to calibrate MC-Dropout, got {mc_passes}")
     if size not in MODEL_SIZES:
         raise ValueError(f"size must be one of {sorted(MODEL_SIZES)}, got {size!r}")
     frame, split = make_split(obs.frame, seed=train.seed)
@@ -336,7 +343,7 @@ def split_predictions(fitted: FittedModel, obs: Observations, role: str = "test"
     builder = _builder(fitted, obs)
     same, split = _roles(fitted, obs)
     ids = getattr(split, role) if same else sorted(builder.series)
-    ids = builder.usable(ids)
+    ids = builder.usable(ids)  # usable: at least one context observation and one query
     if not ids:
         raise DataError(f"no {role} series with both context and observations to predict")
     df = _observed_queries(fitted, builder, ids, mc_passes)
@@ -368,11 +375,14 @@ def predict_grid(
     log_evidence, disagreement, n_eff, evidence_term, disagreement_term`` (+ ``mc_mean,
     mc_std, mc_lower, mc_upper`` when ``mc_passes``), original units.
     """
+    if n_points < 2:
+        raise ValueError(f"n_points must be at least 2, got {n_points}")
     builder = _builder(fitted, obs)
     ids = series_ids if series_ids is not None else sorted(builder.series)
     missing = [s for s in ids if s not in builder.series]
     if missing:
         raise DataError(f"unknown series: {missing[:5]}")
+    ids, skipped = _with_context(fitted, builder, ids, strict=series_ids is not None)
     chans = channels if channels is not None else fitted.channels
     codes = np.array([builder.channel_index[c] for c in chans], np.int64)
     frames = []
@@ -386,8 +396,22 @@ def predict_grid(
             part = {"series_id": sid, "channel": [fitted.channels[i] for i in c], "time": t}
             part.update({k: v[b, :len(t)] for k, v in res.items()})
             frames.append(pd.DataFrame(part))
-    df = pd.concat(frames, ignore_index=True)
-    return _to_original_units(fitted, df, level)
+    df = _to_original_units(fitted, pd.concat(frames, ignore_index=True), level)
+    df.attrs["skipped_series"] = skipped
+    return df
+
+
+def _with_context(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str],
+                  strict: bool) -> tuple[list[str], list[str]]:
+    """Split ``ids`` into series with at least one context observation and those without
+    (which have no evidence at all). ``strict``: refuse the latter with a DataError."""
+    empty = [s for s in ids if len(builder.split_indices(s)[0]) == 0]
+    if empty and (strict or len(empty) == len(ids)):
+        where = (f"before the forecast cut-off ({fitted.task.cutoff:g} h)" if fitted.task.kind == "forecast"
+                 else "outside the hold-out")
+        raise DataError(f"{len(empty)} series have no observation {where}, so nothing to predict from: "
+                        f"{empty[:5]}; remove them or fit with an earlier cut-off")
+    return [s for s in ids if s not in set(empty)], empty
 
 
 def predict_queries(fitted: FittedModel, obs: Observations, queries: pd.DataFrame, *, level: float = 0.9,
@@ -401,12 +425,31 @@ def predict_queries(fitted: FittedModel, obs: Observations, queries: pd.DataFram
     q = queries.copy()
     q["series_id"] = q["series_id"].astype(str)
     q["channel"] = q["channel"].astype(str)
+    times = pd.to_numeric(q["time"], errors="coerce")
+    if times.isna().any():
+        bad = np.flatnonzero(times.isna().to_numpy())[:5]
+        raise DataError(f"column 'time' of the queries must hold numbers (hours); lines {[int(i) + 2 for i in bad]} "
+                        f"hold {[str(v) for v in q['time'].iloc[bad]]}")
+    q["time"] = times.astype(float)
+    original = q[["series_id", "time"]].copy()
+    if fitted.split.mode == "window" and fitted.split.window_hours:
+        # the user's series and clock → the model's windows "<id>@<k>" with window-relative time
+        start = obs.frame.groupby("series_id")["time"].min()
+        unknown = sorted(set(q["series_id"]) - set(start.index))
+        if unknown:
+            raise DataError(f"queries name series with no observations in the data: {unknown[:5]}")
+        offset = q["time"] - q["series_id"].map(start)
+        k = np.floor(offset / fitted.split.window_hours).astype(int).clip(lower=0)
+        q["series_id"] = q["series_id"] + "@" + k.astype(str)
+        q["time"] = offset - k * fitted.split.window_hours
     unknown = sorted(set(q["series_id"]) - set(builder.series))
     if unknown:
         raise DataError(f"queries name series with no observations in the data: {unknown[:5]}")
     bad = sorted(set(q["channel"]) - set(builder.channel_index))
     if bad:
         raise DataError(f"queries name channels the model was not trained on: {bad[:5]}")
+    _with_context(fitted, builder, sorted(set(q["series_id"])), strict=True)
+    q["_order"] = np.arange(len(q))
     frames = []
     groups = list(q.groupby("series_id", sort=True))
     for start in range(0, len(groups), _BATCH):
@@ -414,11 +457,15 @@ def predict_queries(fitted: FittedModel, obs: Observations, queries: pd.DataFram
         items = [(sid, g["time"].to_numpy(np.float64), g["channel"].map(builder.channel_index).to_numpy(np.int64))
                  for sid, g in part_groups]
         res = _run(fitted, builder.query_batch(items), mc_passes)
-        for b, (sid, t, c) in enumerate(items):
-            part = {"series_id": sid, "channel": [fitted.channels[i] for i in c], "time": t}
+        for b, ((_, t, c), (_, g)) in enumerate(zip(items, part_groups, strict=True)):
+            part = {"_order": g["_order"].to_numpy(), "channel": [fitted.channels[i] for i in c]}
             part.update({k: v[b, :len(t)] for k, v in res.items()})
             frames.append(pd.DataFrame(part))
-    return _to_original_units(fitted, pd.concat(frames, ignore_index=True), level)
+    df = pd.concat(frames, ignore_index=True).sort_values("_order")
+    # report in the user's series ids and clock, in the order the queries were given
+    df.insert(0, "series_id", original["series_id"].to_numpy()[df["_order"].to_numpy()])
+    df.insert(2, "time", original["time"].to_numpy()[df["_order"].to_numpy()])
+    return _to_original_units(fitted, df.drop(columns="_order").reset_index(drop=True), level)
 
 
 # ----------------------------------------------------------------------------- evaluation
@@ -526,6 +573,8 @@ def evaluate_episodes(fitted: FittedModel, builder: EpisodeBuilder, ids: list[st
                       sampler_draws: int = 50, sampler_queries: int = 4000) -> tuple[dict[str, Any], pd.DataFrame]:
     """``evaluate`` on the fixed episodes ``ids`` of a prepared ``EpisodeBuilder``."""
     T = fitted.mc_passes if mc_passes is None else mc_passes
+    if T == 1 or T < 0:
+        raise ValueError(f"MC-Dropout needs at least 2 passes (or 0 to skip it), got {T}")
     batches = [builder.batch(chunk) for chunk in _chunks(ids)]
     # warm both models up on the first batch so neither timing pays one-off kernel set-up
     _run(fitted, batches[0][0])

@@ -17,6 +17,7 @@ Tasks inside a (pseudo-)series:
 
 from __future__ import annotations
 
+import math
 import zlib
 from dataclasses import asdict, dataclass, field
 from typing import Literal
@@ -47,7 +48,7 @@ class TaskConfig:
     """What is predicted from what."""
 
     kind: Literal["forecast", "interpolate"] = "forecast"
-    cutoff: float | None = None  # forecast: history ends here (hours); None → half the median span
+    cutoff: float | None = None  # forecast: history ends here (hours); None → the median series midpoint
     horizon: float | None = None  # forecast: queries up to cutoff + horizon; None → to the end
     holdout_fraction: float = 0.2  # interpolate: share of observations held out as queries
 
@@ -140,10 +141,15 @@ def resolve_task(task: TaskConfig, frame: pd.DataFrame) -> TaskConfig:
     if not 0 < task.holdout_fraction < 1:
         raise ValueError("holdout_fraction must lie in (0, 1)")
     if task.kind == "forecast" and task.cutoff is None:
-        half = float(frame.groupby("series_id")["time"].max().median()) / 2
-        # a round number a person would pick (two significant figures: 23.78 h → 24 h)
-        cutoff = float(f"{half:.2g}") if half > 0 else half
-        return TaskConfig("forecast", cutoff, task.horizon, task.holdout_fraction)
+        times = frame.groupby("series_id")["time"]
+        start, end = times.min(), times.max()
+        half_span = float((end - start).median()) / 2
+        middle = float(((start + end) / 2).median())
+        if not half_span > 0:
+            return TaskConfig("forecast", middle, task.horizon, task.holdout_fraction)
+        # the median series midpoint, rounded as a person would pick it (23.78 h → 24 h)
+        step = 10.0 ** (math.floor(math.log10(half_span)) - 1)
+        return TaskConfig("forecast", round(round(middle / step) * step, 10), task.horizon, task.holdout_fraction)
     return task
 
 

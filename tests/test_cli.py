@@ -1,0 +1,391 @@
+"""The ``levy`` command line, in-process (``levy_core.cli.main``) on the shared tiny model,
+plus one real ``python -m levy_core`` process for the exit code. Contract: product.md."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from levy_core import pipeline
+from levy_core.cli import main
+
+PREDICT_COLUMNS = [
+    "series_id",
+    "channel",
+    "time",
+    "mean",
+    "sigma",
+    "lower",
+    "upper",
+    "log_evidence",
+    "disagreement",
+    "n_eff",
+]
+M_KEYS = {
+    "mse",
+    "mae",
+    "crps",
+    "nll",
+    "coverage",
+    "conformal_coverage",
+    "mean_width_90",
+    "spearman_sigma_abs_error",
+    "seconds",
+}
+LEVELS = ["0.5", "0.8", "0.9", "0.95"]
+# product.md, `levy evaluate --predictions PRED.csv`
+EVALUATE_COLUMNS = [
+    "series_id",
+    "channel",
+    "time",
+    "y_true",
+    "mean",
+    "sigma",
+    "pred_std",
+    "lower_90",
+    "upper_90",
+    "log_evidence",
+    "disagreement",
+    "n_eff",
+    "mc_mean",
+    "mc_std",
+]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
+    """``levy ARGV`` in-process: (exit code, stdout, stderr). An exception escaping ``main``
+    is what a user would see as a traceback: fail on it."""
+    args = [str(a) for a in argv]
+    try:
+        code = main(args)
+    except SystemExit as exc:  # argparse usage errors
+        code = exc.code if isinstance(exc.code, int) else 2
+    except Exception as exc:  # noqa: BLE001 - any escape is a failure
+        pytest.fail(
+            f"`levy {' '.join(args)}` raised {type(exc).__name__}: {exc} (a traceback for the user)"
+        )
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def assert_clean_error(code: int, out: str, err: str) -> None:
+    assert code == 2, (code, err)
+    assert "Traceback" not in out + err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines and lines[-1].startswith("error: "), err
+    assert len(lines[-1]) > len("error: ") + 10, "the message says what is wrong"
+
+
+# ----------------------------------------------------------------------------- happy paths
+
+
+def test_fit_writes_a_model_directory(capsys, fit_csv: Path, tmp_path: Path) -> None:
+    out_dir = tmp_path / "model"
+    code, out, err = run(
+        capsys,
+        "fit",
+        fit_csv,
+        "--out",
+        out_dir,
+        "--epochs",
+        1,
+        "--no-twin",
+        "--quiet",
+        "--task",
+        "interpolate",
+        "--seed",
+        3,
+    )
+    assert code == 0, err
+    assert (out_dir / "model.json").is_file() and (out_dir / "levy.safetensors").is_file()
+    assert not (out_dir / "softmax.safetensors").exists(), "--no-twin"
+    assert "saved to" in out + err and "Traceback" not in out + err
+    fitted = pipeline.load_model(out_dir)  # loadable, with the options recorded
+    assert fitted.task.kind == "interpolate" and fitted.split.seed == 3
+    assert fitted.train_config.epochs == 1 and fitted.twin is None
+    assert sorted(fitted.split.train + fitted.split.calibration + fitted.split.test) == sorted(
+        pd.read_csv(fit_csv)["series_id"].unique()
+    )
+
+
+def test_predict_writes_the_documented_columns(
+    capsys, fitted, fitted_dir, fit_obs, fit_csv, tmp_path
+) -> None:
+    out = tmp_path / "pred.csv"
+    code, _, err = run(capsys, "predict", fitted_dir, fit_csv, "--out", out, "--points", 4)
+    assert code == 0, err
+    pred = pd.read_csv(out)
+    assert list(pred.columns) == PREDICT_COLUMNS
+    assert len(pred) == fit_obs.n_series * len(fitted.channels) * 4
+    assert set(pred["series_id"].astype(str)) == set(fit_obs.series_ids)
+    assert np.isfinite(pred[PREDICT_COLUMNS[2:]].to_numpy(np.float64)).all()
+    assert (pred["lower"] <= pred["mean"]).all() and (pred["mean"] <= pred["upper"]).all()
+    assert (pred["sigma"] >= 0).all()
+    # --band conformal and --level are passed through to the library
+    out_conf = tmp_path / "pred_conf.csv"
+    code, _, err = run(
+        capsys,
+        "predict",
+        fitted_dir,
+        fit_csv,
+        "--out",
+        out_conf,
+        "--points",
+        4,
+        "--band",
+        "conformal",
+        "--level",
+        0.8,
+    )
+    assert code == 0, err
+    conf = pd.read_csv(out_conf)
+    grid = pipeline.predict_grid(fitted, fit_obs, n_points=4, level=0.8)
+    np.testing.assert_allclose(conf["lower"], grid["lower_conf"], rtol=1e-6)
+    np.testing.assert_allclose(conf["upper"], grid["upper_conf"], rtol=1e-6)
+
+
+def test_predict_with_a_queries_file(capsys, fitted_dir, fit_obs, fit_csv, tmp_path) -> None:
+    sid = fit_obs.series_ids[3]
+    queries = pd.DataFrame(
+        {
+            "series_id": [sid] * 3,
+            "channel": ["smooth", "noisy", "coupled"],
+            "time": [25.0, 30.25, 47.9],
+        }
+    )
+    qfile = tmp_path / "queries.csv"
+    queries.to_csv(qfile, index=False)
+    out = tmp_path / "pred.csv"
+    code, _, err = run(capsys, "predict", fitted_dir, fit_csv, "--out", out, "--queries", qfile)
+    assert code == 0, err
+    pred = pd.read_csv(out)
+    assert list(pred.columns) == PREDICT_COLUMNS and len(pred) == 3
+    got = sorted(zip(pred["channel"], pred["time"], strict=True))
+    assert got == sorted(zip(queries["channel"], queries["time"], strict=True))
+
+
+def test_evaluate_writes_exactly_the_documented_json_and_columns(
+    capsys, fitted, fitted_dir, fit_csv, tmp_path
+) -> None:
+    json_path, pred_path = tmp_path / "eval.json", tmp_path / "pred.csv"
+    code, _, err = run(
+        capsys,
+        "evaluate",
+        fitted_dir,
+        fit_csv,
+        "--json",
+        json_path,
+        "--predictions",
+        pred_path,
+        "--mc-passes",
+        3,
+    )
+    assert code == 0, err
+
+    def no_nan(token: str):
+        raise AssertionError(f"JSON contains {token}: not valid JSON for other tools")
+
+    result = json.loads(json_path.read_text(), parse_constant=no_nan)
+    assert set(result) == {"n_test", "levy", "mc_dropout", "softmax", "sampler_50"}
+    assert set(result["levy"]) == M_KEYS
+    assert set(result["mc_dropout"]) == M_KEYS | {"passes"} and result["mc_dropout"]["passes"] == 3
+    for method in ("levy", "mc_dropout"):
+        assert list(result[method]["coverage"]) == LEVELS
+        assert list(result[method]["conformal_coverage"]) == LEVELS
+    assert set(result["softmax"]) == {"mse", "mae"}
+    assert "crps" in result["sampler_50"]
+    pred = pd.read_csv(pred_path)
+    assert list(pred.columns) == EVALUATE_COLUMNS == pipeline.PRED_COLUMNS
+    assert len(pred) == result["n_test"] > 0
+    # the file the model was fitted on: its recorded test split, not every series
+    assert set(pred["series_id"].astype(str)) <= set(fitted.split.test)
+
+
+def test_rank_prints_the_summary_line(capsys, fit_obs, fitted_dir, fit_csv, tmp_path) -> None:
+    out = tmp_path / "rank.csv"
+    code, stdout, err = run(capsys, "rank", fitted_dir, fit_csv, "--out", out)
+    assert code == 0, err
+    last = stdout.strip().splitlines()[-1]
+    match = re.fullmatch(r"scored (\d+) series in (\d+\.\d\d) s", last)
+    assert match, last
+    assert int(match.group(1)) == fit_obs.n_series
+    ranked = pd.read_csv(out)
+    assert len(ranked) == fit_obs.n_series and ranked["rank"].tolist() == list(
+        range(1, fit_obs.n_series + 1)
+    )
+    assert ranked["trust_score"].is_monotonic_increasing
+
+
+# ----------------------------------------------------------------------------- bad input
+
+HEADER = "series_id,channel,time,value\n"
+BAD_FILES = {
+    "empty": "",
+    "header_only": HEADER,
+    "non_numeric": HEADER + "p1,HR,0.5,72\np1,HR,1.0,seventy\np1,HR,1.5,75\np2,HR,0.2,80\n",
+    "unit_in_value": HEADER + "p1,Temp,0.5,37.2 C\np1,Temp,1.0,37.4 C\n",
+    "unparseable_time": HEADER + "p1,HR,2024-13-45 25:99,72\np1,HR,last tuesday,75\n",
+    "single_observation": HEADER + "p1,HR,0.5,72\n",
+    "no_value_column": "series_id,channel,time\np1,HR,0.5\np1,HR,1.0\n",
+    "ragged_rows": HEADER + "p1,HR,0.5,72\np1,HR,1.0,75,extra,fields\n",
+    "truncated_gzip": None,
+    "corrupted_gzip": None,
+}
+
+
+def write_bad(tmp_path: Path, kind: str) -> Path:
+    if kind.endswith("gzip"):  # a .csv.gz damaged in transfer
+        path = tmp_path / f"{kind}.csv.gz"
+        packed = bytearray(
+            gzip.compress((HEADER + "p1,HR,0.5,72\np1,HR,1.0,75\n" * 400).encode(), mtime=0)
+        )
+        if kind == "truncated_gzip":
+            del packed[len(packed) // 2 :]
+        else:
+            packed[30:46] = b"\xff" * 16  # damaged deflate data right after the header
+        path.write_bytes(bytes(packed))
+        return path
+    path = tmp_path / f"{kind}.csv"
+    path.write_text(BAD_FILES[kind])
+    return path
+
+
+@pytest.mark.parametrize(
+    "kind",
+    sorted(BAD_FILES),
+)
+def test_fit_on_bad_data_is_a_clean_error(capsys, kind: str, tmp_path: Path) -> None:
+    out_dir = tmp_path / "model"
+    assert_clean_error(
+        *run(capsys, "fit", write_bad(tmp_path, kind), "--out", out_dir, "--epochs", 1, "--quiet")
+    )
+    assert not out_dir.exists(), "no half-written model directory"
+
+
+@pytest.mark.parametrize("command", ["fit", "predict", "evaluate", "rank"])
+def test_missing_data_file_is_a_clean_error(
+    capsys, command: str, fitted_dir: Path, tmp_path: Path
+) -> None:
+    missing = tmp_path / "no_such_file.csv"
+    if command == "fit":
+        argv = ["fit", missing, "--out", tmp_path / "m"]
+    elif command == "evaluate":
+        argv = ["evaluate", fitted_dir, missing, "--json", tmp_path / "e.json"]
+    else:
+        argv = [command, fitted_dir, missing, "--out", tmp_path / "o.csv"]
+    code, out, err = run(capsys, *argv)
+    assert_clean_error(code, out, err)
+    assert "no_such_file.csv" in err
+
+
+@pytest.mark.parametrize("command", ["predict", "evaluate", "rank"])
+def test_bad_data_with_a_model_is_a_clean_error(
+    capsys, command: str, fitted_dir: Path, tmp_path: Path
+) -> None:
+    bad = write_bad(tmp_path, "non_numeric")
+    out = (
+        ["--json", tmp_path / "e.json"] if command == "evaluate" else ["--out", tmp_path / "o.csv"]
+    )
+    assert_clean_error(*run(capsys, command, fitted_dir, bad, *out))
+
+
+@pytest.mark.parametrize("command", ["predict", "evaluate", "rank"])
+def test_a_directory_that_is_not_a_model_is_a_clean_error(
+    capsys, command: str, fit_csv: Path, tmp_path: Path
+) -> None:
+    not_model = tmp_path / "not_a_model"
+    not_model.mkdir()
+    (not_model / "notes.txt").write_text("hello")
+    out = (
+        ["--json", tmp_path / "e.json"] if command == "evaluate" else ["--out", tmp_path / "o.csv"]
+    )
+    code, stdout, err = run(capsys, command, not_model, fit_csv, *out)
+    assert_clean_error(code, stdout, err)
+    assert "levy fit" in err
+
+
+def test_a_model_with_corrupted_weights_is_a_clean_error(
+    capsys, fitted_dir: Path, fit_csv: Path, tmp_path: Path
+) -> None:
+    model = Path(shutil.copytree(fitted_dir, tmp_path / "model"))
+    weights = model / "levy.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-1000])
+    code, out, err = run(capsys, "predict", model, fit_csv, "--out", tmp_path / "p.csv")
+    assert_clean_error(code, out, err)
+    assert "levy fit" in err
+
+
+@pytest.mark.parametrize(
+    "queries, needle",
+    [
+        ("series_id,channel,time\ns00,smooth,30\nghost_patient,smooth,30\n", "ghost_patient"),
+        ("series_id,channel,time\ns00,smooth,30\ns00,SpO2,30\n", "SpO2"),
+        ("patient,variable,t\ns00,smooth,30\n", "series_id"),
+    ],
+)
+def test_bad_queries_are_a_clean_error(
+    capsys, queries: str, needle: str, fitted_dir: Path, fit_csv: Path, tmp_path: Path
+) -> None:
+    qfile = tmp_path / "queries.csv"
+    qfile.write_text(queries)
+    out = tmp_path / "pred.csv"
+    code, stdout, err = run(
+        capsys, "predict", fitted_dir, fit_csv, "--out", out, "--queries", qfile
+    )
+    assert_clean_error(code, stdout, err)
+    assert needle in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("level", ["1.5", "0", "-0.2"])
+def test_level_outside_0_1_is_a_clean_error(
+    capsys, level: str, fitted_dir: Path, fit_csv: Path, tmp_path: Path
+) -> None:
+    code, out, err = run(
+        capsys,
+        "predict",
+        fitted_dir,
+        fit_csv,
+        "--out",
+        tmp_path / "p.csv",
+        "--points",
+        3,
+        f"--level={level}",
+    )
+    assert_clean_error(code, out, err)
+    assert "level" in err
+
+
+def test_real_process_exits_2_without_traceback(tmp_path: Path) -> None:
+    """The installed entry point, end to end: ``python -m levy_core fit BAD --quiet``."""
+    bad = write_bad(tmp_path, "non_numeric")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "levy_core",
+            "fit",
+            str(bad),
+            "--out",
+            str(tmp_path / "m"),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: ")
+    assert "seventy" in proc.stderr, "the message quotes the offending cell"
+    assert not (tmp_path / "m").exists()

@@ -1,0 +1,198 @@
+"""levy_core.train: the fit loop on a tiny problem — learning, determinism, progress events,
+early stopping on the calibration split, batch sizing."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from levy_core.data import ChannelScaler
+from levy_core.model import LevyModel, ModelConfig, SoftmaxTwin
+from levy_core.synthetic import CHANNELS, make_synthetic
+from levy_core.tasks import EpisodeBuilder, TaskConfig
+from levy_core.train import (
+    Progress,
+    TrainConfig,
+    auto_batch_size,
+    evaluate_loss,
+    masked_mse,
+    train_model,
+)
+
+TINY = dict(d_model=8, d_time=8, d_channel=4, num_heads=2, head_dim=4)
+
+
+@pytest.fixture(scope="module")
+def problem() -> tuple[EpisodeBuilder, list[str], list[str]]:
+    """10 synthetic series (every 3rd observation: small and fast), min-max normalised,
+    forecast 12 h after 24 h: 7 train, 3 validation."""
+    frame = make_synthetic(n_series=10, seed=1).observations.iloc[::3].reset_index(drop=True)
+    ids = sorted(frame["series_id"].unique())
+    train_ids, val_ids = ids[:7], ids[7:]
+    scaled = ChannelScaler.fit(frame, train_ids).transform(frame)
+    builder = EpisodeBuilder(
+        scaled, sorted(CHANNELS), TaskConfig("forecast", cutoff=24.0, horizon=12.0), seed=0
+    )
+    return builder, builder.usable(train_ids), builder.usable(val_ids)
+
+
+def new_model(seed: int = 0, kind: str = "levy"):
+    torch.manual_seed(seed)
+    cfg = ModelConfig(n_channels=len(CHANNELS), **TINY)
+    return LevyModel(cfg) if kind == "levy" else SoftmaxTwin(cfg)
+
+
+def weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+@pytest.mark.parametrize("kind", ["levy", "softmax"])
+def test_loss_decreases_on_a_tiny_problem(problem, kind: str) -> None:
+    builder, train_ids, val_ids = problem
+    model = new_model(kind=kind)
+    before_train = evaluate_loss(model, builder, train_ids, 64)
+    before_val = evaluate_loss(model, builder, val_ids, 64)
+    result = train_model(
+        model,
+        builder,
+        train_ids,
+        val_ids,
+        TrainConfig(epochs=4, lr=1e-2, batch_size=3, patience=10),
+        label=kind,
+    )
+    assert evaluate_loss(model, builder, train_ids, 64) < before_train
+    assert result.best_val_loss < before_val
+    assert result.history[-1]["train_loss"] < result.history[0]["train_loss"]
+    assert not model.training, "the returned model is in eval mode"
+
+
+def test_training_is_deterministic_for_a_seed(problem) -> None:
+    builder, train_ids, val_ids = problem
+    cfg = TrainConfig(epochs=2, batch_size=4, seed=5)
+    runs = []
+    for _ in range(2):
+        model = new_model(seed=5)
+        result = train_model(model, builder, train_ids, val_ids, cfg)
+        runs.append(
+            (
+                weights(model),
+                [h["val_loss"] for h in result.history],
+                [h["train_loss"] for h in result.history],
+            )
+        )
+    (w1, val1, tr1), (w2, val2, tr2) = runs
+    assert val1 == val2 and tr1 == tr2
+    assert w1.keys() == w2.keys()
+    for k in w1:
+        assert torch.equal(w1[k], w2[k]), k
+    # and the seed matters: another seed (same initial weights) trains differently
+    model = new_model(seed=5)
+    train_model(model, builder, train_ids, val_ids, TrainConfig(epochs=2, batch_size=4, seed=6))
+    assert any(not torch.equal(w1[k], v) for k, v in weights(model).items())
+
+
+def test_progress_is_called_once_per_epoch_with_sane_fields(problem) -> None:
+    builder, train_ids, val_ids = problem
+    events: list[Progress] = []
+    cfg = TrainConfig(epochs=3, batch_size=4, patience=10)
+    result = train_model(
+        new_model(), builder, train_ids, val_ids, cfg, label="levy", progress=events.append
+    )
+    assert len(events) == result.epochs_run == 3
+    assert [e.epoch for e in events] == [1, 2, 3]
+    best_so_far = math.inf
+    for i, e in enumerate(events):
+        assert e.model == "levy" and e.epochs == 3
+        assert e.eta_seconds >= 0 and 0 < e.fraction <= 1
+        assert math.isfinite(e.train_loss) and math.isfinite(e.val_loss)
+        best_so_far = min(best_so_far, e.val_loss)
+        assert e.best_val_loss == best_so_far
+        assert e.val_loss == result.history[i]["val_loss"]
+        assert i == 0 or e.seconds >= events[i - 1].seconds
+    assert events[-1].fraction == 1.0 and events[-1].eta_seconds == 0.0
+    assert events[-1].seconds <= result.seconds
+
+
+def test_early_stopping_keeps_the_best_epoch(problem) -> None:
+    builder, train_ids, val_ids = problem
+    torch.manual_seed(123)
+
+    def sabotage(p: Progress) -> None:
+        # after the first epoch, scramble the weights: later epochs cannot beat epoch 1
+        if p.epoch >= 1:
+            with torch.no_grad():
+                for param in model.parameters():
+                    param.add_(torch.randn_like(param) * 3.0)
+
+    model = new_model()
+    result = train_model(
+        model,
+        builder,
+        train_ids,
+        val_ids,
+        TrainConfig(epochs=6, batch_size=4, patience=2, lr=1e-3),
+        progress=sabotage,
+    )
+    vals = [h["val_loss"] for h in result.history]
+    assert result.best_val_loss == min(vals)
+    assert result.best_epoch == vals.index(min(vals)) + 1
+    assert result.best_epoch < result.epochs_run, "the sabotage should make a later epoch worse"
+    assert result.epochs_run == result.best_epoch + 2 < 6, "patience 2 stops early"
+    # the returned model carries the best epoch's weights, not the last epoch's
+    final = evaluate_loss(model, builder, val_ids, 64)
+    assert final == pytest.approx(result.best_val_loss, rel=1e-6)
+    assert final != pytest.approx(vals[-1], rel=1e-3)
+
+
+def test_time_budget_stops_with_zero_eta(problem) -> None:
+    builder, train_ids, val_ids = problem
+    events: list[Progress] = []
+    result = train_model(
+        new_model(),
+        builder,
+        train_ids,
+        val_ids,
+        TrainConfig(epochs=50, batch_size=4, max_seconds=1e-6),
+        progress=events.append,
+    )
+    assert result.epochs_run == 1 and len(events) == 1
+    assert events[0].eta_seconds == 0.0
+
+
+def test_nll_term_trains_finite(problem) -> None:
+    builder, train_ids, val_ids = problem
+    result = train_model(
+        new_model(),
+        builder,
+        train_ids,
+        val_ids,
+        TrainConfig(epochs=1, batch_size=4, nll_weight=0.5),
+    )
+    assert all(math.isfinite(h["train_loss"]) for h in result.history)
+
+
+def test_training_without_series_is_refused(problem) -> None:
+    builder, _, val_ids = problem
+    with pytest.raises(ValueError, match="no training series"):
+        train_model(new_model(), builder, [], val_ids, TrainConfig(epochs=1))
+
+
+def test_auto_batch_size_bounds() -> None:
+    sizes = [auto_batch_size(n) for n in range(0, 2000, 7)]
+    assert all(4 <= s <= 32 for s in sizes)
+    assert sizes == sorted(sizes), "more series never means smaller batches"
+    assert auto_batch_size(0) == 4 and auto_batch_size(10**6) == 32
+    for n in (40, 100, 255):  # inside the clip range: about eight steps per epoch
+        assert auto_batch_size(n) == n // 8
+
+
+def test_masked_mse_ignores_padding() -> None:
+    pred = torch.tensor([[1.0, 2.0, 99.0], [0.0, 0.0, 0.0]])
+    target = torch.tensor([[0.0, 2.0, 0.0], [1.0, -7.0, 5.0]])
+    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    # real errors: 1, 0, 1 → mean 2/3; the padded 99 and -7, 5 must not count
+    expected = ((pred - target) ** 2)[mask > 0].mean()
+    torch.testing.assert_close(masked_mse(pred, target, mask), expected)
+    assert masked_mse(pred, target, torch.zeros_like(mask)) == 0
