@@ -29,18 +29,22 @@ from dashboard.views import (  # noqa: E402
 )
 
 st.set_page_config(page_title="Lévy uncertainty", page_icon="📈", layout="wide")
-state.init({
-    state.LEVEL: 0.9,
-    state.BAND_KIND: "Scaled Gaussian",
-    state.MC_OVERLAY: True,
-    state.MC_T: services.default_mc_passes(),
-    state.N_DRAWS: 500 if services.fast() else 2000,
-    state.QUERY: None,
-})
+state.init(
+    {
+        state.LEVEL: 0.9,
+        state.BAND_KIND: "Scaled Gaussian",
+        state.MC_OVERLAY: True,
+        state.MC_T: services.default_mc_passes(),
+        state.N_DRAWS: 500 if services.fast() else 2000,
+        state.QUERY: None,
+    }
+)
 
 st.title("Lévy uncertainty explorer")
-st.caption("Predictions with a single-pass band on irregular time series: why a band is wide (evidence vs "
-           "disagreement), how it compares with MC-Dropout, and whether it is calibrated.")
+st.caption(
+    "Predictions with a single-pass band on irregular time series: why a band is wide (evidence vs "
+    "disagreement), how it compares with MC-Dropout, and whether it is calibrated."
+)
 
 choice = sidebar.render()
 res = fit.ensure_model(choice)
@@ -55,7 +59,9 @@ for tab, name in zip(tabs, state.PANELS, strict=True):
         if name == "Data":
             data.render(choice, res)
         elif res is None:
-            st.info("No model yet: load data in the sidebar (a bundled sample works) and press **Fit**.")
+            st.info(
+                "No model yet: load data in the sidebar (a bundled sample works) and press **Fit**."
+            )
         elif name == "Fit":
             fit.render(res)
         elif name == "Predictive band":

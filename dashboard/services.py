@@ -69,8 +69,10 @@ def grid_points() -> int:
     """Points of the dense query grid per series and channel."""
     return 120 if fast() else 300
 
+
 LEVELS = np.round(np.concatenate([np.arange(0.05, 0.951, 0.05), [0.99]]), 2)  # reliability diagram
 _FIT_STORE_SIZE = 6  # fitted models kept in memory
+MODEL_SIZES = pipeline.MODEL_SIZES  # for the sidebar: views do not import the pipeline
 
 
 # ----------------------------------------------------------------------------- settings
@@ -80,12 +82,14 @@ _FIT_STORE_SIZE = 6  # fitted models kept in memory
 class FitSettings:
     """What to fit; with the data's hash it is the cache key of a model."""
 
-    task: str = "forecast"  # "forecast" or "interpolate"
-    cutoff: float | None = None  # forecast: history ends here (h, model time); None → half the median span
+    task: str = "interpolate"  # "forecast" or "interpolate" (default: shows σ̂ widen in gaps)
+    cutoff: float | None = (
+        None  # forecast: history ends here (h, model time); None → the median series midpoint
+    )
     holdout_fraction: float = 0.2  # interpolate: share of observations held out
     size: str = "small"  # key of pipeline.MODEL_SIZES
     epochs: int = 30  # upper bound on epochs per model (early stopping may end sooner)
-    max_seconds: float = 6.0  # wall-clock budget per model (s); keeps the first band within ~30 s
+    max_seconds: float = 8.0  # wall-clock budget per model (s); keeps the first band within ~30 s
     train_twin: bool = True  # train the softmax+dropout twin alongside (MC-Dropout)
     mc_passes: int = 20  # T used to calibrate the twin
     seed: int = 0  # seeds the split, initialisation and hold-outs
@@ -126,8 +130,10 @@ def _source(label: str, name: str, data: bytes) -> DataSource:
 def source_from_path(path: str | os.PathLike[str], label: str | None = None) -> DataSource:
     p = Path(path)
     if not p.is_file():
-        raise DataError(f"File not found: {str(p)!r}. Check the path given to `levy dashboard`, "
-                        "or pick a bundled sample / upload a CSV in the sidebar.")
+        raise DataError(
+            f"File not found: {str(p)!r}. Check the path given to `levy dashboard`, "
+            "or pick a bundled sample / upload a CSV in the sidebar."
+        )
     return _source(label or f"file: {p.name}", p.name, p.read_bytes())
 
 
@@ -159,7 +165,9 @@ def _decode_text(data: bytes, name: str) -> str:
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError) as exc:
-            raise DataError(f"{name!r} looks gzipped but could not be unpacked ({exc}); upload the plain CSV.") from exc
+            raise DataError(
+                f"{name!r} looks gzipped but could not be unpacked ({exc}); upload the plain CSV."
+            ) from exc
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return data.decode("utf-16", errors="replace")
     try:
@@ -180,8 +188,10 @@ def raw_table(digest: str, _data: bytes, name: str, nrows: int = 500) -> pd.Data
     try:
         df = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, nrows=nrows)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeError, ValueError) as exc:
-        raise DataError(f"{name!r} is not a well-formed CSV ({str(exc).strip()}). Every row needs the same "
-                        "number of comma-separated fields as the header.") from exc
+        raise DataError(
+            f"{name!r} is not a well-formed CSV ({str(exc).strip()}). Every row needs the same "
+            "number of comma-separated fields as the header."
+        ) from exc
     df.columns = [str(c).strip() for c in df.columns]
     return df
 
@@ -211,10 +221,15 @@ def mapping_from_json(text: str | None) -> ColumnMapping | None:
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def load_observations(digest: str, _data: bytes, name: str, mapping_json: str | None = None,
-                      time_unit: str = "hours") -> Observations:
-    """Parse the file into ``Observations`` (``DataError`` on any problem; errors are not cached)."""
-    return read_csv(_NamedBytes(_data, name), mapping=mapping_from_json(mapping_json), time_unit=time_unit)
+def load_observations(
+    digest: str, _data: bytes, name: str, mapping_json: str | None = None, time_unit: str = "hours"
+) -> Observations:
+    """Parse the file into ``Observations``.
+
+    ``DataError`` on any problem (exceptions are not cached: the caller remembers them)."""
+    return read_csv(
+        _NamedBytes(_data, name), mapping=mapping_from_json(mapping_json), time_unit=time_unit
+    )
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -255,15 +270,22 @@ class FitResult:
 
     def describe(self) -> str:
         f, o = self.fitted, self.obs
-        task = (f"forecast after the cut-off {f.task.cutoff:g} h" if f.task.kind == "forecast"
-                else f"interpolation of {100 * f.task.holdout_fraction:.0f} % held-out observations")
+        task = (
+            f"forecast after the cut-off {f.task.cutoff:g} h"
+            if f.task.kind == "forecast"
+            else f"interpolation of {100 * f.task.holdout_fraction:.0f} % held-out observations"
+        )
         tr = f.training
         twin = " and its MC-Dropout twin" if self.has_twin else ""
-        return (f"Lévy model ({self.settings.size}){twin} fitted {self.fitted_at} on {self.data_label} "
-                f"({o.n_series} series, {o.n_channels} channels, {o.n_obs:,} observations; split by "
-                f"{f.split.mode}: {tr['n_series']['train']} train / {tr['n_series']['calibration']} calibration / "
-                f"{tr['n_series']['test']} test series), task: {task}; {tr['levy']['epochs_run']} epochs in "
-                f"{self.seconds:.1f} s; calibration scale c = {f.levy_calibration.scale_:.3g}.")
+        return (
+            f"Lévy model ({self.settings.size}){twin} fitted {self.fitted_at} on {self.data_label} "
+            f"({o.n_series} series, {o.n_channels} channels, {o.n_obs:,} observations; split by "
+            f"{f.split.mode}: {tr['n_series']['train']} train / {tr['n_series']['calibration']} "
+            "calibration / "
+            f"{tr['n_series']['test']} test series), task: {task}; {tr['levy']['epochs_run']} "
+            "epochs in "
+            f"{self.seconds:.1f} s; calibration scale c = {f.levy_calibration.scale_:.3g}."
+        )
 
 
 _store_lock = threading.Lock()
@@ -294,33 +316,61 @@ def _remember(result: FitResult) -> FitResult:
     return result
 
 
-def _history_callback(history: list[dict[str, Any]],
-                      progress: Callable[[Progress], None] | None) -> Callable[[Progress], None]:
+def _history_callback(
+    history: list[dict[str, Any]], progress: Callable[[Progress], None] | None
+) -> Callable[[Progress], None]:
     def cb(p: Progress) -> None:
-        history.append({"model": p.model, "epoch": p.epoch, "train_loss": p.train_loss, "val_loss": p.val_loss,
-                        "seconds": p.seconds})
+        history.append(
+            {
+                "model": p.model,
+                "epoch": p.epoch,
+                "train_loss": p.train_loss,
+                "val_loss": p.val_loss,
+                "seconds": p.seconds,
+            }
+        )
         if progress is not None:
             progress(p)
+
     return cb
 
 
-def fit_model(obs: Observations, obs_hash: str, data_label: str, settings: FitSettings,
-              progress: Callable[[Progress], None] | None = None) -> FitResult:
+def fit_model(
+    obs: Observations,
+    obs_hash: str,
+    data_label: str,
+    settings: FitSettings,
+    progress: Callable[[Progress], None] | None = None,
+) -> FitResult:
     """``pipeline.fit`` with the settings, cached by (data hash, settings)."""
     key = fit_key(obs_hash, settings)
     hit = cached_fit(key)
     if hit is not None:
         return hit
     history: list[dict[str, Any]] = []
-    task = TaskConfig(settings.task, cutoff=settings.cutoff if settings.task == "forecast" else None,
-                      holdout_fraction=settings.holdout_fraction)
-    train = TrainConfig(epochs=settings.epochs, max_seconds=settings.max_seconds or None, seed=settings.seed)
+    task = TaskConfig(
+        settings.task,
+        cutoff=settings.cutoff if settings.task == "forecast" else None,
+        holdout_fraction=settings.holdout_fraction,
+    )
+    train = TrainConfig(
+        epochs=settings.epochs, max_seconds=settings.max_seconds or None, seed=settings.seed
+    )
     t0 = time.perf_counter()
-    fitted = pipeline.fit(obs, task=task, train=train, size=settings.size, train_twin=settings.train_twin,
-                          mc_passes=settings.mc_passes, progress=_history_callback(history, progress))
+    fitted = pipeline.fit(
+        obs,
+        task=task,
+        train=train,
+        size=settings.size,
+        train_twin=settings.train_twin,
+        mc_passes=settings.mc_passes,
+        progress=_history_callback(history, progress),
+    )
     seconds = time.perf_counter() - t0
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return _remember(FitResult(key, fitted, obs, obs_hash, settings, data_label, history, seconds, now))
+    return _remember(
+        FitResult(key, fitted, obs, obs_hash, settings, data_label, history, seconds, now)
+    )
 
 
 def _model_frame(fitted: pipeline.FittedModel, obs: Observations) -> pd.DataFrame:
@@ -345,26 +395,49 @@ def add_twin(res: FitResult, progress: Callable[[Progress], None] | None = None)
     if hit is not None:
         return hit
     f = res.fitted
-    builder = EpisodeBuilder(f.scaler.transform(_model_frame(f, res.obs)), f.channels, f.task,
-                             seed=f.train_config.seed)
+    builder = EpisodeBuilder(
+        f.scaler.transform(_model_frame(f, res.obs)), f.channels, f.task, seed=f.train_config.seed
+    )
     train_ids, cal_ids = builder.usable(f.split.train), builder.usable(f.split.calibration)
     history = [h for h in res.history if h["model"] != "softmax"]
     t0 = time.perf_counter()
     torch.manual_seed(f.train_config.seed)
     twin = SoftmaxTwin(f.model_config)
-    out = train_model(twin, builder, train_ids, cal_ids, f.train_config, label="softmax",
-                      progress=_history_callback(history, progress))
+    out = train_model(
+        twin,
+        builder,
+        train_ids,
+        cal_ids,
+        f.train_config,
+        label="softmax",
+        progress=_history_callback(history, progress),
+    )
     new = dataclasses.replace(f, twin=twin, mc_calibration=None, training=dict(f.training))
     T = res.settings.mc_passes
     cal = pipeline.split_predictions(new, res.obs, "calibration", mc_passes=T)
     new.mc_calibration = Calibrator().fit(cal["y_norm"], cal["mc_mean_norm"], cal["mc_std_norm"])
     new.mc_passes = T
-    new.training["softmax"] = {"best_epoch": out.best_epoch, "epochs_run": out.epochs_run,
-                               "seconds": round(out.seconds, 3), "best_val_mse": out.best_val_loss}
+    new.training["softmax"] = {
+        "best_epoch": out.best_epoch,
+        "epochs_run": out.epochs_run,
+        "seconds": round(out.seconds, 3),
+        "best_val_mse": out.best_val_loss,
+    }
     seconds = res.seconds + time.perf_counter() - t0
     settings = dataclasses.replace(res.settings, train_twin=True)
-    return _remember(FitResult(key, new, res.obs, res.obs_hash, settings, res.data_label, history, seconds,
-                                res.fitted_at))
+    return _remember(
+        FitResult(
+            key,
+            new,
+            res.obs,
+            res.obs_hash,
+            settings,
+            res.data_label,
+            history,
+            seconds,
+            res.fitted_at,
+        )
+    )
 
 
 # ----------------------------------------------------------------------------- views of a fit
@@ -379,7 +452,9 @@ def model_points(key: str, _res: FitResult) -> pd.DataFrame:
     """
     f = _res.fitted
     frame = _model_frame(f, _res.obs).reset_index(drop=True)
-    builder = EpisodeBuilder(f.scaler.transform(frame), f.channels, f.task, seed=f.train_config.seed)
+    builder = EpisodeBuilder(
+        f.scaler.transform(frame), f.channels, f.task, seed=f.train_config.seed
+    )
     role = np.full(len(frame), "unused", dtype=object)
     for sid, s in builder.series.items():
         ctx, qry = builder.split_indices(sid)
@@ -426,15 +501,29 @@ def split_of(key: str, res: FitResult, series_id: str) -> str:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def grid(key: str, _res: FitResult, series_id: str, channel: str, mc_passes: int,
-         n_points: int | None = None) -> pd.DataFrame:
+def grid(
+    key: str,
+    _res: FitResult,
+    series_id: str,
+    channel: str,
+    mc_passes: int,
+    n_points: int | None = None,
+) -> pd.DataFrame:
     """``pipeline.predict_grid`` for one series and channel (+ MC-Dropout with T passes)."""
     T = mc_passes if _res.has_twin else 0
-    return pipeline.predict_grid(_res.fitted, _res.obs, [series_id], [channel], n_points=n_points or grid_points(),
-                                 mc_passes=T)
+    return pipeline.predict_grid(
+        _res.fitted,
+        _res.obs,
+        [series_id],
+        [channel],
+        n_points=n_points or grid_points(),
+        mc_passes=T,
+    )
 
 
-def with_bands(frame: pd.DataFrame, fitted: pipeline.FittedModel, level: float, kind: str) -> pd.DataFrame:
+def with_bands(
+    frame: pd.DataFrame, fitted: pipeline.FittedModel, level: float, kind: str
+) -> pd.DataFrame:
     """Add ``lower, upper`` (and ``mc_lower, mc_upper``) at ``level`` to a prediction frame.
 
     Recomputed from the normalised columns with the fitted calibrators (cheap), so moving
@@ -442,26 +531,55 @@ def with_bands(frame: pd.DataFrame, fitted: pipeline.FittedModel, level: float, 
     """
     out = frame.copy()
     ch = out["channel"].to_numpy()
-    lo, hi = fitted.levy_calibration.interval(out["mean_norm"].to_numpy(), out["sigma_norm"].to_numpy(), level,
-                                              kind=kind)
+    lo, hi = fitted.levy_calibration.interval(
+        out["mean_norm"].to_numpy(), out["sigma_norm"].to_numpy(), level, kind=kind
+    )
     out["lower"] = fitted.scaler.inverse_value(lo, ch)
     out["upper"] = fitted.scaler.inverse_value(hi, ch)
     if "mc_mean_norm" in out and fitted.mc_calibration is not None:
-        lo, hi = fitted.mc_calibration.interval(out["mc_mean_norm"].to_numpy(), out["mc_std_norm"].to_numpy(),
-                                                level, kind=kind)
+        lo, hi = fitted.mc_calibration.interval(
+            out["mc_mean_norm"].to_numpy(), out["mc_std_norm"].to_numpy(), level, kind=kind
+        )
         out["mc_lower"] = fitted.scaler.inverse_value(lo, ch)
         out["mc_upper"] = fitted.scaler.inverse_value(hi, ch)
     return out
 
 
+def _user_clock(queries: pd.DataFrame, obs: Observations, window_hours: float) -> pd.DataFrame:
+    """Window ids ``"<id>@<k>"`` and window-relative times → the user's series ids and clock
+    (what ``pipeline.predict_queries`` takes in few-series mode)."""
+    parts = queries["series_id"].astype(str).str.rpartition("@")
+    base, k = parts[0], parts[2].astype(int).to_numpy()
+    start = obs.frame.groupby("series_id")["time"].min()
+    offset = k * window_hours + queries["time"].to_numpy(np.float64)
+    # keep each query in its own window despite rounding at a window's first instant
+    low = np.floor(offset / window_hours) < k
+    offset[low] = np.nextafter(offset[low], np.inf)
+    out = queries.copy()
+    out["series_id"] = base.to_numpy()
+    out["time"] = base.map(start).to_numpy(np.float64) + offset
+    return out
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def heldout_predictions(key: str, _res: FitResult, series_id: str) -> pd.DataFrame:
-    """Predictions at the held-out observations of one series (all channels), with ``y_true``."""
+    """Predictions at the held-out observations of one series (all channels), with ``y_true``;
+    ``series_id`` and ``time`` in the model's series space (windows in few-series mode)."""
     pts = model_points(key, _res)
     q = pts[(pts["series_id"] == series_id) & (pts["role"] == "held-out")].reset_index(drop=True)
+    empty = pd.DataFrame(columns=["series_id", "channel", "time", "y_true", "mean", "pred_std"])
     if q.empty:
-        return pd.DataFrame(columns=["series_id", "channel", "time", "y_true", "mean", "pred_std"])
-    pred = pipeline.predict_queries(_res.fitted, _res.obs, q[["series_id", "channel", "time"]])
+        return empty
+    f = _res.fitted
+    queries = q[["series_id", "channel", "time"]]
+    if f.split.mode == "window" and f.split.window_hours:
+        queries = _user_clock(queries, _res.obs, f.split.window_hours)
+    try:
+        pred = pipeline.predict_queries(f, _res.obs, queries)
+    except DataError:
+        return empty  # e.g. a series with no context: nothing to predict from
+    pred["series_id"] = q["series_id"].to_numpy()  # back to the model's ids and clock
+    pred["time"] = q["time"].to_numpy()
     pred["y_true"] = q["value"].to_numpy()
     return pred
 
@@ -497,7 +615,9 @@ def metrics_table(result: dict[str, Any]) -> pd.DataFrame:
     """Side-by-side metrics of the Lévy closed form and MC-Dropout on the test split."""
     methods = [("Lévy (closed form)", result.get("levy"))]
     if result.get("mc_dropout"):
-        methods.append((f"MC-Dropout (T = {result['mc_dropout'].get('passes')})", result["mc_dropout"]))
+        methods.append(
+            (f"MC-Dropout (T = {result['mc_dropout'].get('passes')})", result["mc_dropout"])
+        )
     rows: dict[str, dict[str, float]] = {}
     for name, m in methods:
         col: dict[str, float] = {}
@@ -515,12 +635,20 @@ def metrics_table(result: dict[str, Any]) -> pd.DataFrame:
 
 def timing_rows(res: FitResult, result: dict[str, Any]) -> pd.DataFrame:
     tr = res.fitted.training
-    rows = [("Lévy", "training", tr["levy"]["seconds"]),
-            ("Lévy", "uncertainty on the test split", result["levy"]["seconds"])]
+    rows = [
+        ("Lévy", "training", tr["levy"]["seconds"]),
+        ("Lévy", "uncertainty on the test split", result["levy"]["seconds"]),
+    ]
     if result.get("mc_dropout") and tr.get("softmax"):
         T = result["mc_dropout"]["passes"]
-        rows += [(f"MC-Dropout (T={T})", "training", tr["softmax"]["seconds"]),
-                 (f"MC-Dropout (T={T})", "uncertainty on the test split", result["mc_dropout"]["seconds"])]
+        rows += [
+            (f"MC-Dropout (T={T})", "training", tr["softmax"]["seconds"]),
+            (
+                f"MC-Dropout (T={T})",
+                "uncertainty on the test split",
+                result["mc_dropout"]["seconds"],
+            ),
+        ]
     return pd.DataFrame(rows, columns=["method", "stage", "seconds"])
 
 
@@ -531,24 +659,44 @@ def calibration_curves(key: str, _res: FitResult, mc_passes: int) -> dict[str, A
     _, pred = evaluation(key, _res, mc_passes)
     f = _res.fitted
     y = pred["y_norm"].to_numpy(np.float64)
-    methods = [("Lévy", pred["mean_norm"].to_numpy(np.float64), pred["sigma_norm"].to_numpy(np.float64),
-                f.levy_calibration)]
+    methods = [
+        (
+            "Lévy",
+            pred["mean_norm"].to_numpy(np.float64),
+            pred["sigma_norm"].to_numpy(np.float64),
+            f.levy_calibration,
+        )
+    ]
     if "mc_mean_norm" in pred and f.mc_calibration is not None:
-        methods.append(("MC-Dropout", pred["mc_mean_norm"].to_numpy(np.float64),
-                        pred["mc_std_norm"].to_numpy(np.float64), f.mc_calibration))
+        methods.append(
+            (
+                "MC-Dropout",
+                pred["mc_mean_norm"].to_numpy(np.float64),
+                pred["mc_std_norm"].to_numpy(np.float64),
+                f.mc_calibration,
+            )
+        )
     reliability: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     pits: dict[str, np.ndarray] = {}
     risk: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for name, mean, sigma, cal in methods:
         std = cal.predict_std(sigma)
         reliability[f"{name} — scaled Gaussian"] = metrics.calibration_curve(y, mean, std, LEVELS)
-        conf = [metrics.interval_coverage(y, *cal.interval(mean, sigma, float(p), kind="conformal"))
-                for p in LEVELS]
+        conf = [
+            metrics.interval_coverage(y, *cal.interval(mean, sigma, float(p), kind="conformal"))
+            for p in LEVELS
+        ]
         reliability[f"{name} — conformal"] = (LEVELS.copy(), np.asarray(conf))
         pits[name] = metrics.pit_values(y, mean, std)
         risk[name] = metrics.risk_coverage_curve(y, mean, std)
     oracle = metrics.risk_coverage_curve(y, methods[0][1], np.abs(y - methods[0][1]))
-    return {"reliability": reliability, "pit": pits, "risk": risk, "oracle": oracle, "n": int(len(y))}
+    return {
+        "reliability": reliability,
+        "pit": pits,
+        "risk": risk,
+        "oracle": oracle,
+        "n": int(len(y)),
+    }
 
 
 def prediction_csv(pred: pd.DataFrame) -> bytes:
@@ -564,17 +712,27 @@ def ranking(key: str, _res: FitResult) -> tuple[pd.DataFrame, float]:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def attention(key: str, _res: FitResult, series_id: str, channel: str, time_: float) -> pd.DataFrame:
+def attention(
+    key: str, _res: FitResult, series_id: str, channel: str, time_: float
+) -> pd.DataFrame:
     """``pipeline.attention_weights`` of one query."""
     return pipeline.attention_weights(_res.fitted, _res.obs, series_id, channel, float(time_))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def draws(key: str, _res: FitResult, series_id: str, channel: str, time_: float, n_draws: int,
-          seed: int = 0) -> dict[str, Any]:
+def draws(
+    key: str,
+    _res: FitResult,
+    series_id: str,
+    channel: str,
+    time_: float,
+    n_draws: int,
+    seed: int = 0,
+) -> dict[str, Any]:
     """``pipeline.operator_draws`` at one query, plus the Monte-Carlo standard error of the RMSD."""
-    out = pipeline.operator_draws(_res.fitted, _res.obs, series_id, channel, float(time_), n_draws=n_draws,
-                                  seed=seed)
+    out = pipeline.operator_draws(
+        _res.fitted, _res.obs, series_id, channel, float(time_), n_draws=n_draws, seed=seed
+    )
     d2 = (np.asarray(out["draws"]) - out["mean"]) ** 2
     rmsd = max(out["rmsd"], 1e-300)
     out["rmsd_se"] = float(np.std(d2) / (2 * rmsd * math.sqrt(len(d2))))
@@ -585,69 +743,136 @@ def query_crps(out: dict[str, Any], y_true: float, n_sampler: int = 50) -> dict[
     """CRPS at one query: closed-form scaled Gaussian vs the first ``n_sampler`` scaled draws."""
     c = float(out["scale_c"])
     closed = metrics.crps_gaussian_per_point([y_true], [out["mean"]], [c * out["sigma"]])[0]
-    ens = metrics.crps_ensemble_per_point([y_true], np.asarray(out["scaled_draws"])[None, :n_sampler], fair=True)[0]
+    ens = metrics.crps_ensemble_per_point(
+        [y_true], np.asarray(out["scaled_draws"])[None, :n_sampler], fair=True
+    )[0]
     return {"closed_form": float(closed), "sampler": float(ens)}
 
 
 # ----------------------------------------------------------------------------- report
 
 
-def band_for(key: str, res: FitResult, series_id: str, channel: str, level: float, kind: str,
-             mc_passes: int, show_mc: bool = True) -> go.Figure:
+def band_for(
+    key: str,
+    res: FitResult,
+    series_id: str,
+    channel: str,
+    level: float,
+    kind: str,
+    mc_passes: int,
+    show_mc: bool = True,
+) -> go.Figure:
     """The band + evidence figure of one series and channel (shared by the view and the report)."""
     g = with_bands(grid(key, res, series_id, channel, mc_passes), res.fitted, level, kind)
     pts = model_points(key, res)
-    p = pts[(pts["series_id"] == series_id) & (pts["channel"] == channel) & (pts["role"] != "unused")]
+    p = pts[
+        (pts["series_id"] == series_id) & (pts["channel"] == channel) & (pts["role"] != "unused")
+    ]
     cutoff = res.fitted.task.cutoff if res.fitted.task.kind == "forecast" else None
-    return charts.band_figure(g, p, series_id=series_id, channel=channel, level=level,
-                              band_label="conformal" if kind == "conformal" else "scaled Gaussian",
-                              show_mc=show_mc and res.has_twin, cutoff=cutoff)
+    return charts.band_figure(
+        g,
+        p,
+        series_id=series_id,
+        channel=channel,
+        level=level,
+        band_label="conformal" if kind == "conformal" else "scaled Gaussian",
+        show_mc=show_mc and res.has_twin,
+        cutoff=cutoff,
+    )
 
 
-def build_report(key: str, res: FitResult, mc_passes: int, *, series_id: str | None = None,
-                 channel: str | None = None, level: float = 0.9, kind: str = "gaussian") -> str:
+def build_report(
+    key: str,
+    res: FitResult,
+    mc_passes: int,
+    *,
+    series_id: str | None = None,
+    channel: str | None = None,
+    level: float = 0.9,
+    kind: str = "gaussian",
+) -> str:
     """A self-contained HTML report: plotly.js inlined once, every figure, the metrics tables and
     what was fitted, when and on what data. Opens with no network."""
     result, _ = evaluation(key, res, mc_passes)
     cal = calibration_curves(key, res, mc_passes)
     figs: list[tuple[str, go.Figure, str]] = [
-        ("Reliability", charts.reliability_figure(cal["reliability"]),
-         "Each curve is the share of test queries inside the central band of each nominal level; on the "
-         "dotted diagonal the bands are calibrated, above it they are too wide, below too narrow."),
-        ("PIT", charts.pit_figure(cal["pit"]),
-         "A flat histogram (density 1) means calibrated; a U shape means over-confident, a hump under-confident."),
-        ("Risk–coverage", charts.risk_coverage_figure(cal["risk"], cal["oracle"]),
-         "Lower is better: a spread that ranks errors well keeps the error low while the least trusted "
-         "queries are left out."),
-        ("Cost", charts.timing_figure(timing_rows(res, result)),
-         "Wall time of training and of producing the uncertainty of the whole test split."),
+        (
+            "Reliability",
+            charts.reliability_figure(cal["reliability"]),
+            "Each curve is the share of test queries inside the central band of each nominal "
+            "level; on the "
+            "dotted diagonal the bands are calibrated, above it they are too wide, below too "
+            "narrow.",
+        ),
+        (
+            "PIT",
+            charts.pit_figure(cal["pit"]),
+            "A flat histogram (density 1) means calibrated; a U shape means over-confident, a "
+            "hump under-confident.",
+        ),
+        (
+            "Risk–coverage",
+            charts.risk_coverage_figure(cal["risk"], cal["oracle"]),
+            "Lower is better: a spread that ranks errors well keeps the error low while the least "
+            "trusted "
+            "queries are left out.",
+        ),
+        (
+            "Cost",
+            charts.timing_figure(timing_rows(res, result)),
+            "Wall time of training and of producing the uncertainty of the whole test split.",
+        ),
     ]
     if series_id is not None and channel is not None:
-        figs.insert(0, ("Predictive band", band_for(key, res, series_id, channel, level, kind, mc_passes),
-                        "Band, n_eff and tr Σ on one time axis: a wide band with small n_eff lacks evidence; "
-                        "with large tr Σ the observations it draws on disagree."))
+        figs.insert(
+            0,
+            (
+                "Predictive band",
+                band_for(key, res, series_id, channel, level, kind, mc_passes),
+                "Band, n_eff and tr Σ on one time axis: a wide band with small n_eff lacks "
+                "evidence; "
+                "with large tr Σ the observations it draws on disagree.",
+            ),
+        )
     parts = []
     for i, (title, fig, caption) in enumerate(figs):
-        div = pio.to_html(fig, include_plotlyjs=(i == 0), full_html=False, config={"displaylogo": False},
-                          default_width="100%")
-        parts.append(f"<section><h2>{html.escape(title)}</h2>{div}<p class='cap'>{html.escape(caption)}</p>"
-                     "</section>")
+        div = pio.to_html(
+            fig,
+            include_plotlyjs=(i == 0),
+            full_html=False,
+            config={"displaylogo": False},
+            default_width="100%",
+        )
+        parts.append(
+            f"<section><h2>{html.escape(title)}</h2>{div}<p class='cap'>{html.escape(caption)}</p>"
+            "</section>"
+        )
     table = metrics_table(result)
-    extra = {"softmax twin (no uncertainty)": result.get("softmax"), "50-draw sampler": result.get("sampler_50")}
-    extra_html = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(json.dumps(v, default=float))}</li>"
-                         for k, v in extra.items() if v)
+    extra = {
+        "softmax twin (no uncertainty)": result.get("softmax"),
+        "50-draw sampler": result.get("sampler_50"),
+    }
+    extra_html = "".join(
+        f"<li><b>{html.escape(k)}</b>: {html.escape(json.dumps(v, default=float))}</li>"
+        for k, v in extra.items()
+        if v
+    )
     generated = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    style = ("body{font-family:Arial,sans-serif;max-width:1100px;margin:2em auto;color:#222}"
-             "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:4px 8px;"
-             "text-align:right}th{background:#f4f4f4}.cap{color:#555;font-size:13px}h1{font-size:24px}")
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Lévy uncertainty report</title>"
-            f"<style>{style}</style></head><body>"
-            f"<h1>Lévy uncertainty report</h1><p>{html.escape(res.describe())}</p>"
-            f"<p>Report generated {generated}; {result['n_test']:,} test queries; MC-Dropout with "
-            f"T = {mc_passes} passes. Error metrics are on the per-channel min–max normalised scale; "
-            f"coverage is scale-free.</p>"
-            f"<h2>Metrics on the test split</h2>{table.to_html(float_format=lambda v: f'{v:.4g}')}"
-            f"<ul>{extra_html}</ul>{''.join(parts)}</body></html>")
+    style = (
+        "body{font-family:Arial,sans-serif;max-width:1100px;margin:2em auto;color:#222}"
+        "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:4px 8px;"
+        "text-align:right}th{background:#f4f4f4}.cap{color:#555;font-size:13px}h1{font-size:24px}"
+    )
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Lévy uncertainty report</title>"
+        f"<style>{style}</style></head><body>"
+        f"<h1>Lévy uncertainty report</h1><p>{html.escape(res.describe())}</p>"
+        f"<p>Report generated {generated}; {result['n_test']:,} test queries; MC-Dropout with "
+        f"T = {mc_passes} passes. Error metrics are on the per-channel min–max normalised scale; "
+        f"coverage is scale-free.</p>"
+        f"<h2>Metrics on the test split</h2>{table.to_html(float_format=lambda v: f'{v:.4g}')}"
+        f"<ul>{extra_html}</ul>{''.join(parts)}</body></html>"
+    )
 
 
 def report_is_offline(text: str) -> bool:

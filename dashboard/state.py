@@ -38,7 +38,15 @@ SOURCE_SAMPLE = "Bundled sample"
 SOURCE_UPLOAD = "Upload a CSV"
 SOURCE_FILE = "File given at start"
 BAND_KINDS = {"Scaled Gaussian": "gaussian", "Conformal": "conformal"}
-PANELS = ["Data", "Fit", "Predictive band", "MC-Dropout", "Calibration", "Trust ranking", "Check the identity"]
+PANELS = [
+    "Data",
+    "Fit",
+    "Predictive band",
+    "MC-Dropout",
+    "Calibration",
+    "Trust ranking",
+    "Check the identity",
+]
 DEFAULT_PANEL = "Predictive band"
 
 _KEEP_ALIVE = (SERIES, CHANNEL, LEVEL, BAND_KIND, MC_OVERLAY, MC_T, IDENTITY_QUERY, N_DRAWS)

@@ -171,19 +171,28 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
     return subprocess.call(cmd, env=env, cwd=str(_REPO))
 
 
+def _add_data(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("data", help="CSV of observations (long or wide; .csv.gz accepted)")
+    parser.add_argument("--time-unit", default="hours", choices=["hours", "minutes", "seconds", "days"],
+                        help="unit of numeric times (date-times are always read as such)")
+
+
+def _add_model_and_data(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", help="model directory written by `levy fit`")
+    _add_data(parser)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="levy", description="Lévy attention: predictions with single-pass "
                                 "uncertainty for irregularly sampled time series.")
     sub = p.add_subparsers(dest="command", required=True)
 
     f = sub.add_parser("fit", help="train the Lévy model and its MC-Dropout twin, calibrate both")
-    f.add_argument("--time-unit", default="hours", choices=["hours", "minutes", "seconds", "days"],
-                        help="unit of numeric times (date-times are always read as such)")
-    f.add_argument("data", help="CSV of observations (long or wide; .csv.gz accepted)")
+    _add_data(f)
     f.add_argument("--out", required=True, help="model directory to write")
     f.add_argument("--task", choices=["forecast", "interpolate"], default="forecast")
     f.add_argument("--cutoff", type=float, default=None, help="forecast: history ends here (hours; "
-                   "default half the median series span)")
+                   "default the median series midpoint, rounded)")
     f.add_argument("--horizon", type=float, default=None, help="forecast: hours after the cut-off to predict")
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--epochs", type=int, default=40)
@@ -195,10 +204,7 @@ def _parser() -> argparse.ArgumentParser:
     f.set_defaults(func=_cmd_fit)
 
     pr = sub.add_parser("predict", help="predictions with σ̂ and bands on a dense grid or given queries")
-    pr.add_argument("model")
-    pr.add_argument("--time-unit", default="hours", choices=["hours", "minutes", "seconds", "days"],
-                        help="unit of numeric times (date-times are always read as such)")
-    pr.add_argument("data")
+    _add_model_and_data(pr)
     pr.add_argument("--out", required=True)
     pr.add_argument("--level", type=float, default=0.9)
     pr.add_argument("--band", choices=["gaussian", "conformal"], default="gaussian")
@@ -207,20 +213,14 @@ def _parser() -> argparse.ArgumentParser:
     pr.set_defaults(func=_cmd_predict)
 
     e = sub.add_parser("evaluate", help="score Lévy, MC-Dropout, softmax and the 50-draw sampler on the test split")
-    e.add_argument("model")
-    e.add_argument("--time-unit", default="hours", choices=["hours", "minutes", "seconds", "days"],
-                        help="unit of numeric times (date-times are always read as such)")
-    e.add_argument("data")
+    _add_model_and_data(e)
     e.add_argument("--json", required=True)
     e.add_argument("--predictions", default=None)
     e.add_argument("--mc-passes", type=int, default=20)
     e.set_defaults(func=_cmd_evaluate)
 
     r = sub.add_parser("rank", help="rank series by trust in one batched pass")
-    r.add_argument("model")
-    r.add_argument("--time-unit", default="hours", choices=["hours", "minutes", "seconds", "days"],
-                        help="unit of numeric times (date-times are always read as such)")
-    r.add_argument("data")
+    _add_model_and_data(r)
     r.add_argument("--out", required=True)
     r.set_defaults(func=_cmd_rank)
 

@@ -42,40 +42,71 @@ def ensure_view_state(res: services.FitResult) -> None:
 
 
 def mc_controls(res: services.FitResult, container=None) -> None:
-    """MC-Dropout overlay toggle and T (shared keys: the band and MC-Dropout tabs both show them)."""
+    """MC-Dropout overlay toggle and T (shared keys: the band and MC-Dropout tabs show both)."""
     c = container or st
     cols = c.columns([1, 2])
-    cols[0].toggle("MC-Dropout band", key=state.MC_OVERLAY, disabled=not res.has_twin,
-                   help="Overlay the MC-Dropout twin's band (vermillion) on the Lévy band (blue).")
-    cols[1].slider("MC-Dropout passes T", 2, 100, key=state.MC_T, disabled=not res.has_twin,
-                   help="Stochastic forward passes of the dropout twin per prediction; cost grows with T.")
+    cols[0].toggle(
+        "MC-Dropout band",
+        key=state.MC_OVERLAY,
+        disabled=not res.has_twin,
+        help="Overlay the MC-Dropout twin's band (vermillion) on the Lévy band (blue).",
+    )
+    cols[1].slider(
+        "MC-Dropout passes T",
+        2,
+        100,
+        key=state.MC_T,
+        disabled=not res.has_twin,
+        help="Stochastic forward passes of the dropout twin per prediction; cost grows with T.",
+    )
 
 
 def controls(res: services.FitResult) -> View:
     ensure_view_state(res)
     ss = st.session_state
     c = st.columns([2.2, 1.4, 2.2, 1.6])
-    c[0].selectbox("Series", services.series_choices(res.key, res), key=state.SERIES,
-                   format_func=_split_label(res.key, res),
-                   help="Test series were held out from training and calibration.")
+    c[0].selectbox(
+        "Series",
+        services.series_choices(res.key, res),
+        key=state.SERIES,
+        format_func=_split_label(res.key, res),
+        help="Test series were held out from training and calibration.",
+    )
     if ss[state.CHANNEL] not in services.channels_of(res.key, res, ss[state.SERIES]):
         ss.pop(state.CHANNEL, None)
     chans = services.channels_of(res.key, res, ss[state.SERIES])
     c[1].selectbox("Channel", chans, key=state.CHANNEL)
-    c[2].slider("Band level", 0.50, 0.99, step=0.01, key=state.LEVEL, format="%.2f",
-                help="Nominal coverage of the central band.")
-    c[3].radio("Band type", list(state.BAND_KINDS), key=state.BAND_KIND, horizontal=True,
-               help="Scaled Gaussian: ŷ ± z·c·σ̂. Conformal: split-conformal quantile of |y−ŷ|/σ̂, with a "
-                    "finite-sample coverage guarantee.")
+    c[2].slider(
+        "Band level",
+        0.50,
+        0.99,
+        step=0.01,
+        key=state.LEVEL,
+        format="%.2f",
+        help="Nominal coverage of the central band.",
+    )
+    c[3].radio(
+        "Band type",
+        list(state.BAND_KINDS),
+        key=state.BAND_KIND,
+        horizontal=True,
+        help="Scaled Gaussian: ŷ ± z·c·σ̂. Conformal: split-conformal quantile of |y−ŷ|/σ̂, with a "
+        "finite-sample coverage guarantee.",
+    )
     mc_controls(res)
     return current_view(res)
 
 
 def current_view(res: services.FitResult) -> View:
     ss = st.session_state
-    return View(series_id=str(ss[state.SERIES]), channel=str(ss[state.CHANNEL]), level=float(ss[state.LEVEL]),
-                kind=state.BAND_KINDS[ss[state.BAND_KIND]], show_mc=bool(ss[state.MC_OVERLAY]) and res.has_twin,
-                mc_passes=int(ss[state.MC_T]))
+    return View(
+        series_id=str(ss[state.SERIES]),
+        channel=str(ss[state.CHANNEL]),
+        level=float(ss[state.LEVEL]),
+        kind=state.BAND_KINDS[ss[state.BAND_KIND]],
+        show_mc=bool(ss[state.MC_OVERLAY]) and res.has_twin,
+        mc_passes=int(ss[state.MC_T]),
+    )
 
 
 def query_id(series_id: str, channel: str, time_: float) -> str:
@@ -106,13 +137,22 @@ def _on_band_select() -> None:
 def band_data(res: services.FitResult, view: View) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(grid with bands, observations of the series and channel with roles and query ids)."""
     T = view.mc_passes if view.show_mc else 0
-    g = services.with_bands(services.grid(res.key, res, view.series_id, view.channel, T), res.fitted,
-                            view.level, view.kind)
+    g = services.with_bands(
+        services.grid(res.key, res, view.series_id, view.channel, T),
+        res.fitted,
+        view.level,
+        view.kind,
+    )
     pts = services.model_points(res.key, res)
-    p = pts[(pts["series_id"] == view.series_id) & (pts["channel"] == view.channel)
-            & (pts["role"] != "unused")].copy()
-    p["query_id"] = [query_id(view.series_id, view.channel, t) if r == "held-out" else ""
-                     for t, r in zip(p["time"], p["role"], strict=True)]
+    p = pts[
+        (pts["series_id"] == view.series_id)
+        & (pts["channel"] == view.channel)
+        & (pts["role"] != "unused")
+    ].copy()
+    p["query_id"] = [
+        query_id(view.series_id, view.channel, t) if r == "held-out" else ""
+        for t, r in zip(p["time"], p["role"], strict=True)
+    ]
     return g, p
 
 
@@ -137,9 +177,18 @@ def band_figure(res: services.FitResult, view: View):
             query_mark["value"] = float(row["y_true"].iloc[0])
     cutoff = res.fitted.task.cutoff if res.fitted.task.kind == "forecast" else None
     label = "conformal" if view.kind == "conformal" else "scaled Gaussian"
-    fig = charts.band_figure(g, p, series_id=view.series_id, channel=view.channel, level=view.level,
-                             band_label=label, show_mc=view.show_mc, cutoff=cutoff, attended=attended,
-                             query=query_mark)
+    fig = charts.band_figure(
+        g,
+        p,
+        series_id=view.series_id,
+        channel=view.channel,
+        level=view.level,
+        band_label=label,
+        show_mc=view.show_mc,
+        cutoff=cutoff,
+        attended=attended,
+        query=query_mark,
+    )
     infinite = not g["upper"].replace([float("inf")], float("nan")).notna().all()
     return fig, infinite
 
@@ -148,17 +197,27 @@ def render(res: services.FitResult) -> View:
     view = controls(res)
     fig, infinite = band_figure(res, view)
     if infinite:
-        st.warning("The conformal band is infinite at this level: the calibration split has too few "
-                   "queries for it. Lower the level or use the scaled Gaussian band.")
-    st.plotly_chart(fig, key=BAND_CHART, on_select=_on_band_select, selection_mode=("points", "box"))
+        st.warning(
+            "The conformal band is infinite at this level: the calibration split has too few "
+            "queries for it. Lower the level or use the scaled Gaussian band."
+        )
+    st.plotly_chart(
+        fig, key=BAND_CHART, on_select=_on_band_select, selection_mode=("points", "box")
+    )
     lvl = f"{100 * view.level:.0f} %"
     st.caption(
-        f"How to read: the blue line is the Lévy mean on a dense time grid and the blue band its {lvl} band"
+        "How to read: the blue line is the Lévy mean on a dense time grid and the blue band its "
+        f"{lvl} band"
         + (" (vermillion: MC-Dropout's)" if view.show_mc else "")
-        + "; black dots were seen by the model (context), orange diamonds were held out and are predicted. "
-        "Under it, on the same time axis: n_eff, how many fully compatible observations support each time "
-        "(hover for log Λ); tr Σ, how much the observations drawn on disagree; and the two terms whose sum "
-        "is log σ̂ — where the green one is high the band is wide for lack of evidence, where the pink one "
-        "is high because of disagreement. Click an orange diamond (or box-select) to see what it drew on."
+        + "; black dots were seen by the model (context), orange diamonds were held out and are "
+        "predicted. "
+        "Under it, on the same time axis: n_eff, how many fully compatible observations support "
+        "each time "
+        "(hover for log Λ); tr Σ, how much the observations drawn on disagree; and the two terms "
+        "whose sum "
+        "is log σ̂ — where the green one is high the band is wide for lack of evidence, where the "
+        "pink one "
+        "is high because of disagreement. Click an orange diamond (or box-select) to see what it "
+        "drew on."
     )
     return view

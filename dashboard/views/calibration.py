@@ -17,33 +17,65 @@ def render(res: services.FitResult) -> None:
         result, pred = services.evaluation(res.key, res, T)
     st.subheader(f"Calibration on {curves['n']:,} test queries")
     st.plotly_chart(charts.reliability_figure(curves["reliability"]), key="reliability_chart")
-    st.caption("How to read: for each nominal level, the share of test queries inside the central band; on the "
-               "dotted diagonal a band means what it says, above it it is too wide, below too narrow. Solid: "
-               "scaled Gaussian (ŷ ± z·c·σ); dashed: split conformal (guaranteed ≥ its level on average).")
+    st.caption(
+        "How to read: for each nominal level, the share of test queries inside the central band; "
+        "on the "
+        "dotted diagonal a band means what it says, above it it is too wide, below too narrow. "
+        "Solid: "
+        "scaled Gaussian (ŷ ± z·c·σ); dashed: split conformal (guaranteed ≥ its level on average)."
+    )
     left, right = st.columns(2)
     with left:
         st.plotly_chart(charts.pit_figure(curves["pit"]), key="pit_chart")
-        st.caption("How to read: where each truth falls in its predictive distribution; flat at 1 is "
-                   "calibrated, a U shape over-confident, a hump under-confident.")
+        st.caption(
+            "How to read: where each truth falls in its predictive distribution; flat at 1 is "
+            "calibrated, a U shape over-confident, a hump under-confident."
+        )
     with right:
-        st.plotly_chart(charts.risk_coverage_figure(curves["risk"], curves["oracle"]), key="risk_chart")
-        st.caption("How to read: keep only the x % most trusted queries (smallest spread) — the lower the "
-                   "curve, the better the spread ranks the errors; the dotted oracle ranks by the actual error.")
+        st.plotly_chart(
+            charts.risk_coverage_figure(curves["risk"], curves["oracle"]), key="risk_chart"
+        )
+        st.caption(
+            "How to read: keep only the x % most trusted queries (smallest spread) — the lower the "
+            "curve, the better the spread ranks the errors; the dotted oracle ranks by the actual "
+            "error."
+        )
     st.subheader("Export")
     kind = view.kind
 
     def report() -> str:
-        return services.build_report(res.key, res, T, series_id=view.series_id, channel=view.channel,
-                                     level=view.level, kind=kind)
+        return services.build_report(
+            res.key,
+            res,
+            T,
+            series_id=view.series_id,
+            channel=view.channel,
+            level=view.level,
+            kind=kind,
+        )
 
     c = st.columns(2)
-    c[0].download_button("Download the report (HTML)", data=report, file_name="levy_uncertainty_report.html",
-                         mime="text/html", key="report_download", on_click="ignore",
-                         help="Self-contained: the figures (plotly.js inlined), metrics tables and what was "
-                              "fitted, when and on what data. Opens offline.")
-    c[1].download_button("Download the per-query predictions (CSV)", data=services.prediction_csv(pred),
-                         file_name="levy_test_predictions.csv", mime="text/csv", key="pred_download",
-                         on_click="ignore", help="One row per test query: y_true, mean, σ̂, c·σ̂, the 90 % "
-                                                 "conformal band, evidence, disagreement, MC-Dropout.")
-    st.caption(f"The report also shows the band of series {view.series_id}, channel {view.channel} at "
-               f"{100 * view.level:.0f} % ({state.get(state.BAND_KIND).lower()}).")
+    c[0].download_button(
+        "Download the report (HTML)",
+        data=report,
+        file_name="levy_uncertainty_report.html",
+        mime="text/html",
+        key="report_download",
+        on_click="ignore",
+        help="Self-contained: the figures (plotly.js inlined), metrics tables and what was "
+        "fitted, when and on what data. Opens offline.",
+    )
+    c[1].download_button(
+        "Download the per-query predictions (CSV)",
+        data=services.prediction_csv(pred),
+        file_name="levy_test_predictions.csv",
+        mime="text/csv",
+        key="pred_download",
+        on_click="ignore",
+        help="One row per test query: y_true, mean, σ̂, c·σ̂, the 90 % "
+        "conformal band, evidence, disagreement, MC-Dropout.",
+    )
+    st.caption(
+        f"The report also shows the band of series {view.series_id}, channel {view.channel} at "
+        f"{100 * view.level:.0f} % ({state.get(state.BAND_KIND).lower()})."
+    )

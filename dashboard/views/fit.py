@@ -45,8 +45,11 @@ class _ProgressUI:
         else:
             frac = share + (1 - share) * self._model_fraction(p)
             name = "MC-Dropout twin"
-        text = (f"{name}: epoch {p.epoch}/{p.epochs} · training MSE {p.train_loss:.4f} · calibration MSE "
-                f"{p.val_loss:.4f} (best {p.best_val_loss:.4f}) · ETA {eta:.0f} s")
+        text = (
+            f"{name}: epoch {p.epoch}/{p.epochs} · training MSE {p.train_loss:.4f} · calibration "
+            "MSE "
+            f"{p.val_loss:.4f} (best {p.best_val_loss:.4f}) · ETA {eta:.0f} s"
+        )
         self.bar.progress(min(max(frac, 0.0), 1.0), text=text)
 
 
@@ -64,15 +67,21 @@ def _run_fit(choice: Choice) -> services.FitResult | None:
     with st.status(f"Fitting on {label} …", expanded=True) as status:
         ui = _ProgressUI(choice.settings, choice.settings.train_twin, label)
         try:
-            res = services.fit_model(choice.obs, choice.obs_hash, label, choice.settings, progress=ui)
+            res = services.fit_model(
+                choice.obs, choice.obs_hash, label, choice.settings, progress=ui
+            )
         except (DataError, ValueError, FloatingPointError, RuntimeError) as exc:
             status.update(label="Fit failed", state="error", expanded=False)
-            st.session_state[state.FAILURES][services.fit_key(choice.obs_hash, choice.settings)] = str(exc)
+            st.session_state[state.FAILURES][services.fit_key(choice.obs_hash, choice.settings)] = (
+                str(exc)
+            )
             log.warning("fit failed: %s", exc)
             _show_failure(str(exc))
             return None
         ui.bar.progress(1.0, text=f"Fitted in {res.seconds:.1f} s")
-        status.update(label=f"Fitted on {label} in {res.seconds:.1f} s", state="complete", expanded=False)
+        status.update(
+            label=f"Fitted on {label} in {res.seconds:.1f} s", state="complete", expanded=False
+        )
     return res
 
 
@@ -80,8 +89,11 @@ def _run_twin(res: services.FitResult) -> services.FitResult:
     with st.status("Training the MC-Dropout twin …", expanded=True) as status:
         ui = _ProgressUI(dataclasses.replace(res.settings, train_twin=True), False, "the twin")
         out = services.add_twin(res, progress=ui)
-        status.update(label=f"MC-Dropout twin trained ({out.fitted.training['softmax']['seconds']:.1f} s)",
-                      state="complete", expanded=False)
+        status.update(
+            label=f"MC-Dropout twin trained ({out.fitted.training['softmax']['seconds']:.1f} s)",
+            state="complete",
+            expanded=False,
+        )
     return out
 
 
@@ -141,17 +153,34 @@ def render(res: services.FitResult) -> None:
     rows = {"Lévy": tr["levy"]}
     if tr.get("softmax"):
         rows["MC-Dropout twin"] = tr["softmax"]
-    table = pd.DataFrame(rows).T.rename(columns={"best_epoch": "best epoch", "epochs_run": "epochs run",
-                                                  "seconds": "seconds", "best_val_mse": "best calibration MSE"})
+    table = pd.DataFrame(rows).T.rename(
+        columns={
+            "best_epoch": "best epoch",
+            "epochs_run": "epochs run",
+            "seconds": "seconds",
+            "best_val_mse": "best calibration MSE",
+        }
+    )
     st.dataframe(table, width="stretch")
     if res.history:
         st.plotly_chart(charts.training_figure(res.history), key="training_chart")
-        st.caption("How to read: loss per epoch on the normalised scale; the solid line is the calibration "
-                   "split, used for early stopping (the best epoch's weights are kept), dotted is training.")
+        st.caption(
+            "How to read: loss per epoch on the normalised scale; the solid line is the "
+            "calibration "
+            "split, used for early stopping (the best epoch's weights are kept), dotted is "
+            "training."
+        )
     if not res.has_twin:
         st.button("Train the MC-Dropout twin now", on_click=request_twin, key="twin_button_fit")
     with st.expander("Settings and split"):
-        st.json({"settings": dataclasses.asdict(res.settings), "task": res.fitted.task.to_dict(),
-                 "model": res.fitted.model_config.to_dict(), "split mode": res.fitted.split.mode,
-                 "window hours": res.fitted.split.window_hours, "calibration scale c":
-                 res.fitted.levy_calibration.scale_, "fit key": res.key})
+        st.json(
+            {
+                "settings": dataclasses.asdict(res.settings),
+                "task": res.fitted.task.to_dict(),
+                "model": res.fitted.model_config.to_dict(),
+                "split mode": res.fitted.split.mode,
+                "window hours": res.fitted.split.window_hours,
+                "calibration scale c": res.fitted.levy_calibration.scale_,
+                "fit key": res.key,
+            }
+        )

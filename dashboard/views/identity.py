@@ -16,49 +16,78 @@ def render(res: services.FitResult) -> None:
     held = services.heldout_predictions(res.key, res, view.series_id)
     here = held[held["channel"] == view.channel].sort_values("time")
     if here.empty:
-        st.info(f"Series {view.series_id}, channel {view.channel} has no held-out query; pick another in the "
-                "Predictive band tab.")
+        st.info(
+            f"Series {view.series_id}, channel {view.channel} has no held-out query; pick another "
+            "in the "
+            "Predictive band tab."
+        )
         return
     times = [float(t) for t in here["time"]]
     q = state.get(state.QUERY)
     if q and q["series_id"] == view.series_id and q["channel"] == view.channel:
         match = next((t for t in times if abs(t - q["time"]) < 1e-9), None)
-        if match is not None and st.session_state.get("_identity_from_query") != (q["series_id"], q["time"]):
+        if match is not None and st.session_state.get("_identity_from_query") != (
+            q["series_id"],
+            q["time"],
+        ):
             st.session_state[state.IDENTITY_QUERY] = match
             st.session_state["_identity_from_query"] = (q["series_id"], q["time"])
     if st.session_state.get(state.IDENTITY_QUERY) not in times:
         st.session_state[state.IDENTITY_QUERY] = times[len(times) // 2]
     y_of = dict(zip(times, here["y_true"], strict=True))
     c = st.columns([3, 2])
-    t = c[0].selectbox(f"Held-out query of series {view.series_id}, channel {view.channel}", times,
-                       key=state.IDENTITY_QUERY, format_func=lambda x: f"t = {x:.3f} h (observed {y_of[x]:.4g})",
-                       help="Defaults to the query selected in the band view.")
+    t = c[0].selectbox(
+        f"Held-out query of series {view.series_id}, channel {view.channel}",
+        times,
+        key=state.IDENTITY_QUERY,
+        format_func=lambda x: f"t = {x:.3f} h (observed {y_of[x]:.4g})",
+        help="Defaults to the query selected in the band view.",
+    )
     n = c[1].select_slider("Draws", DRAW_CHOICES, key=state.N_DRAWS)
     out = services.draws(res.key, res, view.series_id, view.channel, float(t), int(n))
     rel = out["rmsd"] / max(out["sigma"], 1e-300) - 1
     k = abs(out["rmsd"] - out["sigma"]) / max(out["rmsd_se"], 1e-300)
     m = st.columns(4)
     m[0].metric("closed-form σ̂", f"{out['sigma']:.4g}", help="sqrt(tr Σ · φ(Λ)), one forward pass")
-    m[1].metric(f"RMSD of {int(n):,} draws", f"{out['rmsd']:.4g}", f"{100 * rel:+.1f} %", delta_color="off",
-                help=f"Monte-Carlo standard error ±{out['rmsd_se']:.2g}")
-    m[2].metric("difference", f"{k:.1f} SE", help="in Monte-Carlo standard errors of the RMSD; within ~2 is "
-                "what sampling noise gives")
+    m[1].metric(
+        f"RMSD of {int(n):,} draws",
+        f"{out['rmsd']:.4g}",
+        f"{100 * rel:+.1f} %",
+        delta_color="off",
+        help=f"Monte-Carlo standard error ±{out['rmsd_se']:.2g}",
+    )
+    m[2].metric(
+        "difference",
+        f"{k:.1f} SE",
+        help="in Monte-Carlo standard errors of the RMSD; within ~2 is what sampling noise gives",
+    )
     y = float(y_of[float(t)])
     crps = services.query_crps(out, y)
-    m[3].metric("CRPS here: closed / sampler", f"{crps['closed_form']:.3g} / {crps['sampler']:.3g}",
-                help="At this query: the closed-form scaled Gaussian vs 50 scaled operator draws; data "
-                "units, lower is better")
-    st.plotly_chart(charts.draws_figure(out["draws"], mean=out["mean"], sigma=out["sigma"], rmsd=out["rmsd"]),
-                    key="draws_chart")
-    st.caption("How to read: the sky-blue histogram is the sampled operator m + (1/Λ) Σ N_i (v_i − m) with Poisson "
-               "counts N_i; its RMS deviation (dotted) should sit on the closed-form σ̂ (dashed), computed "
-               "without sampling. These are raw draws: the predictive band multiplies the spread by the "
-               f"calibration scale c = {out['scale_c']:.3g}.")
+    m[3].metric(
+        "CRPS here: closed / sampler",
+        f"{crps['closed_form']:.3g} / {crps['sampler']:.3g}",
+        help="At this query: the closed-form scaled Gaussian vs 50 scaled operator draws; data "
+        "units, lower is better",
+    )
+    st.plotly_chart(
+        charts.draws_figure(out["draws"], mean=out["mean"], sigma=out["sigma"], rmsd=out["rmsd"]),
+        key="draws_chart",
+    )
+    st.caption(
+        "How to read: the sky-blue histogram is the sampled operator m + (1/Λ) Σ N_i (v_i − m) "
+        "with Poisson "
+        "counts N_i; its RMS deviation (dotted) should sit on the closed-form σ̂ (dashed), computed "
+        "without sampling. These are raw draws: the predictive band multiplies the spread by the "
+        f"calibration scale c = {out['scale_c']:.3g}."
+    )
     result, _ = services.evaluation(res.key, res, view.mc_passes)
     sampler = result.get("sampler_50")
     if sampler:
         closed = sampler.get("closed_form_crps_same_queries", result["levy"]["crps"])
         n_q = sampler.get("n_queries", result["n_test"])
-        st.markdown(f"On the test split ({n_q:,} queries, normalised scale): CRPS of the closed form "
-                    f"**{closed:.4g}** vs the {sampler.get('draws', 50)}-draw sampler **{sampler['crps']:.4g}** "
-                    "— the closed form matches the sampler with no sampling at all.")
+        st.markdown(
+            f"On the test split ({n_q:,} queries, normalised scale): CRPS of the closed form "
+            f"**{closed:.4g}** vs the {sampler.get('draws', 50)}-draw sampler "
+            f"**{sampler['crps']:.4g}** "
+            "— the closed form matches the sampler with no sampling at all."
+        )

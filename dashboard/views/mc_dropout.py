@@ -17,10 +17,18 @@ def _fmt(table):
 
 def render(res: services.FitResult) -> None:
     if not res.has_twin:
-        st.info("This model was fitted without its MC-Dropout twin. Train it now (same split, seed and "
-                "budget as the Lévy model); the band overlay, the metrics and the calibration then compare "
-                "both.")
-        st.button("Train the MC-Dropout twin now", type="primary", on_click=fit.request_twin, key="twin_button")
+        st.info(
+            "This model was fitted without its MC-Dropout twin. Train it now (same split, seed and "
+            "budget as the Lévy model); the band overlay, the metrics and the calibration then "
+            "compare "
+            "both."
+        )
+        st.button(
+            "Train the MC-Dropout twin now",
+            type="primary",
+            on_click=fit.request_twin,
+            key="twin_button",
+        )
         return
     band.ensure_view_state(res)
     band.mc_controls(res)
@@ -33,30 +41,50 @@ def render(res: services.FitResult) -> None:
     if mc:
         speed = mc["seconds"] / max(lev["seconds"], 1e-9)
         c = st.columns(4)
-        c[0].metric("Lévy: uncertainty for the test split", f"{lev['seconds']:.3g} s", help="one forward pass")
-        c[1].metric(f"MC-Dropout (T = {T})", f"{mc['seconds']:.3g} s", help=f"{T} stochastic passes")
+        c[0].metric(
+            "Lévy: uncertainty for the test split",
+            f"{lev['seconds']:.3g} s",
+            help="one forward pass",
+        )
+        c[1].metric(
+            f"MC-Dropout (T = {T})", f"{mc['seconds']:.3g} s", help=f"{T} stochastic passes"
+        )
         c[2].metric("MC-Dropout takes", f"×{speed:.0f}", help="its time / Lévy's time")
-        c[3].metric("CRPS (Lévy / MC)", f"{lev['crps']:.3g} / {mc['crps']:.3g}", help="normalised scale, lower "
-                    "is better")
+        c[3].metric(
+            "CRPS (Lévy / MC)",
+            f"{lev['crps']:.3g} / {mc['crps']:.3g}",
+            help="normalised scale, lower is better",
+        )
     table = services.metrics_table(result)
     st.dataframe(_fmt(table), width="stretch", height=36 * (len(table) + 1) + 4)
     extra = []
     if result.get("softmax"):
-        extra.append(f"the twin's deterministic mean (no dropout): MSE {result['softmax']['mse']:.4g}")
+        extra.append(
+            f"the twin's deterministic mean (no dropout): MSE {result['softmax']['mse']:.4g}"
+        )
     if result.get("sampler_50"):
         smp = result["sampler_50"]
         closed = smp.get("closed_form_crps_same_queries", lev["crps"])
-        extra.append(f"Lévy's {smp.get('draws', 50)}-draw sampler: CRPS {smp['crps']:.4g} (closed form "
-                     f"{closed:.4g} on the same queries)")
-    st.caption("How to read: error metrics (lower is better) on the per-channel normalised scale; coverage is the "
-               "share of test queries inside each band (close to its level is good); Spearman(σ, |error|) "
-               "says whether larger σ goes with larger errors. Also: " + "; ".join(extra) + ".")
+        extra.append(
+            f"Lévy's {smp.get('draws', 50)}-draw sampler: CRPS {smp['crps']:.4g} (closed form "
+            f"{closed:.4g} on the same queries)"
+        )
+    st.caption(
+        "How to read: error metrics (lower is better) on the per-channel normalised scale; "
+        "coverage is the "
+        "share of test queries inside each band (close to its level is good); Spearman(σ, |error|) "
+        "says whether larger σ goes with larger errors. Also: " + "; ".join(extra) + "."
+    )
     st.plotly_chart(charts.timing_figure(services.timing_rows(res, result)), key="timing_chart")
-    st.caption("How to read: wall time on this machine (log axis). The Lévy band costs one forward pass; "
-               "MC-Dropout needs T passes, so its cost grows with T.")
+    st.caption(
+        "How to read: wall time on this machine (log axis). The Lévy band costs one forward pass; "
+        "MC-Dropout needs T passes, so its cost grows with T."
+    )
     st.subheader(f"Both bands on series {view.series_id}, channel {view.channel}")
     fig, _ = band.band_figure(res, view)
     st.plotly_chart(fig, key="mc_band_chart")
-    st.caption(f"How to read: blue = Lévy, vermillion = MC-Dropout ({100 * view.level:.0f} % bands, "
-               f"{state.get(state.BAND_KIND).lower()}); change the series, channel and level in the "
-               "Predictive band tab, and the overlay and T above.")
+    st.caption(
+        f"How to read: blue = Lévy, vermillion = MC-Dropout ({100 * view.level:.0f} % bands, "
+        f"{state.get(state.BAND_KIND).lower()}); change the series, channel and level in the "
+        "Predictive band tab, and the overlay and T above."
+    )

@@ -35,12 +35,21 @@ def render(res: services.FitResult) -> None:
     ranked, seconds = services.ranking(res.key, res)
     st.session_state["_ranked_ids"] = ranked["series_id"].astype(str).tolist()
     st.subheader(f"{len(ranked):,} series ranked by trust")
-    st.caption(f"Scored in {seconds:.3g} s in one batched pass. Trust score = the mean calibrated spread c·σ̂ on "
-               "the normalised scale over each series' prediction range (lower = more trusted). Click a row "
-               "(or a column header to sort) — a picked row opens that series in the Predictive band tab.")
+    st.caption(
+        f"Scored in {seconds:.3g} s in one batched pass. Trust score = the mean calibrated spread "
+        "c·σ̂ on "
+        "the normalised scale over each series' prediction range (lower = more trusted). Click a "
+        "row "
+        "(or a column header to sort) — a picked row opens that series in the Predictive band tab."
+    )
     st.dataframe(
-        ranked, key=TABLE, on_select=_on_row_select, selection_mode="single-row", hide_index=True,
-        width="stretch", height=360,
+        ranked,
+        key=TABLE,
+        on_select=_on_row_select,
+        selection_mode="single-row",
+        hide_index=True,
+        width="stretch",
+        height=360,
         column_config={
             "rank": st.column_config.NumberColumn("rank", help="1 = most trusted"),
             "trust_score": st.column_config.NumberColumn("trust score c·σ̂", format="%.4f"),
@@ -51,11 +60,22 @@ def render(res: services.FitResult) -> None:
         },
     )
     c = st.columns([2, 1, 2])
-    c[0].selectbox("Open a series in the band view", ranked["series_id"].astype(str).tolist(), key=OPEN)
+    c[0].selectbox(
+        "Open a series in the band view", ranked["series_id"].astype(str).tolist(), key=OPEN
+    )
     c[1].button("Open", on_click=_on_open_click, key="rank_open_button")
-    c[2].download_button("Download the ranking (CSV)", data=ranked.to_csv(index=False).encode(),
-                         file_name="levy_trust_ranking.csv", mime="text/csv", key="rank_download",
-                         on_click="ignore")
-    st.plotly_chart(charts.ranking_figure(ranked, highlight=state.get(state.SERIES)), key="ranking_chart")
-    st.caption("How to read: one bar per series, most trusted on the left; hover for its evidence (n_eff) "
-               "and disagreement (tr Σ). The series open in the band view is outlined in orange.")
+    c[2].download_button(
+        "Download the ranking (CSV)",
+        data=ranked.to_csv(index=False).encode(),
+        file_name="levy_trust_ranking.csv",
+        mime="text/csv",
+        key="rank_download",
+        on_click="ignore",
+    )
+    st.plotly_chart(
+        charts.ranking_figure(ranked, highlight=state.get(state.SERIES)), key="ranking_chart"
+    )
+    st.caption(
+        "How to read: one bar per series, most trusted on the left; hover for its evidence (n_eff) "
+        "and disagreement (tr Σ). The series open in the band view is outlined in orange."
+    )

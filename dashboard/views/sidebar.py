@@ -9,7 +9,6 @@ import streamlit as st
 
 from dashboard import services, state
 from levy_core.data import SAMPLES, DataError, Observations
-from levy_core.pipeline import MODEL_SIZES
 
 log = logging.getLogger(__name__)
 
@@ -63,19 +62,31 @@ def _data_section() -> tuple[services.DataSource | None, str | None]:
     options = ([state.SOURCE_FILE] if env_path else []) + [state.SOURCE_SAMPLE, state.SOURCE_UPLOAD]
     if st.session_state.get(state.SOURCE) not in options:
         st.session_state[state.SOURCE] = options[0]
-    kind = sb.radio("Source", options, key=state.SOURCE,
-                    help="A bundled sample, a CSV you upload, or the file given to `levy dashboard DATA`.")
+    kind = sb.radio(
+        "Source",
+        options,
+        key=state.SOURCE,
+        help="A bundled sample, a CSV you upload, or the file given to `levy dashboard DATA`.",
+    )
     if kind == state.SOURCE_SAMPLE:
         if st.session_state.get(state.SAMPLE) not in SAMPLES:
             st.session_state[state.SAMPLE] = services.DEFAULT_SAMPLE
-        sb.selectbox("Sample", list(SAMPLES), key=state.SAMPLE,
-                     help="Synthetic multichannel fits in seconds; PhysioNet (300 ICU stays, 37 channels) "
-                          "takes a few minutes.")
+        sb.selectbox(
+            "Sample",
+            list(SAMPLES),
+            key=state.SAMPLE,
+            help="Synthetic multichannel fits in seconds; PhysioNet (300 ICU stays, 37 channels) "
+            "takes a few minutes.",
+        )
     limit = st.get_option("server.maxUploadSize")
-    sb.file_uploader("Upload a CSV (long or wide form)", key=state.UPLOAD, on_change=_on_upload,
-                     help="Long: series_id (optional), time, channel (optional), value. Wide: a time column "
-                          "and one numeric column per channel, blanks unobserved. .csv or .csv.gz; comma, "
-                          f"semicolon or tab separated; up to {limit} MB (.streamlit/config.toml).")
+    sb.file_uploader(
+        "Upload a CSV (long or wide form)",
+        key=state.UPLOAD,
+        on_change=_on_upload,
+        help="Long: series_id (optional), time, channel (optional), value. Wide: a time column "
+        "and one numeric column per channel, blanks unobserved. .csv or .csv.gz; comma, "
+        f"semicolon or tab separated; up to {limit} MB (.streamlit/config.toml).",
+    )
     try:
         if kind == state.SOURCE_FILE and env_path:
             return _path_source(env_path), None
@@ -89,7 +100,9 @@ def _data_section() -> tuple[services.DataSource | None, str | None]:
         return None, str(exc)
 
 
-def _load(src: services.DataSource) -> tuple[Observations | None, str | None, str | None, str, str | None]:
+def _load(
+    src: services.DataSource,
+) -> tuple[Observations | None, str | None, str | None, str, str | None]:
     """(obs, obs_hash, mapping_json, time_unit, error)."""
     mapping_json, time_unit = st.session_state[state.MAPPINGS].get(src.digest, (None, "hours"))
     try:
@@ -100,18 +113,33 @@ def _load(src: services.DataSource) -> tuple[Observations | None, str | None, st
         return None, None, mapping_json, time_unit, str(exc)
     except Exception as exc:  # noqa: BLE001 - never let a file crash the app
         log.exception("unexpected error reading %s", src.name)
-        return None, None, mapping_json, time_unit, (f"Could not read {src.name!r}: {exc}. Check that it is a "
-                                                     "CSV of timestamped observations (see the Data tab).")
+        return (
+            None,
+            None,
+            mapping_json,
+            time_unit,
+            (
+                f"Could not read {src.name!r}: {exc}. Check that it is a "
+                "CSV of timestamped observations (see the Data tab)."
+            ),
+        )
 
 
-def _fit_section(obs: Observations | None, obs_hash: str | None) -> tuple[services.FitSettings, bool]:
+def _fit_section(
+    obs: Observations | None, obs_hash: str | None
+) -> tuple[services.FitSettings, bool]:
     sb = st.sidebar
     sb.header("2 · Fit")
     d = services.default_settings()
-    task = sb.radio("Task", ["forecast", "interpolate"], key="fit_task", horizontal=True,
-                    format_func={"forecast": "Forecast", "interpolate": "Interpolation"}.get,
-                    help="Forecast: predict everything after a history cut-off. Interpolation: predict a "
-                         "random share of held-out observations from the rest.")
+    task = sb.radio(
+        "Task",
+        ["forecast", "interpolate"],
+        key="fit_task",
+        horizontal=True,
+        format_func={"forecast": "Forecast", "interpolate": "Interpolation"}.get,
+        help="Forecast: predict everything after a history cut-off. Interpolation: predict a "
+        "random share of held-out observations from the rest.",
+    )
     cutoff: float | None = None
     holdout = d.holdout_fraction
     if task == "forecast":
@@ -126,33 +154,85 @@ def _fit_section(obs: Observations | None, obs_hash: str | None) -> tuple[servic
         if obs is None or obs_hash is None:
             pass
         elif not hi > lo:
-            sb.caption("History cut-off: half the median series span (the data leave no range to choose).")
+            sb.caption(
+                "History cut-off: half the median series span (the data leave no range to choose)."
+            )
         else:
-            cutoff = sb.slider("History cut-off (h)", min_value=lo, max_value=hi, value=default, step=step,
-                               key=f"fit_cutoff_{obs_hash[:12]}",
-                               help="Observations up to the cut-off are context; later ones are predicted. "
-                                    "With fewer than 10 series each series is cut into windows and the "
-                                    "cut-off is the time inside a window.")
+            cutoff = sb.slider(
+                "History cut-off (h)",
+                min_value=lo,
+                max_value=hi,
+                value=default,
+                step=step,
+                key=f"fit_cutoff_{obs_hash[:12]}",
+                help="Observations up to the cut-off are context; later ones are predicted. "
+                "With fewer than 10 series each series is cut into windows and the "
+                "cut-off is the time inside a window.",
+            )
     else:
-        holdout = sb.slider("Held-out share", 0.05, 0.5, d.holdout_fraction, 0.05, key="fit_holdout",
-                            help="Share of each series' observations held out as queries.")
-    size = sb.select_slider("Model size", options=list(MODEL_SIZES), value=d.size, key="fit_size",
-                            help=", ".join(f"{k}: d_model {v['d_model']}, {v['num_heads']} heads"
-                                           for k, v in MODEL_SIZES.items()))
+        holdout = sb.slider(
+            "Held-out share",
+            0.05,
+            0.5,
+            d.holdout_fraction,
+            0.05,
+            key="fit_holdout",
+            help="Share of each series' observations held out as queries.",
+        )
+    size = sb.select_slider(
+        "Model size",
+        options=list(services.MODEL_SIZES),
+        value=d.size,
+        key="fit_size",
+        help=", ".join(
+            f"{k}: d_model {v['d_model']}, {v['num_heads']} heads"
+            for k, v in services.MODEL_SIZES.items()
+        ),
+    )
     c1, c2 = sb.columns(2)
-    epochs = c1.number_input("Epochs (max)", min_value=1, max_value=500, value=d.epochs, step=1, key="fit_epochs",
-                             help="Early stopping on the calibration split may end sooner.")
-    budget = c2.number_input("Budget per model (s)", min_value=0.0, max_value=3600.0, value=float(d.max_seconds),
-                             step=1.0, key="fit_budget", help="Wall-clock limit per model; 0 = no limit.")
-    twin = sb.checkbox("Train the MC-Dropout twin alongside", value=d.train_twin, key="fit_twin",
-                       help="The softmax+dropout twin gives the MC-Dropout comparison; untick to fit only the "
-                            "Lévy model and train the twin later, on demand, in the MC-Dropout tab.")
-    settings = services.FitSettings(task=task, cutoff=None if cutoff is None else round(float(cutoff), 4),
-                                    holdout_fraction=float(holdout), size=size, epochs=int(epochs),
-                                    max_seconds=float(budget), train_twin=bool(twin), mc_passes=d.mc_passes,
-                                    seed=d.seed)
-    clicked = sb.button("Fit", type="primary", key="fit_button", width="stretch",
-                        help="Fit with these settings (cached: settings fitted before come back instantly).")
+    epochs = c1.number_input(
+        "Epochs (max)",
+        min_value=1,
+        max_value=500,
+        value=d.epochs,
+        step=1,
+        key="fit_epochs",
+        help="Early stopping on the calibration split may end sooner.",
+    )
+    budget = c2.number_input(
+        "Budget per model (s)",
+        min_value=0.0,
+        max_value=3600.0,
+        value=float(d.max_seconds),
+        step=1.0,
+        key="fit_budget",
+        help="Wall-clock limit per model; 0 = no limit.",
+    )
+    twin = sb.checkbox(
+        "Train the MC-Dropout twin alongside",
+        value=d.train_twin,
+        key="fit_twin",
+        help="The softmax+dropout twin gives the MC-Dropout comparison; untick to fit only the "
+        "Lévy model and train the twin later, on demand, in the MC-Dropout tab.",
+    )
+    settings = services.FitSettings(
+        task=task,
+        cutoff=None if cutoff is None else round(float(cutoff), 4),
+        holdout_fraction=float(holdout),
+        size=size,
+        epochs=int(epochs),
+        max_seconds=float(budget),
+        train_twin=bool(twin),
+        mc_passes=d.mc_passes,
+        seed=d.seed,
+    )
+    clicked = sb.button(
+        "Fit",
+        type="primary",
+        key="fit_button",
+        width="stretch",
+        help="Fit with these settings (cached: settings fitted before come back instantly).",
+    )
     return settings, clicked
 
 

@@ -17,8 +17,12 @@ def long_csv(n_series: int = 12) -> bytes:
     """A long-form CSV: the first ``n_series`` series of the synthetic sample."""
     df = pd.read_csv(SAMPLE_DIR / "synthetic_multichannel.csv", dtype={"series_id": str})
     keep = sorted(df["series_id"].unique())[:n_series]
-    return df[df["series_id"].isin(keep)].rename(columns={"series_id": "patient_id"}).to_csv(
-        index=False).encode()
+    return (
+        df[df["series_id"].isin(keep)]
+        .rename(columns={"series_id": "patient_id"})
+        .to_csv(index=False)
+        .encode()
+    )
 
 
 def wide_csv(n_rows: int = 400) -> bytes:
@@ -33,7 +37,9 @@ def figure(at, key: str) -> dict:
     for chart in at.get("plotly_chart"):
         if chart.proto.id and key in chart.proto.id:
             return json.loads(chart.proto.spec)
-    raise AssertionError(f"no plotly chart with key {key!r}; have {[c.proto.id for c in at.get('plotly_chart')]}")
+    raise AssertionError(
+        f"no plotly chart with key {key!r}; have {[c.proto.id for c in at.get('plotly_chart')]}"
+    )
 
 
 def figures(at) -> list[dict]:

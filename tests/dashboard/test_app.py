@@ -17,7 +17,15 @@ from dashboard import services
 from dashboard.charts import LEVY, MC
 from levy_core import pipeline
 
-PANELS = ["Data", "Fit", "Predictive band", "MC-Dropout", "Calibration", "Trust ranking", "Check the identity"]
+PANELS = [
+    "Data",
+    "Fit",
+    "Predictive band",
+    "MC-Dropout",
+    "Calibration",
+    "Trust ranking",
+    "Check the identity",
+]
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -89,9 +97,13 @@ def assert_band(fig: dict, *, mc: bool) -> None:
     shares = [t for t in fig["data"] if "share of log σ̂" in t.get("name", "")]
     assert len(shares) == 2 and all(t["xaxis"] == "x4" for t in shares)
     lay = fig["layout"]
-    assert lay["xaxis"]["matches"] == "x4" and lay["xaxis2"]["matches"] == "x4"  # one shared time axis
+    assert (
+        lay["xaxis"]["matches"] == "x4" and lay["xaxis2"]["matches"] == "x4"
+    )  # one shared time axis
     assert lay["xaxis4"]["title"]["text"] == "time (h)"
-    has_mc = [t for t in fig["data"] if t.get("name", "").startswith("MC-Dropout") and "band" in t["name"]]
+    has_mc = [
+        t for t in fig["data"] if t.get("name", "").startswith("MC-Dropout") and "band" in t["name"]
+    ]
     assert bool(has_mc) == mc
     if mc:
         assert has_mc[0]["fill"] == "toself" and has_mc[0]["line"]["color"] == MC
@@ -187,11 +199,14 @@ def test_calibration_panel_report_and_csv():
         assert_titled(fig)
         assert {"Lévy", "MC-Dropout"} <= set(names(fig))
     assert {b.label for b in at.get("download_button")} >= {
-        "Download the report (HTML)", "Download the per-query predictions (CSV)"}
+        "Download the report (HTML)",
+        "Download the per-query predictions (CSV)",
+    }
 
     res = services.cached_fit(at.session_state["_fit_key"])
-    html = services.build_report(res.key, res, 5, series_id=at.session_state["series"],
-                                 channel=at.session_state["channel"])
+    html = services.build_report(
+        res.key, res, 5, series_id=at.session_state["series"], channel=at.session_state["channel"]
+    )
     assert services.report_is_offline(html)
     assert "<script src" not in html.lower()
     assert "plotly.js v" in html  # the library itself is inlined, once
@@ -252,8 +267,11 @@ def test_selecting_a_query_shows_what_it_drew_on():
 # ----------------------------------------------------------------------------- uploads
 
 
-@pytest.mark.parametrize("name,data,n_series", [("long.csv", long_csv(12), 12), ("wide.csv", wide_csv(), 1)],
-                         ids=["long", "wide"])
+@pytest.mark.parametrize(
+    "name,data,n_series",
+    [("long.csv", long_csv(12), 12), ("wide.csv", wide_csv(), 1)],
+    ids=["long", "wide"],
+)
 def test_uploaded_csv_every_panel(name: str, data: bytes, n_series: int):
     at = start()
     key0 = at.session_state["_fit_key"]
@@ -305,7 +323,12 @@ def test_malformed_upload_is_an_error_and_keeps_data_and_model(case: str):
 
 
 def test_mapping_override_fixes_undetected_columns():
-    data = long_csv(10).decode().replace("patient_id,channel,time,value", "unit,sensor,when,reading").encode()
+    data = (
+        long_csv(10)
+        .decode()
+        .replace("patient_id,channel,time,value", "unit,sensor,when,reading")
+        .encode()
+    )
     at = start()
     key0 = at.session_state["_fit_key"]
     upload(at, "odd.csv", data)
@@ -336,7 +359,9 @@ def test_interpolation_fit():
     assert res.fitted.task.kind == "interpolate"
     fig = figure(at, "band_chart")
     assert_band(fig, mc=True)
-    assert not any(a.get("text") == "forecast cut-off" for a in fig["layout"].get("annotations", []))
+    assert not any(
+        a.get("text") == "forecast cut-off" for a in fig["layout"].get("annotations", [])
+    )
 
 
 def test_twin_on_demand():

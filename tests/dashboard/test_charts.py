@@ -14,19 +14,34 @@ def _grid(n: int = 30, mc: bool = True) -> pd.DataFrame:
     t = np.linspace(0, 10, n)
     mean = np.sin(t)
     sigma = 0.1 + 0.05 * t
-    g = pd.DataFrame({"time": t, "mean": mean, "lower": mean - 2 * sigma, "upper": mean + 2 * sigma,
-                      "sigma": sigma, "n_eff": np.exp(-t / 5) * 10, "log_evidence": 8 - t / 5,
-                      "disagreement": 0.1 + 0.01 * t, "evidence_term": -1 + t / 20,
-                      "disagreement_term": 0.5 * np.log(0.1 + 0.01 * t)})
+    g = pd.DataFrame(
+        {
+            "time": t,
+            "mean": mean,
+            "lower": mean - 2 * sigma,
+            "upper": mean + 2 * sigma,
+            "sigma": sigma,
+            "n_eff": np.exp(-t / 5) * 10,
+            "log_evidence": 8 - t / 5,
+            "disagreement": 0.1 + 0.01 * t,
+            "evidence_term": -1 + t / 20,
+            "disagreement_term": 0.5 * np.log(0.1 + 0.01 * t),
+        }
+    )
     if mc:
         g["mc_mean"], g["mc_lower"], g["mc_upper"] = mean + 0.1, mean - 3 * sigma, mean + 3 * sigma
     return g
 
 
 def _points() -> pd.DataFrame:
-    return pd.DataFrame({"time": [1.0, 2.0, 6.0, 7.0], "value": [0.8, 0.9, -0.2, 0.6],
-                         "role": ["context", "context", "held-out", "held-out"],
-                         "query_id": ["", "", "s|c|6.0", "s|c|7.0"]})
+    return pd.DataFrame(
+        {
+            "time": [1.0, 2.0, 6.0, 7.0],
+            "value": [0.8, 0.9, -0.2, 0.6],
+            "role": ["context", "context", "held-out", "held-out"],
+            "query_id": ["", "", "s|c|6.0", "s|c|7.0"],
+        }
+    )
 
 
 def _by_name(fig: go.Figure, prefix: str):
@@ -50,19 +65,30 @@ def test_palette_is_okabe_ito_and_distinct():
 
 
 def test_band_figure_rows_share_time_axis():
-    fig = charts.band_figure(_grid(), _points(), series_id="s", channel="c", level=0.9, cutoff=5.0,
-                             attended=pd.DataFrame({"time": [1.0, 2.0], "value": [0.8, 0.9],
-                                                    "weight": [0.7, 0.3]}),
-                             query={"time": 6.0, "value": -0.2})
+    fig = charts.band_figure(
+        _grid(),
+        _points(),
+        series_id="s",
+        channel="c",
+        level=0.9,
+        cutoff=5.0,
+        attended=pd.DataFrame({"time": [1.0, 2.0], "value": [0.8, 0.9], "weight": [0.7, 0.3]}),
+        query={"time": 6.0, "value": -0.2},
+    )
     band = _by_name(fig, "Lévy 90 % band")
     assert band.fill == "toself" and len(band.x) == 2 * 30
-    assert np.allclose(band.y[:30], _grid()["upper"]) and np.allclose(band.y[30:], _grid()["lower"][::-1])
+    assert np.allclose(band.y[:30], _grid()["upper"]) and np.allclose(
+        band.y[30:], _grid()["lower"][::-1]
+    )
     mc = _by_name(fig, "MC-Dropout 90 % band")
     assert mc.fill == "toself" and mc.line.color == charts.MC
     assert list(fig.data).index(mc) < list(fig.data).index(band)  # drawn under the Lévy band
     assert _by_name(fig, "Lévy mean").line.color == charts.LEVY
     held = _by_name(fig, "held-out observations")
-    assert held.marker.color == charts.HELDOUT and list(held.customdata[:, 0]) == ["s|c|6.0", "s|c|7.0"]
+    assert held.marker.color == charts.HELDOUT and list(held.customdata[:, 0]) == [
+        "s|c|6.0",
+        "s|c|7.0",
+    ]
     assert _by_name(fig, "context observations").marker.color == charts.CONTEXT
     att = _by_name(fig, "drawn on by the query")
     assert att.marker.size[0] > att.marker.size[1]  # sized by attention weight
@@ -88,19 +114,32 @@ def test_band_figure_rows_share_time_axis():
 def test_band_figure_without_mc_and_with_infinite_conformal_edges():
     g = _grid(mc=False)
     g.loc[3, "upper"] = np.inf
-    fig = charts.band_figure(g, _points(), series_id="s", channel="c", level=0.99, band_label="conformal",
-                             show_mc=True)
+    fig = charts.band_figure(
+        g, _points(), series_id="s", channel="c", level=0.99, band_label="conformal", show_mc=True
+    )
     assert not [t for t in fig.data if (t.name or "").startswith("MC-Dropout")]
     band = _by_name(fig, "Lévy 99 % band (conformal)")
     assert np.isnan(band.y[3])  # infinite edges are not drawn
 
 
 def test_heldout_scatter_customdata_and_selection():
-    pred = pd.DataFrame({"series_id": ["a", "a", "b"], "channel": ["x", "y", "x"], "time": [1.0, 2.0, 3.0],
-                         "y_true": [1.0, 2.0, 3.0], "mean": [1.1, 1.5, 3.3], "pred_std": [0.2, 0.3, 0.4],
-                         "n_eff": [1.0, 0.1, 5.0], "log_evidence": [8.0, 6.0, 9.0],
-                         "disagreement_norm": [0.01, 0.02, 0.0], "abs_error_norm": [0.1, 0.5, 0.3]})
-    fig = charts.heldout_scatter(pred, current_series="a", selected={"series_id": "b", "channel": "x", "time": 3.0})
+    pred = pd.DataFrame(
+        {
+            "series_id": ["a", "a", "b"],
+            "channel": ["x", "y", "x"],
+            "time": [1.0, 2.0, 3.0],
+            "y_true": [1.0, 2.0, 3.0],
+            "mean": [1.1, 1.5, 3.3],
+            "pred_std": [0.2, 0.3, 0.4],
+            "n_eff": [1.0, 0.1, 5.0],
+            "log_evidence": [8.0, 6.0, 9.0],
+            "disagreement_norm": [0.01, 0.02, 0.0],
+            "abs_error_norm": [0.1, 0.5, 0.3],
+        }
+    )
+    fig = charts.heldout_scatter(
+        pred, current_series="a", selected={"series_id": "b", "channel": "x", "time": 3.0}
+    )
     main = fig.data[0]
     assert main.marker.colorscale and list(main.marker.color) == [0.1, 0.5, 0.3]
     assert tuple(main.customdata[2, :3]) == ("b", "x", 3.0)
@@ -113,54 +152,89 @@ def test_heldout_scatter_customdata_and_selection():
 
 def test_reliability_pit_risk_two_methods():
     lv = np.linspace(0.05, 0.95, 19)
-    rel = charts.reliability_figure({"Lévy — scaled Gaussian": (lv, lv), "Lévy — conformal": (lv, lv),
-                                     "MC-Dropout — scaled Gaussian": (lv, lv * 0.9),
-                                     "MC-Dropout — conformal": (lv, lv)})
+    rel = charts.reliability_figure(
+        {
+            "Lévy — scaled Gaussian": (lv, lv),
+            "Lévy — conformal": (lv, lv),
+            "MC-Dropout — scaled Gaussian": (lv, lv * 0.9),
+            "MC-Dropout — conformal": (lv, lv),
+        }
+    )
     assert _by_name(rel, "Lévy — scaled Gaussian").line.color == charts.LEVY
     assert _by_name(rel, "MC-Dropout — conformal").line.dash == "dash"
     assert _by_name(rel, "MC-Dropout — conformal").line.color == charts.MC
     assert _by_name(rel, "ideal").x == (0, 1)
     _titled(rel)
     rng = np.random.default_rng(0)
-    pit = charts.pit_figure({"Lévy": rng.uniform(size=500), "MC-Dropout": rng.uniform(size=500)}, bins=10)
+    pit = charts.pit_figure(
+        {"Lévy": rng.uniform(size=500), "MC-Dropout": rng.uniform(size=500)}, bins=10
+    )
     bars = [t for t in pit.data if t.type == "bar"]
     assert [b.name for b in bars] == ["Lévy", "MC-Dropout"]
     assert np.sum(np.asarray(bars[0].y) * 0.1) == pytest.approx(1.0)  # a density
     _titled(pit)
     cov = np.linspace(0, 1, 11)
-    risk = charts.risk_coverage_figure({"Lévy": (cov, cov), "MC-Dropout": (cov, cov)}, oracle=(cov, cov / 2))
+    risk = charts.risk_coverage_figure(
+        {"Lévy": (cov, cov), "MC-Dropout": (cov, cov)}, oracle=(cov, cov / 2)
+    )
     assert {t.name for t in risk.data} == {"Lévy", "MC-Dropout", "oracle (sorted by actual error)"}
     _titled(risk)
 
 
 def test_timing_ranking_draws_training_data_figures():
-    timing = charts.timing_figure(pd.DataFrame({
-        "method": ["Lévy", "Lévy", "MC-Dropout (T=20)", "MC-Dropout (T=20)"],
-        "stage": ["training", "uncertainty on the test split"] * 2, "seconds": [1.0, 0.01, 2.0, 0.5]}))
+    timing = charts.timing_figure(
+        pd.DataFrame(
+            {
+                "method": ["Lévy", "Lévy", "MC-Dropout (T=20)", "MC-Dropout (T=20)"],
+                "stage": ["training", "uncertainty on the test split"] * 2,
+                "seconds": [1.0, 0.01, 2.0, 0.5],
+            }
+        )
+    )
     assert [t.name for t in timing.data] == ["training", "uncertainty on the test split"]
     assert list(timing.data[0].marker.color) == [charts.LEVY, charts.MC]
     _titled(timing)
-    ranked = pd.DataFrame({"rank": [1, 2], "series_id": ["a", "b"], "trust_score": [0.1, 0.2],
-                           "mean_n_eff": [3.0, 1.0], "mean_disagreement": [0.1, 0.2]})
+    ranked = pd.DataFrame(
+        {
+            "rank": [1, 2],
+            "series_id": ["a", "b"],
+            "trust_score": [0.1, 0.2],
+            "mean_n_eff": [3.0, 1.0],
+            "mean_disagreement": [0.1, 0.2],
+        }
+    )
     rf = charts.ranking_figure(ranked, highlight="b")
     assert list(rf.data[0].x) == ["a", "b"] and list(rf.data[0].marker.line.width) == [0.0, 2.5]
     _titled(rf)
     d = np.random.default_rng(1).normal(5.0, 0.1, 1000)
-    df = charts.draws_figure(d, mean=5.0, sigma=0.1, rmsd=float(np.sqrt(np.mean((d - 5) ** 2))), y_true=5.2)
+    df = charts.draws_figure(
+        d, mean=5.0, sigma=0.1, rmsd=float(np.sqrt(np.mean((d - 5) ** 2))), y_true=5.2
+    )
     assert df.data[0].type == "histogram" and len(df.data[0].x) == 1000
-    assert {"m ± σ̂ (closed form)", "m ± RMSD of the draws", "observed y"} <= {t.name for t in df.data}
+    assert {"m ± σ̂ (closed form)", "m ± RMSD of the draws", "observed y"} <= {
+        t.name for t in df.data
+    }
     assert len(df.layout.shapes) == 6  # m, m ± σ̂, m ± RMSD, y
     _titled(df)
-    hist = [{"model": m, "epoch": e, "train_loss": 1 / e, "val_loss": 1.5 / e}
-            for m in ("levy", "softmax") for e in (1, 2, 3)]
+    hist = [
+        {"model": m, "epoch": e, "train_loss": 1 / e, "val_loss": 1.5 / e}
+        for m in ("levy", "softmax")
+        for e in (1, 2, 3)
+    ]
     tf = charts.training_figure(hist)
     assert {t.line.color for t in tf.data} == {charts.LEVY, charts.MC}
     _titled(tf)
     gaps = charts.gap_histogram(np.array([0.01, 0.1, 0.1, 1.0, 0.0, np.nan]))
     assert sum(gaps.data[0].y) == 4  # zero and NaN gaps are not counted
     _titled(gaps)
-    frame = pd.DataFrame({"series_id": ["a"] * 3, "channel": ["x", "y", "x"], "time": [0.0, 1.0, 2.0],
-                          "value": [1.0, 2.0, 3.0]})
+    frame = pd.DataFrame(
+        {
+            "series_id": ["a"] * 3,
+            "channel": ["x", "y", "x"],
+            "time": [0.0, 1.0, 2.0],
+            "value": [1.0, 2.0, 3.0],
+        }
+    )
     _titled(charts.channel_counts_figure(frame))
     tl = charts.series_timeline(frame, "a")
     assert list(tl.data[0].x) == [0.0, 1.0, 2.0]

@@ -33,12 +33,40 @@ ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "dashboard" / "app.py"
 CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = Path(os.environ.get("LEVY_SCREENSHOT_DIR", ROOT / "docs" / "screenshots"))
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 CHART = '[data-testid="stPlotlyChart"] .main-svg'
 STATUS = '[data-testid="stStatusWidget"]'
 EXCEPTION = '[data-testid="stException"]'
 WIDTH = 1440
+# index of the scatter point (a query of another series) farthest from every other point, so
+# that a click on it cannot pick a neighbour ("closest" hover picks the nearest point)
+ISOLATED_POINT = """(sid) => {
+    const gd = document.querySelectorAll('.js-plotly-plot')[1];
+    const cd = gd._fullData[0].customdata;
+    const pts = [...gd.querySelectorAll('.scatterlayer .trace')].flatMap(t =>
+        [...t.querySelectorAll('path.point')].map(p => p.getBoundingClientRect()));
+    const mine = [...gd.querySelectorAll('.scatterlayer .trace')[0].querySelectorAll('path.point')]
+        .map(p => p.getBoundingClientRect());
+    let best = -1, bestGap = -1;
+    mine.forEach((r, i) => {
+        if (String(cd[i][0]) === sid) return;
+        let gap = Infinity;
+        for (const q of pts) {
+            if (q === r) continue;
+            const d = Math.hypot(q.x - r.x, q.y - r.y);
+            if (d > 0.5 && d < gap) gap = d;
+        }
+        if (gap > bestGap) { bestGap = gap; best = i; }
+    });
+    return best; }"""
 
 
 def _need_browser():
@@ -51,7 +79,9 @@ def _need_browser():
         pytest.skip("playwright is not installed")
     if not CHROMIUM.exists():
         if required:
-            pytest.fail(f"LEVY_REQUIRE_BROWSER=1 but {CHROMIUM} is missing (apt-get install chromium)")
+            pytest.fail(
+                f"LEVY_REQUIRE_BROWSER=1 but {CHROMIUM} is missing (apt-get install chromium)"
+            )
         pytest.skip(f"{CHROMIUM} is missing")
     return sync_playwright
 
@@ -66,12 +96,31 @@ def _free_port() -> int:
 def server(tmp_path):
     """``streamlit run`` on a free port with the default (short) fit; yields the URL."""
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("LEVY_DASHBOARD_FAST", "LEVY_DASHBOARD_DATA")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("LEVY_DASHBOARD_FAST", "LEVY_DASHBOARD_DATA")
+    }
     log = open(tmp_path / "streamlit.log", "w")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true", "--server.port",
-         str(port), "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(APP),
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     pid = proc.pid  # ours alone: only this PID is stopped
     url = f"http://127.0.0.1:{port}"
     try:
@@ -85,7 +134,9 @@ def server(tmp_path):
                 pass
             if proc.poll() is not None or time.time() > deadline:
                 log.flush()
-                pytest.fail(f"streamlit did not start:\n{(tmp_path / 'streamlit.log').read_text()[-3000:]}")
+                pytest.fail(
+                    f"streamlit did not start:\n{(tmp_path / 'streamlit.log').read_text()[-3000:]}"
+                )
             time.sleep(0.3)
         yield url
     finally:
@@ -112,7 +163,8 @@ def _drawn_charts(page) -> int:
     """Charts whose figure has traces and whose SVG has drawn marks (not a blank frame)."""
     return page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')].filter(gd =>
         gd.data && gd.data.length > 0 &&
-        gd.querySelectorAll('.main-svg path, .main-svg rect.bg, .main-svg text').length > 10).length""")
+        gd.querySelectorAll('.main-svg path, .main-svg rect.bg, .main-svg text').length > 10
+        ).length""")
 
 
 def _shot(page, name: str) -> Path:
@@ -133,8 +185,11 @@ def _shot(page, name: str) -> Path:
 def _tab(page, label: str, min_charts: int) -> None:
     page.get_by_role("tab", name=label, exact=True).click()
     _idle(page)
-    page.wait_for_function(f"""() => [...document.querySelectorAll('.js-plotly-plot')]
-        .filter(gd => gd.data && gd.data.length).length >= {min_charts}""", timeout=120_000)
+    page.wait_for_function(
+        f"""() => [...document.querySelectorAll('.js-plotly-plot')]
+        .filter(gd => gd.data && gd.data.length).length >= {min_charts}""",
+        timeout=120_000,
+    )
     assert _drawn_charts(page) >= min_charts, f"{label}: fewer than {min_charts} drawn charts"
 
 
@@ -159,25 +214,38 @@ def _click_heldout_point(page) -> None:
         gap = abs(box["y"] - (mean_path["y"] + mean_path["height"] / 2))
         if gap > best_gap:
             best, best_gap = i, gap
+    points.nth(best).scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
     box = points.nth(best).bounding_box()
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+
+
+def _selected_text(page) -> str:
+    """The "Selected query: series …, channel …, t = …" line."""
+    return page.locator('[data-testid="stMarkdown"]', has_text="Selected query").first.inner_text()
 
 
 def _long_csv(path: Path, n_series: int = 16) -> Path:
     df = pd.read_csv(ROOT / "sample_data" / "synthetic_multichannel.csv", dtype={"series_id": str})
     keep = sorted(df["series_id"].unique())[-n_series:]
-    df = df[df["series_id"].isin(keep)].rename(columns={"series_id": "patient", "channel": "variable"})
+    df = df[df["series_id"].isin(keep)].rename(
+        columns={"series_id": "patient_id", "channel": "variable"}
+    )
     df.to_csv(path, index=False)
     return path
 
 
 def test_dashboard_in_chromium(server, tmp_path):
     sync_playwright = _need_browser()
+    from playwright.sync_api import TimeoutError as PwTimeout
+
     csv = _long_csv(tmp_path / "my_sensors.csv")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         try:
-            context = browser.new_context(viewport={"width": WIDTH, "height": 1400}, accept_downloads=True)
+            context = browser.new_context(
+                viewport={"width": WIDTH, "height": 1400}, accept_downloads=True
+            )
             page = context.new_page()
             errors: list[str] = []
             page.on("pageerror", lambda e: errors.append(str(e)))
@@ -189,8 +257,19 @@ def test_dashboard_in_chromium(server, tmp_path):
             assert page.get_by_text("on sample: Synthetic multichannel").count() > 0
 
             # 2. upload a CSV; the app refits on it and redraws
-            page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(csv))
-            page.get_by_text("on upload: my_sensors.csv", exact=False).first.wait_for(timeout=180_000)
+            page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(
+                str(csv)
+            )
+            try:  # the live progress bar while it fits (seconds long; not asserted)
+                page.get_by_text("calibration MSE", exact=False).first.wait_for(timeout=30_000)
+                page.wait_for_timeout(300)
+                SHOTS.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(SHOTS / "fitting.png"))
+            except PwTimeout:
+                pass
+            page.get_by_text("on upload: my_sensors.csv", exact=False).first.wait_for(
+                timeout=180_000
+            )
             _idle(page)
             assert _drawn_charts(page) >= 2
 
@@ -199,22 +278,46 @@ def test_dashboard_in_chromium(server, tmp_path):
             page.get_by_text("Selected query", exact=False).first.wait_for(timeout=60_000)
             _idle(page)
             drawn = page.evaluate("""() => document.querySelectorAll('.js-plotly-plot')[0]
-                ._fullData.filter(t => t.name && t.name.startsWith('drawn on by the query')).length""")
+                ._fullData.filter(t => t.name && t.name.startsWith('drawn on by the query'))
+                .length""")
             assert drawn == 1
-            # ... and one on the evidence scatter (it opens that query's series)
-            scatter_pt = page.locator(".js-plotly-plot").nth(1).locator(".scatterlayer .trace").first \
-                .locator("path.point").nth(3)
-            box = scatter_pt.bounding_box()
+            # ... and one on the evidence scatter: a query of another series, which it opens
+            before = _selected_text(page)
+            series_now = before.split("series ", 1)[1].split(",", 1)[0]
+            index = page.evaluate(ISOLATED_POINT, series_now)
+            assert index >= 0, "no held-out query of another series on the scatter"
+            point = (
+                (page.locator(".js-plotly-plot").nth(1).locator(".scatterlayer .trace").first)
+                .locator("path.point")
+                .nth(index)
+            )
+            point.scroll_into_view_if_needed()
+            page.wait_for_timeout(300)
+            box = point.bounding_box()
             page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            page.wait_for_function(
+                """(old) => [...document.querySelectorAll('[data-testid="stMarkdown"]')]
+                    .some(m => m.innerText.includes('Selected query')
+                               && !m.innerText.includes(old))""",
+                arg=before,
+                timeout=60_000,
+            )
             _idle(page)
+            after = _selected_text(page)
+            assert after != before and f"series {series_now}," not in after
             assert page.get_by_text("Attention weight by channel", exact=False).count() > 0
             page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTo(0, 0)")
             _shot(page, "band")
 
             # 4. every other panel, one screenshot each
-            for label, name, charts in [("Data", "data", 3), ("Fit", "fit", 1), ("MC-Dropout", "mc_dropout", 2),
-                                        ("Calibration", "calibration", 3), ("Trust ranking", "ranking", 1),
-                                        ("Check the identity", "identity", 1)]:
+            for label, name, charts in [
+                ("Data", "data", 3),
+                ("Fit", "fit", 1),
+                ("MC-Dropout", "mc_dropout", 2),
+                ("Calibration", "calibration", 3),
+                ("Trust ranking", "ranking", 1),
+                ("Check the identity", "identity", 1),
+            ]:
                 _tab(page, label, charts)
                 _shot(page, name)
                 page.set_viewport_size({"width": WIDTH, "height": 1400})
@@ -228,12 +331,18 @@ def test_dashboard_in_chromium(server, tmp_path):
             text = report.read_text(encoding="utf-8")
             assert re.search(r"<script[^>]*\bsrc\s*=", text, re.IGNORECASE) is None
             offline = browser.new_context(viewport={"width": 1200, "height": 1000})
-            offline.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
-                          else route.abort())
+            offline.route(
+                "**/*",
+                lambda route: (
+                    route.continue_() if route.request.url.startswith("file:") else route.abort()
+                ),
+            )
             rp = offline.new_page()
             rp.goto(report.as_uri())
-            rp.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 5",
-                                 timeout=60_000)
+            rp.wait_for_function(
+                "() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 5",
+                timeout=60_000,
+            )
             offline.close()
 
             assert page.locator(EXCEPTION).count() == 0
