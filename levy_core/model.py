@@ -196,8 +196,14 @@ class SoftmaxCrossAttention(nn.Module):
         q = self.q_proj(queries).view(B, M, self.h, self.hd).transpose(1, 2)  # (B, H, M, hd)
         k = self.k_proj(keys).view(B, N, self.h, self.hd).transpose(1, 2)  # (B, H, N, hd)
         v = self.v_proj(values).view(B, N, self.h, self.hd).transpose(1, 2)  # (B, H, N, hd)
-        bias = torch.where(mask > 0, 0.0, -1e4).to(q.dtype)[:, None, None, :]  # (B, 1, 1, N)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)  # (B, H, M, hd)
+        # The padding mask enters as an extra key column (a bias picked by a constant query
+        # column), not as attn_mask: with a mask CPU SDPA falls back to its slow math path,
+        # which would make every MC-Dropout pass ~10× dearer than it needs to be.
+        bias = torch.where(mask > 0, 0.0, -1e4).to(q.dtype)[:, None, :, None].expand(B, self.h, N, 1)
+        q = torch.cat([q * self.hd**-0.5, q.new_ones(B, self.h, M, 1)], dim=-1)  # (B, H, M, hd + 1)
+        k = torch.cat([k, bias], dim=-1)  # (B, H, N, hd + 1)
+        v = torch.cat([v, v.new_zeros(B, self.h, N, 1)], dim=-1)  # (B, H, N, hd + 1)
+        out = F.scaled_dot_product_attention(q, k, v, scale=1.0)[..., :self.hd]  # (B, H, M, hd)
         out = F.dropout(out.transpose(1, 2).reshape(B, M, self.h * self.hd), self.p, self.training)
         return self.readout(out)[..., 0]  # (B, M)
 

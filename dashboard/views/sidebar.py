@@ -134,6 +134,7 @@ def _fit_section(
     task = sb.radio(
         "Task",
         ["forecast", "interpolate"],
+        index=["forecast", "interpolate"].index(d.task),
         key="fit_task",
         horizontal=True,
         format_func={"forecast": "Forecast", "interpolate": "Interpolation"}.get,
