@@ -52,6 +52,10 @@ _MASKED_SCORE = -1.0e4
 # Terms of the Poisson series used for φ_count below the switch to the asymptotic series.
 _COUNT_SERIES_TERMS = 120
 _COUNT_ASYMPTOTIC_FROM = 32.0
+# PyTorch's CPU flash-attention kernel, which also returns the per-query log-sum-exp (= log Λ
+# here). Private API: used only for inference on CPU, with the public null-key path as the
+# fallback whenever it is missing, fails, or autograd needs the evidence's gradient.
+_FLASH_CPU_WITH_LSE = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
 
 
 class LevyOutput(NamedTuple):
@@ -289,9 +293,21 @@ def _fused(
     kappa_c = kappa.clamp(max=KAPPA_MAX)
     c = log_total_w.unsqueeze(-1).unsqueeze(-1) - kappa_c  # (..., 1, 1)
 
-    # Each augmented tensor is written once into a fresh buffer: the extra cost is O((Q+K)·D).
+    # Without autograd, temporaries are reused in place (fewer allocations and page faults):
+    # the extra cost beyond SDPA stays a few passes over O((Q+K)·D) memory.
+    in_place = not torch.is_grad_enabled() or not any(
+        t.requires_grad for t in (q, k, v, kappa) + ((key_weight,) if key_weight is not None else ()))
+
+    if in_place and q.device.type == "cpu" and _FLASH_CPU_WITH_LSE is not None:
+        try:
+            return _fused_cpu_inference(q, k, v, kappa, key_weight, batch)
+        except RuntimeError:  # a kernel that refuses these inputs: take the public path
+            pass
+
+    # Each augmented tensor is written once into a fresh buffer.
     q_aug = q.new_empty(*batch, n_q, width)
-    q_aug[..., :E] = kappa * F.normalize(q, dim=-1)  # scores κ·cos (broadcasts into the buffer)
+    q_hat = F.normalize(q, dim=-1)
+    q_aug[..., :E] = q_hat.mul_(kappa) if in_place else kappa * q_hat  # scores κ·cos
     q_aug[..., E] = 1.0  # picks the key's bias column
     q_aug[..., E + 1:] = 0.0
 
@@ -306,7 +322,7 @@ def _fused(
     v_c, v_bar = _centre(v, key_weight)
     v_aug = v.new_empty(*batch, n_k + 1, width)
     v_aug[..., :n_k, :D] = v_c
-    v_aug[..., :n_k, D] = (v_c * v_c).sum(-1)  # second-moment column
+    v_aug[..., :n_k, D] = torch.linalg.vector_norm(v_c, dim=-1).square()  # second-moment column
     v_aug[..., :n_k, D + 1:] = 0.0
     v_aug[..., n_k, :] = 0.0
     v_aug[..., n_k, D + 1] = 1.0  # one-hot: the null key's weight
@@ -322,15 +338,56 @@ def _fused(
     r = out[..., D + 1]  # e^c / (e^c + Λ)
     real_mass = 1.0 - r  # Λ / (e^c + Λ) ≥ 1/2
     inv_mass = 1.0 / real_mass
-    mean_c = out[..., :D] * inv_mass.unsqueeze(-1)  # (..., Q, D)
+    if in_place:  # SDPA's output is not needed for a backward pass: rescale it where it is
+        mean_c = out[..., :D].mul_(inv_mass.unsqueeze(-1))  # (..., Q, D)
+    else:
+        mean_c = out[..., :D] * inv_mass.unsqueeze(-1)
     second = out[..., D] * inv_mass
-    disagreement = (second - (mean_c * mean_c).sum(-1)).clamp_min(0.0)
+    disagreement = (second - torch.linalg.vector_norm(mean_c, dim=-1).square()).clamp_min(0.0)
     tiny = torch.finfo(dtype).tiny
     log_evidence = c.squeeze(-1) + torch.log(real_mass) - torch.log(r.clamp_min(tiny))  # (..., Q)
     if key_weight is not None:
         all_masked = (key_weight <= 0).all(dim=-1, keepdim=True)
         log_evidence = torch.where(all_masked, torch.full_like(log_evidence, -math.inf), log_evidence)
-    return mean_c + v_bar, disagreement, log_evidence
+    mean = mean_c.add_(v_bar) if in_place else mean_c + v_bar
+    return mean, disagreement, log_evidence
+
+
+def _fused_cpu_inference(
+    q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | None, batch: torch.Size
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The fused pass with the kernel's own log-sum-exp: no null key, one column fewer.
+
+    Values carry ``[v_i - v̄, ||v_i - v̄||²]`` and queries/keys ``[κ q̂, 1]`` / ``[k̂, log w_i]``;
+    the kernel returns the weighted mean, the second moment and ``log Λ`` in one call.
+    """
+    E, D = q.shape[-1], v.shape[-1]
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    width = max(E + 1, D + 1)
+    q_aug = q.new_empty(*batch, n_q, width)
+    q_aug[..., :E] = F.normalize(q, dim=-1).mul_(kappa)  # scores κ·cos
+    q_aug[..., E] = 1.0  # picks the key's bias column
+    q_aug[..., E + 1:] = 0.0
+    k_aug = k.new_empty(*batch, n_k, width)
+    k_aug[..., :E] = F.normalize(k, dim=-1)
+    log_w = _log_weights(key_weight, k)
+    k_aug[..., E] = 0.0 if log_w is None else log_w  # additive log w_i
+    k_aug[..., E + 1:] = 0.0
+    v_c, v_bar = _centre(v, key_weight)
+    v_aug = v.new_empty(*batch, n_k, width)
+    v_aug[..., :D] = v_c
+    v_aug[..., D] = torch.linalg.vector_norm(v_c, dim=-1).square()  # second-moment column
+    v_aug[..., D + 1:] = 0.0
+    out, lse = _FLASH_CPU_WITH_LSE(q_aug.reshape(-1, 1, n_q, width), k_aug.reshape(-1, 1, n_k, width),
+                                   v_aug.reshape(-1, 1, n_k, width), scale=1.0)[:2]
+    out = out.reshape(*batch, n_q, width)  # (..., Q, width)
+    log_evidence = lse.reshape(*batch, n_q).to(q.dtype)  # (..., Q)
+    mean_c = out[..., :D]
+    disagreement = (out[..., D] - torch.linalg.vector_norm(mean_c, dim=-1).square()).clamp_min(0.0)
+    if key_weight is not None:
+        all_masked = (key_weight <= 0).all(dim=-1, keepdim=True)
+        log_evidence = torch.where(all_masked, torch.full_like(log_evidence, -math.inf), log_evidence)
+    return mean_c.add_(v_bar), disagreement, log_evidence
 
 
 class LevyHeadsOutput(NamedTuple):

@@ -1164,7 +1164,7 @@ class ChannelScaler:
             A copy with the same columns, ``value`` rescaled.
         """
         lo, rng = self._lookup(frame["channel"].to_numpy())
-        out = frame.copy()
+        out = frame.copy(deep=False)  # copy-on-write: only the value column is new
         out["value"] = (frame["value"].to_numpy(dtype=np.float64) - lo) / rng
         return out
 

@@ -243,7 +243,7 @@ def fit(
 
 def _builder(fitted: FittedModel, obs: Observations) -> EpisodeBuilder:
     frame = _model_frame(obs, fitted.split)
-    return EpisodeBuilder(fitted.scaler.transform(frame), fitted.channels, fitted.task, seed=fitted.train_config.seed)
+    return EpisodeBuilder(frame, fitted.channels, fitted.task, seed=fitted.train_config.seed, scaler=fitted.scaler)
 
 
 def _head_summary(out_log_ev: torch.Tensor, out_dis: torch.Tensor, n_eff: torch.Tensor) -> tuple[np.ndarray, ...]:
@@ -664,8 +664,8 @@ def rank(fitted: FittedModel, obs: Observations, *, points_per_channel: int = 2,
             else:
                 t = np.linspace(s.time.min(), s.time.max(), points_per_channel)
             chans = np.unique(s.channel[ctx]) if len(ctx) else np.unique(s.channel)
-            items.append((sid, np.tile(t, len(chans)), np.repeat(chans, len(t))))
-        batch = builder.query_batch(items)
+            items.append((sid, ctx, np.tile(t, len(chans)), np.repeat(chans, len(t))))
+        batch = builder.collate(items)
         out = fitted.levy(batch)
         mask = batch.qry_mask  # (B, M)
         denom = mask.sum(1).clamp_min(1.0)

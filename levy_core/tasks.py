@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from levy_core.data import DataError
+from levy_core.data import ChannelScaler, DataError
 from levy_core.model import Batch
 
 __all__ = [
@@ -167,26 +167,33 @@ class EpisodeBuilder:
     Parameters
     ----------
     frame : DataFrame
-        Columns series_id, channel, time, value (value already normalised).
+        Columns series_id, channel, time, value (normalised already, or by ``scaler``).
     channels : list of str
         Channel vocabulary; position = embedding index.
     task : TaskConfig
         Resolved task (``cutoff`` set for forecasts).
     seed : int
         Seeds the fixed interpolation hold-out of evaluation episodes.
+    scaler : ChannelScaler, optional
+        Min-max normalisation to apply to ``value``.
     """
 
-    def __init__(self, frame: pd.DataFrame, channels: list[str], task: TaskConfig, seed: int = 0) -> None:
+    def __init__(self, frame: pd.DataFrame, channels: list[str], task: TaskConfig, seed: int = 0,
+                 scaler: ChannelScaler | None = None) -> None:
         self.task, self.seed = task, seed
         self.channel_index = {c: i for i, c in enumerate(channels)}
-        unknown = set(frame["channel"].unique()) - set(self.channel_index)
+        channel_codes, uniques = pd.factorize(frame["channel"])  # one pass over the strings
+        unknown = set(uniques) - set(self.channel_index)
         if unknown:
             raise DataError(f"channels the model was not trained on: {sorted(unknown)[:5]}; "
                             "predict only channels present in the training data")
-        channel_codes, uniques = pd.factorize(frame["channel"])
         codes = np.array([self.channel_index[c] for c in uniques], np.int64)[channel_codes]
         self.series: dict[str, SeriesArrays] = {}
         times, values = frame["time"].to_numpy(np.float64), frame["value"].to_numpy(np.float64)
+        if scaler is not None:  # normalise here, by channel code (no second pass over strings)
+            lo = np.array([scaler.minimum[c] for c in channels])
+            span = np.array([scaler.maximum[c] - scaler.minimum[c] for c in channels])
+            values = (values - lo[codes]) / span[codes]
         for sid, idx in frame.groupby("series_id", sort=True).indices.items():
             self.series[str(sid)] = SeriesArrays(times[idx], codes[idx], values[idx], np.asarray(idx))
 
@@ -228,17 +235,18 @@ class EpisodeBuilder:
             s = self.series[sid]
             ctx, qry = self.split_indices(sid, rng)
             parts.append((sid, ctx, s.time[qry], s.channel[qry], s.value[qry], s.row[qry]))
-        batch = self._collate([(sid, ctx, t, c) for sid, ctx, t, c, _, _ in parts],
+        batch = self.collate([(sid, ctx, t, c) for sid, ctx, t, c, _, _ in parts],
                               targets=[p[4] for p in parts])
         return batch, [p[5] for p in parts]
 
     def query_batch(self, items: list[tuple[str, np.ndarray, np.ndarray]]) -> Batch:
         """Episodes with arbitrary queries: items of (series_id, query times, query channel codes);
         the context is the series' fixed-episode context."""
-        return self._collate([(sid, self.split_indices(sid)[0], t, c) for sid, t, c in items])
+        return self.collate([(sid, self.split_indices(sid)[0], t, c) for sid, t, c in items])
 
-    def _collate(self, parts: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]],
+    def collate(self, parts: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]],
                  targets: list[np.ndarray] | None = None) -> Batch:
+        """Pad parts of (series_id, context positions, query times, query channel codes)."""
         B = len(parts)
         N = max(1, max(len(ctx) for _, ctx, _, _ in parts))
         M = max(1, max(len(t) for _, _, t, _ in parts))

@@ -10,11 +10,20 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from levy_core import LevyAttention, levy_attention
+from levy_core import LevyAttention, attention, levy_attention
 from levy_core.attention import KAPPA_MAX, log_phi
 
 IMPLS = ["fused", "reference"]
 PHIS = ["rate", "count"]
+
+
+@pytest.fixture(autouse=True, params=["lse-kernel", "null-key"])
+def fused_variant(request, monkeypatch):
+    """Every test runs on both fused variants: the CPU kernel's own log-sum-exp (inference)
+    and the public null-key construction (autograd, other devices)."""
+    if request.param == "null-key":
+        monkeypatch.setattr(attention, "_FLASH_CPU_WITH_LSE", None)
+    return request.param
 
 
 def brute_force(q, k, v, kappa, key_weight=None, phi="rate"):
