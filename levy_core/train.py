@@ -34,7 +34,7 @@ class TrainConfig:
     batch_size: int | None = None  # series per step; None: n_train // 8 clipped to [4, 32]
     lr: float = 3e-3  # Adam learning rate
     weight_decay: float = 1e-5  # Adam weight decay
-    patience: int = 6  # early stopping: epochs without calibration-loss improvement
+    patience: int = 6  # early stopping: epochs (and ≥ 60 steps) without calibration-loss improvement
     nll_weight: float = 0.0  # Lévy only: weight of the Gaussian NLL term with c·σ̂
     max_seconds: float | None = None  # wall-clock budget per model (None: no limit)
     seed: int = 0  # seeds initialisation, shuffling and hold-outs
@@ -72,6 +72,9 @@ class TrainResult:
     epochs_run: int
     seconds: float
     history: list[dict] = field(default_factory=list)
+
+
+MIN_PATIENCE_STEPS = 60
 
 
 def auto_batch_size(n_train: int) -> int:
@@ -139,6 +142,10 @@ def train_model(
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, cfg.epochs), eta_min=cfg.lr / 10)
     val_ids = val_ids or train_ids
     batch_size = cfg.batch_size or auto_batch_size(len(train_ids))
+    # Patience counted in epochs would mean a handful of optimiser steps on small data (where
+    # the calibration loss is also noisiest): wait at least MIN_PATIENCE_STEPS steps.
+    n_batches = math.ceil(len(train_ids) / batch_size)
+    patience = max(cfg.patience, math.ceil(MIN_PATIENCE_STEPS / n_batches))
     best = (math.inf, 0, copy.deepcopy(model.state_dict()))
     history: list[dict] = []
     start = time.perf_counter()
@@ -164,7 +171,7 @@ def train_model(
         elapsed = time.perf_counter() - start
         history.append({"epoch": epoch, "train_loss": float(np.mean(losses)), "val_loss": val})
         per_epoch = elapsed / epoch
-        stop_patience = epoch - best[1] >= cfg.patience
+        stop_patience = epoch - best[1] >= patience
         stop_budget = cfg.max_seconds is not None and elapsed + per_epoch > cfg.max_seconds
         eta = 0.0 if (stop_patience or stop_budget) else per_epoch * (cfg.epochs - epoch)
         if progress is not None:

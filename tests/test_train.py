@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from levy_core import train
 from levy_core.data import ChannelScaler
 from levy_core.model import LevyModel, ModelConfig, SoftmaxTwin
 from levy_core.synthetic import CHANNELS, make_synthetic
@@ -115,9 +116,10 @@ def test_progress_is_called_once_per_epoch_with_sane_fields(problem) -> None:
     assert events[-1].seconds <= result.seconds
 
 
-def test_early_stopping_keeps_the_best_epoch(problem) -> None:
+def test_early_stopping_keeps_the_best_epoch(problem, monkeypatch) -> None:
     builder, train_ids, val_ids = problem
     torch.manual_seed(123)
+    monkeypatch.setattr(train, "MIN_PATIENCE_STEPS", 0)  # patience in epochs only, for this test
 
     def sabotage(p: Progress) -> None:
         # after the first epoch, scramble the weights: later epochs cannot beat epoch 1
@@ -144,6 +146,25 @@ def test_early_stopping_keeps_the_best_epoch(problem) -> None:
     final = evaluate_loss(model, builder, val_ids, 64)
     assert final == pytest.approx(result.best_val_loss, rel=1e-6)
     assert final != pytest.approx(vals[-1], rel=1e-3)
+
+
+def test_patience_waits_a_minimum_number_of_steps_on_small_data(problem) -> None:
+    """With few batches per epoch, 2 epochs of patience would be a handful of steps."""
+    builder, train_ids, val_ids = problem
+    torch.manual_seed(123)
+
+    def sabotage(p: Progress) -> None:
+        with torch.no_grad():
+            for param in model.parameters():
+                param.add_(torch.randn_like(param) * 3.0)
+
+    model = new_model()
+    n_batches = -(-len(train_ids) // 4)
+    needed = max(2, -(-train.MIN_PATIENCE_STEPS // n_batches))
+    result = train_model(model, builder, train_ids, val_ids,
+                         TrainConfig(epochs=needed + 5, batch_size=4, patience=2, lr=1e-3),
+                         progress=sabotage)
+    assert result.epochs_run == min(needed + 5, result.best_epoch + needed)
 
 
 def test_time_budget_stops_with_zero_eta(problem) -> None:
