@@ -187,6 +187,13 @@ class SoftmaxCrossAttention(nn.Module):
         d_index = cfg.d_time + cfg.d_channel
         self.q_proj = nn.Linear(d_index, cfg.num_heads * cfg.head_dim)
         self.k_proj = self.q_proj  # tied, as in the Lévy model: only the operator differs
+        # Start as sharp as the Lévy model (logits ≈ κ_init·cos on the unit-norm index codes):
+        # with W ~ N(0, σ²), E[(Wx)·(Wx')] = head_dim·σ²·x·x', and x·x' = 2 cos here. With
+        # PyTorch's default (much smaller) init the twin sits at near-uniform attention and
+        # learns nothing within a short budget — a strawman, not a comparison.
+        with torch.no_grad():
+            self.q_proj.weight.normal_(0.0, math.sqrt(cfg.kappa_init * cfg.head_dim**0.5 / (2 * cfg.head_dim)))
+            self.q_proj.bias.zero_()
         self.v_proj = nn.Linear(cfg.d_model, cfg.num_heads * cfg.head_dim)
         self.readout = nn.Linear(cfg.num_heads * cfg.head_dim, 1)
 
