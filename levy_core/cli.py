@@ -10,7 +10,6 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -168,7 +167,10 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
     cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.headless", str(args.headless).lower(),
            "--server.port", str(args.port), "--browser.gatherUsageStats", "false"]
     print(f"starting the dashboard on http://localhost:{args.port}", file=sys.stderr)
-    return subprocess.call(cmd, env=env, cwd=str(_REPO))
+    os.chdir(_REPO)
+    # replace this process: Ctrl-C and kill reach Streamlit itself, nothing is left behind
+    os.execvpe(cmd[0], cmd, env)
+    return 0  # pragma: no cover - execvpe does not return
 
 
 def _add_data(parser: argparse.ArgumentParser) -> None:
