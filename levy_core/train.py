@@ -34,7 +34,7 @@ class TrainConfig:
     batch_size: int | None = None  # series per step; None: n_train // 8 clipped to [4, 32]
     lr: float = 3e-3  # Adam learning rate
     weight_decay: float = 1e-5  # Adam weight decay
-    patience: int = 6  # early stopping: epochs (and ≥ 60 steps) without calibration-loss improvement
+    patience: int = 6  # early stopping: epochs (and ≥ 200 steps) without calibration-loss improvement
     nll_weight: float = 0.0  # Lévy only: weight of the Gaussian NLL term with c·σ̂
     max_seconds: float | None = None  # wall-clock budget per model (None: no limit)
     seed: int = 0  # seeds initialisation, shuffling and hold-outs
@@ -74,7 +74,7 @@ class TrainResult:
     history: list[dict] = field(default_factory=list)
 
 
-MIN_PATIENCE_STEPS = 60
+MIN_PATIENCE_STEPS = 200
 
 
 def auto_batch_size(n_train: int) -> int:
@@ -143,7 +143,7 @@ def train_model(
     val_ids = val_ids or train_ids
     batch_size = cfg.batch_size or auto_batch_size(len(train_ids))
     # Patience counted in epochs would mean a handful of optimiser steps on small data (where
-    # the calibration loss is also noisiest): wait at least MIN_PATIENCE_STEPS steps.
+    # the calibration loss is also noisiest): wait at least MIN_PATIENCE_STEPS steps (the loss often plateaus early on).
     n_batches = math.ceil(len(train_ids) / batch_size)
     patience = max(cfg.patience, math.ceil(MIN_PATIENCE_STEPS / n_batches))
     best = (math.inf, 0, copy.deepcopy(model.state_dict()))
