@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import os
 import sys
 from pathlib import Path
 
@@ -26,7 +27,8 @@ if str(ROOT) not in sys.path:
 
 from levy_core.synthetic import make_synthetic  # noqa: E402
 
-DEFAULT_PHYSIONET = "../shared/data/physionet2012/set-a-long.csv.gz"
+# The full set A is not shipped: pass its path, or set LEVY_PHYSIONET_LONG_CSV.
+DEFAULT_PHYSIONET = os.environ.get("LEVY_PHYSIONET_LONG_CSV", "set-a-long.csv.gz")
 PHYSIONET_SEED = 2012
 PHYSIONET_PATIENTS = 300
 SYNTHETIC_SEED = 0
