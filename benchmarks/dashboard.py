@@ -28,10 +28,11 @@ import signal
 import socket
 import statistics
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
+
+from levy_core.cli import streamlit_command
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "dashboard" / "app.py"
@@ -74,19 +75,7 @@ def first_band(runs: int) -> list[tuple[float, float]]:
             page = browser.new_page(viewport={"width": 1400, "height": 1200})
             t0 = time.perf_counter()
             proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "streamlit",
-                    "run",
-                    str(APP),
-                    "--server.headless",
-                    "true",
-                    "--server.port",
-                    str(port),
-                    "--browser.gatherUsageStats",
-                    "false",
-                ],
+                streamlit_command(port),
                 cwd=ROOT,
                 env=env,
                 stdout=subprocess.DEVNULL,

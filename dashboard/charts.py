@@ -295,54 +295,27 @@ def band_figure(
         row=2,
         col=1,
     )
-    fig.add_trace(
-        go.Scatter(
-            x=t,
-            y=g["disagreement"],
-            mode="lines",
-            line={"color": DISAGREEMENT, "width": 2},
-            name="tr Σ (disagreement)",
-            hovertemplate="t = %{x:.2f} h<br>tr Σ %{y:.3g}<extra>disagreement</extra>",
-        ),
-        row=3,
-        col=1,
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=t,
-            y=g["evidence_term"],
-            mode="lines",
-            line={"color": EVIDENCE, "width": 2},
-            name="½ log φ(Λ): evidence share of log σ̂",
-            hovertemplate="t = %{x:.2f} h<br>½ log φ(Λ) %{y:.2f}<extra>evidence</extra>",
-        ),
-        row=4,
-        col=1,
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=t,
-            y=g["disagreement_term"],
-            mode="lines",
-            line={"color": DISAGREEMENT, "width": 2},
-            name="½ log tr Σ: disagreement share of log σ̂",
-            hovertemplate="t = %{x:.2f} h<br>½ log tr Σ %{y:.2f}<extra>disagreement</extra>",
-        ),
-        row=4,
-        col=1,
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=t,
-            y=np.log(np.maximum(g["sigma"].to_numpy(np.float64), 1e-300)),
-            mode="lines",
-            line={"color": LEVY, "width": 1.5, "dash": "dot"},
-            name="log σ̂ (their sum)",
-            hovertemplate="t = %{x:.2f} h<br>log σ̂ %{y:.2f}<extra>Lévy</extra>",
-        ),
-        row=4,
-        col=1,
-    )
+    # the rows under the band: (row, y, colour, dash, name, hover label, trace group)
+    diagnostics = [
+        (3, g["disagreement"], DISAGREEMENT, None, "tr Σ (disagreement)", "tr Σ %{y:.3g}",
+         "disagreement"),
+        (4, g["evidence_term"], EVIDENCE, None, "½ log φ(Λ): evidence share of log σ̂",
+         "½ log φ(Λ) %{y:.2f}", "evidence"),
+        (4, g["disagreement_term"], DISAGREEMENT, None, "½ log tr Σ: disagreement share of log σ̂",
+         "½ log tr Σ %{y:.2f}", "disagreement"),
+        (4, np.log(np.maximum(g["sigma"].to_numpy(np.float64), 1e-300)), LEVY, "dot",
+         "log σ̂ (their sum)", "log σ̂ %{y:.2f}", "Lévy"),
+    ]
+    for row, y, colour, dash, name, label, group in diagnostics:
+        line = {"color": colour, "width": 1.5 if dash else 2}
+        if dash:
+            line["dash"] = dash
+        fig.add_trace(
+            go.Scatter(x=t, y=y, mode="lines", line=line, name=name,
+                       hovertemplate=f"t = %{{x:.2f}} h<br>{label}<extra>{group}</extra>"),
+            row=row,
+            col=1,
+        )
 
     if cutoff is not None:
         fig.add_vline(

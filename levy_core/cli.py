@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["main"]
+__all__ = ["main", "streamlit_command"]
 
 _REPO = Path(__file__).resolve().parent.parent
 
@@ -164,8 +164,7 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
         from levy_core.data import DataError
 
         raise DataError(f"the dashboard is not installed next to levy_core ({app} missing)")
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.headless", str(args.headless).lower(),
-           "--server.port", str(args.port), "--browser.gatherUsageStats", "false"]
+    cmd = streamlit_command(args.port, headless=args.headless)
     print(f"starting the dashboard on http://localhost:{args.port}", file=sys.stderr)
     os.chdir(_REPO)
     # replace this process: Ctrl-C and kill reach Streamlit itself, nothing is left behind
@@ -182,6 +181,13 @@ def _add_data(parser: argparse.ArgumentParser) -> None:
 def _add_model_and_data(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="model directory written by `levy fit`")
     _add_data(parser)
+
+
+def streamlit_command(port: int, *, headless: bool = True) -> list[str]:
+    """The command that serves the dashboard (also used by its browser test and benchmark)."""
+    return [sys.executable, "-m", "streamlit", "run", str(_REPO / "dashboard" / "app.py"),
+            "--server.headless", str(headless).lower(), "--server.port", str(port),
+            "--browser.gatherUsageStats", "false"]
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -15,18 +15,8 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import services
 from dashboard.charts import LEVY, MC
+from dashboard.state import PANELS
 from levy_core import pipeline
-
-PANELS = [
-    "Data",
-    "Fit",
-    "Predictive band",
-    "MC-Dropout",
-    "Calibration",
-    "Trust ranking",
-    "Check the identity",
-]
-
 
 # ----------------------------------------------------------------------------- helpers
 

@@ -19,7 +19,6 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -27,10 +26,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from levy_core.cli import streamlit_command
+
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
-APP = ROOT / "dashboard" / "app.py"
 CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = Path(os.environ.get("LEVY_SCREENSHOT_DIR", ROOT / "docs" / "screenshots"))
 ARGS = [
@@ -103,19 +103,7 @@ def server(tmp_path):
     }
     log = open(tmp_path / "streamlit.log", "w")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            str(APP),
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(port),
-            "--browser.gatherUsageStats",
-            "false",
-        ],
+        streamlit_command(port),
         cwd=ROOT,
         env=env,
         stdout=log,
