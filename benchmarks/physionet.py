@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 import torch
 from sklearn.model_selection import train_test_split
+from validity import print_validity
 
 from levy_core import pipeline
 from levy_core.calibrate import Calibrator
@@ -92,30 +93,60 @@ def model_predictions(model, builder: EpisodeBuilder, ids: list[str]) -> tuple[n
     return np.concatenate(preds), np.concatenate(targets), np.concatenate(chans)
 
 
-def baselines(builder: EpisodeBuilder, train_ids: list[str], test_ids: list[str]) -> dict[str, tuple[float, float]]:
+def training_means(builder: EpisodeBuilder, train_ids: list[str]) -> np.ndarray:
     n_ch = len(builder.channel_index)
     sums, counts = np.zeros(n_ch), np.zeros(n_ch)
     for sid in train_ids:
         s = builder.series[sid]
         np.add.at(sums, s.channel, s.value)
         np.add.at(counts, s.channel, 1)
-    train_mean = sums / np.maximum(counts, 1)
-    last_pred, mean_pred, target, chan = [], [], [], []
-    for sid in test_ids:
+    return sums / np.maximum(counts, 1)
+
+
+def last_value_frame(builder: EpisodeBuilder, train_mean: np.ndarray, ids: list[str]) -> pd.DataFrame:
+    """Per query: the last observed value of its variable (training mean if none), the
+    training mean, the target, the variable and the stay."""
+    parts = []
+    for sid in ids:
         s = builder.series[sid]
         ctx, qry = builder.split_indices(sid)
         last = train_mean.copy()
         for i in ctx:  # ctx is time-ordered: the final write per channel is its last value
             last[s.channel[i]] = s.value[i]
-        last_pred.append(last[s.channel[qry]])
-        mean_pred.append(train_mean[s.channel[qry]])
-        target.append(s.value[qry])
-        chan.append(s.channel[qry])
-    target, chan = np.concatenate(target), np.concatenate(chan)
+        parts.append(pd.DataFrame({"series_id": sid, "last": last[s.channel[qry]],
+                                   "train_mean": train_mean[s.channel[qry]], "y_norm": s.value[qry],
+                                   "channel": s.channel[qry]}))
+    return pd.concat(parts, ignore_index=True)
+
+
+def baselines(builder: EpisodeBuilder, train_ids: list[str], test_ids: list[str]) -> dict[str, tuple[float, float]]:
+    f = last_value_frame(builder, training_means(builder, train_ids), test_ids)
+    target, chan = f["y_norm"].to_numpy(), f["channel"].to_numpy()
     return {
-        "last observed value": per_variable_scores(np.concatenate(last_pred), target, chan),
-        "training mean": per_variable_scores(np.concatenate(mean_pred), target, chan),
+        "last observed value": per_variable_scores(f["last"].to_numpy(), target, chan),
+        "training mean": per_variable_scores(f["train_mean"].to_numpy(), target, chan),
     }
+
+
+def print_split_difficulty(builder: EpisodeBuilder, train_ids: list[str], val_ids: list[str], test_ids: list[str],
+                           cal: pd.DataFrame, pred: pd.DataFrame) -> None:
+    """Is the protocol's test split harder than its validation split, whatever the forecaster?
+    Per-query MSE of each split, and the conformal coverage of the last-value forecaster
+    (no fitted parameter, score |y - last|) calibrated on validation, scored on test."""
+    mean = training_means(builder, train_ids)
+    lv_val, lv_test = last_value_frame(builder, mean, val_ids), last_value_frame(builder, mean, test_ids)
+    print("\nSplit difficulty (seed of the first row): per-query MSE on validation vs test")
+    print("| forecaster | validation MSE | test MSE | conformal coverage 50/80/90/95 on test, calibrated on "
+          "validation |")
+    print("|---|---|---|---|")
+    rows = [("Lévy (first seed)", cal["y_norm"] - cal["mean_norm"], pred["y_norm"] - pred["mean_norm"]),
+            ("last observed value", lv_val["y_norm"] - lv_val["last"], lv_test["y_norm"] - lv_test["last"])]
+    for name, e_val, e_test in rows:
+        a_val, a_test = np.sort(np.abs(e_val.to_numpy())), np.abs(e_test.to_numpy())
+        n = a_val.size
+        cov = [float(np.mean(a_test <= a_val[min(n, int(np.ceil((n + 1) * lv))) - 1])) for lv in pipeline.LEVELS]
+        print(f"| {name} | {np.mean(e_val.to_numpy() ** 2):.4e} | {np.mean(e_test.to_numpy() ** 2):.4e} | "
+              f"{'/'.join(f'{c:.4f}' for c in cov)} |")
 
 
 def print_uncertainty(results: list[tuple[int, dict]]) -> None:
@@ -177,7 +208,7 @@ def main() -> None:
     for name, (mse, mae) in baselines(builder, train_ids, test_ids).items():
         rows.append({"forecaster": name, "seed": "-", "mse": mse, "mae": mae, "train_s": 0.0, "epochs": 0})
     cfg = ModelConfig(n_channels=len(channels), time_scale=48.0)
-    uncertainty = []
+    uncertainty, validity = [], []
     for seed in args.seeds:
         trained = {}
         for label, cls in (("Lévy", LevyModel), ("softmax twin", SoftmaxTwin)):
@@ -196,9 +227,10 @@ def main() -> None:
         fitted = pipeline.FittedModel(trained["Lévy"], trained["softmax twin"], cfg, task,
                                       TrainConfig(seed=seed), Split("series", 42, train, val, test), scaler,
                                       channels, Calibrator(), None)
-        pipeline.calibrate(fitted, builder, val_ids, mc_passes=20)
-        res, _ = pipeline.evaluate_episodes(fitted, builder, test_ids, mc_passes=20)
+        cal = pipeline.calibrate(fitted, builder, val_ids, mc_passes=20)
+        res, pred = pipeline.evaluate_episodes(fitted, builder, test_ids, mc_passes=20)
         uncertainty.append((seed, res))
+        validity.append((seed, fitted, cal, pred))
         print(f"  seed {seed} uncertainty: Lévy {res['levy']['seconds']:.2f} s, MC-Dropout "
               f"{res['mc_dropout']['seconds']:.2f} s", flush=True)
 
@@ -217,6 +249,9 @@ def main() -> None:
     print("t-PatchGNN published (sets a+b+c, 12,000 stays): MSE 4.98e-3, MAE 3.72e-2; "
           "its own code on set A alone (shared/data README): MSE 6.11e-3, MAE 4.32e-2")
     print_uncertainty(uncertainty)
+    for seed, fitted, cal, pred in validity:
+        print_validity(fitted, cal, pred, label=f"seed {seed}", calibration_series=len(val_ids))
+    print_split_difficulty(builder, train_ids, val_ids, test_ids, validity[0][2], validity[0][3])
     print(f"total {time.perf_counter() - t0:.0f} s")
 
 

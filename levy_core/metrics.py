@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 from scipy import special, stats
 
@@ -44,6 +45,7 @@ __all__ = [
     "calibration_curve",
     "central_interval",
     "coverage_by_level",
+    "coverage_standard_error",
     "crps_ensemble",
     "crps_ensemble_per_point",
     "crps_gaussian",
@@ -434,6 +436,50 @@ def interval_coverage(y_true: ArrayLike, lower: ArrayLike, upper: ArrayLike) -> 
     """
     y, lo, hi = _check_interval(y_true, lower, upper)
     return float(np.mean((lo <= y) & (y <= hi)))
+
+
+def coverage_standard_error(
+    y_true: ArrayLike, lower: ArrayLike, upper: ArrayLike, *, groups: ArrayLike | None = None
+) -> float:
+    """Standard error of :func:`interval_coverage`.
+
+    Without ``groups`` the points are taken as independent: the binomial
+    ``sqrt(p (1 - p) / n)``. With ``groups`` (e.g. the series each query belongs
+    to) points of one group may be correlated and groups are independent: the
+    cluster-robust (sandwich) standard error of a mean,
+
+        se^2 = G / (G - 1) * sum_g (sum_{i in g} (covered_i - p))^2 / n^2,
+
+    the same number as statsmodels' ``OLS(covered, 1)`` with
+    ``cov_type="cluster"`` (and ``"HC0"`` without groups). When the errors of a
+    series move together -- a patient whose every value is hard to forecast --
+    the grouped s.e. is several times the binomial one, and it is the honest one.
+
+    Parameters
+    ----------
+    y_true, lower, upper : array-like, shape (n,)
+    groups : array-like, shape (n,), optional
+        A label per point (any hashable values); at least two distinct labels.
+
+    Returns
+    -------
+    float
+    """
+    y, lo, hi = _check_interval(y_true, lower, upper)
+    covered = ((lo <= y) & (y <= hi)).astype(np.float64)
+    n = covered.size
+    p = float(covered.mean())
+    if groups is None:
+        return float(np.sqrt(p * (1.0 - p) / n))
+    labels = np.asarray(groups)
+    if labels.ndim != 1 or labels.shape[0] != n:
+        raise ValueError(f"groups must be 1-D with one label per point ({n}), got shape {labels.shape}")
+    codes, uniques = pd.factorize(labels, use_na_sentinel=False)
+    n_groups = len(uniques)
+    if n_groups < 2:
+        raise ValueError("groups must contain at least two distinct labels for a grouped standard error")
+    per_group = np.bincount(codes, weights=covered - p, minlength=n_groups)
+    return float(np.sqrt(n_groups / (n_groups - 1) * np.sum(per_group**2)) / n)
 
 
 def interval_mean_width(lower: ArrayLike, upper: ArrayLike) -> float:

@@ -25,6 +25,7 @@ from safetensors.torch import save_model as save_weights
 
 from levy_core import metrics
 from levy_core.calibrate import Calibrator
+from levy_core.coverage import check_coverage
 from levy_core.data import ChannelScaler, DataError, Observations
 from levy_core.model import Batch, LevyModel, ModelConfig, SoftmaxTwin
 from levy_core.sampling import sample_levy_attention
@@ -38,6 +39,7 @@ __all__ = [
     "ModelLoadError",
     "attention_weights",
     "calibrate",
+    "coverage_checks",
     "evaluate",
     "evaluate_episodes",
     "fit",
@@ -293,14 +295,16 @@ def _observed_queries(fitted: FittedModel, builder: EpisodeBuilder, ids: list[st
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=cols)
 
 
-def calibrate(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str], *, mc_passes: int = 20) -> None:
+def calibrate(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str], *, mc_passes: int = 20) -> pd.DataFrame:
     """Fit the Lévy calibration (scale ``c``, then split conformal) on the observed queries of
-    the episodes ``ids`` and, when there is a twin, the same two steps for MC-Dropout."""
+    the episodes ``ids`` and, when there is a twin, the same two steps for MC-Dropout.
+    Returns the calibration queries' predictions (normalised units)."""
     cal = _observed_queries(fitted, builder, ids, mc_passes=mc_passes if fitted.twin is not None else 0)
     fitted.levy_calibration = Calibrator().fit(cal["y_norm"], cal["mean_norm"], cal["sigma_norm"])
     if fitted.twin is not None:
         fitted.mc_calibration = Calibrator().fit(cal["y_norm"], cal["mc_mean_norm"], cal["mc_std_norm"])
     fitted.mc_passes = mc_passes
+    return cal
 
 
 def _to_original_units(fitted: FittedModel, df: pd.DataFrame, level: float) -> pd.DataFrame:
@@ -491,6 +495,60 @@ def _method_metrics(y: np.ndarray, mean: np.ndarray, sigma: np.ndarray, cal: Cal
     out["spearman_sigma_abs_error"] = metrics.spearman_sigma_abs_error(y, mean, sigma)
     out["seconds"] = seconds
     return out
+
+
+def coverage_checks(fitted: FittedModel, pred: pd.DataFrame, *, levels: tuple[float, ...] = LEVELS,
+                    calibration_series: int | None = None, z: float = 3.0) -> pd.DataFrame:
+    """Does each method's conformal band hold its level on the test split?
+
+    For every method and level: the coverage, its s.e. if the queries were independent
+    (binomial) and per series (queries of one series move together), and whether it lies
+    in ``[level - z se, level + 1/(n_cal + 1) + z se]`` with each s.e. (calibration draw's
+    share included; see ``levy_core.coverage.check_coverage``).
+
+    Parameters
+    ----------
+    fitted : FittedModel
+    pred : pandas.DataFrame
+        The per-query frame of ``evaluate`` / ``evaluate_episodes`` (needs ``series_id``,
+        ``y_norm``, ``mean_norm``, ``sigma_norm``, and ``mc_mean_norm``/``mc_std_norm``
+        for MC-Dropout).
+    levels : tuple of float
+    calibration_series : int, optional
+        Series in the calibration split; default: the count ``fit`` recorded.
+    z : float, default 3
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (method, level): ``method, level, coverage, se_binomial, holds_binomial,
+        se_series, lower_series, upper_series, holds_series, n_test, n_series``; the per-series
+        columns are None when the test split has a single series.
+    """
+    if calibration_series is None:
+        n_series = (fitted.training or {}).get("n_series", {})
+        calibration_series = int(n_series.get("calibration") or len(fitted.split.calibration))
+    methods = [("Lévy", "mean_norm", "sigma_norm", fitted.levy_calibration)]
+    if "mc_mean_norm" in pred and fitted.mc_calibration is not None:
+        methods.append(("MC-Dropout", "mc_mean_norm", "mc_std_norm", fitted.mc_calibration))
+    y, groups = pred["y_norm"].to_numpy(np.float64), pred["series_id"].to_numpy()
+    rows = []
+    for name, mean_col, sigma_col, cal in methods:
+        mean, sigma = pred[mean_col].to_numpy(np.float64), pred[sigma_col].to_numpy(np.float64)
+        n_cal = cal.conformal.n_calibration_
+        for level in levels:
+            lo, hi = cal.interval(mean, sigma, level, kind="conformal")
+            b = check_coverage(y, lo, hi, level=level, n_calibration=n_cal, z=z)
+            row = {"method": name, "level": level, "coverage": b.coverage, "se_binomial": b.se,
+                   "holds_binomial": b.holds, "se_series": None, "lower_series": None, "upper_series": None,
+                   "holds_series": None, "n_test": b.n, "n_series": int(pd.unique(groups).size)}
+            if row["n_series"] >= 2:  # a per-series s.e. needs two series at least
+                g = check_coverage(y, lo, hi, level=level, n_calibration=n_cal, groups=groups,
+                                   calibration_groups=calibration_series, z=z)
+                row.update(se_series=g.se, lower_series=g.lower_bound, upper_series=g.upper_bound,
+                           holds_series=g.holds)
+            rows.append(row)
+    return pd.DataFrame(rows)
 
 
 @torch.no_grad()

@@ -1,7 +1,7 @@
 """levy_core.metrics against independent references on fresh random inputs.
 
 References: properscoring (Gaussian and ensemble CRPS), MAPIE 1.x (coverage,
-width), scipy.stats (NLL, PIT, central intervals, Spearman), scikit-learn
+width), statsmodels (standard errors of coverage), scipy.stats (NLL, PIT, central intervals, Spearman), scikit-learn
 (MSE, MAE) and brute-force formulas written out loop by loop. Random inputs
 come from hypothesis-drawn seeds, so each run sees new data.
 """
@@ -15,6 +15,7 @@ import numpy as np
 import properscoring as ps
 import pytest
 import sklearn.metrics as skm
+import statsmodels.api as sm
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mapie.metrics.regression import regression_coverage_score, regression_mean_width_score
@@ -202,6 +203,57 @@ def test_coverage_by_level_and_calibration_curve_match_mapie(seed: int, n: int, 
     nominal, observed = M.calibration_curve(y, mean, sigma, levels)
     np.testing.assert_array_equal(nominal, levels)
     np.testing.assert_allclose(observed, ref, rtol=RTOL)
+
+
+def statsmodels_se(covered: np.ndarray, groups: np.ndarray | None) -> float:
+    """s.e. of the mean of ``covered`` from an intercept-only OLS (HC0, or clustered)."""
+    model = sm.OLS(covered, np.ones((covered.size, 1)))
+    if groups is None:
+        return float(model.fit(cov_type="HC0").bse[0])
+    return float(model.fit(cov_type="cluster", cov_kwds={"groups": groups}).bse[0])
+
+
+@FAST
+@given(seed=seeds, n=st.integers(min_value=4, max_value=400), level=levels_st)
+def test_coverage_standard_error_matches_statsmodels(seed: int, n: int, level: float) -> None:
+    rng = np.random.default_rng(seed)
+    y, mean, sigma = gaussian_case(seed, n)
+    lo, hi = M.central_interval(mean, sigma, level)
+    covered = ((lo <= y) & (y <= hi)).astype(float)
+    if covered.min() == covered.max():  # a constant indicator has s.e. 0 in both
+        assert M.coverage_standard_error(y, lo, hi) == 0.0
+        return
+    assert M.coverage_standard_error(y, lo, hi) == pytest.approx(
+        statsmodels_se(covered, None), rel=RTOL
+    )
+    n_groups = int(rng.integers(2, max(3, n // 2)))
+    codes = rng.integers(0, n_groups, n)
+    codes[:2] = [0, 1]  # at least two groups
+    labels = np.array([f"patient-{c}" for c in codes])  # string labels, as series ids are
+    assert M.coverage_standard_error(y, lo, hi, groups=labels) == pytest.approx(
+        statsmodels_se(covered, codes), rel=RTOL
+    )
+
+
+def test_grouped_standard_error_sees_correlated_series() -> None:
+    # 200 series of 50 points each; within a series every point is covered or none is.
+    rng = np.random.default_rng(3)
+    hit = np.repeat(rng.random(200) < 0.9, 50)
+    y = np.where(hit, 0.0, 2.0)
+    lo, hi = np.full(y.size, -1.0), np.full(y.size, 1.0)
+    groups = np.repeat(np.arange(200), 50)
+    binomial = M.coverage_standard_error(y, lo, hi)
+    grouped = M.coverage_standard_error(y, lo, hi, groups=groups)
+    # perfectly correlated blocks of 50: the design effect is 50, the s.e. ratio sqrt(50)
+    assert grouped / binomial == pytest.approx(math.sqrt(50 * 200 / 199), rel=1e-9)
+
+
+def test_coverage_standard_error_rejects_bad_groups() -> None:
+    y, lo, hi = np.zeros(4), -np.ones(4), np.ones(4)
+    with pytest.raises(ValueError, match="two distinct"):
+        M.coverage_standard_error(y, lo, hi, groups=["a"] * 4)
+    with pytest.raises(ValueError, match="one label per point"):
+        M.coverage_standard_error(y, lo, hi, groups=["a", "b"])
 
 
 def interval_score_bruteforce(y, lo, hi, level) -> float:

@@ -16,6 +16,7 @@ import pytest
 import torch
 from scipy import stats
 
+from levy_core import metrics as M
 from levy_core import pipeline
 from levy_core.data import DataError, Observations, from_frame
 from levy_core.pipeline import FORMAT, PRED_COLUMNS, ModelLoadError, load_model
@@ -341,6 +342,29 @@ def test_evaluate_frame_matches_the_json(evaluated, fitted) -> None:
     np.testing.assert_allclose(
         pred["pred_std"], fitted.levy_calibration.scale_ * pred["sigma"], rtol=1e-6
     )
+
+
+def test_coverage_checks_agree_with_the_json_and_the_metrics(evaluated, fitted) -> None:
+    result, pred = evaluated
+    table = pipeline.coverage_checks(fitted, pred)
+    assert list(table["method"].unique()) == ["Lévy", "MC-Dropout"]
+    assert len(table) == 2 * len(LEVELS)
+    n_cal_series = fitted.training["n_series"]["calibration"]
+    for row in table.itertuples():
+        key = "levy" if row.method == "Lévy" else "mc_dropout"
+        assert row.coverage == pytest.approx(result[key]["conformal_coverage"][str(row.level)], abs=1e-12)
+        p, n = row.coverage, row.n_test
+        n_cal = (fitted.levy_calibration if key == "levy" else fitted.mc_calibration).conformal.n_calibration_
+        assert row.se_binomial == pytest.approx(math.sqrt(p * (1 - p) / n) * math.sqrt(1 + n / n_cal))
+        assert row.n_series == pred["series_id"].nunique() >= 2
+        mean_col, sig_col = ("mean_norm", "sigma_norm") if key == "levy" else ("mc_mean_norm", "mc_std_norm")
+        cal = fitted.levy_calibration if key == "levy" else fitted.mc_calibration
+        lo, hi = cal.interval(pred[mean_col], pred[sig_col], row.level, kind="conformal")
+        se_test = M.coverage_standard_error(pred["y_norm"], lo, hi, groups=pred["series_id"].to_numpy())
+        assert row.se_series == pytest.approx(se_test * math.sqrt(1 + row.n_series / n_cal_series))
+        assert row.lower_series == pytest.approx(row.level - 3 * row.se_series)
+        assert row.upper_series == pytest.approx(row.level + 1 / (n_cal + 1) + 3 * row.se_series)
+        assert row.holds_series == (row.lower_series <= row.coverage <= row.upper_series)
 
 
 def test_evaluate_on_a_new_file_uses_all_its_series(fitted, new_obs: Observations) -> None:

@@ -1,0 +1,162 @@
+"""levy_core.coverage: coverage checks that respect series, and series-level re-splits."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from levy_core import metrics as M
+from levy_core.calibrate import SplitConformal
+from levy_core.coverage import CoverageCheck, check_coverage, group_resplit_coverage
+
+
+def clustered_case(
+    rng: np.random.Generator, n_groups: int = 200
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Series of 10..60 points; each series has a hardness the spread does not see, so the
+    normalised scores of one series move together (as a patient's errors do)."""
+    sizes = rng.integers(10, 61, n_groups)
+    groups = np.repeat(np.arange(n_groups), sizes)
+    hardness = rng.lognormal(0.0, 0.5, n_groups)[groups]
+    sigma = rng.lognormal(0.0, 0.3, groups.size)
+    y = rng.normal(0.0, sigma * hardness)
+    return y, np.zeros_like(y), sigma, groups
+
+
+# --------------------------------------------------------------------------- check_coverage
+
+
+def test_check_coverage_numbers() -> None:
+    rng = np.random.default_rng(0)
+    y, mean, sigma, groups = clustered_case(rng, 40)
+    lo, hi = M.central_interval(mean, sigma * 1.5, 0.9)
+    ck = check_coverage(y, lo, hi, level=0.9, n_calibration=999, groups=groups, calibration_groups=10)
+    se_test = M.coverage_standard_error(y, lo, hi, groups=groups)
+    assert isinstance(ck, CoverageCheck)
+    assert ck.coverage == M.interval_coverage(y, lo, hi)
+    assert ck.se_test == se_test
+    assert ck.se == pytest.approx(se_test * math.sqrt(1 + 40 / 10), rel=1e-12)
+    assert ck.lower_bound == pytest.approx(0.9 - 3 * ck.se)
+    assert ck.upper_bound == pytest.approx(0.9 + 1 / 1000 + 3 * ck.se)
+    assert (ck.n, ck.n_groups, ck.n_calibration, ck.calibration_groups) == (y.size, 40, 999, 10)
+    assert ck.holds == (ck.lower_bound <= ck.coverage <= ck.upper_bound)
+    assert ck.to_dict()["holds"] == ck.holds
+    # without groups: binomial, calibration share from the point counts
+    b = check_coverage(y, lo, hi, level=0.9, n_calibration=y.size)
+    p = b.coverage
+    assert b.se_test == pytest.approx(math.sqrt(p * (1 - p) / y.size))
+    assert b.se == pytest.approx(b.se_test * math.sqrt(2))
+    assert b.n_groups is None and b.calibration_groups is None
+
+
+def test_check_coverage_flags_a_narrow_band() -> None:
+    rng = np.random.default_rng(1)
+    y, mean, sigma, groups = clustered_case(rng, 300)
+    lo, hi = M.central_interval(mean, 0.5 * sigma, 0.9)  # far too narrow
+    ck = check_coverage(y, lo, hi, level=0.9, n_calibration=5000, groups=groups, calibration_groups=300)
+    assert not ck.holds and ck.coverage < ck.lower_bound
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"level": 1.0, "n_calibration": 10}, "between 0 and 1"),
+        ({"level": 0.9, "n_calibration": 0}, "n_calibration"),
+        ({"level": 0.9, "n_calibration": 10, "z": -1.0}, "z must"),
+        ({"level": 0.9, "n_calibration": 10, "groups": ["a", "b", "a", "b"]}, "calibration_groups"),
+    ],
+)
+def test_check_coverage_rejects_bad_input(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        check_coverage(np.zeros(4), -np.ones(4), np.ones(4), **kwargs)
+
+
+# Statistical test on series-structured data. D independent data sets of 200 series;
+# each is split 100/100 by series, conformalized on one half, scored on the other.
+# If check_coverage's s.e. is right, z_d = (coverage_d - level) / se_d is ~ N(0, 1)
+# (up to the tiny 1/(n_cal+1) upward slack) across the D independent data sets:
+# - its sample mean is within Z / sqrt(D) of 0;
+# - its sample variance is within Z * sqrt(2 / (D - 1)) of 1 (the s.d. of the sample
+#   variance of D normal draws), with Z for a family-wise false alarm rate of 1e-4 over
+#   the 3 two-sided checks (Bonferroni).
+# The binomial s.e. ignores that a series' queries move together: on the same data its
+# z has a variance many times 1 -- the third check shows the test can tell them apart.
+D = 400
+Z_FW = float(stats.norm.ppf(1 - 1e-4 / (2 * 3)))  # ~ 4.15
+
+
+def test_grouped_standard_error_is_calibrated_on_series_data() -> None:
+    rng = np.random.default_rng(2026)
+    z_grouped, z_binomial = [], []
+    for _ in range(D):
+        y, mean, sigma, groups = clustered_case(rng)
+        cal = np.isin(groups, rng.permutation(200)[:100])
+        sc = SplitConformal().conformalize(y[cal], mean[cal], sigma[cal])
+        lo, hi = sc.predict_interval(mean[~cal], sigma[~cal], 0.9)
+        g = check_coverage(y[~cal], lo, hi, level=0.9, n_calibration=int(cal.sum()), groups=groups[~cal],
+                           calibration_groups=100)
+        b = check_coverage(y[~cal], lo, hi, level=0.9, n_calibration=int(cal.sum()))
+        z_grouped.append((g.coverage - 0.9) / g.se)
+        z_binomial.append((b.coverage - 0.9) / b.se)
+    zg, zb = np.asarray(z_grouped), np.asarray(z_binomial)
+    var_tol = Z_FW * math.sqrt(2 / (D - 1))
+    assert abs(zg.mean()) <= Z_FW / math.sqrt(D), zg.mean()
+    assert abs(zg.var(ddof=1) - 1) <= var_tol, zg.var(ddof=1)
+    assert zb.var(ddof=1) > 1 + var_tol, zb.var(ddof=1)
+
+
+# --------------------------------------------------------------------------- group_resplit_coverage
+
+
+def test_group_resplit_coverage_matches_a_hand_loop() -> None:
+    rng = np.random.default_rng(5)
+    y, mean, sigma, groups = clustered_case(rng, 30)
+    labels = np.array([f"s{g}" for g in groups])
+    got = group_resplit_coverage(y, mean, sigma, labels, levels=[0.5, 0.9], n_splits=7, seed=11)
+    # the same draws by hand
+    split_rng = np.random.default_rng(11)
+    covs = []
+    order = list(dict.fromkeys(labels))  # first-appearance order, as pandas.factorize
+    for _ in range(7):
+        cal_labels = {order[i] for i in split_rng.permutation(30)[:15]}
+        cal = np.isin(labels, list(cal_labels))
+        sc = SplitConformal().conformalize(y[cal], mean[cal], sigma[cal])
+        covs.append([M.interval_coverage(y[~cal], *sc.predict_interval(mean[~cal], sigma[~cal], lv))
+                     for lv in (0.5, 0.9)])
+    covs = np.asarray(covs)
+    np.testing.assert_allclose(got["mean_coverage"], covs.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(got["sd"], covs.std(axis=0, ddof=1), rtol=1e-12)
+    np.testing.assert_allclose(got["min"], covs.min(axis=0))
+    assert list(got["level"]) == [0.5, 0.9] and (got["n_splits"] == 7).all()
+
+
+def test_group_resplit_coverage_is_valid_when_points_are_exchangeable() -> None:
+    # One point per group: the split is a plain random split of exchangeable points, so the
+    # mean over R splits sits in [level, level + 1/(n_cal + 1)] up to Z sd / sqrt(R)
+    # (family-wise 1e-4 over the 4 levels, two-sided).
+    rng = np.random.default_rng(9)
+    n, R = 3000, 200
+    sigma = rng.lognormal(0.0, 0.5, n)
+    y = rng.normal(0.0, sigma)
+    got = group_resplit_coverage(y, np.zeros(n), sigma, np.arange(n), n_splits=R, seed=1)
+    z = float(stats.norm.ppf(1 - 1e-4 / (2 * 4)))
+    for row in got.itertuples():
+        tol = z * row.sd / math.sqrt(R)
+        assert row.level - tol <= row.mean_coverage <= row.level + 1 / (n // 2 + 1) + tol, row
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"groups": np.zeros(10)}, "calibration_fraction"),
+        ({"groups": np.arange(10), "calibration_fraction": 1.0}, "calibration_fraction"),
+        ({"groups": np.arange(10), "n_splits": 0}, "n_splits"),
+        ({"groups": np.arange(5)}, "one label per point"),
+    ],
+)
+def test_group_resplit_coverage_rejects_bad_input(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        group_resplit_coverage(np.zeros(10), np.zeros(10), np.ones(10), **kwargs)
