@@ -744,7 +744,7 @@ def training_figure(history: Sequence[Mapping[str, float]]) -> go.Figure:
                 x=part["epoch"],
                 y=part["val_loss"],
                 mode="lines+markers",
-                name=f"{label}: calibration-split MSE",
+                name=f"{label}: early-stopping MSE",
                 line={"color": colour, "width": 2},
             )
         )

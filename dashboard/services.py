@@ -398,7 +398,8 @@ def add_twin(res: FitResult, progress: Callable[[Progress], None] | None = None)
     builder = EpisodeBuilder(
         f.scaler.transform(_model_frame(f, res.obs)), f.channels, f.task, seed=f.train_config.seed
     )
-    train_ids, cal_ids = builder.usable(f.split.train), builder.usable(f.split.calibration)
+    train_ids = builder.usable(f.split.fitting())
+    stop_ids = builder.usable(f.split.stopping) or train_ids
     history = [h for h in res.history if h["model"] != "softmax"]
     t0 = time.perf_counter()
     torch.manual_seed(f.train_config.seed)
@@ -407,7 +408,7 @@ def add_twin(res: FitResult, progress: Callable[[Progress], None] | None = None)
         twin,
         builder,
         train_ids,
-        cal_ids,
+        stop_ids,
         f.train_config,
         label="softmax",
         progress=_history_callback(history, progress),
@@ -699,6 +700,35 @@ def calibration_curves(key: str, _res: FitResult, mc_passes: int) -> dict[str, A
     }
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def guarantee_table(key: str, _res: FitResult, mc_passes: int) -> pd.DataFrame:
+    """``pipeline.coverage_checks`` laid out for people: per method and level, the conformal
+    band's coverage on the test split, the window a valid band lies in (per-series s.e.)
+    and the verdicts with both standard errors."""
+    _, pred = evaluation(key, _res, mc_passes)
+    checks = pipeline.coverage_checks(_res.fitted, pred)
+
+    def verdict(ok: bool | None) -> str:
+        return "–" if ok is None else ("holds" if ok else "outside")
+
+    def window(r: pd.Series) -> str:
+        if r["lower_series"] is None:
+            return "– (one series)"
+        lo, hi = max(0.0, r["lower_series"]), min(1.0, r["upper_series"])
+        return f"{100 * lo:.1f} – {100 * hi:.1f} %"
+
+    return pd.DataFrame(
+        {
+            "method": checks["method"],
+            "band": [f"{100 * lv:.0f} %" for lv in checks["level"]],
+            "coverage on the test split": [f"{100 * c:.1f} %" for c in checks["coverage"]],
+            "window (per-series s.e.)": checks.apply(window, axis=1),
+            "verdict": [verdict(v) for v in checks["holds_series"]],
+            "if queries were independent": [verdict(v) for v in checks["holds_binomial"]],
+        }
+    )
+
+
 def prediction_csv(pred: pd.DataFrame) -> bytes:
     """The per-query predictions (PRED.csv contract of ``levy evaluate``)."""
     cols = [c for c in getattr(pipeline, "PRED_COLUMNS", pred.columns) if c in pred.columns]
@@ -781,6 +811,15 @@ def band_for(
     )
 
 
+GUARANTEE_CAPTION = (
+    "Split conformal promises at least the band's level on average when series are exchangeable. "
+    "The queries of one series share its difficulty, so the coverage of one test split strays "
+    "from the level by the per-series standard error (test and calibration draws), often "
+    "several times the binomial one; the window is level − 3 s.e. to level + 1/(n+1) + 3 s.e. "
+    "The last column shows the verdict the binomial s.e. would give."
+)
+
+
 def build_report(
     key: str,
     res: FitResult,
@@ -848,6 +887,7 @@ def build_report(
             "</section>"
         )
     table = metrics_table(result)
+    guarantee = guarantee_table(key, res, mc_passes)
     extra = {
         "softmax twin (no uncertainty)": result.get("softmax"),
         "50-draw sampler": result.get("sampler_50"),
@@ -871,6 +911,8 @@ def build_report(
         f"T = {mc_passes} passes. Error metrics are on the per-channel min–max normalised scale; "
         f"coverage is scale-free.</p>"
         f"<h2>Metrics on the test split</h2>{table.to_html(float_format=lambda v: f'{v:.4g}')}"
+        f"<h2>Does the conformal band hold its level?</h2>{guarantee.to_html(index=False)}"
+        f"<p class='cap'>{html.escape(GUARANTEE_CAPTION)}</p>"
         f"<ul>{extra_html}</ul>{''.join(parts)}</body></html>"
     )
 

@@ -208,7 +208,10 @@ def fit(
     scaler = ChannelScaler.fit(frame, split.train)
     channels = sorted(frame["channel"].unique())
     builder = EpisodeBuilder(scaler.transform(frame), channels, task, seed=train.seed)
-    train_ids, cal_ids = builder.usable(split.train), builder.usable(split.calibration)
+    train_ids, cal_ids = builder.usable(split.fitting()), builder.usable(split.calibration)
+    # the epoch is picked on held-out training series, never on the calibration split; with
+    # none usable, on the training loss itself
+    stop_ids = builder.usable(split.stopping) or train_ids
     if not train_ids or not cal_ids:
         what = f"cut-off {task.cutoff:g} h" if task.kind == "forecast" else "the hold-out"
         raise DataError(f"with {what}, {len(train_ids)} training and {len(cal_ids)} calibration series have both "
@@ -219,12 +222,12 @@ def fit(
                       **MODEL_SIZES[size])
     torch.manual_seed(train.seed)
     levy = LevyModel(cfg)
-    levy_result = train_model(levy, builder, train_ids, cal_ids, train, label="levy", progress=progress)
+    levy_result = train_model(levy, builder, train_ids, stop_ids, train, label="levy", progress=progress)
     twin, twin_result = None, None
     if train_twin:
         torch.manual_seed(train.seed)
         twin = SoftmaxTwin(cfg)
-        twin_result = train_model(twin, builder, train_ids, cal_ids, train, label="softmax", progress=progress)
+        twin_result = train_model(twin, builder, train_ids, stop_ids, train, label="softmax", progress=progress)
     fitted = FittedModel(levy, twin, cfg, task, train, split, scaler, channels, Calibrator(), None,
                          mc_passes=mc_passes, data_hash=obs.content_hash())
     calibrate(fitted, builder, cal_ids, mc_passes=mc_passes)
@@ -234,7 +237,8 @@ def fit(
         "softmax": None if twin_result is None else {
             "best_epoch": twin_result.best_epoch, "epochs_run": twin_result.epochs_run,
             "seconds": round(twin_result.seconds, 3), "best_val_mse": twin_result.best_val_loss},
-        "n_series": {"train": len(train_ids), "calibration": len(cal_ids),
+        "n_series": {"train": len(train_ids), "stopping": len(builder.usable(split.stopping)),
+                     "calibration": len(cal_ids),
                      "test": len(builder.usable(split.test))},
     }
     return fitted

@@ -7,6 +7,11 @@
   split *by time* (the first 60 % of each series' windows train, the next 20 % calibrate,
   the last 20 % test) so no test window precedes a training one.
 
+In both modes a sixth of the training (pseudo-)series (the last ones: the latest windows in
+window mode) is set aside as ``stopping``: their loss picks the epoch. Early stopping thus
+never looks at the calibration split, whose scores the conformal guarantee needs untouched
+by any choice made on them.
+
 Tasks inside a (pseudo-)series:
 
 * ``forecast``: observations at ``time ≤ cutoff`` are context; those in
@@ -31,6 +36,7 @@ from levy_core.model import Batch
 
 __all__ = [
     "MIN_SERIES_FOR_SERIES_SPLIT",
+    "STOPPING_SHARE",
     "EpisodeBuilder",
     "Split",
     "TaskConfig",
@@ -41,6 +47,7 @@ __all__ = [
 
 MIN_SERIES_FOR_SERIES_SPLIT = 10
 WINDOWS_PER_SERIES = 20  # few-series mode: windows each series is cut into
+STOPPING_SHARE = 1 / 6  # of the training (pseudo-)series: early-stopping series
 
 
 @dataclass
@@ -70,6 +77,12 @@ class Split:
     calibration: list[str] = field(default_factory=list)
     test: list[str] = field(default_factory=list)
     window_hours: float | None = None  # window mode: length of each window
+    stopping: list[str] = field(default_factory=list)  # subset of train whose loss picks the epoch
+
+    def fitting(self) -> list[str]:
+        """The training series the weights are fitted on (``train`` less ``stopping``)."""
+        held = set(self.stopping)
+        return [sid for sid in self.train if sid not in held]
 
     def role_of(self, series_id: str) -> str:
         for role in ("train", "calibration", "test"):
@@ -103,6 +116,13 @@ def _window_order(series_id: str) -> tuple[str, int]:
     return base, int(k)
 
 
+def _stopping_part(train: list[str]) -> list[str]:
+    """The last ``STOPPING_SHARE`` of ``train`` (at least one when two or more train)."""
+    if len(train) < 2:
+        return []
+    return train[len(train) - max(1, int(round(STOPPING_SHARE * len(train)))):]
+
+
 def make_split(frame: pd.DataFrame, *, seed: int = 0) -> tuple[pd.DataFrame, Split]:
     """Decide the split mode and split. Returns the frame the model works on (windowed in
     window mode) and the ``Split``."""
@@ -112,8 +132,9 @@ def make_split(frame: pd.DataFrame, *, seed: int = 0) -> tuple[pd.DataFrame, Spl
         order = [series[i] for i in rng.permutation(len(series))]
         n_train = int(round(0.6 * len(order)))
         n_cal = int(round(0.2 * len(order)))
-        return frame, Split("series", seed, order[:n_train], order[n_train:n_train + n_cal],
-                            order[n_train + n_cal:])
+        train = order[:n_train]
+        return frame, Split("series", seed, train, order[n_train:n_train + n_cal], order[n_train + n_cal:],
+                            stopping=_stopping_part(train))
     spans = frame.groupby("series_id")["time"].agg(lambda t: t.max() - t.min())
     window = float(spans.median()) / WINDOWS_PER_SERIES
     if not window > 0:
@@ -129,6 +150,7 @@ def make_split(frame: pd.DataFrame, *, seed: int = 0) -> tuple[pd.DataFrame, Spl
         ordered = [sid for _, sid in sorted(by_series[base])]
         n_train, n_cal = int(round(0.6 * len(ordered))), int(round(0.2 * len(ordered)))
         split.train += ordered[:n_train]
+        split.stopping += _stopping_part(ordered[:n_train])
         split.calibration += ordered[n_train:n_train + n_cal]
         split.test += ordered[n_train + n_cal:]
     return windowed, split

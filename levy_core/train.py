@@ -34,7 +34,7 @@ class TrainConfig:
     batch_size: int | None = None  # series per step; None: n_train // 8 clipped to [4, 32]
     lr: float = 3e-3  # Adam learning rate
     weight_decay: float = 1e-5  # Adam weight decay
-    patience: int = 6  # early stopping: epochs (and ≥ 200 steps) without calibration-loss improvement
+    patience: int = 6  # early stopping: epochs (and ≥ 200 steps) without improvement of the early-stopping loss
     nll_weight: float = 0.0  # Lévy only: weight of the Gaussian NLL term with c·σ̂
     max_seconds: float | None = None  # wall-clock budget per model (None: no limit)
     seed: int = 0  # seeds initialisation, shuffling and hold-outs
@@ -130,7 +130,7 @@ def train_model(
     progress: Callable[[Progress], None] | None = None,
 ) -> TrainResult:
     """Fit ``model`` on the episodes of ``train_ids``; keep the weights of the best epoch on
-    ``val_ids`` (the calibration split). Deterministic for a given ``cfg.seed``."""
+    ``val_ids`` (the early-stopping series, held out of training and of calibration). Deterministic for a given ``cfg.seed``."""
     if not train_ids:
         raise ValueError("no training series with both context and queries: check the task "
                          "(cut-off/hold-out) against the data")
@@ -143,7 +143,8 @@ def train_model(
     val_ids = val_ids or train_ids
     batch_size = cfg.batch_size or auto_batch_size(len(train_ids))
     # Patience counted in epochs would mean a handful of optimiser steps on small data (where
-    # the calibration loss is also noisiest): wait at least MIN_PATIENCE_STEPS steps (the loss often plateaus early on).
+    # the held-out loss is also noisiest): wait at least MIN_PATIENCE_STEPS steps (the loss often
+    # plateaus early on).
     n_batches = math.ceil(len(train_ids) / batch_size)
     patience = max(cfg.patience, math.ceil(MIN_PATIENCE_STEPS / n_batches))
     best = (math.inf, 0, copy.deepcopy(model.state_dict()))
@@ -165,7 +166,7 @@ def train_model(
         scheduler.step()
         val = evaluate_loss(model, builder, val_ids, 64)
         if not math.isfinite(val):
-            raise FloatingPointError(f"{label}: calibration loss became {val} at epoch {epoch}")
+            raise FloatingPointError(f"{label}: early-stopping loss became {val} at epoch {epoch}")
         if val < best[0]:
             best = (val, epoch, copy.deepcopy(model.state_dict()))
         elapsed = time.perf_counter() - start

@@ -344,6 +344,14 @@ def test_evaluate_frame_matches_the_json(evaluated, fitted) -> None:
     )
 
 
+def test_fit_picks_the_epoch_on_held_out_training_series(fitted) -> None:
+    split, counts = fitted.split, fitted.training["n_series"]
+    assert split.stopping and set(split.stopping) < set(split.train)
+    assert not set(split.stopping) & set(split.calibration)
+    assert counts["stopping"] == len(split.stopping)
+    assert counts["train"] == len(split.fitting()) == len(split.train) - len(split.stopping)
+
+
 def test_coverage_checks_agree_with_the_json_and_the_metrics(evaluated, fitted) -> None:
     result, pred = evaluated
     table = pipeline.coverage_checks(fitted, pred)

@@ -69,6 +69,10 @@ def test_series_split_is_60_20_20_disjoint_and_covering(n_series: int) -> None:
         expected = "train" if sid in train else "calibration" if sid in cal else "test"
         assert split.role_of(sid) == expected
     assert split.role_of("not-a-series") == "unseen"
+    # early stopping: a sixth of the training series, held out of fitting, never calibration
+    stopping = set(split.stopping)
+    assert stopping < train and len(stopping) == max(1, round(len(train) / 6))
+    assert set(split.fitting()) == train - stopping and not (stopping & cal)
 
 
 def test_series_split_is_seeded() -> None:
@@ -83,7 +87,11 @@ def test_split_round_trips_through_dict() -> None:
     from levy_core.tasks import Split
 
     split = make_split(long_frame(12), seed=2)[1]
+    assert split.stopping
     assert Split.from_dict(split.to_dict()) == split
+    # a model saved before early-stopping series existed loads with none
+    older = {k: v for k, v in split.to_dict().items() if k != "stopping"}
+    assert Split.from_dict(older).stopping == [] and Split.from_dict(older).fitting() == split.train
 
 
 # ----------------------------------------------------------------------------- window split
@@ -136,6 +144,11 @@ def test_few_series_are_split_by_time_windows() -> None:
         assert all(ks.values()), f"{sid}: every role needs windows, got {ks}"
         assert max(ks["train"]) < min(ks["calibration"])
         assert max(ks["calibration"]) < min(ks["test"])
+        # the early-stopping windows are the series' latest training windows
+        stop = sorted(k_of[p] for p in split.stopping if base_of[p] == sid)
+        assert stop and stop == sorted(ks["train"])[-len(stop):]
+        assert len(stop) == max(1, round(len(ks["train"]) / 6))
+    assert set(split.fitting()) == set(split.train) - set(split.stopping)
 
 
 def test_to_windows_rejects_non_positive_window() -> None:

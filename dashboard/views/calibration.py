@@ -40,6 +40,11 @@ def render(res: services.FitResult) -> None:
             "curve, the better the spread ranks the errors; the dotted oracle ranks by the actual "
             "error."
         )
+    st.subheader("Does the conformal band hold its level?")
+    st.dataframe(
+        services.guarantee_table(res.key, res, T), hide_index=True, key="guarantee_table"
+    )
+    st.caption("How to read: " + services.GUARANTEE_CAPTION)
     st.subheader("Export")
     kind = view.kind
 

@@ -46,7 +46,7 @@ class _ProgressUI:
             frac = share + (1 - share) * self._model_fraction(p)
             name = "MC-Dropout twin"
         text = (
-            f"{name}: epoch {p.epoch}/{p.epochs} · training MSE {p.train_loss:.4f} · calibration "
+            f"{name}: epoch {p.epoch}/{p.epochs} · training MSE {p.train_loss:.4f} · early-stopping "
             "MSE "
             f"{p.val_loss:.4f} (best {p.best_val_loss:.4f}) · ETA {eta:.0f} s"
         )
@@ -158,17 +158,17 @@ def render(res: services.FitResult) -> None:
             "best_epoch": "best epoch",
             "epochs_run": "epochs run",
             "seconds": "seconds",
-            "best_val_mse": "best calibration MSE",
+            "best_val_mse": "best early-stopping MSE",
         }
     )
     st.dataframe(table, width="stretch")
     if res.history:
         st.plotly_chart(charts.training_figure(res.history), key="training_chart")
         st.caption(
-            "How to read: loss per epoch on the normalised scale; the solid line is the "
-            "calibration "
-            "split, used for early stopping (the best epoch's weights are kept), dotted is "
-            "training."
+            "How to read: loss per epoch on the normalised scale; the solid line is a sixth of "
+            "the training series held out for early stopping (the best epoch's weights are "
+            "kept; the calibration split is never looked at, so its conformal scores stay "
+            "untouched), dotted is training."
         )
     if not res.has_twin:
         st.button("Train the MC-Dropout twin now", on_click=request_twin, key="twin_button_fit")

@@ -198,7 +198,7 @@ def _fit_section(
         value=d.epochs,
         step=1,
         key="fit_epochs",
-        help="Early stopping on the calibration split may end sooner.",
+        help="Early stopping (on held-out training series) may end sooner.",
     )
     budget = c2.number_input(
         "Budget per model (s)",

@@ -188,6 +188,14 @@ def test_calibration_panel_report_and_csv():
         fig = figure(at, key)
         assert_titled(fig)
         assert {"Lévy", "MC-Dropout"} <= set(names(fig))
+    guarantee = [d.value for d in at.dataframe if "verdict" in d.value.columns]
+    assert len(guarantee) == 1
+    g = guarantee[0]
+    assert list(g["method"]) == ["Lévy"] * 4 + ["MC-Dropout"] * 4
+    assert list(g["band"]) == ["50 %", "80 %", "90 %", "95 %"] * 2
+    assert set(g["verdict"]) <= {"holds", "outside"}
+    assert set(g["if queries were independent"]) <= {"holds", "outside"}
+    assert all(w.endswith(" %") and " – " in w for w in g["window (per-series s.e.)"])
     assert {b.label for b in at.get("download_button")} >= {
         "Download the report (HTML)",
         "Download the per-query predictions (CSV)",
@@ -202,6 +210,7 @@ def test_calibration_panel_report_and_csv():
     assert "plotly.js v" in html  # the library itself is inlined, once
     assert html.count("Plotly.newPlot") == 5  # band, reliability, PIT, risk–coverage, cost
     assert "MC-Dropout (T = 5)" in html and res.data_label in html
+    assert "Does the conformal band hold its level?" in html and "per-series s.e." in html
     csv = services.prediction_csv(services.evaluation(res.key, res, 5)[1]).decode()
     assert csv.splitlines()[0].split(",") == pipeline.PRED_COLUMNS
 
