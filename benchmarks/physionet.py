@@ -136,8 +136,8 @@ def print_split_difficulty(builder: EpisodeBuilder, train_ids: list[str], val_id
     mean = training_means(builder, train_ids)
     lv_val, lv_test = last_value_frame(builder, mean, val_ids), last_value_frame(builder, mean, test_ids)
     print("\nSplit difficulty (seed of the first row): per-query MSE on validation vs test")
-    print("| forecaster | validation MSE | test MSE | conformal coverage 50/80/90/95 on test, calibrated on "
-          "validation |")
+    print("| forecaster | validation MSE | test MSE | coverage 50/80/90/95 on test of the conformal band on "
+          "\\|error\\| (no σ), calibrated on validation |")
     print("|---|---|---|---|")
     rows = [("Lévy (first seed)", cal["y_norm"] - cal["mean_norm"], pred["y_norm"] - pred["mean_norm"]),
             ("last observed value", lv_val["y_norm"] - lv_val["last"], lv_test["y_norm"] - lv_test["last"])]

@@ -312,12 +312,14 @@ def test_dashboard_in_chromium(server, tmp_path):
 
             # 5. the stakeholder report downloads and opens with the network blocked
             _tab(page, "Calibration", 3)
+            assert page.get_by_text("Does the conformal band hold its level?").count() == 1
             with page.expect_download(timeout=120_000) as dl:
                 page.get_by_role("button", name="Download the report (HTML)").click()
             report = tmp_path / "report.html"
             dl.value.save_as(report)
             text = report.read_text(encoding="utf-8")
             assert re.search(r"<script[^>]*\bsrc\s*=", text, re.IGNORECASE) is None
+            assert "Does the conformal band hold its level?" in text
             offline = browser.new_context(viewport={"width": 1200, "height": 1000})
             offline.route(
                 "**/*",
