@@ -280,8 +280,9 @@ class FitResult:
         return (
             f"Lévy model ({self.settings.size}){twin} fitted {self.fitted_at} on {self.data_label} "
             f"({o.n_series} series, {o.n_channels} channels, {o.n_obs:,} observations; split by "
-            f"{f.split.mode}: {tr['n_series']['train']} train / {tr['n_series']['calibration']} "
-            "calibration / "
+            f"{f.split.mode}: {tr['n_series']['train']} train / "
+            f"{tr['n_series'].get('stopping', 0)} early-stopping / "
+            f"{tr['n_series']['calibration']} calibration / "
             f"{tr['n_series']['test']} test series), task: {task}; {tr['levy']['epochs_run']} "
             "epochs in "
             f"{self.seconds:.1f} s; calibration scale c = {f.levy_calibration.scale_:.3g}."
