@@ -66,8 +66,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     out = fitted.save(args.out)
     tr = fitted.training
     print(f"fitted in {time.perf_counter() - t0:.1f} s: split {fitted.split.mode} "
-          f"({tr['n_series']['train']}/{tr['n_series']['calibration']}/{tr['n_series']['test']} "
-          f"train/calibration/test series), task {fitted.task.kind}"
+          f"({tr['n_series']['train']}/{tr['n_series']['stopping']}/{tr['n_series']['calibration']}/"
+          f"{tr['n_series']['test']} train/early-stopping/calibration/test series), task {fitted.task.kind}"
           + (f" (cut-off {fitted.task.cutoff:g} h)" if fitted.task.kind == "forecast" else "")
           + f", calibration scale c = {fitted.levy_calibration.scale_:.3g}; saved to {out}", file=sys.stderr)
     return 0
@@ -126,7 +126,22 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         mc = result["mc_dropout"]
         line += f"; MC-Dropout T={mc['passes']} CRPS {mc['crps']:.4g} ({mc['seconds']:.3f} s)"
     print(line, file=sys.stderr)
+    print(_guarantee_lines(pipeline.coverage_checks(fitted, pred)), file=sys.stderr)
     return 0
+
+
+def _guarantee_lines(checks) -> str:
+    """Each method's conformal coverage at every level and whether it lies in its window."""
+    lines = ["conformal band within level − 3 s.e. .. level + 1/(n+1) + 3 s.e. (per-series s.e.; "
+             "binomial s.e. in brackets):"]
+    for method, rows in checks.groupby("method", sort=False):
+        parts = []
+        for r in rows.itertuples():
+            series = "?" if r.holds_series is None else ("holds" if r.holds_series else "OUTSIDE")
+            binomial = "holds" if r.holds_binomial else "outside"
+            parts.append(f"{100 * r.level:.0f} % {r.coverage:.3f} {series} [{binomial}]")
+        lines.append(f"  {method}: " + ", ".join(parts))
+    return "\n".join(lines)
 
 
 def _json_safe(obj):

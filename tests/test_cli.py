@@ -208,6 +208,13 @@ def test_evaluate_writes_exactly_the_documented_json_and_columns(
     assert len(pred) == result["n_test"] > 0
     # the file the model was fitted on: its recorded test split, not every series
     assert set(pred["series_id"].astype(str)) <= set(fitted.split.test)
+    # the verdict on each conformal band, per method, on stderr
+    assert "per-series s.e." in err
+    for method in ("Lévy", "MC-Dropout"):
+        line = next(ln for ln in err.splitlines() if ln.strip().startswith(f"{method}:"))
+        assert [p.split()[0] for p in line.split(":", 1)[1].split(",")] == ["50", "80", "90", "95"]
+        cov90 = result["levy" if method == "Lévy" else "mc_dropout"]["conformal_coverage"]["0.9"]
+        assert f"90 % {cov90:.3f}" in line
 
 
 def test_rank_prints_the_summary_line(capsys, fit_obs, fitted_dir, fit_csv, tmp_path) -> None:
