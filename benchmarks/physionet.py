@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 import torch
 from sklearn.model_selection import train_test_split
-from validity import print_validity
+from validity import print_channel_comparison, print_validity
 
 from levy_core import pipeline
 from levy_core.calibrate import Calibrator
@@ -251,6 +251,8 @@ def main() -> None:
     print_uncertainty(uncertainty)
     for seed, fitted, cal, pred in validity:
         print_validity(fitted, cal, pred, label=f"seed {seed}", calibration_series=len(val_ids))
+    for seed, _, cal, pred in validity:
+        print_channel_comparison(cal, pred, label=f"seed {seed}")
     print_split_difficulty(builder, train_ids, val_ids, test_ids, validity[0][2], validity[0][3])
     print(f"total {time.perf_counter() - t0:.0f} s")
 

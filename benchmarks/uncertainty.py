@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from validity import print_validity
+from validity import print_channel_comparison, print_validity
 
 from levy_core import metrics, pipeline
 from levy_core.data import load_sample, read_csv
@@ -108,6 +108,7 @@ def main() -> None:
     print_table(rows)
     for name, fitted, cal, pred in validity:
         print_validity(fitted, cal, pred, label=name, calibration_series=fitted.training["n_series"]["calibration"])
+        print_channel_comparison(cal, pred, label=name, min_queries=50)
 
 
 if __name__ == "__main__":

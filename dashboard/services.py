@@ -417,7 +417,9 @@ def add_twin(res: FitResult, progress: Callable[[Progress], None] | None = None)
     new = dataclasses.replace(f, twin=twin, mc_calibration=None, training=dict(f.training))
     T = res.settings.mc_passes
     cal = pipeline.split_predictions(new, res.obs, "calibration", mc_passes=T)
-    new.mc_calibration = Calibrator().fit(cal["y_norm"], cal["mc_mean_norm"], cal["mc_std_norm"])
+    new.mc_calibration = Calibrator().fit(
+        cal["y_norm"], cal["mc_mean_norm"], cal["mc_std_norm"], groups=cal["channel"].to_numpy()
+    )
     new.mc_passes = T
     new.training["softmax"] = {
         "best_epoch": out.best_epoch,
@@ -534,13 +536,13 @@ def with_bands(
     out = frame.copy()
     ch = out["channel"].to_numpy()
     lo, hi = fitted.levy_calibration.interval(
-        out["mean_norm"].to_numpy(), out["sigma_norm"].to_numpy(), level, kind=kind
+        out["mean_norm"].to_numpy(), out["sigma_norm"].to_numpy(), level, kind=kind, groups=ch
     )
     out["lower"] = fitted.scaler.inverse_value(lo, ch)
     out["upper"] = fitted.scaler.inverse_value(hi, ch)
     if "mc_mean_norm" in out and fitted.mc_calibration is not None:
         lo, hi = fitted.mc_calibration.interval(
-            out["mc_mean_norm"].to_numpy(), out["mc_std_norm"].to_numpy(), level, kind=kind
+            out["mc_mean_norm"].to_numpy(), out["mc_std_norm"].to_numpy(), level, kind=kind, groups=ch
         )
         out["mc_lower"] = fitted.scaler.inverse_value(lo, ch)
         out["mc_upper"] = fitted.scaler.inverse_value(hi, ch)
@@ -661,6 +663,7 @@ def calibration_curves(key: str, _res: FitResult, mc_passes: int) -> dict[str, A
     _, pred = evaluation(key, _res, mc_passes)
     f = _res.fitted
     y = pred["y_norm"].to_numpy(np.float64)
+    channels = pred["channel"].to_numpy()
     methods = [
         (
             "Lévy",
@@ -685,7 +688,9 @@ def calibration_curves(key: str, _res: FitResult, mc_passes: int) -> dict[str, A
         std = cal.predict_std(sigma)
         reliability[f"{name} — scaled Gaussian"] = metrics.calibration_curve(y, mean, std, LEVELS)
         conf = [
-            metrics.interval_coverage(y, *cal.interval(mean, sigma, float(p), kind="conformal"))
+            metrics.interval_coverage(
+                y, *cal.interval(mean, sigma, float(p), kind="conformal", groups=channels)
+            )
             for p in LEVELS
         ]
         reliability[f"{name} — conformal"] = (LEVELS.copy(), np.asarray(conf))

@@ -13,6 +13,13 @@ both fitted on a held-out calibration split (see ``design/levy-math.md``):
   that index exceeds ``n``);
 - :class:`Calibrator` -- both, fitted on the same split.
 
+Per-group ("Mondrian") conformal: pass ``groups`` (e.g. each query's channel) to
+``conformalize`` and the quantile is taken among the calibration scores of the
+point's own group, so the guarantee holds *within each group* (heart rate and
+lactate alike), not only on average over a mix dominated by the frequent
+channels. A group with fewer than ``min_group_size`` calibration scores (or one
+unseen in calibration) uses the pooled scores.
+
 Usage::
 
     cal = SplitConformal().conformalize(y_cal, mean_cal, sigma_cal)
@@ -39,6 +46,7 @@ import math
 from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from levy_core.metrics import (
@@ -51,6 +59,7 @@ from levy_core.metrics import (
 )
 
 __all__ = [
+    "DEFAULT_MIN_GROUP_SIZE",
     "DEFAULT_REL_FLOOR",
     "Calibrator",
     "NotFittedError",
@@ -64,6 +73,10 @@ FloatArray = NDArray[np.float64]
 
 #: Default floor on sigma, relative to the median positive sigma of the calibration split.
 DEFAULT_REL_FLOOR: float = 1e-6
+
+#: Per-group conformal: groups with fewer calibration scores than this use the pooled ones
+#: (50 keeps the 95 % quantile finite: ceil(51 * 0.95) = 49 <= 50).
+DEFAULT_MIN_GROUP_SIZE: int = 50
 
 #: Format version written by every ``to_dict``.
 _FORMAT_VERSION = 1
@@ -265,29 +278,39 @@ class ScaledGaussian:
 
 
 class SplitConformal:
-    """Split conformal prediction with the normalised score ``|y - ŷ| / σ``.
+    """Split conformal prediction with the normalised score ``|y - ŷ| / σ``, pooled or per group.
 
     Parameters
     ----------
     rel_floor : float, default 1e-6
         Sigma floor relative to the median positive calibration sigma.
+    min_group_size : int, default 50
+        Per-group conformal: a group with fewer calibration scores uses the pooled ones.
 
     Attributes
     ----------
     scores_ : numpy.ndarray, shape (n,)
-        Sorted calibration scores ``r_(1) <= ... <= r_(n)``.
+        Sorted calibration scores ``r_(1) <= ... <= r_(n)`` (all groups pooled).
+    group_scores_ : dict[str, numpy.ndarray] or None
+        Sorted scores of each group when conformalized with ``groups``.
     sigma_floor_ : float
         Absolute sigma floor used for the scores and at prediction.
     """
 
-    def __init__(self, rel_floor: float = DEFAULT_REL_FLOOR) -> None:
+    def __init__(self, rel_floor: float = DEFAULT_REL_FLOOR,
+                 min_group_size: int = DEFAULT_MIN_GROUP_SIZE) -> None:
         self.rel_floor = _check_rel_floor(rel_floor)
+        if int(min_group_size) != min_group_size or min_group_size < 1:
+            raise ValueError(f"min_group_size must be a positive integer, got {min_group_size!r}")
+        self.min_group_size = int(min_group_size)
         self.scores_: FloatArray | None = None
+        self.group_scores_: dict[str, FloatArray] | None = None
         self.sigma_floor_: float | None = None
 
     def __repr__(self) -> str:
         n = None if self.scores_ is None else self.scores_.size
-        return f"SplitConformal(rel_floor={self.rel_floor!r}, n_calibration={n!r})"
+        groups = "" if self.group_scores_ is None else f", groups={len(self.group_scores_)}"
+        return f"SplitConformal(rel_floor={self.rel_floor!r}, n_calibration={n!r}{groups})"
 
     @property
     def is_fitted(self) -> bool:
@@ -295,8 +318,13 @@ class SplitConformal:
         return self.scores_ is not None
 
     @property
+    def is_grouped(self) -> bool:
+        """Whether the scores were conformalized per group."""
+        return self.group_scores_ is not None
+
+    @property
     def n_calibration_(self) -> int:
-        """Number of calibration scores."""
+        """Number of calibration scores (all groups)."""
         return self._require_fitted()[0].size
 
     def _require_fitted(self) -> tuple[FloatArray, float]:
@@ -308,14 +336,17 @@ class SplitConformal:
             )
         return self.scores_, self.sigma_floor_
 
-    def conformalize(self, y_true: ArrayLike, mean: ArrayLike, sigma: ArrayLike) -> SplitConformal:
-        """Store the sorted normalised calibration scores.
+    def conformalize(self, y_true: ArrayLike, mean: ArrayLike, sigma: ArrayLike, *,
+                     groups: ArrayLike | None = None) -> SplitConformal:
+        """Store the sorted normalised calibration scores (and each group's, with ``groups``).
 
         Parameters
         ----------
         y_true, mean, sigma : array-like, shape (n,)
             Calibration targets, predicted means and spreads ``>= 0``. Any
             positive rescaling of ``sigma`` (e.g. ``c σ̂``) gives the same bands.
+        groups : array-like, shape (n,), optional
+            A label per point (compared as strings), e.g. the channel: per-group conformal.
 
         Returns
         -------
@@ -323,13 +354,30 @@ class SplitConformal:
             ``self``, conformalized.
         """
         y, mu, s = _check_gaussian(y_true, mean, sigma)
+        labels = None if groups is None else _group_labels(groups, y.size)
         floor = _sigma_floor(s, self.rel_floor)
-        self.scores_ = np.sort(np.abs(y - mu) / np.maximum(s, floor))
+        scores = np.abs(y - mu) / np.maximum(s, floor)
+        self.scores_ = np.sort(scores)
         self.sigma_floor_ = floor
+        self.group_scores_ = None
+        if labels is not None:
+            codes, uniques = pd.factorize(labels)
+            order = np.argsort(codes, kind="stable")
+            bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
+            self.group_scores_ = {str(u): np.sort(scores[order[bounds[i]:bounds[i + 1]]])
+                                  for i, u in enumerate(uniques)}
         return self
 
-    def quantile(self, level: float) -> float:
-        """Finite-sample conformal quantile of the scores.
+    def _scores_for(self, group: object | None) -> FloatArray:
+        """The scores a point of ``group`` is calibrated against."""
+        pooled, _ = self._require_fitted()
+        if self.group_scores_ is None or group is None:
+            return pooled
+        own = self.group_scores_.get(str(group))
+        return own if own is not None and own.size >= self.min_group_size else pooled
+
+    def quantile(self, level: float, group: object | None = None) -> float:
+        """Finite-sample conformal quantile of the scores (of ``group``'s scores when grouped).
 
         The ``k``-th smallest score with ``k = ceil((n + 1) * level)``, or
         ``inf`` when ``k > n`` (too few calibration points for that level).
@@ -341,20 +389,34 @@ class SplitConformal:
         ----------
         level : float
             Target coverage in (0, 1).
+        group : optional
+            A group label; ignored when not conformalized per group. A group with fewer than
+            ``min_group_size`` scores, or not seen in calibration, gets the pooled quantile.
 
         Returns
         -------
         float
         """
-        scores, _ = self._require_fitted()
+        scores = self._scores_for(group)
         p = _check_level(level)
         n = scores.size
         x = (n + 1) * p
         k = max(1, math.ceil(x - _CEIL_REL_TOL * x))
         return math.inf if k > n else float(scores[k - 1])
 
+    def calibration_counts(self, groups: ArrayLike | None = None) -> np.ndarray:
+        """How many calibration scores each point's quantile is taken from, shape (n,)
+        (the ``n`` of its ``1/(n + 1)`` coverage slack)."""
+        pooled, _ = self._require_fitted()
+        if self.group_scores_ is None or groups is None:
+            n = 1 if groups is None else len(np.asarray(groups))
+            return np.full(n, pooled.size)
+        labels = _group_labels(groups, len(np.asarray(groups)))
+        codes, uniques = pd.factorize(labels)
+        return np.array([self._scores_for(u).size for u in uniques])[codes]
+
     def predict_interval(
-        self, mean: ArrayLike, sigma: ArrayLike, level: float
+        self, mean: ArrayLike, sigma: ArrayLike, level: float, *, groups: ArrayLike | None = None
     ) -> tuple[FloatArray, FloatArray]:
         """Conformal band ``ŷ -+ q * max(σ, sigma_floor_)`` at any level.
 
@@ -365,46 +427,84 @@ class SplitConformal:
             :meth:`conformalize`.
         level : float
             Target coverage in (0, 1); no refitting needed to change it.
+        groups : array-like, shape (n,), optional
+            Each point's group; required when conformalized per group, ignored otherwise.
 
         Returns
         -------
         lower, upper : numpy.ndarray, shape (n,)
-            ``-inf`` / ``+inf`` everywhere when :meth:`quantile` is infinite.
+            ``-inf`` / ``+inf`` where the quantile is infinite.
         """
-        q = self.quantile(level)
         _, floor = self._require_fitted()
         mu = _as_1d(mean, "mean")
         s = _check_sigma(sigma)
         _same_length(mean=mu, sigma=s)
-        if math.isinf(q):
-            return np.full_like(mu, -np.inf), np.full_like(mu, np.inf)
-        half = q * np.maximum(s, floor)
+        if self.group_scores_ is None:
+            q = np.full(mu.size, self.quantile(level))
+        else:
+            if groups is None:
+                raise ValueError("this SplitConformal was conformalized per group: pass groups= (one label "
+                                 "per point, e.g. the channel) to predict_interval")
+            labels = _group_labels(groups, mu.size)
+            codes, uniques = pd.factorize(labels)
+            q = np.array([self.quantile(level, u) for u in uniques])[codes]
+        half = q * np.maximum(s, floor)  # inf where q is inf (s >= floor > 0)
         return mu - half, mu + half
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable state, including every calibration score."""
         scores, floor = self._require_fitted()
-        return {
+        out: dict[str, Any] = {
             "type": "SplitConformal",
             "version": _FORMAT_VERSION,
             "rel_floor": self.rel_floor,
             "sigma_floor": floor,
-            "scores": scores.tolist(),
         }
+        if self.group_scores_ is None:
+            out["scores"] = scores.tolist()
+        else:  # the pooled scores are the union: not stored twice
+            out["min_group_size"] = self.min_group_size
+            out["group_scores"] = {g: v.tolist() for g, v in self.group_scores_.items()}
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SplitConformal:
         """Rebuild a conformalized instance from :meth:`to_dict` output."""
         data = _check_dict(data, "SplitConformal")
-        obj = cls(rel_floor=_positive_float(data, "rel_floor"))
+        obj = cls(rel_floor=_positive_float(data, "rel_floor"),
+                  min_group_size=int(data.get("min_group_size", DEFAULT_MIN_GROUP_SIZE)))
         obj.sigma_floor_ = _positive_float(data, "sigma_floor")
+        if "group_scores" in data:
+            groups = data["group_scores"]
+            if not isinstance(groups, dict) or not groups:
+                raise ValueError("saved 'group_scores' must be a non-empty mapping of group to scores")
+            obj.group_scores_ = {str(g): np.sort(_saved_scores(v, f"group_scores[{g!r}]"))
+                                 for g, v in groups.items()}
+            obj.scores_ = np.sort(np.concatenate(list(obj.group_scores_.values())))
+            return obj
         if "scores" not in data:
             raise ValueError("saved calibration is missing 'scores'")
-        scores = _as_1d(data["scores"], "scores")
-        if (scores < 0).any():
-            raise ValueError("saved 'scores' must be non-negative")
-        obj.scores_ = np.sort(scores)
+        obj.scores_ = np.sort(_saved_scores(data["scores"], "scores"))
         return obj
+
+
+def _saved_scores(values: Any, name: str) -> FloatArray:
+    scores = _as_1d(values, name)
+    if (scores < 0).any():
+        raise ValueError(f"saved {name!r} must be non-negative")
+    return scores
+
+
+def _group_labels(groups: ArrayLike, n: int) -> np.ndarray:
+    """One string label per point; ValueError on a wrong length or a missing label."""
+    labels = np.asarray(groups, dtype=object)
+    if labels.ndim != 1 or labels.shape[0] != n:
+        raise ValueError(f"groups must be 1-D with one label per point ({n}), got shape {labels.shape}")
+    missing = pd.isna(labels)
+    if missing.any():
+        raise ValueError(f"groups has {int(missing.sum())} missing label(s) (first at index "
+                         f"{int(np.argmax(missing))}); give every point a group")
+    return labels.astype(str)
 
 
 class Calibrator:
@@ -440,12 +540,15 @@ class Calibrator:
                 "calibration split first"
             )
 
-    def fit(self, y_true: ArrayLike, mean: ArrayLike, sigma: ArrayLike) -> Calibrator:
+    def fit(self, y_true: ArrayLike, mean: ArrayLike, sigma: ArrayLike, *,
+            groups: ArrayLike | None = None) -> Calibrator:
         """Fit the scale, then conformalize, on the same calibration split.
 
         Parameters
         ----------
         y_true, mean, sigma : array-like, shape (n,)
+        groups : array-like, shape (n,), optional
+            Conformalize per group (e.g. channel); the Gaussian scale stays global.
 
         Returns
         -------
@@ -453,7 +556,7 @@ class Calibrator:
             ``self``, fitted.
         """
         self.scaled_gaussian.fit(y_true, mean, sigma)
-        self.conformal.conformalize(y_true, mean, sigma)
+        self.conformal.conformalize(y_true, mean, sigma, groups=groups)
         return self
 
     @property
@@ -473,6 +576,8 @@ class Calibrator:
         sigma: ArrayLike,
         level: float,
         kind: Literal["gaussian", "conformal"] = "gaussian",
+        *,
+        groups: ArrayLike | None = None,
     ) -> tuple[FloatArray, FloatArray]:
         """Predictive band at ``level``.
 
@@ -485,6 +590,8 @@ class Calibrator:
         kind : {"gaussian", "conformal"}, default "gaussian"
             Scaled-Gaussian central interval, or split-conformal band
             (finite-sample coverage guarantee).
+        groups : array-like, shape (n,), optional
+            Each point's group for a conformal band fitted per group (required then).
 
         Returns
         -------
@@ -495,7 +602,7 @@ class Calibrator:
         self._require_fitted()
         if kind == "gaussian":
             return self.scaled_gaussian.predict_interval(mean, sigma, level)
-        return self.conformal.predict_interval(mean, sigma, level)
+        return self.conformal.predict_interval(mean, sigma, level, groups=groups)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable state of both parts."""

@@ -48,12 +48,13 @@ class CoverageCheck:
     se_test: float  # s.e. of the test coverage: binomial, or per group when n_groups is set
     se: float  # total: the test's share and the calibration draw's share
     lower_bound: float  # level - z se
-    upper_bound: float  # level + 1/(n_calibration + 1) + z se
+    upper_bound: float  # level + slack + z se
     n: int
     n_groups: int | None
     n_calibration: int
     calibration_groups: int | None
     z: float
+    slack: float  # how far above the level split conformal may land: 1/(n_calibration + 1)
 
     @property
     def holds(self) -> bool:
@@ -74,6 +75,7 @@ def check_coverage(
     groups: ArrayLike | None = None,
     calibration_groups: int | None = None,
     z: float = DEFAULT_Z,
+    slack: float | None = None,
 ) -> CoverageCheck:
     """Coverage of ``[lower, upper]`` and the window a valid conformal band lies in.
 
@@ -83,7 +85,7 @@ def check_coverage(
     split; assuming it is as heterogeneous as the test split it is
     ``se_test * sqrt(units_test / units_cal)`` (units: points, or groups), so
     ``se = se_test * sqrt(1 + units_test / units_cal)``. The window is
-    ``[level - z se, level + 1/(n_calibration + 1) + z se]``.
+    ``[level - z se, level + slack + z se]`` with ``slack = 1/(n_calibration + 1)``.
 
     Parameters
     ----------
@@ -99,6 +101,9 @@ def check_coverage(
         Number of series in the calibration split; required with ``groups``.
     z : float, default 3
         Width of the window in standard errors.
+    slack : float, optional
+        The upper slack when the band's quantiles came from calibration sets of different
+        sizes (per-group conformal: the test points' mean of ``1/(n_g + 1)``).
 
     Returns
     -------
@@ -120,9 +125,12 @@ def check_coverage(
         n_groups = int(pd.Series(np.asarray(groups)).nunique(dropna=False))
         units_test, units_cal = n_groups, int(calibration_groups)
     se = se_test * math.sqrt(1.0 + units_test / units_cal)
-    return CoverageCheck(level, cov, se_test, se, level - z * se, level + 1.0 / (n_calibration + 1) + z * se,
+    slack = 1.0 / (n_calibration + 1) if slack is None else float(slack)
+    if not (math.isfinite(slack) and 0 <= slack < 1):
+        raise ValueError(f"slack must lie in [0, 1), got {slack!r}")
+    return CoverageCheck(level, cov, se_test, se, level - z * se, level + slack + z * se,
                          n, n_groups, int(n_calibration), None if groups is None else int(calibration_groups),
-                         float(z))
+                         float(z), slack)
 
 
 def group_resplit_coverage(
@@ -136,6 +144,7 @@ def group_resplit_coverage(
     calibration_fraction: float = 0.5,
     seed: int = 0,
     rel_floor: float = DEFAULT_REL_FLOOR,
+    by: ArrayLike | None = None,
 ) -> pd.DataFrame:
     """Split conformal re-run on ``n_splits`` random series-level calibration/test splits.
 
@@ -159,6 +168,8 @@ def group_resplit_coverage(
     seed : int, default 0
     rel_floor : float
         σ̂ floor of the conformal score (as ``SplitConformal``).
+    by : array-like, shape (n,), optional
+        Conformalize per ``by`` label (e.g. channel), as ``SplitConformal(groups=...)``.
 
     Returns
     -------
@@ -178,16 +189,21 @@ def group_resplit_coverage(
                          "least one group on each side")
     if n_splits < 1:
         raise ValueError(f"n_splits must be at least 1, got {n_splits}")
+    by_labels = None if by is None else np.asarray(by)
+    if by_labels is not None and by_labels.shape != (y.size,):
+        raise ValueError(f"by must be 1-D with one label per point ({y.size}), got shape {by_labels.shape}")
     rng = np.random.default_rng(seed)
     cov = np.empty((n_splits, lv.size))
     for r in range(n_splits):
         is_cal = np.zeros(n_groups, dtype=bool)
         is_cal[rng.permutation(n_groups)[:n_cal_groups]] = True
         cal = is_cal[codes]
-        sc = SplitConformal(rel_floor).conformalize(y[cal], mu[cal], s[cal])
+        sc = SplitConformal(rel_floor).conformalize(y[cal], mu[cal], s[cal],
+                                                    groups=None if by_labels is None else by_labels[cal])
         test = ~cal
         for j, level in enumerate(lv):
-            lo, hi = sc.predict_interval(mu[test], s[test], float(level))
+            lo, hi = sc.predict_interval(mu[test], s[test], float(level),
+                                         groups=None if by_labels is None else by_labels[test])
             cov[r, j] = metrics.interval_coverage(y[test], lo, hi)
     return pd.DataFrame({"level": lv, "mean_coverage": cov.mean(axis=0),
                          "sd": cov.std(axis=0, ddof=1) if n_splits > 1 else np.zeros(lv.size),

@@ -304,9 +304,12 @@ def calibrate(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str], *, m
     the episodes ``ids`` and, when there is a twin, the same two steps for MC-Dropout.
     Returns the calibration queries' predictions (normalised units)."""
     cal = _observed_queries(fitted, builder, ids, mc_passes=mc_passes if fitted.twin is not None else 0)
-    fitted.levy_calibration = Calibrator().fit(cal["y_norm"], cal["mean_norm"], cal["sigma_norm"])
+    # conformal per channel: each channel's band holds its level, not only the mix of channels
+    groups = cal["channel"].to_numpy()
+    fitted.levy_calibration = Calibrator().fit(cal["y_norm"], cal["mean_norm"], cal["sigma_norm"], groups=groups)
     if fitted.twin is not None:
-        fitted.mc_calibration = Calibrator().fit(cal["y_norm"], cal["mc_mean_norm"], cal["mc_std_norm"])
+        fitted.mc_calibration = Calibrator().fit(cal["y_norm"], cal["mc_mean_norm"], cal["mc_std_norm"],
+                                                 groups=groups)
     fitted.mc_passes = mc_passes
     return cal
 
@@ -325,7 +328,8 @@ def _to_original_units(fitted: FittedModel, df: pd.DataFrame, level: float) -> p
     out["disagreement_term"] = 0.5 * np.log(np.maximum(out["disagreement"].to_numpy(), tiny))
     out["evidence_term"] = np.log(np.maximum(out["sigma"].to_numpy(), tiny)) - out["disagreement_term"]
     for kind, suffix in (("gaussian", "gauss"), ("conformal", "conf")):
-        lo, hi = fitted.levy_calibration.interval(df["mean_norm"], df["sigma_norm"], level, kind=kind)
+        lo, hi = fitted.levy_calibration.interval(df["mean_norm"], df["sigma_norm"], level, kind=kind,
+                                                  groups=channels)
         out[f"lower_{suffix}"] = fitted.scaler.inverse_value(lo, channels)
         out[f"upper_{suffix}"] = fitted.scaler.inverse_value(hi, channels)
     if "y_norm" in df:
@@ -480,7 +484,7 @@ def predict_queries(fitted: FittedModel, obs: Observations, queries: pd.DataFram
 
 
 def _method_metrics(y: np.ndarray, mean: np.ndarray, sigma: np.ndarray, cal: Calibrator,
-                    seconds: float) -> dict[str, Any]:
+                    seconds: float, channels: np.ndarray) -> dict[str, Any]:
     std = cal.predict_std(sigma)
     out: dict[str, Any] = {
         "mse": metrics.mean_squared_error(y, mean),
@@ -492,7 +496,7 @@ def _method_metrics(y: np.ndarray, mean: np.ndarray, sigma: np.ndarray, cal: Cal
     for level in LEVELS:
         lo, hi = cal.interval(mean, sigma, level, kind="gaussian")
         out["coverage"][str(level)] = metrics.interval_coverage(y, lo, hi)
-        lo, hi = cal.interval(mean, sigma, level, kind="conformal")
+        lo, hi = cal.interval(mean, sigma, level, kind="conformal", groups=channels)
         out["conformal_coverage"][str(level)] = metrics.interval_coverage(y, lo, hi)
     lo, hi = cal.interval(mean, sigma, 0.9, kind="gaussian")
     out["mean_width_90"] = metrics.interval_mean_width(lo, hi)
@@ -507,8 +511,10 @@ def coverage_checks(fitted: FittedModel, pred: pd.DataFrame, *, levels: tuple[fl
 
     For every method and level: the coverage, its s.e. if the queries were independent
     (binomial) and per series (queries of one series move together), and whether it lies
-    in ``[level - z se, level + 1/(n_cal + 1) + z se]`` with each s.e. (calibration draw's
-    share included; see ``levy_core.coverage.check_coverage``).
+    in ``[level - z se, level + slack + z se]`` with each s.e. (calibration draw's share
+    included; see ``levy_core.coverage.check_coverage``); ``slack`` is the mean over the test
+    queries of ``1/(n + 1)``, ``n`` the calibration queries of the query's channel (per-channel
+    conformal) or of all channels (pooled).
 
     Parameters
     ----------
@@ -536,19 +542,22 @@ def coverage_checks(fitted: FittedModel, pred: pd.DataFrame, *, levels: tuple[fl
     if "mc_mean_norm" in pred and fitted.mc_calibration is not None:
         methods.append(("MC-Dropout", "mc_mean_norm", "mc_std_norm", fitted.mc_calibration))
     y, groups = pred["y_norm"].to_numpy(np.float64), pred["series_id"].to_numpy()
+    channels = pred["channel"].to_numpy()
     rows = []
     for name, mean_col, sigma_col, cal in methods:
         mean, sigma = pred[mean_col].to_numpy(np.float64), pred[sigma_col].to_numpy(np.float64)
         n_cal = cal.conformal.n_calibration_
+        # per-channel quantiles: each query may land 1/(n_channel + 1) above the level
+        slack = float(np.mean(1.0 / (cal.conformal.calibration_counts(channels) + 1)))
         for level in levels:
-            lo, hi = cal.interval(mean, sigma, level, kind="conformal")
-            b = check_coverage(y, lo, hi, level=level, n_calibration=n_cal, z=z)
+            lo, hi = cal.interval(mean, sigma, level, kind="conformal", groups=channels)
+            b = check_coverage(y, lo, hi, level=level, n_calibration=n_cal, z=z, slack=slack)
             row = {"method": name, "level": level, "coverage": b.coverage, "se_binomial": b.se,
                    "holds_binomial": b.holds, "se_series": None, "lower_series": None, "upper_series": None,
                    "holds_series": None, "n_test": b.n, "n_series": int(pd.unique(groups).size)}
             if row["n_series"] >= 2:  # a per-series s.e. needs two series at least
                 g = check_coverage(y, lo, hi, level=level, n_calibration=n_cal, groups=groups,
-                                   calibration_groups=calibration_series, z=z)
+                                   calibration_groups=calibration_series, z=z, slack=slack)
                 row.update(se_series=g.se, lower_series=g.lower_bound, upper_series=g.upper_bound,
                            holds_series=g.holds)
             rows.append(row)
@@ -655,11 +664,13 @@ def evaluate_episodes(fitted: FittedModel, builder: EpisodeBuilder, ids: list[st
         df["mc_mean_norm"] = _flatten([m.numpy() for m, _ in mc_parts], batches)
         df["mc_std_norm"] = _flatten([s.numpy() for _, s in mc_parts], batches)
     y, mean, sigma = df["y_norm"].to_numpy(), df["mean_norm"].to_numpy(), df["sigma_norm"].to_numpy()
+    channels = df["channel"].to_numpy()
     result: dict[str, Any] = {"n_test": int(len(df)),
-                              "levy": _method_metrics(y, mean, sigma, fitted.levy_calibration, levy_seconds)}
+                              "levy": _method_metrics(y, mean, sigma, fitted.levy_calibration, levy_seconds,
+                                                      channels)}
     if "mc_mean_norm" in df and fitted.mc_calibration is not None:
         result["mc_dropout"] = _method_metrics(y, df["mc_mean_norm"].to_numpy(), df["mc_std_norm"].to_numpy(),
-                                               fitted.mc_calibration, mc_seconds)
+                                               fitted.mc_calibration, mc_seconds, channels)
         result["mc_dropout"]["passes"] = T
     if fitted.twin is not None:
         fitted.twin.eval()

@@ -40,7 +40,11 @@ def test_check_coverage_numbers() -> None:
     assert ck.se_test == se_test
     assert ck.se == pytest.approx(se_test * math.sqrt(1 + 40 / 10), rel=1e-12)
     assert ck.lower_bound == pytest.approx(0.9 - 3 * ck.se)
-    assert ck.upper_bound == pytest.approx(0.9 + 1 / 1000 + 3 * ck.se)
+    assert ck.upper_bound == pytest.approx(0.9 + 1 / 1000 + 3 * ck.se) and ck.slack == 1 / 1000
+    # an explicit slack (per-group conformal) replaces 1/(n_calibration + 1)
+    wide = check_coverage(y, lo, hi, level=0.9, n_calibration=999, groups=groups, calibration_groups=10,
+                          slack=0.02)
+    assert wide.upper_bound == pytest.approx(0.92 + 3 * ck.se) and wide.lower_bound == ck.lower_bound
     assert (ck.n, ck.n_groups, ck.n_calibration, ck.calibration_groups) == (y.size, 40, 999, 10)
     assert ck.holds == (ck.lower_bound <= ck.coverage <= ck.upper_bound)
     assert ck.to_dict()["holds"] == ck.holds
@@ -66,6 +70,7 @@ def test_check_coverage_flags_a_narrow_band() -> None:
         ({"level": 1.0, "n_calibration": 10}, "between 0 and 1"),
         ({"level": 0.9, "n_calibration": 0}, "n_calibration"),
         ({"level": 0.9, "n_calibration": 10, "z": -1.0}, "z must"),
+        ({"level": 0.9, "n_calibration": 10, "slack": 1.5}, "slack"),
         ({"level": 0.9, "n_calibration": 10, "groups": ["a", "b", "a", "b"]}, "calibration_groups"),
     ],
 )
@@ -131,6 +136,21 @@ def test_group_resplit_coverage_matches_a_hand_loop() -> None:
     np.testing.assert_allclose(got["sd"], covs.std(axis=0, ddof=1), rtol=1e-12)
     np.testing.assert_allclose(got["min"], covs.min(axis=0))
     assert list(got["level"]) == [0.5, 0.9] and (got["n_splits"] == 7).all()
+
+
+def test_group_resplit_coverage_per_label_matches_a_hand_loop() -> None:
+    rng = np.random.default_rng(6)
+    y, mean, sigma, groups = clustered_case(rng, 20)
+    channel = np.where(rng.random(y.size) < 0.7, "hr", "lactate")
+    got = group_resplit_coverage(y, mean, sigma, groups, levels=[0.9], n_splits=3, seed=4, by=channel)
+    split_rng, covs = np.random.default_rng(4), []
+    order = list(dict.fromkeys(groups))
+    for _ in range(3):
+        cal = np.isin(groups, [order[i] for i in split_rng.permutation(20)[:10]])
+        sc = SplitConformal().conformalize(y[cal], mean[cal], sigma[cal], groups=channel[cal])
+        lo, hi = sc.predict_interval(mean[~cal], sigma[~cal], 0.9, groups=channel[~cal])
+        covs.append(M.interval_coverage(y[~cal], lo, hi))
+    assert got["mean_coverage"].iloc[0] == pytest.approx(np.mean(covs), rel=1e-12)
 
 
 def test_group_resplit_coverage_is_valid_when_points_are_exchangeable() -> None:

@@ -367,11 +367,15 @@ def test_coverage_checks_agree_with_the_json_and_the_metrics(evaluated, fitted) 
         assert row.n_series == pred["series_id"].nunique() >= 2
         mean_col, sig_col = ("mean_norm", "sigma_norm") if key == "levy" else ("mc_mean_norm", "mc_std_norm")
         cal = fitted.levy_calibration if key == "levy" else fitted.mc_calibration
-        lo, hi = cal.interval(pred[mean_col], pred[sig_col], row.level, kind="conformal")
+        lo, hi = cal.interval(pred[mean_col], pred[sig_col], row.level, kind="conformal",
+                              groups=pred["channel"].to_numpy())
         se_test = M.coverage_standard_error(pred["y_norm"], lo, hi, groups=pred["series_id"].to_numpy())
         assert row.se_series == pytest.approx(se_test * math.sqrt(1 + row.n_series / n_cal_series))
         assert row.lower_series == pytest.approx(row.level - 3 * row.se_series)
-        assert row.upper_series == pytest.approx(row.level + 1 / (n_cal + 1) + 3 * row.se_series)
+        conformal = (fitted.levy_calibration if key == "levy" else fitted.mc_calibration).conformal
+        assert conformal.is_grouped  # per-channel conformal by default
+        slack = np.mean(1 / (conformal.calibration_counts(pred["channel"].to_numpy()) + 1))
+        assert row.upper_series == pytest.approx(row.level + slack + 3 * row.se_series)
         assert row.holds_series == (row.lower_series <= row.coverage <= row.upper_series)
 
 

@@ -90,8 +90,9 @@ def controls(res: services.FitResult) -> View:
         list(state.BAND_KINDS),
         key=state.BAND_KIND,
         horizontal=True,
-        help="Scaled Gaussian: ŷ ± z·c·σ̂. Conformal: split-conformal quantile of |y−ŷ|/σ̂, with a "
-        "finite-sample coverage guarantee.",
+        help="Scaled Gaussian: ŷ ± z·c·σ̂. Conformal: split-conformal quantile of |y−ŷ|/σ̂ among "
+        "this channel's calibration queries (pooled over channels when it has fewer than 50), "
+        "with a finite-sample coverage guarantee for the channel.",
     )
     mc_controls(res)
     return current_view(res)
@@ -198,8 +199,8 @@ def render(res: services.FitResult) -> View:
     fig, infinite = band_figure(res, view)
     if infinite:
         st.warning(
-            "The conformal band is infinite at this level: the calibration split has too few "
-            "queries for it. Lower the level or use the scaled Gaussian band."
+            "The conformal band is infinite at this level: this channel's calibration queries "
+            "are too few for it. Lower the level or use the scaled Gaussian band."
         )
     st.plotly_chart(
         fig, key=BAND_CHART, on_select=_on_band_select, selection_mode=("points", "box")
