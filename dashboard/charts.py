@@ -543,6 +543,37 @@ def reliability_figure(curves: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> g
     return fig
 
 
+def channel_coverage_figure(table: pd.DataFrame, level: float) -> go.Figure:
+    """Coverage of the conformal band per channel, one bar per method; ``table`` has columns
+    channel, method ("Lévy" / "MC-Dropout"), coverage, n (test queries of that channel)."""
+    fig = go.Figure()
+    channels = sorted(table["channel"].unique(), key=str.lower, reverse=True)  # A at the top
+    for method, rows in table.groupby("method", sort=False):
+        rows = rows.set_index("channel").reindex(channels)
+        fig.add_trace(
+            go.Bar(
+                y=channels,
+                x=rows["coverage"],
+                orientation="h",
+                name=method,
+                marker={"color": METHOD_COLOURS.get(method, NEUTRAL)},
+                customdata=rows["n"],
+                hovertemplate="%{y}: %{x:.1%} of %{customdata} test queries<extra>" + method + "</extra>",
+            )
+        )
+    fig.add_vline(x=level, line={"color": NEUTRAL, "dash": "dot", "width": 1.5})
+    _layout(
+        fig,
+        f"Coverage of the {_pct(level)} conformal band, channel by channel",
+        height=max(320, 120 + 22 * len(channels)),
+    )
+    fig.update_layout(barmode="group", bargap=0.25)
+    fig.update_xaxes(title_text="share of the channel's test queries inside the band", tickformat=".0%",
+                     range=[0, 1.02])
+    fig.update_yaxes(title_text="channel", automargin=True)
+    return fig
+
+
 def pit_figure(pits: Mapping[str, np.ndarray], *, bins: int = 20) -> go.Figure:
     """Histograms of PIT values ``Φ((y − ŷ)/s)`` per method; flat at 1 when calibrated."""
     fig = go.Figure()

@@ -45,7 +45,7 @@ class CoverageCheck:
 
     level: float
     coverage: float
-    se_test: float  # s.e. of the test coverage: binomial, or per group when n_groups is set
+    se_test: float  # s.e. of the test coverage: binomial, or max(binomial, per group) with groups
     se: float  # total: the test's share and the calibration draw's share
     lower_bound: float  # level - z se
     upper_bound: float  # level + slack + z se
@@ -80,7 +80,8 @@ def check_coverage(
     """Coverage of ``[lower, upper]`` and the window a valid conformal band lies in.
 
     The conformal coverage of a test split moves with two draws: which points are in the
-    test split (``se_test``: binomial, or per group with ``groups``) and which calibrate
+    test split (``se_test``: binomial, or per group with ``groups`` -- never below the
+    binomial one) and which calibrate
     the quantile. The second share is the same quantity measured on the calibration
     split; assuming it is as heterogeneous as the test split it is
     ``se_test * sqrt(units_test / units_cal)`` (units: points, or groups), so
@@ -115,7 +116,12 @@ def check_coverage(
     if not (math.isfinite(z) and z > 0):
         raise ValueError(f"z must be a positive number, got {z!r}")
     cov = metrics.interval_coverage(y_true, lower, upper)
-    se_test = metrics.coverage_standard_error(y_true, lower, upper, groups=groups)
+    se_test = metrics.coverage_standard_error(y_true, lower, upper)
+    if groups is not None:
+        # never below the binomial s.e.: the sandwich estimate is biased low with few groups
+        # (8 test series can give half the binomial value), while a series' queries are, if
+        # anything, positively correlated
+        se_test = max(se_test, metrics.coverage_standard_error(y_true, lower, upper, groups=groups))
     n = int(np.asarray(y_true).shape[0])
     if groups is None:
         n_groups, units_test, units_cal = None, n, n_calibration

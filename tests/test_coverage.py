@@ -34,7 +34,7 @@ def test_check_coverage_numbers() -> None:
     y, mean, sigma, groups = clustered_case(rng, 40)
     lo, hi = M.central_interval(mean, sigma * 1.5, 0.9)
     ck = check_coverage(y, lo, hi, level=0.9, n_calibration=999, groups=groups, calibration_groups=10)
-    se_test = M.coverage_standard_error(y, lo, hi, groups=groups)
+    se_test = max(M.coverage_standard_error(y, lo, hi, groups=groups), M.coverage_standard_error(y, lo, hi))
     assert isinstance(ck, CoverageCheck)
     assert ck.coverage == M.interval_coverage(y, lo, hi)
     assert ck.se_test == se_test
@@ -54,6 +54,17 @@ def test_check_coverage_numbers() -> None:
     assert b.se_test == pytest.approx(math.sqrt(p * (1 - p) / y.size))
     assert b.se == pytest.approx(b.se_test * math.sqrt(2))
     assert b.n_groups is None and b.calibration_groups is None
+
+
+def test_per_series_se_never_falls_below_the_binomial_one() -> None:
+    # 8 series whose coverage shares are nearly equal: the sandwich estimate is tiny
+    rng = np.random.default_rng(4)
+    groups = np.repeat(np.arange(8), 50)
+    covered = np.concatenate([rng.permutation(np.r_[np.ones(45), np.zeros(5)]) for _ in range(8)])
+    y, lo, hi = np.where(covered > 0, 0.0, 2.0), -np.ones(400), np.ones(400)
+    assert M.coverage_standard_error(y, lo, hi, groups=groups) < 0.1 * M.coverage_standard_error(y, lo, hi)
+    ck = check_coverage(y, lo, hi, level=0.9, n_calibration=400, groups=groups, calibration_groups=8)
+    assert ck.se_test == M.coverage_standard_error(y, lo, hi)
 
 
 def test_check_coverage_flags_a_narrow_band() -> None:

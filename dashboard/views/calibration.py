@@ -45,6 +45,18 @@ def render(res: services.FitResult) -> None:
         services.guarantee_table(res.key, res, T), hide_index=True, key="guarantee_table"
     )
     st.caption("How to read: " + services.GUARANTEE_CAPTION)
+    st.plotly_chart(
+        charts.channel_coverage_figure(
+            services.channel_coverage(res.key, res, T, view.level), view.level
+        ),
+        key="channel_coverage_chart",
+    )
+    st.caption(
+        "How to read: each channel's share of test queries inside its conformal band at the "
+        "level chosen on the band panel (dotted line). The band is conformalized per channel, "
+        "so each channel, not only the mix, should sit near the line; a channel with few test "
+        "queries scatters more (hover for the count)."
+    )
     st.subheader("Export")
     kind = view.kind
 

@@ -184,6 +184,12 @@ def test_calibration_panel_report_and_csv():
             assert f"{method} — {kind}" in labels
     assert trace(rel, "Lévy — scaled Gaussian")["line"]["color"] == LEVY
     assert trace(rel, "MC-Dropout — conformal")["line"]["color"] == MC
+    by_channel = figure(at, "channel_coverage_chart")
+    assert_titled(by_channel)
+    assert names(by_channel) == ["Lévy", "MC-Dropout"]
+    res_now = services.cached_fit(at.session_state["_fit_key"])
+    for bar in by_channel["data"]:
+        assert set(bar["y"]) == set(res_now.fitted.channels)  # every channel of the test split
     for key in ("pit_chart", "risk_chart"):
         fig = figure(at, key)
         assert_titled(fig)
@@ -208,7 +214,8 @@ def test_calibration_panel_report_and_csv():
     assert services.report_is_offline(html)
     assert "<script src" not in html.lower()
     assert "plotly.js v" in html  # the library itself is inlined, once
-    assert html.count("Plotly.newPlot") == 5  # band, reliability, PIT, risk–coverage, cost
+    # band, reliability, coverage by channel, PIT, risk–coverage, cost
+    assert html.count("Plotly.newPlot") == 6
     assert "MC-Dropout (T = 5)" in html and res.data_label in html
     assert "Does the conformal band hold its level?" in html and "per-series s.e." in html
     csv = services.prediction_csv(services.evaluation(res.key, res, 5)[1]).decode()
