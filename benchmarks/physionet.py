@@ -12,7 +12,9 @@ After training, each seed's pair is calibrated on the validation split (global s
 split conformal, the same for Lévy's σ̂ and MC-Dropout's T=20 spread) and its uncertainty
 is scored on the test split (``pipeline.evaluate_episodes``): CRPS, coverage raw and
 conformal, 90 % width, Spearman(σ, |error|), the time each method takes for the whole test
-split, and the 50-draw sampler's CRPS. These are per-query averages (not per variable).
+split, the risk–coverage area (squared error kept when trusting the most confident x %,
+integrated over x) and the 50-draw sampler's CRPS. These are per-query averages (not per
+variable).
 
 Rows: the Lévy model and its softmax twin (same backbone, dot-product softmax + dropout,
 deterministic at test time) over several training seeds, and two baselines that show how
@@ -38,7 +40,7 @@ import torch
 from sklearn.model_selection import train_test_split
 from validity import print_channel_comparison, print_validity
 
-from levy_core import pipeline
+from levy_core import metrics, pipeline
 from levy_core.calibrate import Calibrator
 from levy_core.data import ChannelScaler
 from levy_core.model import LevyModel, ModelConfig, SoftmaxTwin
@@ -152,18 +154,19 @@ def print_split_difficulty(builder: EpisodeBuilder, train_ids: list[str], val_id
 def print_uncertainty(results: list[tuple[int, dict]]) -> None:
     levels = ("0.5", "0.8", "0.9", "0.95")
     print("\n| seed | method | CRPS | NLL | coverage 50/80/90/95 raw | conformal | 90 % width | Spearman | "
-          "uncertainty time (test split) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "risk–coverage area | uncertainty time (test split) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for seed, res in results:
         for label, key in (("Lévy closed form", "levy"), ("MC-Dropout T=20", "mc_dropout")):
             m = res[key]
             raw = "/".join(f"{m['coverage'][lv]:.3f}" for lv in levels)
             conf = "/".join(f"{m['conformal_coverage'][lv]:.3f}" for lv in levels)
             print(f"| {seed} | {label} | {m['crps']:.4g} | {m['nll']:.3g} | {raw} | {conf} | "
-                  f"{m['mean_width_90']:.3g} | {m['spearman_sigma_abs_error']:.3f} | {m['seconds']:.3f} s |")
+                  f"{m['mean_width_90']:.3g} | {m['spearman_sigma_abs_error']:.3f} | "
+                  f"{m['risk_coverage_area']:.4g} | {m['seconds']:.3f} s |")
         sm = res["sampler_50"]
         print(f"| {seed} | 50-draw sampler ({sm['n_queries']} queries) | {sm['crps']:.4g} (closed form on the "
-              f"same queries {sm['closed_form_crps_same_queries']:.4g}) | - | - | - | - | - | - |")
+              f"same queries {sm['closed_form_crps_same_queries']:.4g}) | - | - | - | - | - | - | - |")
     n = results[0][1]["n_test"]
     print(f"(n_test = {n} queries; binomial s.e. of a coverage p is sqrt(p(1-p)/n), e.g. "
           f"{(0.9 * 0.1 / n) ** 0.5:.4f} at 90 %)")
@@ -229,6 +232,10 @@ def main() -> None:
                                       channels, Calibrator(), None)
         cal = pipeline.calibrate(fitted, builder, val_ids, mc_passes=20)
         res, pred = pipeline.evaluate_episodes(fitted, builder, test_ids, mc_passes=20)
+        for key, mean_col, std_col in (("levy", "mean_norm", "sigma_norm"), ("mc_dropout", "mc_mean_norm",
+                                                                              "mc_std_norm")):
+            res[key]["risk_coverage_area"] = metrics.risk_coverage_area(pred["y_norm"], pred[mean_col],
+                                                                         pred[std_col])
         uncertainty.append((seed, res))
         validity.append((seed, fitted, cal, pred))
         print(f"  seed {seed} uncertainty: Lévy {res['levy']['seconds']:.2f} s, MC-Dropout "
