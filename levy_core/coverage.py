@@ -45,7 +45,7 @@ class CoverageCheck:
 
     level: float
     coverage: float
-    se_test: float  # s.e. of the test coverage: binomial, or max(binomial, per group) with groups
+    se_test: float  # s.e. of the test coverage: binomial, or per group with groups (the larger total)
     se: float  # total: the test's share and the calibration draw's share
     lower_bound: float  # level - z se
     upper_bound: float  # level + slack + z se
@@ -80,12 +80,13 @@ def check_coverage(
     """Coverage of ``[lower, upper]`` and the window a valid conformal band lies in.
 
     The conformal coverage of a test split moves with two draws: which points are in the
-    test split (``se_test``: binomial, or per group with ``groups`` -- never below the
-    binomial one) and which calibrate
+    test split (``se_test``: binomial, or per group with ``groups``) and which calibrate
     the quantile. The second share is the same quantity measured on the calibration
     split; assuming it is as heterogeneous as the test split it is
     ``se_test * sqrt(units_test / units_cal)`` (units: points, or groups), so
-    ``se = se_test * sqrt(1 + units_test / units_cal)``. The window is
+    ``se = se_test * sqrt(1 + units_test / units_cal)``. With ``groups`` the per-group
+    ``se`` is used unless the binomial one is larger (the sandwich estimate is biased low
+    with few groups). The window is
     ``[level - z se, level + slack + z se]`` with ``slack = 1/(n_calibration + 1)``.
 
     Parameters
@@ -116,21 +117,21 @@ def check_coverage(
     if not (math.isfinite(z) and z > 0):
         raise ValueError(f"z must be a positive number, got {z!r}")
     cov = metrics.interval_coverage(y_true, lower, upper)
-    se_test = metrics.coverage_standard_error(y_true, lower, upper)
-    if groups is not None:
-        # never below the binomial s.e.: the sandwich estimate is biased low with few groups
-        # (8 test series can give half the binomial value), while a series' queries are, if
-        # anything, positively correlated
-        se_test = max(se_test, metrics.coverage_standard_error(y_true, lower, upper, groups=groups))
     n = int(np.asarray(y_true).shape[0])
-    if groups is None:
-        n_groups, units_test, units_cal = None, n, n_calibration
-    else:
+    se_test = metrics.coverage_standard_error(y_true, lower, upper)
+    se = se_test * math.sqrt(1.0 + n / n_calibration)
+    n_groups = None
+    if groups is not None:
         if calibration_groups is None or calibration_groups < 1:
             raise ValueError("with groups, give calibration_groups: the number of series in the calibration split")
         n_groups = int(pd.Series(np.asarray(groups)).nunique(dropna=False))
-        units_test, units_cal = n_groups, int(calibration_groups)
-    se = se_test * math.sqrt(1.0 + units_test / units_cal)
+        se_series = metrics.coverage_standard_error(y_true, lower, upper, groups=groups)
+        total = se_series * math.sqrt(1.0 + n_groups / calibration_groups)
+        # never below the binomial s.e.: the sandwich estimate is biased low with few groups
+        # (8 test series can give half the binomial value), while a series' queries are, if
+        # anything, positively correlated
+        if total > se:
+            se_test, se = se_series, total
     slack = 1.0 / (n_calibration + 1) if slack is None else float(slack)
     if not (math.isfinite(slack) and 0 <= slack < 1):
         raise ValueError(f"slack must lie in [0, 1), got {slack!r}")

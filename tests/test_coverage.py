@@ -34,7 +34,9 @@ def test_check_coverage_numbers() -> None:
     y, mean, sigma, groups = clustered_case(rng, 40)
     lo, hi = M.central_interval(mean, sigma * 1.5, 0.9)
     ck = check_coverage(y, lo, hi, level=0.9, n_calibration=999, groups=groups, calibration_groups=10)
-    se_test = max(M.coverage_standard_error(y, lo, hi, groups=groups), M.coverage_standard_error(y, lo, hi))
+    se_test = M.coverage_standard_error(y, lo, hi, groups=groups)
+    binomial_total = M.coverage_standard_error(y, lo, hi) * math.sqrt(1 + y.size / 999)
+    assert se_test * math.sqrt(1 + 40 / 10) > binomial_total  # so the per-series one is used
     assert isinstance(ck, CoverageCheck)
     assert ck.coverage == M.interval_coverage(y, lo, hi)
     assert ck.se_test == se_test
@@ -65,6 +67,7 @@ def test_per_series_se_never_falls_below_the_binomial_one() -> None:
     assert M.coverage_standard_error(y, lo, hi, groups=groups) < 0.1 * M.coverage_standard_error(y, lo, hi)
     ck = check_coverage(y, lo, hi, level=0.9, n_calibration=400, groups=groups, calibration_groups=8)
     assert ck.se_test == M.coverage_standard_error(y, lo, hi)
+    assert ck.se == pytest.approx(ck.se_test * math.sqrt(2), rel=1e-12)
 
 
 def test_check_coverage_flags_a_narrow_band() -> None:

@@ -369,9 +369,9 @@ def test_coverage_checks_agree_with_the_json_and_the_metrics(evaluated, fitted) 
         cal = fitted.levy_calibration if key == "levy" else fitted.mc_calibration
         lo, hi = cal.interval(pred[mean_col], pred[sig_col], row.level, kind="conformal",
                               groups=pred["channel"].to_numpy())
-        se_test = max(M.coverage_standard_error(pred["y_norm"], lo, hi, groups=pred["series_id"].to_numpy()),
-                      M.coverage_standard_error(pred["y_norm"], lo, hi))
-        assert row.se_series == pytest.approx(se_test * math.sqrt(1 + row.n_series / n_cal_series))
+        se_series = M.coverage_standard_error(pred["y_norm"], lo, hi, groups=pred["series_id"].to_numpy())
+        expected = max(se_series * math.sqrt(1 + row.n_series / n_cal_series), row.se_binomial)
+        assert row.se_series == pytest.approx(expected)
         assert row.lower_series == pytest.approx(row.level - 3 * row.se_series)
         conformal = (fitted.levy_calibration if key == "levy" else fitted.mc_calibration).conformal
         assert conformal.is_grouped  # per-channel conformal by default
