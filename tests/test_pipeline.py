@@ -499,3 +499,17 @@ def test_window_mode_accepts_queries_in_the_users_series_ids(window_fitted) -> N
     queries = pd.DataFrame({"series_id": [sid], "channel": ["smooth"], "time": [30.0]})
     pred = pipeline.predict_queries(fitted, obs, queries)
     assert len(pred) == 1 and np.isfinite(pred["mean"]).all()
+
+
+def test_short_timings_are_repeated_and_the_median_reported() -> None:
+    calls = []
+
+    def work():
+        calls.append(1)
+        return len(calls)
+
+    result, seconds = pipeline._timed(work, min_total=10.0, max_runs=7)
+    assert result == 1 and len(calls) == 7 and 0 <= seconds < 0.1  # instant work: all 7 runs
+    calls.clear()
+    result, _ = pipeline._timed(work, min_total=0.0)
+    assert result == 1 and len(calls) == 1  # long enough at once: one run
