@@ -41,7 +41,7 @@ from sklearn.model_selection import train_test_split
 from validity import print_channel_comparison, print_validity
 
 from levy_core import metrics, pipeline
-from levy_core.calibrate import Calibrator
+from levy_core.calibrate import Calibrator, SplitConformal
 from levy_core.data import ChannelScaler
 from levy_core.model import LevyModel, ModelConfig, SoftmaxTwin
 from levy_core.tasks import EpisodeBuilder, Split, TaskConfig
@@ -144,9 +144,10 @@ def print_split_difficulty(builder: EpisodeBuilder, train_ids: list[str], val_id
     rows = [("Lévy (first seed)", cal["y_norm"] - cal["mean_norm"], pred["y_norm"] - pred["mean_norm"]),
             ("last observed value", lv_val["y_norm"] - lv_val["last"], lv_test["y_norm"] - lv_test["last"])]
     for name, e_val, e_test in rows:
-        a_val, a_test = np.sort(np.abs(e_val.to_numpy())), np.abs(e_test.to_numpy())
-        n = a_val.size
-        cov = [float(np.mean(a_test <= a_val[min(n, int(np.ceil((n + 1) * lv))) - 1])) for lv in pipeline.LEVELS]
+        # split conformal on |error| alone: σ = 1 for every query
+        sc = SplitConformal().conformalize(e_val, np.zeros(len(e_val)), np.ones(len(e_val)))
+        zeros, ones = np.zeros(len(e_test)), np.ones(len(e_test))
+        cov = [metrics.interval_coverage(e_test, *sc.predict_interval(zeros, ones, lv)) for lv in pipeline.LEVELS]
         print(f"| {name} | {np.mean(e_val.to_numpy() ** 2):.4e} | {np.mean(e_test.to_numpy() ** 2):.4e} | "
               f"{'/'.join(f'{c:.4f}' for c in cov)} |")
 

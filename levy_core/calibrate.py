@@ -46,7 +46,6 @@ import math
 from typing import Any, Literal
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from levy_core.metrics import (
@@ -55,6 +54,7 @@ from levy_core.metrics import (
     _check_level,
     _check_sigma,
     _gaussian_half_width,
+    _group_codes,
     _same_length,
 )
 
@@ -354,14 +354,14 @@ class SplitConformal:
             ``self``, conformalized.
         """
         y, mu, s = _check_gaussian(y_true, mean, sigma)
-        labels = None if groups is None else _group_labels(groups, y.size)
+        grouped = None if groups is None else _group_codes(groups, y.size)
         floor = _sigma_floor(s, self.rel_floor)
         scores = np.abs(y - mu) / np.maximum(s, floor)
         self.scores_ = np.sort(scores)
         self.sigma_floor_ = floor
         self.group_scores_ = None
-        if labels is not None:
-            codes, uniques = pd.factorize(labels)
+        if grouped is not None:
+            codes, uniques = grouped
             order = np.argsort(codes, kind="stable")
             bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
             self.group_scores_ = {str(u): np.sort(scores[order[bounds[i]:bounds[i + 1]]])
@@ -404,15 +404,11 @@ class SplitConformal:
         k = max(1, math.ceil(x - _CEIL_REL_TOL * x))
         return math.inf if k > n else float(scores[k - 1])
 
-    def calibration_counts(self, groups: ArrayLike | None = None) -> np.ndarray:
+    def calibration_counts(self, groups: ArrayLike) -> np.ndarray:
         """How many calibration scores each point's quantile is taken from, shape (n,)
-        (the ``n`` of its ``1/(n + 1)`` coverage slack)."""
-        pooled, _ = self._require_fitted()
-        if self.group_scores_ is None or groups is None:
-            n = 1 if groups is None else len(np.asarray(groups))
-            return np.full(n, pooled.size)
-        labels = _group_labels(groups, len(np.asarray(groups)))
-        codes, uniques = pd.factorize(labels)
+        (the ``n`` of its ``1/(n + 1)`` coverage slack); ``groups``: each point's group."""
+        self._require_fitted()
+        codes, uniques = _group_codes(groups, len(np.asarray(groups, dtype=object)))
         return np.array([self._scores_for(u).size for u in uniques])[codes]
 
     def predict_interval(
@@ -445,8 +441,7 @@ class SplitConformal:
             if groups is None:
                 raise ValueError("this SplitConformal was conformalized per group: pass groups= (one label "
                                  "per point, e.g. the channel) to predict_interval")
-            labels = _group_labels(groups, mu.size)
-            codes, uniques = pd.factorize(labels)
+            codes, uniques = _group_codes(groups, mu.size)
             q = np.array([self.quantile(level, u) for u in uniques])[codes]
         half = q * np.maximum(s, floor)  # inf where q is inf (s >= floor > 0)
         return mu - half, mu + half
@@ -493,18 +488,6 @@ def _saved_scores(values: Any, name: str) -> FloatArray:
     if (scores < 0).any():
         raise ValueError(f"saved {name!r} must be non-negative")
     return scores
-
-
-def _group_labels(groups: ArrayLike, n: int) -> np.ndarray:
-    """One string label per point; ValueError on a wrong length or a missing label."""
-    labels = np.asarray(groups, dtype=object)
-    if labels.ndim != 1 or labels.shape[0] != n:
-        raise ValueError(f"groups must be 1-D with one label per point ({n}), got shape {labels.shape}")
-    missing = pd.isna(labels)
-    if missing.any():
-        raise ValueError(f"groups has {int(missing.sum())} missing label(s) (first at index "
-                         f"{int(np.argmax(missing))}); give every point a group")
-    return labels.astype(str)
 
 
 class Calibrator:

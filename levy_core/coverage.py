@@ -31,7 +31,7 @@ from numpy.typing import ArrayLike
 
 from levy_core import metrics
 from levy_core.calibrate import DEFAULT_REL_FLOOR, SplitConformal
-from levy_core.metrics import _check_gaussian, _check_level, _check_levels
+from levy_core.metrics import _check_gaussian, _check_level, _check_levels, _group_codes
 
 __all__ = ["CoverageCheck", "check_coverage", "group_resplit_coverage"]
 
@@ -80,8 +80,8 @@ def check_coverage(
     """Coverage of ``[lower, upper]`` and the window a valid conformal band lies in.
 
     The conformal coverage of a test split moves with two draws: which points are in the
-    test split (``se_test``: binomial, or per group with ``groups``) and which calibrate
-    the quantile. The second share is the same quantity measured on the calibration
+    test split (``se_test``: binomial, or per group with ``groups``) and which points
+    calibrate the quantile. The second share is the same quantity measured on the calibration
     split; assuming it is as heterogeneous as the test split it is
     ``se_test * sqrt(units_test / units_cal)`` (units: points, or groups), so
     ``se = se_test * sqrt(1 + units_test / units_cal)``. With ``groups`` the per-group
@@ -124,7 +124,7 @@ def check_coverage(
     if groups is not None:
         if calibration_groups is None or calibration_groups < 1:
             raise ValueError("with groups, give calibration_groups: the number of series in the calibration split")
-        n_groups = int(pd.Series(np.asarray(groups)).nunique(dropna=False))
+        n_groups = len(_group_codes(groups, n)[1])
         se_series = metrics.coverage_standard_error(y_true, lower, upper, groups=groups)
         total = se_series * math.sqrt(1.0 + n_groups / calibration_groups)
         # never below the binomial s.e.: the sandwich estimate is biased low with few groups
@@ -185,10 +185,7 @@ def group_resplit_coverage(
     """
     y, mu, s = _check_gaussian(y_true, mean, sigma)
     lv = _check_levels(levels)
-    labels = np.asarray(groups)
-    if labels.ndim != 1 or labels.shape[0] != y.size:
-        raise ValueError(f"groups must be 1-D with one label per point ({y.size}), got shape {labels.shape}")
-    codes, uniques = pd.factorize(labels, use_na_sentinel=False)
+    codes, uniques = _group_codes(groups, y.size)
     n_groups = len(uniques)
     n_cal_groups = int(round(calibration_fraction * n_groups))
     if not 0 < calibration_fraction < 1 or not 1 <= n_cal_groups < n_groups:
@@ -196,9 +193,8 @@ def group_resplit_coverage(
                          "least one group on each side")
     if n_splits < 1:
         raise ValueError(f"n_splits must be at least 1, got {n_splits}")
-    by_labels = None if by is None else np.asarray(by)
-    if by_labels is not None and by_labels.shape != (y.size,):
-        raise ValueError(f"by must be 1-D with one label per point ({y.size}), got shape {by_labels.shape}")
+    # validated and coded once here, not on every split
+    by_labels = None if by is None else _group_codes(by, y.size, "by")[0]
     rng = np.random.default_rng(seed)
     cov = np.empty((n_splits, lv.size))
     for r in range(n_splits):

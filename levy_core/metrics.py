@@ -188,6 +188,20 @@ def _check_interval(
     return y, lo, hi
 
 
+def _group_codes(groups: ArrayLike, n: int, name: str = "groups") -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes (first-appearance order) and the distinct labels, as strings, of one
+    label per point; ValueError on a wrong length or a missing label."""
+    labels = np.asarray(groups, dtype=object)
+    if labels.ndim != 1 or labels.shape[0] != n:
+        raise ValueError(f"{name} must be 1-D with one label per point ({n}), got shape {labels.shape}")
+    missing = pd.isna(labels)
+    if missing.any():
+        raise ValueError(f"{name} has {int(missing.sum())} missing label(s) (first at index "
+                         f"{int(np.argmax(missing))}); give every point a label")
+    codes, uniques = pd.factorize(labels.astype(str))
+    return codes, np.asarray(uniques, dtype=str)
+
+
 def _gaussian_half_width(sigma: FloatArray, level: float) -> FloatArray:
     """``z_{(1+level)/2} * sigma``; exactly 0 where sigma is 0."""
     z = special.ndtri(0.5 + 0.5 * level)
@@ -471,10 +485,7 @@ def coverage_standard_error(
     p = float(covered.mean())
     if groups is None:
         return float(np.sqrt(p * (1.0 - p) / n))
-    labels = np.asarray(groups)
-    if labels.ndim != 1 or labels.shape[0] != n:
-        raise ValueError(f"groups must be 1-D with one label per point ({n}), got shape {labels.shape}")
-    codes, uniques = pd.factorize(labels, use_na_sentinel=False)
+    codes, uniques = _group_codes(groups, n)
     n_groups = len(uniques)
     if n_groups < 2:
         raise ValueError("groups must contain at least two distinct labels for a grouped standard error")
