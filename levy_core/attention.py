@@ -35,8 +35,14 @@ __all__ = [
     "LevyAttention",
     "LevyHeadsOutput",
     "LevyOutput",
+    "LevyPrior",
+    "TimeDecay",
+    "as_kappa",
+    "check_inputs",
     "levy_attention",
+    "log_intensity",
     "log_phi",
+    "merge_prior",
 ]
 
 Phi = Literal["rate", "count"]
@@ -72,12 +78,15 @@ class LevyOutput(NamedTuple):
         ``log Λ_q`` (``-inf`` when every key is masked).
     disagreement : Tensor, shape (..., Q)
         ``tr Σ_V(q) = Σ p_i ||v_i - m_q||²`` (value units squared).
+    log_data_evidence : Tensor, shape (..., Q)
+        ``log Λ`` of the observations alone (equal to ``log_evidence`` without a prior).
     """
 
     mean: Tensor
     sigma: Tensor
     log_evidence: Tensor
     disagreement: Tensor
+    log_data_evidence: Tensor
 
     def n_eff(self, kappa: float | Tensor) -> Tensor:
         """``n_eff = Λ e^{-κ}``: how many fully compatible observations support a query.
@@ -141,7 +150,60 @@ def log_phi(log_lambda: Tensor, phi: Phi = "rate") -> Tensor:
     return out.to(log_lambda.dtype)
 
 
-def _check_inputs(q: Tensor, k: Tensor, v: Tensor, key_weight: Tensor | None, phi: str) -> None:
+class LevyPrior(NamedTuple):
+    """A prior measure superposed on the data's: atoms every query sees, whatever the data.
+
+    The intensity becomes ``λ_data + λ_prior``: the prior is more atoms of one Poisson
+    random measure, so the identity ``σ̂² = tr Σ · φ(Λ)`` holds for the whole measure. Far
+    from the observations the data's evidence falls away, and mean and spread return to
+    the prior's instead of collapsing onto the nearest observation.
+
+    Attributes
+    ----------
+    log_mass : Tensor, shape (..., Q)
+        ``log Λ_0``, the prior's total intensity for each query.
+    mean : Tensor, shape (..., Q, P)
+        Mean of the prior atoms' values (in read-out space when a read-out is given).
+    variance : Tensor, shape (..., Q)
+        ``Σ_j (λ_j / Λ_0) ‖u_j − mean‖²``, the prior atoms' spread (≥ 0).
+    """
+
+    log_mass: Tensor
+    mean: Tensor
+    variance: Tensor
+
+    def atoms(self) -> tuple[Tensor, Tensor]:
+        """Two atoms that realise the prior exactly: ``mean ± sqrt(variance)·e_1``, each with
+        half the mass. Returns log intensities (..., Q, 2) and values (..., Q, 2, P)."""
+        offset = torch.zeros_like(self.mean)
+        offset[..., 0] = self.variance.clamp_min(0).sqrt()
+        values = torch.stack([self.mean + offset, self.mean - offset], dim=-2)
+        log_lam = (self.log_mass - math.log(2.0)).unsqueeze(-1).expand(*self.log_mass.shape, 2)
+        return log_lam, values
+
+
+class TimeDecay(NamedTuple):
+    """Compatibility that falls with time distance: ``log λ_i += −(t_q − t_i)² / (2ℓ²)``.
+
+    A Gaussian in ``t_q − t_i`` factorises into a dot product (``t_q t_i / ℓ²``), a key-only
+    term and a query-only term, so it rides in the same single attention pass (two extra
+    columns) and ``Λ`` falls monotonically outside the observed span.
+
+    Attributes
+    ----------
+    query_time : Tensor, shape (..., Q)
+    key_time : Tensor, shape (..., K)
+    length_scale : float or Tensor broadcastable to (..., 1, 1)
+        ``ℓ > 0`` in the times' unit (per head if a tensor).
+    """
+
+    query_time: Tensor
+    key_time: Tensor
+    length_scale: float | Tensor
+
+
+def check_inputs(q: Tensor, k: Tensor, v: Tensor, key_weight: Tensor | None, phi: str) -> None:
+    """Shape and option checks shared by ``levy_attention`` and the sampler (``ValueError``)."""
     if phi not in ("rate", "count"):
         raise ValueError(f"phi must be 'rate' or 'count', got {phi!r}")
     if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
@@ -159,12 +221,37 @@ def _check_inputs(q: Tensor, k: Tensor, v: Tensor, key_weight: Tensor | None, ph
         raise ValueError(
             f"key_weight must have shape (..., K) with K={k.shape[-2]}, got {tuple(key_weight.shape)}"
         )
+    if key_weight is not None and torch.any(key_weight < 0):
+        raise ValueError("key_weight must be non-negative (0 masks a key)")
 
 
-def _as_kappa(kappa: float | Tensor, ref: Tensor) -> Tensor:
+def _check_extras(q: Tensor, k: Tensor, v: Tensor, decay: TimeDecay | None, readout: Tensor | None,
+                  prior: LevyPrior | None) -> None:
+    if decay is not None:
+        if decay.query_time.shape[-1] != q.shape[-2] or decay.key_time.shape[-1] != k.shape[-2]:
+            raise ValueError(
+                f"decay times must have shapes (..., Q={q.shape[-2]}) and (..., K={k.shape[-2]}), got "
+                f"{tuple(decay.query_time.shape)} and {tuple(decay.key_time.shape)}"
+            )
+        ell = torch.as_tensor(decay.length_scale)
+        if not torch.all(ell > 0) or not torch.all(torch.isfinite(ell)):
+            raise ValueError("length_scale must be finite and > 0")
+    if readout is not None and (readout.dim() < 3 or readout.shape[-1] != v.shape[-1]
+                                or readout.shape[-3] != q.shape[-2]):
+        raise ValueError(f"readout must have shape (..., Q={q.shape[-2]}, P, D={v.shape[-1]}), "
+                         f"got {tuple(readout.shape)}")
+    if prior is not None:
+        out_dim = readout.shape[-2] if readout is not None else v.shape[-1]
+        if prior.mean.shape[-1] != out_dim or prior.log_mass.shape[-1] != q.shape[-2]:
+            raise ValueError(f"prior needs log_mass (..., Q={q.shape[-2]}), mean (..., Q, {out_dim}) and "
+                             f"variance (..., Q); got {tuple(prior.log_mass.shape)}, {tuple(prior.mean.shape)}")
+
+
+def as_kappa(kappa: float | Tensor, ref: Tensor) -> Tensor:
+    """``κ`` as a tensor broadcastable to (..., 1, 1); ``ValueError`` unless finite and > 0."""
     kappa_t = torch.as_tensor(kappa, dtype=ref.dtype, device=ref.device)
-    if torch.any(kappa_t <= 0):
-        raise ValueError("kappa must be > 0")
+    if not torch.all(kappa_t > 0) or not torch.all(torch.isfinite(kappa_t)):
+        raise ValueError("kappa must be finite and > 0")
     if kappa_t.dim() == 0:
         kappa_t = kappa_t.reshape(1, 1)
     return kappa_t  # broadcastable to (..., 1, 1)
@@ -179,6 +266,9 @@ def levy_attention(
     key_weight: Tensor | None = None,
     phi: Phi = "rate",
     impl: Literal["fused", "reference"] = "fused",
+    decay: TimeDecay | None = None,
+    readout: Tensor | None = None,
+    prior: LevyPrior | None = None,
 ) -> LevyOutput:
     """Lévy attention of queries ``q`` over keys ``k`` carrying values ``v``.
 
@@ -199,28 +289,70 @@ def levy_attention(
     impl : {"fused", "reference"}
         ``"fused"``: one SDPA call, O(Q + K) extra memory. ``"reference"``: explicit
         (Q, K) weights, readable. Both return the same numbers.
+    decay : TimeDecay, optional
+        Multiplies each intensity by ``exp(−(t_q − t_i)²/(2ℓ²))`` (still one pass).
+    readout : Tensor, shape (..., Q, P, D), optional
+        A query-dependent linear read-out ``u_i(q) = A_q v_i``: the operator is taken on the
+        read-out values, so ``mean`` is (..., Q, P) and ``disagreement = tr(A Σ_V Aᵀ)``.
+        Costs D(D+1)/2 extra value columns (second moments), never a (Q, K, D) tensor.
+    prior : LevyPrior, optional
+        Atoms superposed on the data's (in read-out space); see ``LevyPrior``.
 
     Returns
     -------
     LevyOutput
-        ``mean (..., Q, D)``, ``sigma (..., Q)``, ``log_evidence (..., Q)``,
-        ``disagreement (..., Q)``. A query whose keys are all masked gets mean 0,
-        disagreement 0, ``log_evidence = -inf`` and ``sigma = +inf``.
+        ``mean (..., Q, D or P)``, ``sigma (..., Q)``, ``log_evidence (..., Q)`` (the whole
+        measure's, prior included: ``σ̂² = tr Σ · φ(Λ)``), ``disagreement (..., Q)`` and
+        ``log_data_evidence (..., Q)`` (the observations' part alone). Without a prior, a
+        query whose keys are all masked gets mean 0, disagreement 0,
+        ``log_evidence = -inf`` and ``sigma = +inf``.
     """
-    _check_inputs(q, k, v, key_weight, phi)
-    kappa_t = _as_kappa(kappa, q)
-    if key_weight is not None and torch.any(key_weight < 0):
-        raise ValueError("key_weight must be non-negative (0 masks a key)")
+    check_inputs(q, k, v, key_weight, phi)
+    _check_extras(q, k, v, decay, readout, prior)
+    kappa_t = as_kappa(kappa, q)
     if impl == "fused":
-        mean, disagreement, log_evidence = _fused(q, k, v, kappa_t, key_weight)
+        mean, second, log_evidence = _fused(q, k, v, kappa_t, key_weight, decay, full=readout is not None)
     elif impl == "reference":
-        mean, disagreement, log_evidence = _reference(q, k, v, kappa_t, key_weight)
+        mean, second, log_evidence = _reference(q, k, v, kappa_t, key_weight, decay, full=readout is not None)
     else:
         raise ValueError(f"impl must be 'fused' or 'reference', got {impl!r}")
-    return _assemble(mean, disagreement, log_evidence, phi)
+    if readout is not None:
+        mean, disagreement = _read_out(mean, second, readout)
+    else:
+        disagreement = second
+    return _assemble(mean, disagreement, log_evidence, phi, prior)
 
 
-def _assemble(mean: Tensor, disagreement: Tensor, log_evidence: Tensor, phi: Phi) -> LevyOutput:
+def _read_out(mean: Tensor, cov: Tensor, readout: Tensor) -> tuple[Tensor, Tensor]:
+    """``A m`` (..., Q, P) and ``tr(A Σ Aᵀ)`` (..., Q) from the value-space mean (..., Q, D)
+    and covariance (..., Q, D, D)."""
+    mean_u = (readout @ mean.unsqueeze(-1)).squeeze(-1)
+    disagreement = ((readout @ cov) * readout).sum((-2, -1)).clamp_min(0.0)
+    return mean_u, disagreement
+
+
+def merge_prior(mean: Tensor, disagreement: Tensor, log_evidence: Tensor,
+                prior: LevyPrior) -> tuple[Tensor, Tensor, Tensor]:
+    """Superpose a prior measure on the data's: the moments of the union of atoms.
+
+    With data share ``π = Λ_d / (Λ_d + Λ_0)``: ``m = π m_d + (1−π) m_0`` and
+    ``tr Σ = π (tr Σ_d + ‖m_d − m‖²) + (1−π)(var_0 + ‖m_0 − m‖²)``; ``log Λ`` adds in
+    log space (a data part of ``-inf`` leaves the prior alone)."""
+    log_total = torch.logaddexp(log_evidence, prior.log_mass)
+    share = torch.exp(log_evidence - log_total)  # π ∈ [0, 1]; 0 when Λ_d = 0
+    share = torch.where(torch.isneginf(log_evidence), torch.zeros_like(share), share)
+    data_mean = torch.where(torch.isneginf(log_evidence).unsqueeze(-1), torch.zeros_like(mean), mean)
+    merged = share.unsqueeze(-1) * data_mean + (1 - share).unsqueeze(-1) * prior.mean
+    spread = (share * (disagreement + (data_mean - merged).pow(2).sum(-1))
+              + (1 - share) * (prior.variance.clamp_min(0) + (prior.mean - merged).pow(2).sum(-1)))
+    return merged, spread, log_total
+
+
+def _assemble(mean: Tensor, disagreement: Tensor, log_evidence: Tensor, phi: Phi,
+              prior: LevyPrior | None = None) -> LevyOutput:
+    log_data = log_evidence
+    if prior is not None:
+        mean, disagreement, log_evidence = merge_prior(mean, disagreement, log_evidence, prior)
     no_evidence = torch.isneginf(log_evidence)
     half_log_phi = 0.5 * log_phi(log_evidence, phi)
     # σ̂ = sqrt(trΣ) · exp(½ log φ): stays finite for Λ anywhere in float range.
@@ -228,7 +360,8 @@ def _assemble(mean: Tensor, disagreement: Tensor, log_evidence: Tensor, phi: Phi
     sigma = torch.where(no_evidence, torch.full_like(sigma, math.inf), sigma)
     mean = torch.where(no_evidence.unsqueeze(-1), torch.zeros_like(mean), mean)
     disagreement = torch.where(no_evidence, torch.zeros_like(disagreement), disagreement)
-    return LevyOutput(mean=mean, sigma=sigma, log_evidence=log_evidence, disagreement=disagreement)
+    return LevyOutput(mean=mean, sigma=sigma, log_evidence=log_evidence, disagreement=disagreement,
+                      log_data_evidence=log_data)
 
 
 def _log_weights(key_weight: Tensor | None, like: Tensor) -> Tensor | None:
@@ -253,79 +386,178 @@ def _centre(v: Tensor, key_weight: Tensor | None) -> tuple[Tensor, Tensor]:
     return v - v_bar, v_bar
 
 
-def _reference(
-    q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | None
-) -> tuple[Tensor, Tensor, Tensor]:
-    scores = kappa * (F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1))  # (..., Q, K)
+class _DecayTerms(NamedTuple):
+    """The Gaussian decay split into what SDPA can carry (times centred per row)."""
+
+    q_col: Tensor  # (..., Q) t_q'/ℓ², multiplies the key's time column
+    k_col: Tensor  # (..., K) t_i'
+    k_bias: Tensor  # (..., K) −t_i'²/(2ℓ²), joins log w_i
+    q_shift: Tensor  # (..., Q) t_q'²/(2ℓ²): subtract from the pass's log-sum-exp
+
+
+def _decay_terms(decay: TimeDecay, key_weight: Tensor | None, like: Tensor) -> _DecayTerms:
+    tq, tk = decay.query_time.to(like.dtype), decay.key_time.to(like.dtype)
+    # centre on each row's key-time mean: the factorised terms stay of the span's size
+    if key_weight is None:
+        ref = tk.mean(-1, keepdim=True)
+    else:
+        w = (key_weight > 0).to(like.dtype)
+        ref = (w * tk).sum(-1, keepdim=True) / w.sum(-1, keepdim=True).clamp_min(1.0)
+    inv = torch.as_tensor(decay.length_scale, dtype=like.dtype, device=like.device).pow(-2)
+    inv = inv.squeeze(-1) if inv.dim() >= 2 else inv  # (..., 1)
+    tq_c, tk_c = tq - ref, tk - ref
+    return _DecayTerms(tq_c * inv, tk_c.expand(torch.broadcast_shapes(tk_c.shape, inv.shape[:-1] + (1,))),
+                       -0.5 * tk_c.pow(2) * inv, 0.5 * tq_c.pow(2) * inv)
+
+
+def log_intensity(q: Tensor, k: Tensor, kappa: Tensor, key_weight: Tensor | None,
+                  decay: TimeDecay | None = None) -> Tensor:
+    """``log λ_i(q) = κ cos(q, k_i) + log w_i − (t_q − t_i)²/(2ℓ²)``, shape (..., Q, K).
+
+    The readable form, materialising (Q, K): the reference path, the sampler and the
+    diagnostics that show which observations a query drew on."""
+    scores = kappa * (F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1))
     log_w = _log_weights(key_weight, scores)
     if log_w is not None:
         scores = scores + log_w.unsqueeze(-2)
-    log_evidence = torch.logsumexp(scores, dim=-1)  # (..., Q)
-    if key_weight is not None:
-        all_masked = (key_weight <= 0).all(dim=-1, keepdim=True)  # (..., 1)
-        log_evidence = torch.where(all_masked, torch.full_like(log_evidence, -math.inf), log_evidence)
+    if decay is not None:
+        tq, tk = decay.query_time.to(scores.dtype), decay.key_time.to(scores.dtype)
+        ell = torch.as_tensor(decay.length_scale, dtype=scores.dtype, device=scores.device)
+        scores = scores - (tq.unsqueeze(-1) - tk.unsqueeze(-2)).pow(2) / (2 * ell.pow(2))
+    return scores
+
+
+def _second_moment_columns(v_c: Tensor, full: bool) -> Tensor:
+    """``‖v‖²`` (..., K, 1) or the upper triangle of ``v vᵀ`` (..., K, D(D+1)/2)."""
+    if not full:
+        return torch.linalg.vector_norm(v_c, dim=-1, keepdim=True).square()
+    rows, cols = torch.triu_indices(v_c.shape[-1], v_c.shape[-1], device=v_c.device)
+    return v_c[..., rows] * v_c[..., cols]
+
+
+def _covariance(mean_c: Tensor, second: Tensor, full: bool) -> Tensor:
+    """From the pass's first and second moments of centred values: ``tr Σ`` (..., Q) or
+    ``Σ`` (..., Q, D, D) (its diagonal clamped at 0 against float rounding)."""
+    if not full:
+        return (second[..., 0] - torch.linalg.vector_norm(mean_c, dim=-1).square()).clamp_min(0.0)
+    D = mean_c.shape[-1]
+    rows, cols = torch.triu_indices(D, D, device=mean_c.device)
+    upper = mean_c.new_zeros(*mean_c.shape[:-1], D, D)
+    upper[..., rows, cols] = second
+    sym = upper + upper.transpose(-2, -1) - torch.diag_embed(torch.diagonal(upper, dim1=-2, dim2=-1))
+    cov = sym - mean_c.unsqueeze(-1) * mean_c.unsqueeze(-2)
+    diag = torch.diagonal(cov, dim1=-2, dim2=-1)
+    return cov - torch.diag_embed(diag - diag.clamp_min(0.0))
+
+
+def _all_masked(log_evidence: Tensor, key_weight: Tensor | None) -> Tensor:
+    if key_weight is None:
+        return log_evidence
+    all_masked = (key_weight <= 0).all(dim=-1, keepdim=True)
+    return torch.where(all_masked, torch.full_like(log_evidence, -math.inf), log_evidence)
+
+
+def _reference(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | None,
+               decay: TimeDecay | None, full: bool) -> tuple[Tensor, Tensor, Tensor]:
+    scores = log_intensity(q, k, kappa, key_weight, decay)  # (..., Q, K)
+    log_evidence = _all_masked(torch.logsumexp(scores, dim=-1), key_weight)  # (..., Q)
     p = torch.softmax(scores, dim=-1)  # (..., Q, K)
     v_c, v_bar = _centre(v, key_weight)
     mean_c = p @ v_c  # (..., Q, D)
-    second = p @ v_c.pow(2).sum(-1, keepdim=True)  # (..., Q, 1)
-    disagreement = (second.squeeze(-1) - mean_c.pow(2).sum(-1)).clamp_min(0.0)
-    return mean_c + v_bar, disagreement, log_evidence
+    second = p @ _second_moment_columns(v_c, full)  # (..., Q, 1 or S)
+    return mean_c + v_bar, _covariance(mean_c, second, full), log_evidence
 
 
-def _fused(
-    q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | None
-) -> tuple[Tensor, Tensor, Tensor]:
+def _nearest_key_distance(decay: TimeDecay, key_weight: Tensor | None) -> Tensor:
+    """``min_i |t_q − t_i|`` over unmasked keys, (..., Q), by sorting: O((Q + K) log K)."""
+    tq, tk = decay.query_time, decay.key_time
+    if key_weight is not None:
+        real = key_weight > 0
+        batch = torch.broadcast_shapes(tk.shape[:-1], real.shape[:-1])
+        tk = torch.where(real.expand(*batch, tk.shape[-1]), tk.expand(*batch, tk.shape[-1]),
+                         torch.full((), math.inf, dtype=tk.dtype, device=tk.device))
+    batch = torch.broadcast_shapes(tq.shape[:-1], tk.shape[:-1])
+    tk_sorted = torch.sort(tk.expand(*batch, tk.shape[-1]).contiguous(), dim=-1).values
+    tq_b = tq.expand(*batch, tq.shape[-1]).contiguous()
+    pos = torch.searchsorted(tk_sorted, tq_b)
+    right = torch.gather(tk_sorted, -1, pos.clamp(max=tk_sorted.shape[-1] - 1))
+    left = torch.gather(tk_sorted, -1, (pos - 1).clamp(min=0))
+    dist = torch.minimum((right - tq_b).abs(), (tq_b - left).abs())
+    return torch.where(torch.isfinite(dist), dist, torch.zeros_like(dist))
+
+
+def _fused(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | None,
+           decay: TimeDecay | None, full: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """One SDPA call on augmented inputs (the fast path).
+
+    Columns of the augmented queries / keys / values::
+
+        q: [κ q̂ | 1        | t_q'/ℓ² | c(q)]      scores κ cos + log w_i + decay
+        k: [k̂   | log w_i − t_i'²/(2ℓ²) | t_i' | 0]   (null key: [0 | 0 | 0 | 1])
+        v: [v_i − v̄ | second moments | 0]        (null key: [0 | 0 | 1])
+
+    ``c(q)`` is the null key's score, chosen near ``log Λ`` so its weight
+    ``r = e^c/(e^c + Λ)`` is resolved in float32; ``log Λ = c + log(1 − r) − log r``.
+    """
     E, D = q.shape[-1], v.shape[-1]
-    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], kappa.shape[:-2],
-                                   key_weight.shape[:-1] if key_weight is not None else ())
-    n_q, n_k = q.shape[-2], k.shape[-2]
     dtype = q.dtype if q.dtype in (torch.float32, torch.float64) else torch.float32
-    q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
-    kappa = kappa.to(dtype)
-    width = max(E + 1, D + 2)  # SDPA's fast CPU kernels need equal q/k and v head sizes
+    q, k, v, kappa = q.to(dtype), k.to(dtype), v.to(dtype), kappa.to(dtype)
+    terms = _decay_terms(decay, key_weight, q) if decay is not None else None
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], kappa.shape[:-2],
+                                   key_weight.shape[:-1] if key_weight is not None else (),
+                                   terms.q_col.shape[:-1] if terms is not None else (),
+                                   terms.k_col.shape[:-1] if terms is not None else ())
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    if n_q == 0:  # nothing to attend from: empty outputs of the right shapes
+        second = q.new_zeros(*batch, 0, D, D) if full else q.new_zeros(*batch, 0)
+        return q.new_zeros(*batch, 0, D), second, q.new_zeros(*batch, 0)
+    v_c, v_bar = _centre(v, key_weight)
+    moments = _second_moment_columns(v_c, full)  # (..., K, S)
+    S = moments.shape[-1]
+    T = 1 if terms is not None else 0
+    in_place = not torch.is_grad_enabled() or not any(
+        t.requires_grad for t in (q, k, v, kappa) + ((key_weight,) if key_weight is not None else ()))
+    if in_place and q.device.type == "cpu" and _FLASH_CPU_WITH_LSE is not None:
+        try:
+            mean_c, second, log_evidence = _fused_cpu_inference(q, k, v_c, moments, kappa, key_weight, terms, batch)
+            return mean_c + v_bar, _covariance(mean_c, second, full), log_evidence
+        except RuntimeError:  # a kernel that refuses these inputs: take the public path
+            pass
 
-    # Null key score c = log Σw − κ: then Λ/e^c ∈ [1, e^{2κ}], so the null weight
-    # r = e^c/(e^c + Λ) ∈ [e^{-2κ}, 1/2] is resolved in float32 and 1 − r ≥ 1/2 is exact.
+    # The null key's score c(q) = log Σw − κ − (nearest key distance)²/(2ℓ²): then
+    # Λ/e^c ∈ [min w / Σw, e^{2κ}], resolved in float32 for κ ≤ KAPPA_MAX.
     if key_weight is None:
         log_total_w = torch.tensor(math.log(n_k), dtype=dtype, device=q.device)  # ()
     else:
         log_total_w = torch.log(key_weight.to(dtype).sum(-1).clamp_min(torch.finfo(dtype).tiny))  # (...,)
-    kappa_c = kappa.clamp(max=KAPPA_MAX)
-    c = log_total_w.unsqueeze(-1).unsqueeze(-1) - kappa_c  # (..., 1, 1)
+    c = log_total_w.unsqueeze(-1) - kappa.clamp(max=KAPPA_MAX).squeeze(-1)  # (..., 1)
+    if terms is not None:
+        ell_inv = torch.as_tensor(decay.length_scale, dtype=dtype, device=q.device).pow(-2)
+        ell_inv = ell_inv.squeeze(-1) if ell_inv.dim() >= 2 else ell_inv
+        c = c - 0.5 * _nearest_key_distance(decay, key_weight).to(dtype).pow(2) * ell_inv + terms.q_shift
+    width = max(E + 2 + T, D + S + 1)  # SDPA's fast CPU kernels need equal q/k and v head sizes
 
-    # Without autograd, temporaries are reused in place (fewer allocations and page faults):
-    # the extra cost beyond SDPA stays a few passes over O((Q+K)·D) memory.
-    in_place = not torch.is_grad_enabled() or not any(
-        t.requires_grad for t in (q, k, v, kappa) + ((key_weight,) if key_weight is not None else ()))
-
-    if in_place and q.device.type == "cpu" and _FLASH_CPU_WITH_LSE is not None:
-        try:
-            return _fused_cpu_inference(q, k, v, kappa, key_weight, batch)
-        except RuntimeError:  # a kernel that refuses these inputs: take the public path
-            pass
-
-    # Each augmented tensor is written once into a fresh buffer.
-    q_aug = q.new_empty(*batch, n_q, width)
-    q_hat = F.normalize(q, dim=-1)
-    q_aug[..., :E] = q_hat.mul_(kappa) if in_place else kappa * q_hat  # scores κ·cos
+    q_aug = q.new_zeros(*batch, n_q, width)
+    q_aug[..., :E] = F.normalize(q, dim=-1) * kappa  # scores κ·cos
     q_aug[..., E] = 1.0  # picks the key's bias column
-    q_aug[..., E + 1:] = 0.0
+    if terms is not None:
+        q_aug[..., E + 1] = terms.q_col
+    q_aug[..., E + 1 + T] = c  # picks the null key
 
-    k_aug = k.new_empty(*batch, n_k + 1, width)
+    k_aug = k.new_zeros(*batch, n_k + 1, width)
     k_aug[..., :n_k, :E] = F.normalize(k, dim=-1)
     log_w = _log_weights(key_weight, k)
-    k_aug[..., :n_k, E] = 0.0 if log_w is None else log_w  # additive log w_i
-    k_aug[..., :, E + 1:] = 0.0
-    k_aug[..., n_k, :E] = 0.0
-    k_aug[..., n_k, E] = c[..., 0, 0]  # the null key's score
+    bias = 0.0 if log_w is None else log_w
+    if terms is not None:
+        bias = terms.k_bias + bias
+        k_aug[..., :n_k, E + 1] = terms.k_col
+    k_aug[..., :n_k, E] = bias
+    k_aug[..., n_k, E + 1 + T] = 1.0
 
-    v_c, v_bar = _centre(v, key_weight)
-    v_aug = v.new_empty(*batch, n_k + 1, width)
+    v_aug = v.new_zeros(*batch, n_k + 1, width)
     v_aug[..., :n_k, :D] = v_c
-    v_aug[..., :n_k, D] = torch.linalg.vector_norm(v_c, dim=-1).square()  # second-moment column
-    v_aug[..., :n_k, D + 1:] = 0.0
-    v_aug[..., n_k, :] = 0.0
-    v_aug[..., n_k, D + 1] = 1.0  # one-hot: the null key's weight
+    v_aug[..., :n_k, D:D + S] = moments
+    v_aug[..., n_k, D + S] = 1.0  # one-hot: the null key's weight
 
     flat = (-1, 1)  # SDPA's fast CPU path wants (N, H, L, E)
     out = F.scaled_dot_product_attention(
@@ -335,59 +567,55 @@ def _fused(
         scale=1.0,
     ).reshape(*batch, n_q, width)  # (..., Q, width)
 
-    r = out[..., D + 1]  # e^c / (e^c + Λ)
-    real_mass = 1.0 - r  # Λ / (e^c + Λ) ≥ 1/2
-    inv_mass = 1.0 / real_mass
-    if in_place:  # SDPA's output is not needed for a backward pass: rescale it where it is
-        mean_c = out[..., :D].mul_(inv_mass.unsqueeze(-1))  # (..., Q, D)
-    else:
-        mean_c = out[..., :D] * inv_mass.unsqueeze(-1)
-    second = out[..., D] * inv_mass
-    disagreement = (second - torch.linalg.vector_norm(mean_c, dim=-1).square()).clamp_min(0.0)
+    r = out[..., D + S]  # e^c / (e^c + Λ)
+    inv_mass = 1.0 / (1.0 - r)  # the data's share is Λ / (e^c + Λ)
+    mean_c = out[..., :D] * inv_mass.unsqueeze(-1)
+    second = out[..., D:D + S] * inv_mass.unsqueeze(-1)
     tiny = torch.finfo(dtype).tiny
-    log_evidence = c.squeeze(-1) + torch.log(real_mass) - torch.log(r.clamp_min(tiny))  # (..., Q)
-    if key_weight is not None:
-        all_masked = (key_weight <= 0).all(dim=-1, keepdim=True)
-        log_evidence = torch.where(all_masked, torch.full_like(log_evidence, -math.inf), log_evidence)
-    mean = mean_c.add_(v_bar) if in_place else mean_c + v_bar
-    return mean, disagreement, log_evidence
+    log_evidence = c + torch.log1p(-r) - torch.log(r.clamp_min(tiny))  # (..., Q)
+    if terms is not None:
+        log_evidence = log_evidence - terms.q_shift
+    log_evidence = _all_masked(log_evidence, key_weight)
+    return mean_c + v_bar, _covariance(mean_c, second, full), log_evidence
 
 
-def _fused_cpu_inference(
-    q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | None, batch: torch.Size
-) -> tuple[Tensor, Tensor, Tensor]:
+def _fused_cpu_inference(q: Tensor, k: Tensor, v_c: Tensor, moments: Tensor, kappa: Tensor,
+                         key_weight: Tensor | None, terms: _DecayTerms | None,
+                         batch: torch.Size) -> tuple[Tensor, Tensor, Tensor]:
     """The fused pass with the kernel's own log-sum-exp: no null key, one column fewer.
 
-    Values carry ``[v_i - v̄, ||v_i - v̄||²]`` and queries/keys ``[κ q̂, 1]`` / ``[k̂, log w_i]``;
-    the kernel returns the weighted mean, the second moment and ``log Λ`` in one call.
+    Values carry ``[v_i - v̄, second moments]`` and queries/keys ``[κ q̂, 1, t_q'/ℓ²]`` /
+    ``[k̂, log w_i − t_i'²/(2ℓ²), t_i']``; the kernel returns the weighted mean, the second
+    moments and ``log Λ`` (before the query-only decay term) in one call.
     """
-    E, D = q.shape[-1], v.shape[-1]
+    E, D, S = q.shape[-1], v_c.shape[-1], moments.shape[-1]
     n_q, n_k = q.shape[-2], k.shape[-2]
-    width = max(E + 1, D + 1)
-    q_aug = q.new_empty(*batch, n_q, width)
+    T = 1 if terms is not None else 0
+    width = max(E + 1 + T, D + S)
+    q_aug = q.new_zeros(*batch, n_q, width)
     q_aug[..., :E] = F.normalize(q, dim=-1).mul_(kappa)  # scores κ·cos
     q_aug[..., E] = 1.0  # picks the key's bias column
-    q_aug[..., E + 1:] = 0.0
-    k_aug = k.new_empty(*batch, n_k, width)
+    k_aug = k.new_zeros(*batch, n_k, width)
     k_aug[..., :E] = F.normalize(k, dim=-1)
     log_w = _log_weights(key_weight, k)
-    k_aug[..., E] = 0.0 if log_w is None else log_w  # additive log w_i
-    k_aug[..., E + 1:] = 0.0
-    v_c, v_bar = _centre(v, key_weight)
-    v_aug = v.new_empty(*batch, n_k, width)
+    bias = 0.0 if log_w is None else log_w
+    if terms is not None:
+        q_aug[..., E + 1] = terms.q_col
+        k_aug[..., E + 1] = terms.k_col
+        bias = terms.k_bias + bias
+    k_aug[..., E] = bias
+    v_aug = v_c.new_zeros(*batch, n_k, width)
     v_aug[..., :D] = v_c
-    v_aug[..., D] = torch.linalg.vector_norm(v_c, dim=-1).square()  # second-moment column
-    v_aug[..., D + 1:] = 0.0
+    v_aug[..., D:D + S] = moments
     out, lse = _FLASH_CPU_WITH_LSE(q_aug.reshape(-1, 1, n_q, width), k_aug.reshape(-1, 1, n_k, width),
                                    v_aug.reshape(-1, 1, n_k, width), scale=1.0)[:2]
     out = out.reshape(*batch, n_q, width)  # (..., Q, width)
     log_evidence = lse.reshape(*batch, n_q).to(q.dtype)  # (..., Q)
-    mean_c = out[..., :D]
-    disagreement = (out[..., D] - torch.linalg.vector_norm(mean_c, dim=-1).square()).clamp_min(0.0)
-    if key_weight is not None:
-        all_masked = (key_weight <= 0).all(dim=-1, keepdim=True)
-        log_evidence = torch.where(all_masked, torch.full_like(log_evidence, -math.inf), log_evidence)
-    return mean_c.add_(v_bar), disagreement, log_evidence
+    if terms is not None:
+        log_evidence = log_evidence - terms.q_shift
+    if not torch.isfinite(out[..., :D + S]).all():  # the kernel's edge cases: let the public path decide
+        raise RuntimeError("non-finite flash output")
+    return out[..., :D], out[..., D:D + S], _all_masked(log_evidence, key_weight)
 
 
 class LevyHeadsOutput(NamedTuple):

@@ -8,21 +8,13 @@ batches or diagnostics, never on the training path.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
-from levy_core.attention import Phi, _as_kappa, _check_inputs, _log_weights
+from levy_core.attention import LevyPrior, Phi, TimeDecay, as_kappa, check_inputs, log_intensity
 
 __all__ = ["sample_levy_attention"]
 
 _CHUNK_ELEMENTS = 2**24  # counts per chunk (n_draws_chunk · batch · Q · K)
-
-
-def _intensity(q: Tensor, k: Tensor, kappa: Tensor, key_weight: Tensor | None) -> Tensor:
-    """Log intensities ``log λ_i = κ cos(q, k_i) + log w_i``, shape (..., Q, K)."""
-    scores = kappa * (F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1))
-    log_w = _log_weights(key_weight, scores)
-    return scores if log_w is None else scores + log_w.unsqueeze(-2)
 
 
 def _poisson(rate: Tensor, generator: torch.Generator | None) -> Tensor:
@@ -68,6 +60,9 @@ def sample_levy_attention(
     phi: Phi = "rate",
     n_draws: int,
     generator: torch.Generator | None = None,
+    decay: TimeDecay | None = None,
+    readout: Tensor | None = None,
+    prior: LevyPrior | None = None,
 ) -> Tensor:
     """Draw the sampled Lévy operator ``n_draws`` times.
 
@@ -81,8 +76,10 @@ def sample_levy_attention(
 
     Parameters
     ----------
-    q : (..., Q, E); k : (..., K, E); v : (..., K, D); kappa, key_weight, phi :
-        as in ``levy_attention``.
+    q : (..., Q, E); k : (..., K, E); v : (..., K, D); kappa, key_weight, phi, decay,
+    readout, prior :
+        as in ``levy_attention`` (with a read-out or a prior the atoms' values are
+        per query, ``u_i(q) = A_q v_i``, and the prior is realised by ``LevyPrior.atoms``).
     n_draws : int
         Number of independent draws.
     generator : torch.Generator, optional
@@ -90,34 +87,50 @@ def sample_levy_attention(
 
     Returns
     -------
-    Tensor, shape (n_draws, ..., Q, D)
+    Tensor, shape (n_draws, ..., Q, D) (or P with a read-out)
     """
-    _check_inputs(q, k, v, key_weight, phi)
+    check_inputs(q, k, v, key_weight, phi)
     if n_draws < 1:
         raise ValueError("n_draws must be >= 1")
-    kappa_t = _as_kappa(kappa, q)
-    log_lam = _intensity(q, k, kappa_t, key_weight)  # (..., Q, K)
-    if not torch.isfinite(torch.logsumexp(log_lam, -1)).all() or (
-        key_weight is not None and (key_weight <= 0).all(-1).any()
-    ):
-        raise ValueError("every query needs at least one unmasked key to be sampled")
+    kappa_t = as_kappa(kappa, q)
+    log_lam = log_intensity(q, k, kappa_t, key_weight, decay)  # (..., Q, K)
+    if key_weight is not None:  # masked atoms carry no mass at all
+        log_lam = torch.where(key_weight.unsqueeze(-2) > 0, log_lam, torch.full_like(log_lam, -torch.inf))
+    per_query = readout is not None or prior is not None
+    if per_query:  # atoms' values per query: u_i(q) = A_q v_i, (..., Q, K, P)
+        values = v.unsqueeze(-3) if readout is None else torch.einsum("...qpd,...kd->...qkp", readout, v)
+        if prior is not None:
+            log_prior, prior_values = prior.atoms()
+            batch = torch.broadcast_shapes(log_lam.shape[:-1], log_prior.shape[:-1])
+            log_lam = torch.cat([log_lam.expand(*batch, log_lam.shape[-1]), log_prior.expand(*batch, 2)], -1)
+            values = torch.cat([values.expand(*batch, *values.shape[-2:]),
+                                prior_values.expand(*batch, *prior_values.shape[-2:])], -2)
+    else:
+        values = v
+    if not torch.isfinite(torch.logsumexp(log_lam, -1)).all():
+        raise ValueError("every query needs at least one unmasked key (or a prior) to be sampled")
     log_total = torch.logsumexp(log_lam, -1, keepdim=True)  # log Λ, (..., Q, 1)
     p = torch.exp(log_lam - log_total)  # (..., Q, K)
-    mean = p @ v  # (..., Q, D)
-    per_chunk = max(1, _CHUNK_ELEMENTS // max(1, log_lam.numel()))
+
+    def weigh(weights: Tensor) -> Tensor:  # Σ_i weights_i u_i: (..., Q, K) → (..., Q, D)
+        if per_query:
+            return (weights.unsqueeze(-1) * values).sum(-2)
+        return weights @ values
+
+    mean = weigh(p)  # (..., Q, D)
+    per_chunk = max(1, _CHUNK_ELEMENTS // max(1, log_lam.numel() * (values.shape[-1] if per_query else 1)))
     draws = []
     for start in range(0, n_draws, per_chunk):
         n = min(per_chunk, n_draws - start)
         if phi == "rate":
             counts = _poisson(log_lam.exp().expand(n, *log_lam.shape), generator)  # (n, ..., Q, K)
             # m + (Σ N_i v_i - N m) / Λ
-            weighted = counts @ v  # (n, ..., Q, D)
             total = counts.sum(-1, keepdim=True)
-            draws.append(mean + (weighted - total * mean) * torch.exp(-log_total))
+            draws.append(mean + (weigh(counts) - total * mean) * torch.exp(-log_total))
         elif phi == "count":
             counts = _truncated_counts(log_lam, n, generator)
-            draws.append((counts @ v) / counts.sum(-1, keepdim=True))
-        else:  # pragma: no cover - _check_inputs already refused it
+            draws.append(weigh(counts) / counts.sum(-1, keepdim=True))
+        else:  # pragma: no cover - check_inputs already refused it
             raise ValueError(phi)
     return torch.cat(draws, 0)
 
