@@ -1,17 +1,33 @@
-"""A compact continuous-time model over the (time × channel) index space, and its twin.
+"""The forecaster: an encoder of the series, then one Lévy cross-attention; and its twin.
 
-Both models share one backbone: a learned continuous-time embedding plus a channel
-embedding place queries and observations in the index space; an observation encoder turns
-each observation (time, channel, value) into a value vector, with one softmax
-self-attention layer over the series' observations for context; then a multi-head
-cross-attention from the queries to the observations reads out the prediction.
+Both models share one backbone (``Backbone``) and differ only in the cross-attention:
 
-* ``LevyModel``: the cross-attention is ``LevyAttention``. Values are projected into the
-  (scalar) output space *before* aggregation, so ``ŷ`` and ``σ̂`` come out of one pass and
-  obey the variance identity exactly (levy-math.md, "linear read-out").
-* ``SoftmaxTwin``: the same backbone with scaled-dot-product softmax attention and dropout.
-  In eval mode it is the deterministic "softmax" accuracy baseline; with dropout active at
-  inference, T passes give MC-Dropout.
+1. **Channel state.** Per (series, channel) the context gives deterministic summaries: the
+   last observed value and its time, the mean, the count. The **offset** ``b(q)`` of a
+   query is the last observed value of its channel (a learned per-channel default where
+   the channel was never observed): the model predicts the change from "carry the last
+   value forward", which it must beat.
+2. **Observation tokens** encode (lag to the end of the context, channel, value, value
+   relative to its channel's last value and mean). **Channel tokens** pool them per
+   channel with the summaries and pass through ``channel_layers`` self-attention layers
+   across channels: a patient's state, learnt across its channels. Each observation's
+   value vector adds its channel's token.
+3. **Cross-attention** from the queries to the observations in the (time × channel) index
+   space: compatibility ``κ_h (cos(P c_q, P c_i) − 1)`` over learned channel codes (tied
+   projection) times a Gaussian time decay ``exp(−(t_q − t_i)²/(2ℓ_h²))``, so with unit key
+   weights ``Λ_h`` *is* the number of fully compatible nearby observations (``n_eff``) and
+   it falls monotonically away from the data. Values are ``R = value_rank`` numbers per
+   head; the **read-out depends on the query** (its channel's token and its horizon):
+   ``u_{h,i}(q) = a_h(q) · v_{h,i}``. A **prior measure** per (head, query channel) — mass
+   ``Λ_0``, mean, variance — is superposed on the data's: far from any observation the
+   prediction returns to ``b(q) +`` the prior mean and the spread to the prior's.
+
+* ``LevyModel``: the cross-attention is ``levy_attention`` with all of the above; the
+  prediction ``ŷ(q) = b(q) + Σ_h m_h(q)`` and ``σ̂(q)² = Σ_h tr Σ_{U,h}(q) φ(Λ_h(q))`` are
+  exact for the sampled operator (docs/levy-math.md: offset, query read-out, prior).
+* ``SoftmaxTwin``: the same backbone, offset, read-out and prior atom, with a
+  scaled-dot-product softmax over the same (decayed) index space and dropout. In eval mode
+  it is the deterministic "softmax" baseline; with dropout active, T passes give MC-Dropout.
 """
 
 from __future__ import annotations
@@ -24,26 +40,36 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from levy_core.attention import LevyAttention
+from levy_core.attention import KAPPA_MAX, KAPPA_MIN, LevyPrior, TimeDecay, levy_attention, log_intensity
 
-__all__ = ["Batch", "ModelConfig", "ModelOutput", "LevyModel", "SoftmaxTwin", "build_model"]
+__all__ = ["Batch", "ModelConfig", "ModelOutput", "OperatorInputs", "LevyModel", "SoftmaxTwin", "build_model"]
 
 
 @dataclass
 class ModelConfig:
-    """Hyper-parameters shared by the Lévy model and its twin."""
+    """Hyper-parameters shared by the Lévy model and its twin (one architecture, any size)."""
 
     n_channels: int  # number of distinct channels (embedding table size)
-    time_scale: float = 48.0  # hours mapped to 1.0 before the time embedding
-    d_model: int = 32  # width of query/key/value features
-    d_time: int = 16  # continuous-time embedding size (1 linear + d_time-1 periodic)
-    d_channel: int = 8  # channel embedding size
+    time_scale: float = 48.0  # hours mapped to 1.0 in the time features; length scales are in this unit
+    d_model: int = 32  # width of observation and channel tokens
+    d_time: int = 8  # encoder time features of an observation's lag (1 linear + d_time-1 periodic)
+    d_channel: int = 8  # channel embedding size (encoder) and index-space channel code size
     num_heads: int = 4  # cross-attention heads
-    head_dim: int = 16  # per-head q/k/v size
-    context_layers: int = 0  # softmax self-attention layers over a series' observations (0: none; 1 was slower and less accurate on PhysioNet)
+    head_dim: int = 16  # per-head size of the (tied) index-space projection: cosines live here
+    value_rank: int = 4  # per-head value size R; the query's read-out maps R numbers to the output
+    channel_layers: int = 1  # self-attention layers over the channel tokens (patient state across channels)
+    context_layers: int = 0  # softmax self-attention layers over the observations themselves (0: none)
     dropout: float = 0.1  # twin only: dropout rate (MC-Dropout at inference)
-    kappa_init: float = 8.0  # Lévy only: initial compatibility scale per head
+    kappa_init: float = 4.0  # Lévy only: initial channel-compatibility scale per head
+    length_scale_min: float = 0.01  # shortest time decay ℓ, in time_scale units (clamp)
+    length_scale_max: float = 1.0  # longest ℓ, in time_scale units: how far evidence reaches at most
     phi: Literal["rate", "count"] = "rate"  # Lévy only: which sampled operator σ̂ describes
+
+    def __post_init__(self) -> None:
+        if not 0 < self.length_scale_min <= self.length_scale_max:
+            raise ValueError("need 0 < length_scale_min <= length_scale_max")
+        if self.time_scale <= 0 or not math.isfinite(self.time_scale):
+            raise ValueError("time_scale must be finite and > 0")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -75,13 +101,63 @@ class ModelOutput(NamedTuple):
 
     mean: Tensor  # (B, M)
     sigma: Tensor | None  # (B, M) σ̂ (Lévy) — None for the twin
-    log_evidence: Tensor | None  # (B, H, M) per head
+    log_evidence: Tensor | None  # (B, H, M) per head: log Λ of the whole measure (data + prior)
     disagreement: Tensor | None  # (B, H, M) per head, normalised units²
-    n_eff: Tensor | None  # (B, H, M) per head
+    n_eff: Tensor | None  # (B, H, M) per head: the observations' share of Λ, in fully compatible observations
+
+
+class OperatorInputs(NamedTuple):
+    """Everything ``levy_attention`` (or the sampler) needs for one batch, per head.
+
+    ``ŷ = offset + Σ_h levy_attention(q, k, v, ...).mean[..., 0]``."""
+
+    q: Tensor  # (B, H, M, hd) index-space queries
+    k: Tensor  # (B, H, N, hd) index-space keys
+    v: Tensor  # (B, H, N, R) values
+    kappa: Tensor  # (1, H, 1, 1)
+    key_weight: Tensor  # (B, H, N): padding mask · e^{-κ_h} (so Λ counts fully compatible observations)
+    decay: TimeDecay  # query (B, 1, M) and key (B, 1, N) times, ℓ (1, H, 1, 1)
+    readout: Tensor  # (B, H, M, 1, R)
+    prior: LevyPrior  # log mass (B, H, M), mean (B, H, M, 1), variance (B, H, M)
+    offset: Tensor  # (B, M) deterministic offset b(q)
+
+
+class ChannelState(NamedTuple):
+    """Deterministic per-(series, channel) summaries of the context, each (B, C)."""
+
+    last_value: Tensor
+    last_time: Tensor
+    mean_value: Tensor
+    count: Tensor
+    now: Tensor  # (B, 1) the last context time of each series
+
+
+def channel_state(batch: Batch, n_channels: int) -> ChannelState:
+    """Last value (ties at the last time averaged), its time, mean and count per channel."""
+    B = batch.ctx_time.shape[0]
+    real = batch.ctx_mask > 0
+    ch, t, x = batch.ctx_channel, batch.ctx_time, batch.ctx_value
+    zeros = t.new_zeros(B, n_channels)
+    count = zeros.scatter_add(1, ch, real.to(t.dtype))
+    total = zeros.scatter_add(1, ch, torch.where(real, x, torch.zeros_like(x)))
+    mean = total / count.clamp_min(1.0)
+    masked_t = torch.where(real, t, torch.full_like(t, -math.inf))
+    last_time = zeros.fill_(-math.inf).scatter_reduce(1, ch, masked_t, reduce="amax")
+    is_last = real & (t == torch.gather(last_time, 1, ch))
+    n_last = t.new_zeros(B, n_channels).scatter_add(1, ch, is_last.to(t.dtype))
+    last = t.new_zeros(B, n_channels).scatter_add(1, ch, torch.where(is_last, x, torch.zeros_like(x)))
+    last = last / n_last.clamp_min(1.0)
+    now = masked_t.max(dim=1, keepdim=True).values
+    now = torch.where(torch.isfinite(now), now, torch.zeros_like(now))  # a series with no context
+    last_time = torch.where(count > 0, last_time, now.expand_as(last_time))
+    return ChannelState(last, last_time, mean, count, now)
 
 
 class TimeEmbedding(nn.Module):
-    """mTAN-style learned continuous-time embedding: one linear and d-1 periodic features."""
+    """mTAN-style learned time features for the encoder: one linear and d-1 periodic.
+
+    Used only for what an observation *says* (its lag), never for compatibility: periodic
+    features in the index space would make evidence recur with time."""
 
     def __init__(self, dim: int, time_scale: float) -> None:
         super().__init__()
@@ -96,138 +172,251 @@ class TimeEmbedding(nn.Module):
         return torch.cat([self.linear(x), torch.sin(self.periodic(x))], dim=-1)  # (..., dim)
 
 
-class FourierTime(nn.Module):
-    """Index-space time features ``[cos ω_j t, sin ω_j t]`` with learned frequencies.
+class Encoded(NamedTuple):
+    """What the backbone hands the cross-attention (B series, N observations, M queries)."""
 
-    The inner product of two such vectors is ``Σ_j cos(ω_j (t - t'))``: a stationary kernel
-    that peaks at ``t = t'``. Queries and keys built from it start out time-local, so the
-    evidence ``Λ`` of a query falls where observations are far away.
-    """
-
-    def __init__(self, dim: int, time_scale: float) -> None:
-        super().__init__()
-        if dim % 2:
-            raise ValueError("FourierTime needs an even dimension")
-        self.time_scale = time_scale
-        # periods from ~3 spans down to 1 % of the span
-        self.log_omega = nn.Parameter(torch.log(2 * math.pi * torch.logspace(-0.5, 2, dim // 2)))
-
-    def forward(self, t: Tensor) -> Tensor:
-        phase = (t / self.time_scale).unsqueeze(-1) * self.log_omega.exp()  # (..., dim/2)
-        return torch.cat([torch.cos(phase), torch.sin(phase)], dim=-1) / math.sqrt(phase.shape[-1])
+    query_code: Tensor  # (B, M, d_channel) index-space channel codes of the queries
+    key_code: Tensor  # (B, N, d_channel) of the observations
+    values: Tensor  # (B, N, d_model) contextualised observation vectors
+    query_features: Tensor  # (B, M, d_model) the query's channel token and horizon: drives its read-out
+    offset: Tensor  # (B, M) b(q): last value of the query's channel (learned default if none)
 
 
 class Backbone(nn.Module):
-    """Index-space embedding of queries/keys and the observation (value) encoder."""
+    """Channel state, observation and channel tokens, query features (shared by both models)."""
 
     def __init__(self, cfg: ModelConfig, dropout: float = 0.0) -> None:
         super().__init__()
+        self.cfg = cfg
+        d = cfg.d_model
         self.time = TimeEmbedding(cfg.d_time, cfg.time_scale)
-        self.index_time = FourierTime(cfg.d_time, cfg.time_scale)
         self.channel = nn.Embedding(cfg.n_channels, cfg.d_channel)
         self.index_channel = nn.Embedding(cfg.n_channels, cfg.d_channel)
-        with torch.no_grad():  # unit-norm channel codes: same channel ⇒ high compatibility
+        with torch.no_grad():  # unit-norm channel codes: same channel ⇒ cos 1
             self.index_channel.weight.copy_(F.normalize(self.index_channel.weight, dim=-1))
-        self.observation = nn.Sequential(nn.Linear(cfg.d_time + cfg.d_channel + 1, cfg.d_model), nn.GELU(),
-                                         nn.Linear(cfg.d_model, cfg.d_model))
+        self.default = nn.Parameter(torch.full((cfg.n_channels,), 0.5))  # offset of a never-observed channel
+        # observation: lag features, channel, value, value − channel's last, value − channel's mean
+        self.observation = nn.Sequential(nn.Linear(cfg.d_time + cfg.d_channel + 3, d), nn.GELU(), nn.Linear(d, d))
+        # channel token: pooled observations + summaries (last, mean, log count, staleness, observed)
+        self.channel_in = nn.Linear(d + cfg.d_channel + 5, d)
+        self.channel_mix = nn.ModuleList(
+            nn.TransformerEncoderLayer(d, nhead=2, dim_feedforward=2 * d, dropout=dropout, batch_first=True,
+                                       norm_first=True)
+            for _ in range(cfg.channel_layers))
         self.context = nn.ModuleList(
-            nn.TransformerEncoderLayer(cfg.d_model, nhead=2, dim_feedforward=2 * cfg.d_model, dropout=0.0,
-                                       batch_first=True, norm_first=True)
-            for _ in range(cfg.context_layers)
-        )
+            nn.TransformerEncoderLayer(d, nhead=2, dim_feedforward=2 * d, dropout=0.0, batch_first=True,
+                                       norm_first=True)
+            for _ in range(cfg.context_layers))
+        self.value_out = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, d))
+        # query: its channel's token + horizon since the context's end and since its channel's last value
+        self.query_in = nn.Sequential(nn.Linear(d + 4, d), nn.GELU(), nn.Linear(d, d))
         self.dropout = nn.Dropout(dropout)
 
-    def position(self, time: Tensor, channel: Tensor) -> Tensor:
-        """Index-space point features: (B, L) times and channels → (B, L, d_time + d_channel).
+    def offset(self, batch: Batch, state: ChannelState) -> Tensor:
+        """``b(q)``: the last observed value of the query's channel, (B, M)."""
+        seen = torch.gather(state.count, 1, batch.qry_channel) > 0
+        last = torch.gather(state.last_value, 1, batch.qry_channel)
+        return torch.where(seen, last, self.default[batch.qry_channel])
 
-        Deliberately linear in the Fourier/channel codes (no MLP): with shared query/key
-        projections the compatibility stays a kernel over (time × channel)."""
-        return torch.cat([self.index_time(time), self.index_channel(channel)], dim=-1)
+    def encode(self, batch: Batch) -> Encoded:
+        cfg, tau = self.cfg, self.cfg.time_scale
+        state = channel_state(batch, cfg.n_channels)
+        real = (batch.ctx_mask > 0).to(batch.ctx_value.dtype)
+        ch = batch.ctx_channel
+        lag = state.now - batch.ctx_time  # (B, N) ≥ 0 for real observations
+        x = batch.ctx_value
+        rel_last = x - torch.gather(state.last_value, 1, ch)
+        rel_mean = x - torch.gather(state.mean_value, 1, ch)
+        obs = torch.cat([self.time(lag), self.channel(ch), x.unsqueeze(-1), rel_last.unsqueeze(-1),
+                         rel_mean.unsqueeze(-1)], dim=-1)  # (B, N, d_time + d_channel + 3)
+        tokens = self.dropout(self.observation(obs)) * real.unsqueeze(-1)  # (B, N, d)
 
-    def encode(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor]:
-        """Returns query positions (B, M, d_index), key positions (B, N, d_index), values (B, N, d)."""
-        queries = self.position(batch.qry_time, batch.qry_channel)
-        keys = self.position(batch.ctx_time, batch.ctx_channel)
-        obs = torch.cat([self.time(batch.ctx_time), self.channel(batch.ctx_channel),
-                         batch.ctx_value.unsqueeze(-1)], dim=-1)  # (B, N, d_time + d_channel + 1)
-        # Dropout (twin only) acts on unit activations, not on attention weights: MC-Dropout
-        # as in Gal & Ghahramani, and attention keeps SDPA's fast kernels.
-        values = self.dropout(self.observation(obs))
-        padding = batch.ctx_mask <= 0  # (B, N) True where padded
+        B, C, d = x.shape[0], cfg.n_channels, cfg.d_model
+        pooled = tokens.new_zeros(B, C, d).scatter_add(1, ch.unsqueeze(-1).expand(-1, -1, d), tokens)
+        pooled = pooled / state.count.clamp_min(1.0).unsqueeze(-1)
+        observed = (state.count > 0).to(x.dtype)
+        staleness = (state.now - state.last_time) / tau
+        summary = torch.stack([state.last_value * observed, state.mean_value * observed,
+                               torch.log1p(state.count), staleness, observed], dim=-1)  # (B, C, 5)
+        codes = self.channel.weight.unsqueeze(0).expand(B, -1, -1)
+        channel_tokens = self.channel_in(torch.cat([pooled, codes, summary], dim=-1))  # (B, C, d)
+        for layer in self.channel_mix:
+            channel_tokens = layer(channel_tokens)
+
+        values = tokens + torch.gather(channel_tokens, 1, ch.unsqueeze(-1).expand(-1, -1, d))
+        padding = batch.ctx_mask <= 0
         for layer in self.context:
             values = self.dropout(layer(values, src_key_padding_mask=padding))
-        return queries, keys, values
+        values = self.dropout(self.value_out(values))
+
+        qc = batch.qry_channel
+        horizon = (batch.qry_time - state.now) / tau
+        since_last = (batch.qry_time - torch.gather(state.last_time, 1, qc)) / tau
+        q_tok = torch.gather(channel_tokens, 1, qc.unsqueeze(-1).expand(-1, -1, d))
+        q_feat = torch.cat([q_tok, horizon.unsqueeze(-1), since_last.unsqueeze(-1),
+                            torch.log1p(horizon.abs()).unsqueeze(-1), torch.log1p(since_last.abs()).unsqueeze(-1)],
+                           dim=-1)
+        query_features = self.dropout(self.query_in(q_feat))
+        return Encoded(self.index_channel(qc), self.index_channel(ch), values, query_features,
+                       self.offset(batch, state))
+
+
+class CrossHeads(nn.Module):
+    """Per-head projections of the cross-attention, shared in shape by both operators."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        H, R = cfg.num_heads, cfg.value_rank
+        self.cfg, self.num_heads, self.value_rank = cfg, H, R
+        self.index_proj = nn.Linear(cfg.d_channel, H * cfg.head_dim)  # tied: queries and keys share it
+        self.value_proj = nn.Linear(cfg.d_model, H * R)
+        self.readout_proj = nn.Linear(cfg.d_model, H * R)
+        with torch.no_grad():  # start at "carry the last value forward": corrections ≈ 0
+            self.readout_proj.weight.mul_(0.1)
+            self.readout_proj.bias.zero_()
+        # length scales spread geometrically over the allowed range, one per head
+        lo, hi = math.log(max(cfg.length_scale_min, 0.02)), math.log(min(cfg.length_scale_max, 0.5))
+        self.log_length = nn.Parameter(torch.linspace(lo, max(lo, hi), H))
+        self.prior_logit = nn.Parameter(torch.zeros(H, cfg.n_channels))  # log Λ_0 (Lévy) / prior logit (twin)
+        self.prior_mean = nn.Parameter(torch.zeros(H, cfg.n_channels))
+        self.prior_spread = nn.Parameter(torch.full((H, cfg.n_channels), -3.0))  # log var_0 (Lévy only)
+        # the prior's spread may depend on the query (its channel token, its horizon): atoms
+        # whose values depend on q but not on the draw keep the identity exact. Its mean may
+        # not (a per-channel constant), so the prior cannot become a forecaster of its own.
+        self.prior_spread_proj = nn.Linear(cfg.d_model, H)
+        with torch.no_grad():
+            self.prior_spread_proj.weight.mul_(0.1)
+            self.prior_spread_proj.bias.zero_()
+
+    def split(self, x: Tensor, width: int) -> Tensor:
+        B, L, _ = x.shape
+        return x.view(B, L, self.num_heads, width).transpose(1, 2)  # (B, H, L, width)
+
+    def length_scale(self) -> Tensor:
+        """Per-head ℓ in hours, (1, H, 1, 1), clamped to the configured range."""
+        cfg = self.cfg
+        ell = self.log_length.exp().clamp(cfg.length_scale_min, cfg.length_scale_max) * cfg.time_scale
+        return ell.view(1, -1, 1, 1)
+
+    def project(self, enc: Encoded) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Index-space queries/keys (B, H, ·, hd), values (B, H, N, R), read-outs (B, H, M, 1, R)."""
+        hd = self.cfg.head_dim
+        q = self.split(self.index_proj(enc.query_code), hd)
+        k = self.split(self.index_proj(enc.key_code), hd)
+        v = self.split(self.value_proj(enc.values), self.value_rank)
+        a = self.split(self.readout_proj(enc.query_features), self.value_rank)
+        return q, k, v, a.unsqueeze(-2)
+
+    def prior_tables(self, qry_channel: Tensor, query_features: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Per query and head: prior logit, mean (B, H, M) and variance (B, H, M)."""
+        def pick(table: Tensor) -> Tensor:
+            return table[:, qry_channel].transpose(0, 1)  # (H, B, M) → (B, H, M)
+        log_var = pick(self.prior_spread) + self.prior_spread_proj(query_features).transpose(1, 2)
+        return pick(self.prior_logit), pick(self.prior_mean), log_var.clamp(-30.0, 10.0).exp()
 
 
 class LevyModel(nn.Module):
-    """Backbone + multi-head ``LevyAttention`` with a scalar linear read-out."""
+    """Backbone + one multi-head Lévy cross-attention with offset, query read-out and prior."""
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cfg = cfg
         self.backbone = Backbone(cfg, dropout=0.0)
-        d_index = cfg.d_time + cfg.d_channel
-        self.attention = LevyAttention(d_index, d_index, cfg.d_model, num_heads=cfg.num_heads,
-                                       head_dim=cfg.head_dim, out_dim=1, kappa_init=cfg.kappa_init, phi=cfg.phi,
-                                       tie_query_key=True)
+        self.heads = CrossHeads(cfg)
+        self.log_kappa = nn.Parameter(torch.full((cfg.num_heads,), math.log(cfg.kappa_init)))
 
-    def forward(self, batch: Batch) -> ModelOutput:
-        queries, keys, values = self.backbone.encode(batch)
-        out = self.attention(queries, keys, values, key_weight=batch.ctx_mask.to(queries.dtype))
-        return ModelOutput(mean=out.mean[..., 0], sigma=out.sigma, log_evidence=out.log_evidence,
-                           disagreement=out.disagreement, n_eff=out.n_eff)
+    @property
+    def kappa(self) -> Tensor:
+        """Per-head channel-compatibility scale, shape (H,), clamped to ``[KAPPA_MIN, KAPPA_MAX]``."""
+        return self.log_kappa.exp().clamp(KAPPA_MIN, KAPPA_MAX)
 
+    def operator(self, batch: Batch) -> OperatorInputs:
+        """The Lévy layer's inputs for ``batch``: what ``forward``, the sampler and the
+        diagnostics all use, so none of them re-derives the model."""
+        enc = self.backbone.encode(batch)
+        q, k, v, readout = self.heads.project(enc)
+        kappa = self.kappa.view(1, -1, 1, 1)
+        # λ_i = w_i e^{κ(cos − 1)}: Λ counts fully compatible observations (n_eff)
+        key_weight = batch.ctx_mask.unsqueeze(1) * torch.exp(-self.kappa).view(1, -1, 1)  # (B, H, N)
+        decay = TimeDecay(batch.qry_time.unsqueeze(1), batch.ctx_time.unsqueeze(1), self.heads.length_scale())
+        logit, mean, var = self.heads.prior_tables(batch.qry_channel, enc.query_features)
+        prior = LevyPrior(logit, mean.unsqueeze(-1), var)
+        return OperatorInputs(q, k, v, kappa, key_weight, decay, readout, prior, enc.offset)
 
-class SoftmaxCrossAttention(nn.Module):
-    """Standard multi-head scaled-dot-product attention with the same per-head read-out."""
+    def forward(self, batch: Batch, impl: Literal["fused", "reference"] = "fused") -> ModelOutput:
+        op = self.operator(batch)
+        out = levy_attention(op.q, op.k, op.v, kappa=op.kappa, key_weight=op.key_weight, phi=self.cfg.phi,
+                             impl=impl, decay=op.decay, readout=op.readout, prior=op.prior)
+        mean = op.offset + out.mean[..., 0].sum(dim=1)  # (B, M)
+        sigma = out.sigma.pow(2).sum(dim=1).sqrt()  # heads: independent measures, variances add
+        return ModelOutput(mean=mean, sigma=sigma, log_evidence=out.log_evidence, disagreement=out.disagreement,
+                           n_eff=torch.exp(out.log_data_evidence))
 
-    def __init__(self, cfg: ModelConfig) -> None:
-        super().__init__()
-        self.h, self.hd, self.p = cfg.num_heads, cfg.head_dim, cfg.dropout
-        d_index = cfg.d_time + cfg.d_channel
-        self.q_proj = nn.Linear(d_index, cfg.num_heads * cfg.head_dim)
-        self.k_proj = self.q_proj  # tied, as in the Lévy model: only the operator differs
-        # Start as sharp as the Lévy model (logits ≈ κ_init·cos on the unit-norm index codes):
-        # with W ~ N(0, σ²), E[(Wx)·(Wx')] = head_dim·σ²·x·x', and x·x' = 2 cos here. With
-        # PyTorch's default (much smaller) init the twin sits at near-uniform attention and
-        # learns nothing within a short budget — a strawman, not a comparison.
-        with torch.no_grad():
-            self.q_proj.weight.normal_(0.0, math.sqrt(cfg.kappa_init * cfg.head_dim**0.5 / (2 * cfg.head_dim)))
-            self.q_proj.bias.zero_()
-        self.v_proj = nn.Linear(cfg.d_model, cfg.num_heads * cfg.head_dim)
-        self.readout = nn.Linear(cfg.num_heads * cfg.head_dim, 1)
-
-    def forward(self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tensor:
-        B, M, _ = queries.shape
-        N = keys.shape[1]
-        q = self.q_proj(queries).view(B, M, self.h, self.hd).transpose(1, 2)  # (B, H, M, hd)
-        k = self.k_proj(keys).view(B, N, self.h, self.hd).transpose(1, 2)  # (B, H, N, hd)
-        v = self.v_proj(values).view(B, N, self.h, self.hd).transpose(1, 2)  # (B, H, N, hd)
-        # The padding mask enters as an extra key column (a bias picked by a constant query
-        # column), not as attn_mask: with a mask CPU SDPA falls back to its slow math path,
-        # which would make every MC-Dropout pass ~10× dearer than it needs to be.
-        bias = torch.where(mask > 0, 0.0, -1e4).to(q.dtype)[:, None, :, None].expand(B, self.h, N, 1)
-        q = torch.cat([q * self.hd**-0.5, q.new_ones(B, self.h, M, 1)], dim=-1)  # (B, H, M, hd + 1)
-        k = torch.cat([k, bias], dim=-1)  # (B, H, N, hd + 1)
-        v = torch.cat([v, v.new_zeros(B, self.h, N, 1)], dim=-1)  # (B, H, N, hd + 1)
-        out = F.scaled_dot_product_attention(q, k, v, scale=1.0)[..., :self.hd]  # (B, H, M, hd)
-        out = F.dropout(out.transpose(1, 2).reshape(B, M, self.h * self.hd), self.p, self.training)
-        return self.readout(out)[..., 0]  # (B, M)
+    @torch.no_grad()
+    def attention_weights(self, batch: Batch) -> tuple[Tensor, Tensor]:
+        """Which observations each query drew on: per head the weights over the context
+        (B, H, M, N), summing to the data's share of the measure (B, H, M) (the rest is the
+        prior's)."""
+        op = self.operator(batch)
+        log_lam = log_intensity(op.q, op.k, op.kappa, op.key_weight, op.decay)  # (B, H, M, N)
+        log_lam = torch.where(op.key_weight.unsqueeze(-2) > 0, log_lam, torch.full_like(log_lam, -math.inf))
+        log_data = torch.logsumexp(log_lam, -1)
+        log_total = torch.logaddexp(log_data, op.prior.log_mass)
+        weights = torch.exp(log_lam - log_total.unsqueeze(-1))
+        return weights, torch.exp(log_data - log_total)
 
 
 class SoftmaxTwin(nn.Module):
-    """The same backbone with softmax attention and dropout (MC-Dropout at inference)."""
+    """The same backbone, offset, read-out and prior atom, with dot-product softmax attention
+    over the same time-decayed index space and dropout (MC-Dropout at inference)."""
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cfg = cfg
         self.backbone = Backbone(cfg, dropout=cfg.dropout)
-        self.attention = SoftmaxCrossAttention(cfg)
+        self.heads = CrossHeads(cfg)
+        # as sharp as the Lévy model at the start: logits ≈ κ_init·cos on unit-norm codes
+        with torch.no_grad():
+            hd = cfg.head_dim
+            self.heads.index_proj.weight.normal_(0.0, math.sqrt(cfg.kappa_init * hd**0.5 / (2 * hd)))
+            self.heads.index_proj.bias.zero_()
 
-    def forward(self, batch: Batch) -> ModelOutput:
-        queries, keys, values = self.backbone.encode(batch)
-        mean = self.attention(queries, keys, values, batch.ctx_mask)
-        return ModelOutput(mean=mean, sigma=None, log_evidence=None, disagreement=None, n_eff=None)
+    def forward(self, batch: Batch, generator: torch.Generator | None = None) -> ModelOutput:
+        enc = self.backbone.encode(batch)
+        q, k, v, readout = self.heads.project(enc)
+        B, H, M, hd = q.shape
+        N, R = k.shape[2], v.shape[-1]
+        ell_inv = self.heads.length_scale().pow(-2).view(1, -1, 1)  # (1, H, 1)
+        now = (batch.ctx_time * batch.ctx_mask).amax(1, keepdim=True)  # centre times (exact either way)
+        tq, tk = (batch.qry_time - now).unsqueeze(1), (batch.ctx_time - now).unsqueeze(1)
+        logit, prior_mean, _ = self.heads.prior_tables(batch.qry_channel, enc.query_features)
+        # one SDPA call: q [q/√hd | 1 | t_q/ℓ² | prior logit'], k [k | bias − t_i²/(2ℓ²) | t_i | 0];
+        # the prior is one more key, picked by the last column (query-only terms shift it)
+        shift = 0.5 * tq.pow(2) * ell_inv  # (B, H, M): query-only part of the decay
+        bias = torch.where(batch.ctx_mask > 0, 0.0, -1e4).to(q.dtype).unsqueeze(1) - 0.5 * tk.pow(2) * ell_inv
+        width = max(hd + 3, R + 1)
+        q_aug = q.new_zeros(B, H, M, width)
+        q_aug[..., :hd] = q * hd**-0.5
+        q_aug[..., hd] = 1.0
+        q_aug[..., hd + 1] = tq * ell_inv
+        q_aug[..., hd + 2] = logit + shift
+        k_aug = k.new_zeros(B, H, N + 1, width)
+        k_aug[..., :N, :hd] = k
+        k_aug[..., :N, hd] = bias
+        k_aug[..., :N, hd + 1] = tk.expand(B, H, N)
+        k_aug[..., N, hd + 2] = 1.0
+        v_aug = v.new_zeros(B, H, N + 1, width)
+        v_aug[..., :N, :R] = v
+        v_aug[..., N, R] = 1.0
+        out = F.scaled_dot_product_attention(q_aug, k_aug, v_aug, scale=1.0)  # (B, H, M, width)
+        data = (readout @ out[..., :R].unsqueeze(-1)).squeeze(-1).squeeze(-1)  # (B, H, M)
+        heads = data + out[..., R] * prior_mean
+        if self.training and self.cfg.dropout > 0:
+            keep = 1.0 - self.cfg.dropout
+            mask = torch.rand(heads.shape, generator=generator, device=heads.device) < keep
+            heads = heads * mask / keep
+        return ModelOutput(mean=enc.offset + heads.sum(1), sigma=None, log_evidence=None, disagreement=None,
+                           n_eff=None)
 
     @torch.no_grad()
     def mc_dropout(self, batch: Batch, passes: int, generator_seed: int = 0) -> tuple[Tensor, Tensor]:

@@ -51,7 +51,7 @@ __all__ = [
     "split_predictions",
 ]
 
-FORMAT = "levy-model/1"
+FORMAT = "levy-model/2"  # 2: offset + channel tokens + time decay + query read-out + prior
 LEVELS = (0.5, 0.8, 0.9, 0.95)
 MODEL_SIZES: dict[str, dict[str, int]] = {
     "small": {"d_model": 32, "num_heads": 4, "head_dim": 16},
@@ -85,7 +85,7 @@ class FittedModel:
 
     @property
     def mean_kappa(self) -> float:
-        return float(self.levy.attention.kappa.mean())
+        return float(self.levy.kappa.mean())
 
     def save(self, directory: str | Path) -> Path:
         """Write ``model.json`` (configs, split, scaler, calibration) and safetensors weights."""
@@ -566,25 +566,14 @@ def coverage_checks(fitted: FittedModel, pred: pd.DataFrame, *, levels: tuple[fl
 
 @torch.no_grad()
 def _sampler_draws(fitted: FittedModel, batch: Batch, n_draws: int, seed: int) -> np.ndarray:
-    """Draws of the sampled Lévy operator through the linear read-out, (n_draws, B, M),
-    normalised units, heads drawn independently."""
-    q, k, u, kappa, kw = _head_inputs(fitted, batch)
+    """Draws of the sampled Lévy operator through the model's read-out, offset and prior,
+    (n_draws, B, M), normalised units, heads drawn independently."""
+    op = fitted.levy.operator(batch)
     gen = torch.Generator().manual_seed(seed)
-    draws = sample_levy_attention(q, k, u, kappa=kappa, key_weight=kw, phi=fitted.model_config.phi,
-                                  n_draws=n_draws, generator=gen)  # (n, B, H, M, 1)
-    return (draws.sum(dim=2)[..., 0] + fitted.levy.attention.bias).numpy()
-
-
-def _head_inputs(fitted: FittedModel, batch: Batch):
-    """Per-head cosine-space queries/keys and read-out values of the Lévy layer."""
-    att = fitted.levy.attention
-    queries, keys, values = fitted.levy.backbone.encode(batch)
-    q = att._heads(queries, att.q_proj)  # (B, H, M, hd)
-    k = att._heads(keys, att.k_proj)  # (B, H, N, hd)
-    u = att._heads(values, att.v_proj) @ att.readout.unsqueeze(0)  # (B, H, N, 1)
-    kappa = att.kappa.view(1, -1, 1, 1)
-    kw = batch.ctx_mask.unsqueeze(1)  # (B, 1, N)
-    return q, k, u, kappa, kw
+    draws = sample_levy_attention(op.q, op.k, op.v, kappa=op.kappa, key_weight=op.key_weight,
+                                  phi=fitted.model_config.phi, n_draws=n_draws, generator=gen, decay=op.decay,
+                                  readout=op.readout, prior=op.prior)  # (n, B, H, M, 1)
+    return (draws.sum(dim=2)[..., 0] + op.offset).numpy()
 
 
 def _sampler_crps(fitted: FittedModel, batches: list[tuple[Batch, list[np.ndarray]]], df: pd.DataFrame,
@@ -796,10 +785,8 @@ def attention_weights(fitted: FittedModel, obs: Observations, series_id: str, ch
     if channel not in builder.channel_index:
         raise DataError(f"unknown channel {channel!r}")
     batch = builder.query_batch([(series_id, np.array([time_]), np.array([builder.channel_index[channel]]))])
-    q, k, _, kappa, kw = _head_inputs(fitted, batch)
-    cos = torch.nn.functional.normalize(q, dim=-1) @ torch.nn.functional.normalize(k, dim=-1).transpose(-2, -1)
-    scores = kappa * cos + torch.where(kw > 0, 0.0, -1e4).unsqueeze(-2)  # (1, H, 1, N)
-    p = torch.softmax(scores, -1)[0, :, 0, :].numpy()  # (H, N)
+    weights, _ = fitted.levy.attention_weights(batch)  # (1, H, 1, N)
+    p = weights[0, :, 0, :].numpy()  # (H, N)
     s = builder.series[series_id]
     ctx, _ = builder.split_indices(series_id)
     chans = s.channel[ctx]

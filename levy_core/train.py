@@ -36,6 +36,7 @@ class TrainConfig:
     weight_decay: float = 1e-5  # Adam weight decay
     patience: int = 6  # early stopping: epochs (and ≥ 200 steps) without improvement of the early-stopping loss
     nll_weight: float = 0.0  # Lévy only: weight of the Gaussian NLL term with c·σ̂
+    channel_weighting: float = 0.0  # a query's loss weight ∝ (its channel's share of observations)^-this: 0 every query alike, 1 every channel alike
     max_seconds: float | None = None  # wall-clock budget per model (None: no limit)
     seed: int = 0  # seeds initialisation, shuffling and hold-outs
 
@@ -83,18 +84,34 @@ def auto_batch_size(n_train: int) -> int:
 
 
 def masked_mse(pred: Tensor, target: Tensor, mask: Tensor) -> Tensor:
-    """Mean squared error over the real (mask 1) queries of a batch."""
+    """Mean squared error over the real (mask 1) queries of a batch; ``mask`` may weight them."""
     return ((pred - target).pow(2) * mask).sum() / mask.sum().clamp_min(1.0)
 
 
-def _loss(model: nn.Module, out: ModelOutput, batch: Batch, nll_weight: float, log_c: Tensor | None) -> Tensor:
+def channel_weights(builder: EpisodeBuilder, ids: list[str], exponent: float) -> Tensor:
+    """Per-channel loss weights ``(n_c / n̄)^-exponent`` from the observation counts of
+    ``ids``, normalised to mean 1 over observations; shape (C,). Channels never observed get 1."""
+    counts = np.zeros(len(builder.channel_index))
+    for sid in ids:
+        np.add.at(counts, builder.series[sid].channel, 1)
+    weights = np.ones_like(counts)
+    seen = counts > 0
+    if exponent and seen.any():
+        weights[seen] = (counts[seen] / counts[seen].mean()) ** -exponent
+        weights[seen] /= (weights[seen] * counts[seen]).sum() / counts[seen].sum()
+    return torch.tensor(weights, dtype=torch.float32)
+
+
+def _loss(model: nn.Module, out: ModelOutput, batch: Batch, nll_weight: float, log_c: Tensor | None,
+          weights: Tensor | None = None) -> Tensor:
     if batch.target is None:
         raise ValueError("training batches need targets")
-    loss = masked_mse(out.mean, batch.target, batch.qry_mask)
+    mask = batch.qry_mask if weights is None else batch.qry_mask * weights[batch.qry_channel]
+    loss = masked_mse(out.mean, batch.target, mask)
     if nll_weight > 0 and out.sigma is not None and log_c is not None:
         var = (log_c.exp() * out.sigma).pow(2) + 1e-6
         nll = 0.5 * (torch.log(var) + (out.mean - batch.target).pow(2) / var)
-        loss = loss + nll_weight * (nll * batch.qry_mask).sum() / batch.qry_mask.sum().clamp_min(1.0)
+        loss = loss + nll_weight * (nll * mask).sum() / mask.sum().clamp_min(1.0)
     return loss
 
 
@@ -105,8 +122,10 @@ def _batches(ids: list[str], size: int, builder: EpisodeBuilder) -> list[list[st
 
 
 @torch.no_grad()
-def evaluate_loss(model: nn.Module, builder: EpisodeBuilder, ids: list[str], batch_size: int) -> float:
-    """Query-weighted MSE over the fixed episodes of ``ids``."""
+def evaluate_loss(model: nn.Module, builder: EpisodeBuilder, ids: list[str], batch_size: int,
+                  weights: Tensor | None = None) -> float:
+    """MSE over the fixed episodes of ``ids``, each query weighted by ``weights[channel]``
+    (default: all 1)."""
     model.eval()
     total, count = 0.0, 0.0
     for chunk in _batches(ids, batch_size, builder):
@@ -114,8 +133,9 @@ def evaluate_loss(model: nn.Module, builder: EpisodeBuilder, ids: list[str], bat
         out = model(batch)
         if batch.target is None:
             raise ValueError("evaluation batches need targets")
-        total += float(((out.mean - batch.target).pow(2) * batch.qry_mask).sum())
-        count += float(batch.qry_mask.sum())
+        mask = batch.qry_mask if weights is None else batch.qry_mask * weights[batch.qry_channel]
+        total += float(((out.mean - batch.target).pow(2) * mask).sum())
+        count += float(mask.sum())
     return total / max(count, 1.0)
 
 
@@ -141,6 +161,7 @@ def train_model(
     opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, cfg.epochs), eta_min=cfg.lr / 10)
     val_ids = val_ids or train_ids
+    weights = channel_weights(builder, train_ids, cfg.channel_weighting) if cfg.channel_weighting else None
     batch_size = cfg.batch_size or auto_batch_size(len(train_ids))
     # Patience counted in epochs would mean a handful of optimiser steps on small data (where
     # the held-out loss is also noisiest): wait at least MIN_PATIENCE_STEPS steps (the loss often
@@ -157,14 +178,14 @@ def train_model(
         losses = []
         for i in rng.permutation(len(batches)):
             batch, _ = builder.batch(batches[i], rng=rng)
-            loss = _loss(model, model(batch), batch, cfg.nll_weight, log_c)
+            loss = _loss(model, model(batch), batch, cfg.nll_weight, log_c, weights)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
             losses.append(loss.detach().item())
         scheduler.step()
-        val = evaluate_loss(model, builder, val_ids, 64)
+        val = evaluate_loss(model, builder, val_ids, 64, weights)
         if not math.isfinite(val):
             raise FloatingPointError(f"{label}: early-stopping loss became {val} at epoch {epoch}")
         if val < best[0]:
