@@ -486,20 +486,56 @@ def _nearest_key_distance(decay: TimeDecay, key_weight: Tensor | None) -> Tensor
     return torch.where(torch.isfinite(dist), dist, torch.zeros_like(dist))
 
 
+def _augment(q: Tensor, k: Tensor, v_c: Tensor, moments: Tensor, kappa: Tensor, key_weight: Tensor | None,
+             terms: _DecayTerms | None, batch: torch.Size,
+             null_score: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
+    """Augmented SDPA inputs, flattened to (N, 1, L, width)::
+
+        q: [κ q̂ | 1                       | t_q'/ℓ² | c(q)]   scores κ cos + log w_i + decay
+        k: [k̂   | log w_i − t_i'²/(2ℓ²)   | t_i'    | 0   ]   (null key: [0 | 0 | 0 | 1])
+        v: [v_i − v̄ | second moments | 0]                   (null key: [0 | 0 | 1])
+
+    The time columns only with a decay, the null key and its columns only with ``null_score``.
+    """
+    E, D, S = q.shape[-1], v_c.shape[-1], moments.shape[-1]
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    T, Z = (1 if terms is not None else 0), (1 if null_score is not None else 0)
+    width = max(E + 1 + T + Z, D + S + Z)  # SDPA's fast CPU kernels need equal q/k and v head sizes
+    q_aug = q.new_zeros(*batch, n_q, width)
+    q_aug[..., :E] = F.normalize(q, dim=-1) * kappa  # scores κ·cos
+    q_aug[..., E] = 1.0  # picks the key's bias column
+    k_aug = k.new_zeros(*batch, n_k + Z, width)
+    k_aug[..., :n_k, :E] = F.normalize(k, dim=-1)
+    log_w = _log_weights(key_weight, k)
+    bias = 0.0 if log_w is None else log_w
+    if terms is not None:
+        q_aug[..., E + 1] = terms.q_col
+        k_aug[..., :n_k, E + 1] = terms.k_col
+        bias = terms.k_bias + bias
+    k_aug[..., :n_k, E] = bias
+    v_aug = v_c.new_zeros(*batch, n_k + Z, width)
+    v_aug[..., :n_k, :D] = v_c
+    v_aug[..., :n_k, D:D + S] = moments
+    if null_score is not None:
+        q_aug[..., E + 1 + T] = null_score  # picks the null key
+        k_aug[..., n_k, E + 1 + T] = 1.0
+        v_aug[..., n_k, D + S] = 1.0  # one-hot: the null key's weight
+    flat = (-1, 1)  # SDPA's fast CPU path wants (N, H, L, E)
+    return (q_aug.reshape(*flat, n_q, width), k_aug.reshape(*flat, n_k + Z, width),
+            v_aug.reshape(*flat, n_k + Z, width))
+
+
 def _fused(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | None,
            decay: TimeDecay | None, full: bool) -> tuple[Tensor, Tensor, Tensor]:
-    """One SDPA call on augmented inputs (the fast path).
+    """One SDPA call on augmented inputs (the fast path; columns in ``_augment``).
 
-    Columns of the augmented queries / keys / values::
-
-        q: [κ q̂ | 1        | t_q'/ℓ² | c(q)]      scores κ cos + log w_i + decay
-        k: [k̂   | log w_i − t_i'²/(2ℓ²) | t_i' | 0]   (null key: [0 | 0 | 0 | 1])
-        v: [v_i − v̄ | second moments | 0]        (null key: [0 | 0 | 1])
-
-    ``c(q)`` is the null key's score, chosen near ``log Λ`` so its weight
-    ``r = e^c/(e^c + Λ)`` is resolved in float32; ``log Λ = c + log(1 − r) − log r``.
+    ``log Λ`` comes, by case: on CPU without autograd, from the flash kernel's own
+    log-sum-exp; with autograd, from an explicit log-sum-exp over the (Q, K) scores (no D
+    factor: a null key's weight ``r`` would put ``1/r`` in the gradient, which overflows
+    where ``Λ ≫ e^c``); elsewhere, from a "null" key with score ``c(q)`` near ``log Λ``:
+    ``log Λ = c + log(1 − r) − log r``.
     """
-    E, D = q.shape[-1], v.shape[-1]
+    D = v.shape[-1]
     dtype = q.dtype if q.dtype in (torch.float32, torch.float64) else torch.float32
     q, k, v, kappa = q.to(dtype), k.to(dtype), v.to(dtype), kappa.to(dtype)
     terms = _decay_terms(decay, key_weight, q) if decay is not None else None
@@ -514,15 +550,31 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | 
     v_c, v_bar = _centre(v, key_weight)
     moments = _second_moment_columns(v_c, full)  # (..., K, S)
     S = moments.shape[-1]
-    T = 1 if terms is not None else 0
-    in_place = not torch.is_grad_enabled() or not any(
-        t.requires_grad for t in (q, k, v, kappa) + ((key_weight,) if key_weight is not None else ()))
-    if in_place and q.device.type == "cpu" and _FLASH_CPU_WITH_LSE is not None:
+    inputs = (q, k, v, kappa) + ((key_weight,) if key_weight is not None else ()) + (
+        (torch.as_tensor(decay.length_scale),) if decay is not None else ())
+    needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in inputs)
+
+    if not needs_grad and q.device.type == "cpu" and _FLASH_CPU_WITH_LSE is not None:
         try:
-            mean_c, second, log_evidence = _fused_cpu_inference(q, k, v_c, moments, kappa, key_weight, terms, batch)
-            return mean_c + v_bar, _covariance(mean_c, second, full), log_evidence
+            qa, ka, va = _augment(q, k, v_c, moments, kappa, key_weight, terms, batch, None)
+            out, lse = _FLASH_CPU_WITH_LSE(qa, ka, va, scale=1.0)[:2]
+            out = out.reshape(*batch, n_q, -1)
+            if not torch.isfinite(out[..., :D + S]).all():  # the kernel's edge cases: public path decides
+                raise RuntimeError("non-finite flash output")
+            log_evidence = lse.reshape(*batch, n_q).to(dtype)
+            if terms is not None:
+                log_evidence = log_evidence - terms.q_shift
+            mean_c, second = out[..., :D], out[..., D:D + S]
+            return mean_c + v_bar, _covariance(mean_c, second, full), _all_masked(log_evidence, key_weight)
         except RuntimeError:  # a kernel that refuses these inputs: take the public path
             pass
+
+    if needs_grad:
+        qa, ka, va = _augment(q, k, v_c, moments, kappa, key_weight, terms, batch, None)
+        out = F.scaled_dot_product_attention(qa, ka, va, scale=1.0).reshape(*batch, n_q, -1)
+        log_evidence = torch.logsumexp(log_intensity(q, k, kappa, key_weight, decay), dim=-1)
+        mean_c, second = out[..., :D], out[..., D:D + S]
+        return mean_c + v_bar, _covariance(mean_c, second, full), _all_masked(log_evidence, key_weight)
 
     # The null key's score c(q) = log Σw − κ − (nearest key distance)²/(2ℓ²): then
     # Λ/e^c ∈ [min w / Σw, e^{2κ}], resolved in float32 for κ ≤ KAPPA_MAX.
@@ -535,87 +587,16 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | 
         ell_inv = torch.as_tensor(decay.length_scale, dtype=dtype, device=q.device).pow(-2)
         ell_inv = ell_inv.squeeze(-1) if ell_inv.dim() >= 2 else ell_inv
         c = c - 0.5 * _nearest_key_distance(decay, key_weight).to(dtype).pow(2) * ell_inv + terms.q_shift
-    width = max(E + 2 + T, D + S + 1)  # SDPA's fast CPU kernels need equal q/k and v head sizes
-
-    q_aug = q.new_zeros(*batch, n_q, width)
-    q_aug[..., :E] = F.normalize(q, dim=-1) * kappa  # scores κ·cos
-    q_aug[..., E] = 1.0  # picks the key's bias column
-    if terms is not None:
-        q_aug[..., E + 1] = terms.q_col
-    q_aug[..., E + 1 + T] = c  # picks the null key
-
-    k_aug = k.new_zeros(*batch, n_k + 1, width)
-    k_aug[..., :n_k, :E] = F.normalize(k, dim=-1)
-    log_w = _log_weights(key_weight, k)
-    bias = 0.0 if log_w is None else log_w
-    if terms is not None:
-        bias = terms.k_bias + bias
-        k_aug[..., :n_k, E + 1] = terms.k_col
-    k_aug[..., :n_k, E] = bias
-    k_aug[..., n_k, E + 1 + T] = 1.0
-
-    v_aug = v.new_zeros(*batch, n_k + 1, width)
-    v_aug[..., :n_k, :D] = v_c
-    v_aug[..., :n_k, D:D + S] = moments
-    v_aug[..., n_k, D + S] = 1.0  # one-hot: the null key's weight
-
-    flat = (-1, 1)  # SDPA's fast CPU path wants (N, H, L, E)
-    out = F.scaled_dot_product_attention(
-        q_aug.reshape(*flat, n_q, width),
-        k_aug.reshape(*flat, n_k + 1, width),
-        v_aug.reshape(*flat, n_k + 1, width),
-        scale=1.0,
-    ).reshape(*batch, n_q, width)  # (..., Q, width)
-
+    qa, ka, va = _augment(q, k, v_c, moments, kappa, key_weight, terms, batch, c.expand(*batch, n_q))
+    out = F.scaled_dot_product_attention(qa, ka, va, scale=1.0).reshape(*batch, n_q, -1)
     r = out[..., D + S]  # e^c / (e^c + Λ)
     inv_mass = 1.0 / (1.0 - r)  # the data's share is Λ / (e^c + Λ)
     mean_c = out[..., :D] * inv_mass.unsqueeze(-1)
     second = out[..., D:D + S] * inv_mass.unsqueeze(-1)
-    tiny = torch.finfo(dtype).tiny
-    log_evidence = c + torch.log1p(-r) - torch.log(r.clamp_min(tiny))  # (..., Q)
+    log_evidence = c + torch.log1p(-r) - torch.log(r.clamp_min(torch.finfo(dtype).tiny))  # (..., Q)
     if terms is not None:
         log_evidence = log_evidence - terms.q_shift
-    log_evidence = _all_masked(log_evidence, key_weight)
-    return mean_c + v_bar, _covariance(mean_c, second, full), log_evidence
-
-
-def _fused_cpu_inference(q: Tensor, k: Tensor, v_c: Tensor, moments: Tensor, kappa: Tensor,
-                         key_weight: Tensor | None, terms: _DecayTerms | None,
-                         batch: torch.Size) -> tuple[Tensor, Tensor, Tensor]:
-    """The fused pass with the kernel's own log-sum-exp: no null key, one column fewer.
-
-    Values carry ``[v_i - v̄, second moments]`` and queries/keys ``[κ q̂, 1, t_q'/ℓ²]`` /
-    ``[k̂, log w_i − t_i'²/(2ℓ²), t_i']``; the kernel returns the weighted mean, the second
-    moments and ``log Λ`` (before the query-only decay term) in one call.
-    """
-    E, D, S = q.shape[-1], v_c.shape[-1], moments.shape[-1]
-    n_q, n_k = q.shape[-2], k.shape[-2]
-    T = 1 if terms is not None else 0
-    width = max(E + 1 + T, D + S)
-    q_aug = q.new_zeros(*batch, n_q, width)
-    q_aug[..., :E] = F.normalize(q, dim=-1).mul_(kappa)  # scores κ·cos
-    q_aug[..., E] = 1.0  # picks the key's bias column
-    k_aug = k.new_zeros(*batch, n_k, width)
-    k_aug[..., :E] = F.normalize(k, dim=-1)
-    log_w = _log_weights(key_weight, k)
-    bias = 0.0 if log_w is None else log_w
-    if terms is not None:
-        q_aug[..., E + 1] = terms.q_col
-        k_aug[..., E + 1] = terms.k_col
-        bias = terms.k_bias + bias
-    k_aug[..., E] = bias
-    v_aug = v_c.new_zeros(*batch, n_k, width)
-    v_aug[..., :D] = v_c
-    v_aug[..., D:D + S] = moments
-    out, lse = _FLASH_CPU_WITH_LSE(q_aug.reshape(-1, 1, n_q, width), k_aug.reshape(-1, 1, n_k, width),
-                                   v_aug.reshape(-1, 1, n_k, width), scale=1.0)[:2]
-    out = out.reshape(*batch, n_q, width)  # (..., Q, width)
-    log_evidence = lse.reshape(*batch, n_q).to(q.dtype)  # (..., Q)
-    if terms is not None:
-        log_evidence = log_evidence - terms.q_shift
-    if not torch.isfinite(out[..., :D + S]).all():  # the kernel's edge cases: let the public path decide
-        raise RuntimeError("non-finite flash output")
-    return out[..., :D], out[..., D:D + S], _all_masked(log_evidence, key_weight)
+    return mean_c + v_bar, _covariance(mean_c, second, full), _all_masked(log_evidence, key_weight)
 
 
 class LevyHeadsOutput(NamedTuple):

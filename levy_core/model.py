@@ -40,7 +40,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from levy_core.attention import KAPPA_MAX, KAPPA_MIN, LevyPrior, TimeDecay, levy_attention, log_intensity
+from levy_core.attention import (
+    KAPPA_MAX,
+    KAPPA_MIN,
+    LevyPrior,
+    TimeDecay,
+    levy_attention,
+    log_intensity,
+)
 
 __all__ = ["Batch", "ModelConfig", "ModelOutput", "OperatorInputs", "LevyModel", "SoftmaxTwin", "build_model"]
 
@@ -179,6 +186,8 @@ class Encoded(NamedTuple):
     key_code: Tensor  # (B, N, d_channel) of the observations
     values: Tensor  # (B, N, d_model) contextualised observation vectors
     query_features: Tensor  # (B, M, d_model) the query's channel token and horizon: drives its read-out
+    query_state: Tensor  # (B, M, d_model) the query's channel token alone (no horizon)
+    staleness: Tensor  # (B, M) time since the query's channel was last observed, in time_scale units
     offset: Tensor  # (B, M) b(q): last value of the query's channel (learned default if none)
 
 
@@ -257,8 +266,8 @@ class Backbone(nn.Module):
                             torch.log1p(horizon.abs()).unsqueeze(-1), torch.log1p(since_last.abs()).unsqueeze(-1)],
                            dim=-1)
         query_features = self.dropout(self.query_in(q_feat))
-        return Encoded(self.index_channel(qc), self.index_channel(ch), values, query_features,
-                       self.offset(batch, state))
+        return Encoded(self.index_channel(qc), self.index_channel(ch), values, query_features, q_tok,
+                       since_last, self.offset(batch, state))
 
 
 class CrossHeads(nn.Module):
@@ -280,10 +289,14 @@ class CrossHeads(nn.Module):
         self.prior_logit = nn.Parameter(torch.zeros(H, cfg.n_channels))  # log Λ_0 (Lévy) / prior logit (twin)
         self.prior_mean = nn.Parameter(torch.zeros(H, cfg.n_channels))
         self.prior_spread = nn.Parameter(torch.full((H, cfg.n_channels), -3.0))  # log var_0 (Lévy only)
-        # the prior's spread may depend on the query (its channel token, its horizon): atoms
-        # whose values depend on q but not on the draw keep the identity exact. Its mean may
-        # not (a per-channel constant), so the prior cannot become a forecaster of its own.
+        # The prior's spread may depend on the query — atoms whose values depend on q but not
+        # on the draw keep the identity exact: on the series' state of its channel (how
+        # volatile this patient's heart rate is), and it grows with the time since that
+        # channel was last seen, as a power with a learned exponent ≥ 0 (so σ̂ never shrinks
+        # by walking away from the data). Its mean may not depend on the context (one
+        # constant per channel): the prior cannot become a forecaster of its own.
         self.prior_spread_proj = nn.Linear(cfg.d_model, H)
+        self.prior_growth = nn.Parameter(torch.zeros(H))  # softplus → exponent of the staleness
         with torch.no_grad():
             self.prior_spread_proj.weight.mul_(0.1)
             self.prior_spread_proj.bias.zero_()
@@ -307,12 +320,13 @@ class CrossHeads(nn.Module):
         a = self.split(self.readout_proj(enc.query_features), self.value_rank)
         return q, k, v, a.unsqueeze(-2)
 
-    def prior_tables(self, qry_channel: Tensor, query_features: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def prior_tables(self, enc: Encoded, qry_channel: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Per query and head: prior logit, mean (B, H, M) and variance (B, H, M)."""
         def pick(table: Tensor) -> Tensor:
             return table[:, qry_channel].transpose(0, 1)  # (H, B, M) → (B, H, M)
-        log_var = pick(self.prior_spread) + self.prior_spread_proj(query_features).transpose(1, 2)
-        return pick(self.prior_logit), pick(self.prior_mean), log_var.clamp(-30.0, 10.0).exp()
+        growth = F.softplus(self.prior_growth).view(1, -1, 1) * torch.log1p(enc.staleness.clamp_min(0)).unsqueeze(1)
+        log_var = pick(self.prior_spread) + self.prior_spread_proj(enc.query_state).transpose(1, 2) + growth
+        return pick(self.prior_logit), pick(self.prior_mean), log_var.clamp(-30.0, 30.0).exp()
 
 
 class LevyModel(nn.Module):
@@ -339,7 +353,7 @@ class LevyModel(nn.Module):
         # λ_i = w_i e^{κ(cos − 1)}: Λ counts fully compatible observations (n_eff)
         key_weight = batch.ctx_mask.unsqueeze(1) * torch.exp(-self.kappa).view(1, -1, 1)  # (B, H, N)
         decay = TimeDecay(batch.qry_time.unsqueeze(1), batch.ctx_time.unsqueeze(1), self.heads.length_scale())
-        logit, mean, var = self.heads.prior_tables(batch.qry_channel, enc.query_features)
+        logit, mean, var = self.heads.prior_tables(enc, batch.qry_channel)
         prior = LevyPrior(logit, mean.unsqueeze(-1), var)
         return OperatorInputs(q, k, v, kappa, key_weight, decay, readout, prior, enc.offset)
 
@@ -389,7 +403,7 @@ class SoftmaxTwin(nn.Module):
         ell_inv = self.heads.length_scale().pow(-2).view(1, -1, 1)  # (1, H, 1)
         now = (batch.ctx_time * batch.ctx_mask).amax(1, keepdim=True)  # centre times (exact either way)
         tq, tk = (batch.qry_time - now).unsqueeze(1), (batch.ctx_time - now).unsqueeze(1)
-        logit, prior_mean, _ = self.heads.prior_tables(batch.qry_channel, enc.query_features)
+        logit, prior_mean, _ = self.heads.prior_tables(enc, batch.qry_channel)
         # one SDPA call: q [q/√hd | 1 | t_q/ℓ² | prior logit'], k [k | bias − t_i²/(2ℓ²) | t_i | 0];
         # the prior is one more key, picked by the last column (query-only terms shift it)
         shift = 0.5 * tq.pow(2) * ell_inv  # (B, H, M): query-only part of the decay

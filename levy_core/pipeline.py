@@ -24,6 +24,7 @@ from safetensors.torch import load_model as load_weights
 from safetensors.torch import save_model as save_weights
 
 from levy_core import metrics
+from levy_core.baselines import LastValueForecaster
 from levy_core.calibrate import Calibrator
 from levy_core.coverage import check_coverage
 from levy_core.data import ChannelScaler, DataError, Observations
@@ -82,6 +83,8 @@ class FittedModel:
     mc_passes: int = 20
     data_hash: str = ""
     training: dict[str, Any] = field(default_factory=dict)
+    last_value: LastValueForecaster | None = None  # the baseline every table shows beside the model
+    last_value_calibration: Calibrator | None = None
 
     @property
     def mean_kappa(self) -> float:
@@ -108,6 +111,8 @@ class FittedModel:
             "mc_passes": self.mc_passes,
             "data_hash": self.data_hash,
             "training": self.training,
+            "last_value": self.last_value.to_dict() if self.last_value else None,
+            "last_value_calibration": self.last_value_calibration.to_dict() if self.last_value_calibration else None,
         }
         (out / "model.json").write_text(json.dumps(meta, indent=1))
         return out
@@ -143,6 +148,9 @@ def load_model(directory: str | Path) -> FittedModel:
             mc_calibration=Calibrator.from_dict(meta["mc_calibration"]) if meta.get("mc_calibration") else None,
             mc_passes=int(meta.get("mc_passes", 20)), data_hash=str(meta.get("data_hash", "")),
             training=dict(meta.get("training", {})),
+            last_value=LastValueForecaster.from_dict(meta["last_value"]) if meta.get("last_value") else None,
+            last_value_calibration=(Calibrator.from_dict(meta["last_value_calibration"])
+                                    if meta.get("last_value_calibration") else None),
         )
     except ModelLoadError:
         raise
@@ -229,7 +237,8 @@ def fit(
         twin = SoftmaxTwin(cfg)
         twin_result = train_model(twin, builder, train_ids, stop_ids, train, label="softmax", progress=progress)
     fitted = FittedModel(levy, twin, cfg, task, train, split, scaler, channels, Calibrator(), None,
-                         mc_passes=mc_passes, data_hash=obs.content_hash())
+                         mc_passes=mc_passes, data_hash=obs.content_hash(),
+                         last_value=LastValueForecaster.fit(builder, train_ids))
     calibrate(fitted, builder, cal_ids, mc_passes=mc_passes)
     fitted.training = {
         "levy": {"best_epoch": levy_result.best_epoch, "epochs_run": levy_result.epochs_run,
@@ -310,6 +319,10 @@ def calibrate(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str], *, m
     if fitted.twin is not None:
         fitted.mc_calibration = Calibrator().fit(cal["y_norm"], cal["mc_mean_norm"], cal["mc_std_norm"],
                                                  groups=groups)
+    if fitted.last_value is not None:  # the baseline, calibrated exactly like the models
+        cal["lv_mean_norm"], cal["lv_std_norm"] = fitted.last_value.predict(builder, ids)
+        fitted.last_value_calibration = Calibrator().fit(cal["y_norm"], cal["lv_mean_norm"], cal["lv_std_norm"],
+                                                         groups=groups)
     fitted.mc_passes = mc_passes
     return cal
 
@@ -673,6 +686,10 @@ def evaluate_episodes(fitted: FittedModel, builder: EpisodeBuilder, ids: list[st
         result["mc_dropout"] = _method_metrics(y, df["mc_mean_norm"].to_numpy(), df["mc_std_norm"].to_numpy(),
                                                fitted.mc_calibration, mc_seconds, channels)
         result["mc_dropout"]["passes"] = T
+    if fitted.last_value is not None and fitted.last_value_calibration is not None:
+        df["lv_mean_norm"], df["lv_std_norm"] = fitted.last_value.predict(builder, ids)
+        result["last_value"] = _method_metrics(y, df["lv_mean_norm"].to_numpy(), df["lv_std_norm"].to_numpy(),
+                                               fitted.last_value_calibration, 0.0, channels)
     if fitted.twin is not None:
         fitted.twin.eval()
         with torch.no_grad():
@@ -777,16 +794,19 @@ def _warm_up(fitted: FittedModel) -> None:
 @torch.no_grad()
 def attention_weights(fitted: FittedModel, obs: Observations, series_id: str, channel: str,
                       time_: float) -> pd.DataFrame:
-    """Which context observations one query drew on: the Lévy weights ``p_i`` per head and
-    averaged over heads, with each observation's time, channel and value (original units)."""
+    """Which context observations one query drew on: the Lévy weights ``p_i`` among the
+    observations per head and averaged over heads, with each observation's time, channel and
+    value (original units); ``df.attrs["data_share"]`` holds each head's share of the data
+    in its whole measure (the rest is its prior)."""
     builder = _builder(fitted, obs)
     if series_id not in builder.series:
         raise DataError(f"unknown series {series_id!r}")
     if channel not in builder.channel_index:
         raise DataError(f"unknown channel {channel!r}")
     batch = builder.query_batch([(series_id, np.array([time_]), np.array([builder.channel_index[channel]]))])
-    weights, _ = fitted.levy.attention_weights(batch)  # (1, H, 1, N)
-    p = weights[0, :, 0, :].numpy()  # (H, N)
+    weights, share = fitted.levy.attention_weights(batch)  # (1, H, 1, N), (1, H, 1)
+    # among the observations (the rest of each head's measure is its prior's)
+    p = (weights[0, :, 0, :] / share[0, :, 0:1].clamp_min(1e-300)).numpy()  # (H, N)
     s = builder.series[series_id]
     ctx, _ = builder.split_indices(series_id)
     chans = s.channel[ctx]
@@ -795,6 +815,7 @@ def attention_weights(fitted: FittedModel, obs: Observations, series_id: str, ch
     for h in range(p.shape[0]):
         df[f"weight_head{h}"] = p[h, :len(ctx)]
     df["weight"] = p[:, :len(ctx)].mean(0)
+    df.attrs["data_share"] = share[0, :, 0].tolist()  # per head: the observations' share of Λ
     return df
 
 

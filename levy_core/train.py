@@ -76,6 +76,7 @@ class TrainResult:
 
 
 MIN_PATIENCE_STEPS = 200
+MAX_SKIPPED_STEPS = 20
 
 
 def auto_batch_size(n_train: int) -> int:
@@ -172,6 +173,7 @@ def train_model(
     history: list[dict] = []
     start = time.perf_counter()
     epoch = 0
+    skipped = 0  # consecutive optimiser steps skipped for a non-finite loss or gradient
     for epoch in range(1, cfg.epochs + 1):
         model.train()
         batches = _batches(train_ids, batch_size, builder)
@@ -181,7 +183,16 @@ def train_model(
             loss = _loss(model, model(batch), batch, cfg.nll_weight, log_c, weights)
             opt.zero_grad(set_to_none=True)
             loss.backward()
-            nn.utils.clip_grad_norm_(params, 1.0)
+            grad_norm = nn.utils.clip_grad_norm_(params, 1.0)
+            if not (torch.isfinite(loss) and torch.isfinite(grad_norm)):
+                # an overflowing batch (as mixed-precision scalers do): skip its step, and
+                # give up with a clear message if that keeps happening
+                skipped += 1
+                if skipped > MAX_SKIPPED_STEPS:
+                    raise FloatingPointError(f"{label}: {skipped} optimiser steps in a row had a non-finite loss or "
+                                             "gradient; lower the learning rate or check the data's range")
+                continue
+            skipped = 0
             opt.step()
             losses.append(loss.detach().item())
         scheduler.step()
@@ -191,14 +202,15 @@ def train_model(
         if val < best[0]:
             best = (val, epoch, copy.deepcopy(model.state_dict()))
         elapsed = time.perf_counter() - start
-        history.append({"epoch": epoch, "train_loss": float(np.mean(losses)), "val_loss": val})
+        train_loss = float(np.mean(losses)) if losses else math.nan
+        history.append({"epoch": epoch, "train_loss": train_loss, "val_loss": val})
         per_epoch = elapsed / epoch
         stop_patience = epoch - best[1] >= patience
         stop_budget = cfg.max_seconds is not None and elapsed + per_epoch > cfg.max_seconds
         eta = 0.0 if (stop_patience or stop_budget) else per_epoch * (cfg.epochs - epoch)
         if progress is not None:
-            progress(Progress(label, epoch, cfg.epochs, float(np.mean(losses)), val, best[0], elapsed, eta))
-        log.info("%s epoch %d train %.5f val %.5f", label, epoch, np.mean(losses), val)
+            progress(Progress(label, epoch, cfg.epochs, train_loss, val, best[0], elapsed, eta))
+        log.info("%s epoch %d train %.5f val %.5f", label, epoch, train_loss, val)
         if stop_patience or stop_budget:
             break
     model.load_state_dict(best[2])

@@ -75,11 +75,11 @@ def test_levy_output_shapes(levy: LevyModel, cfg: ModelConfig) -> None:
     mask = batch.qry_mask > 0
     assert torch.isfinite(out.mean[mask]).all() and torch.isfinite(out.sigma[mask]).all()
     assert (out.sigma[mask] >= 0).all() and (out.disagreement >= 0).all()
-    # n_eff = Λ e^{-κ}, between 0 and the number of real keys (levy-math.md)
-    kappa = levy.attention.kappa.view(1, H, 1)
-    torch.testing.assert_close(out.n_eff, torch.exp(out.log_evidence - kappa))
+    # λ_i = w_i e^{κ(cos − 1)} decayed in time: n_eff = the data's Λ, at most the number of
+    # real keys, and below the whole measure's (the prior adds its mass)
     n_keys = batch.ctx_mask.sum(1).view(B, 1, 1)
-    assert (out.n_eff <= n_keys * (1 + 1e-5)).all()
+    assert (out.n_eff <= n_keys * (1 + 1e-5)).all() and (out.n_eff >= 0).all()
+    assert (torch.log(out.n_eff) <= out.log_evidence + 1e-5).all()
 
 
 def test_twin_output_shapes(twin: SoftmaxTwin) -> None:
@@ -90,70 +90,133 @@ def test_twin_output_shapes(twin: SoftmaxTwin) -> None:
     assert out.sigma is None and out.log_evidence is None and out.disagreement is None
 
 
-def test_linear_readout_identity(levy: LevyModel) -> None:
-    """ŷ = Σ_h Σ_i p_hi u_hi + b and σ̂² = Σ_h trΣ_U,h / Λ_h (phi="rate"), against an
-    independent float64 computation from the model's own parameters."""
-    batch = make_batch([(9, 4), (15, 6)], seed=3)
-    att = levy.attention
-    with torch.no_grad():
-        queries, keys, values = levy.backbone.encode(batch)
-        heads = att(queries, keys, values, key_weight=batch.ctx_mask)
-        out = levy(batch)
-        # the model's output is the heads' aggregate
-        torch.testing.assert_close(out.mean, heads.mean[..., 0])
-        torch.testing.assert_close(out.sigma, heads.sigma)
-        torch.testing.assert_close(
-            heads.sigma.pow(2), heads.head_sigma.pow(2).sum(1), rtol=1e-5, atol=1e-7
-        )
-        torch.testing.assert_close(
-            heads.mean, heads.head_mean.sum(1) + att.bias, rtol=1e-5, atol=1e-6
-        )
+def explicit_atoms(levy: LevyModel, batch: Batch, b: int, m_real: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """ŷ and σ̂ of series ``b`` from the model's operator inputs in float64, one query at a
+    time, over explicit atoms: data atoms with λ_i(q) and u_i(q) = a(q)·v_i, and the prior's
+    two atoms — straight from the definitions (docs/levy-math.md)."""
+    op = levy.operator(batch)
+    n = int(batch.ctx_mask[b].sum())
+    H = op.q.shape[1]
+    y = op.offset[b, :m_real].double().clone()
+    var = torch.zeros(m_real, dtype=torch.float64)
+    for h in range(H):
+        kappa = op.kappa[0, h, 0, 0].double()
+        ell = op.decay.length_scale[0, h, 0, 0].double()
+        for j in range(m_real):
+            q = op.q[b, h, j].double()
+            k = op.k[b, h, :n].double()
+            cos = F.cosine_similarity(q.unsqueeze(0), k, dim=-1)
+            dt = op.decay.query_time[b, 0, j].double() - op.decay.key_time[b, 0, :n].double()
+            lam = torch.exp(kappa * (cos - 1) - dt**2 / (2 * ell**2))
+            u = op.v[b, h, :n].double() @ op.readout[b, h, j, 0].double()
+            pm = op.prior.mean[b, h, j, 0].double()
+            ps = op.prior.variance[b, h, j].double().sqrt()
+            lam0 = op.prior.log_mass[b, h, j].double().exp()
+            lam = torch.cat([lam, (lam0 / 2).expand(2)])
+            u = torch.cat([u, torch.stack([pm + ps, pm - ps])])
+            total = lam.sum()
+            p = lam / total
+            mean_h = (p * u).sum()
+            tr = (p * (u - mean_h) ** 2).sum()
+            y[j] += mean_h
+            var[j] += tr / total if levy.cfg.phi == "rate" else tr * torch.exp(
+                __import__("levy_core.attention", fromlist=["log_phi"]).log_phi(torch.log(total), "count"))
+    return y, var.sqrt()
 
-        # float64 reference, per head, straight from levy-math.md
-        H, hd = att.num_heads, att.head_dim
-        Wq, bq = att.q_proj.weight.double(), att.q_proj.bias.double()
-        Wk, bk = att.k_proj.weight.double(), att.k_proj.bias.double()
-        Wv, bv = att.v_proj.weight.double(), att.v_proj.bias.double()
-        readout = att.readout.double()  # (H, hd, 1)
-        kappa = att.kappa.double()
-        for b in range(2):
-            n = int(batch.ctx_mask[b].sum())
-            m = int(batch.qry_mask[b].sum())
-            q = (queries[b, :m].double() @ Wq.T + bq).view(m, H, hd)
-            k = (keys[b, :n].double() @ Wk.T + bk).view(n, H, hd)
-            v = (values[b, :n].double() @ Wv.T + bv).view(n, H, hd)
-            y_hat = att.bias.double().expand(m).clone()
-            var = torch.zeros(m, dtype=torch.float64)
-            for h in range(H):
-                u = v[:, h] @ readout[h, :, 0]  # (n,) read-out before aggregation
-                cos = F.normalize(q[:, h], dim=-1) @ F.normalize(k[:, h], dim=-1).T  # (m, n)
-                s = kappa[h] * cos
-                log_lam = torch.logsumexp(s, dim=-1)
-                p = torch.softmax(s, dim=-1)
-                mean_h = p @ u
-                tr = (p * (u[None, :] - mean_h[:, None]) ** 2).sum(-1)
-                y_hat += mean_h
-                var += tr * torch.exp(-log_lam)  # phi = "rate": φ(Λ) = 1/Λ
-                torch.testing.assert_close(
-                    heads.log_evidence[b, h, :m].double(), log_lam, rtol=1e-5, atol=1e-4
-                )
-                torch.testing.assert_close(
-                    heads.disagreement[b, h, :m].double(), tr, rtol=1e-3, atol=1e-7
-                )
-            torch.testing.assert_close(out.mean[b, :m].double(), y_hat, rtol=1e-4, atol=1e-5)
-            torch.testing.assert_close(out.sigma[b, :m].double(), var.sqrt(), rtol=1e-3, atol=1e-7)
+
+@pytest.mark.parametrize("phi", ["rate", "count"])
+def test_prediction_and_sigma_from_explicit_atoms(phi: str) -> None:
+    """ŷ = b(q) + Σ_h Σ_atoms p u and σ̂² = Σ_h tr Σ_h φ(Λ_h), atoms listed by hand."""
+    torch.manual_seed(3)
+    levy = LevyModel(ModelConfig(n_channels=N_CHANNELS, phi=phi)).eval()
+    batch = make_batch([(9, 4), (15, 6)], seed=3)
+    with torch.no_grad():
+        out = levy(batch)
+        for b, m in enumerate((4, 6)):
+            y, sigma = explicit_atoms(levy, batch, b, m)
+            torch.testing.assert_close(out.mean[b, :m].double(), y, rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(out.sigma[b, :m].double(), sigma, rtol=1e-3, atol=1e-6)
+
+
+@pytest.mark.parametrize("phi", ["rate", "count"])
+def test_monte_carlo_identity_through_the_whole_model(phi: str) -> None:
+    """Draws of the sampled operator through offset, query read-out and prior (the
+    pipeline's sampler): their mean → ŷ and their RMS deviation → σ̂, within 4 s.e."""
+    from levy_core.sampling import sample_levy_attention
+
+    torch.manual_seed(4)
+    levy = LevyModel(ModelConfig(n_channels=N_CHANNELS, phi=phi)).eval()
+    batch = make_batch([(9, 4), (6, 4)], seed=8)
+    n = 20_000
+    with torch.no_grad():
+        out = levy(batch)
+        op = levy.operator(batch)
+        draws = sample_levy_attention(op.q, op.k, op.v, kappa=op.kappa, key_weight=op.key_weight, phi=phi,
+                                      n_draws=n, generator=torch.Generator().manual_seed(0), decay=op.decay,
+                                      readout=op.readout, prior=op.prior)  # (n, B, H, M, 1)
+        y = draws.sum(dim=2)[..., 0] + op.offset  # heads' measures are independent: draws add
+    dev = (y - out.mean).double()
+    se = dev.std(0) / math.sqrt(n)
+    assert (dev.mean(0).abs() <= 4 * se + 1e-7).all()
+    sq = dev.pow(2)
+    rmsd = sq.mean(0).sqrt()
+    se_rmsd = sq.std(0) / math.sqrt(n) / (2 * out.sigma.double())
+    assert ((rmsd - out.sigma.double()).abs() <= 4 * se_rmsd + 1e-6).all()
 
 
 def test_fused_and_reference_attention_agree(levy: LevyModel) -> None:
     batch = make_batch([(11, 4), (5, 4)], seed=5)
     with torch.no_grad():
-        queries, keys, values = levy.backbone.encode(batch)
-        fused = levy.attention(queries, keys, values, key_weight=batch.ctx_mask, impl="fused")
-        ref = levy.attention(queries, keys, values, key_weight=batch.ctx_mask, impl="reference")
-    for name in ("mean", "sigma", "log_evidence", "disagreement"):
-        torch.testing.assert_close(
-            getattr(fused, name), getattr(ref, name), rtol=1e-4, atol=1e-6, msg=name
-        )
+        fused = levy(batch, impl="fused")
+        ref = levy(batch, impl="reference")
+    for name in ("mean", "sigma", "log_evidence", "disagreement", "n_eff"):
+        torch.testing.assert_close(getattr(fused, name), getattr(ref, name), rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_offset_is_the_last_value_of_the_queried_channel() -> None:
+    """With every correction and prior mean at zero the model is "carry the last value
+    forward" exactly (ties at the last time averaged; a never-seen channel gets its default)."""
+    torch.manual_seed(0)
+    levy = LevyModel(ModelConfig(n_channels=N_CHANNELS)).eval()
+    with torch.no_grad():
+        levy.heads.readout_proj.weight.zero_()
+        levy.heads.readout_proj.bias.zero_()
+        levy.heads.prior_mean.zero_()
+        levy.backbone.default.fill_(0.25)
+    batch = make_batch([(10, 5)], seed=11)
+    batch.ctx_channel[0] = torch.tensor([0, 1, 0, 1, 0, 1, 0, 1, 0, 1])
+    batch.ctx_time[0, -2:] = batch.ctx_time[0, -3]  # channel 0's last time shared by two values? no: 1 & 0
+    batch.qry_channel[0] = torch.tensor([0, 1, 2, 0, 1])
+    with torch.no_grad():
+        out = levy(batch)
+    t, c, x = batch.ctx_time[0], batch.ctx_channel[0], batch.ctx_value[0]
+    for j, ch in enumerate(batch.qry_channel[0].tolist()):
+        if ch == 2:
+            expected = torch.tensor(0.25)
+        else:
+            times = t[c == ch]
+            expected = x[c == ch][times == times.max()].mean()
+        torch.testing.assert_close(out.mean[0, j], expected)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("phi", ["rate", "count"])
+def test_far_from_the_data_evidence_falls_and_sigma_grows(seed: int, phi: str) -> None:
+    """Fresh, untrained models: queried ever further past the history, every head's n_eff
+    falls monotonically and σ̂ never shrinks — evidence means evidence from the start."""
+    torch.manual_seed(seed)
+    levy = LevyModel(ModelConfig(n_channels=N_CHANNELS, phi=phi)).eval()
+    batch = make_batch([(20, 1), (8, 1)], seed=seed)
+    end = float(batch.ctx_time.max())
+    far = end + torch.tensor([0.5, 1, 2, 5, 10, 24, 48, 100, 240, 1000, 2400])
+    batch = batch._replace(qry_time=far.expand(2, -1).contiguous(), qry_channel=torch.zeros(2, 11, dtype=torch.int64),
+                           qry_mask=torch.ones(2, 11), target=torch.zeros(2, 11))
+    with torch.no_grad():
+        out = levy(batch)
+    assert (out.n_eff.diff(dim=-1) <= 1e-12).all()
+    assert (out.n_eff[..., -1] < 1e-3 * out.n_eff[..., 0]).all()
+    assert (out.sigma.diff(dim=-1) >= -1e-6 * out.sigma[..., :-1]).all()
+    assert (out.sigma[:, -1] > 1.5 * out.sigma[:, 0]).all() and torch.isfinite(out.sigma).all()
 
 
 @pytest.mark.parametrize("kind", ["levy", "softmax"])
@@ -249,6 +312,8 @@ def test_gradients_reach_every_levy_parameter(cfg: ModelConfig) -> None:
     # every channel appears among keys and queries so every embedding row is used
     batch.ctx_channel[:, :N_CHANNELS] = torch.arange(N_CHANNELS)
     batch.qry_channel[:, :N_CHANNELS] = torch.arange(N_CHANNELS)
+    # ... and the second series never observed the last channel: its default offset is used
+    batch.ctx_channel[1] = batch.ctx_channel[1] % (N_CHANNELS - 1)
     out = model(batch)
     loss = ((out.mean - batch.target) ** 2 * batch.qry_mask).sum() + (
         out.sigma * batch.qry_mask
@@ -258,7 +323,7 @@ def test_gradients_reach_every_levy_parameter(cfg: ModelConfig) -> None:
         assert param.grad is not None, f"no gradient for {name}"
         assert torch.isfinite(param.grad).all(), name
         assert param.grad.abs().sum() > 0, f"zero gradient for {name}"
-    assert model.attention.log_kappa.grad.abs().min() > 0, "every head's κ must learn"
+    assert model.log_kappa.grad.abs().min() > 0, "every head's κ must learn"
 
 
 def test_build_model_and_config_round_trip(cfg: ModelConfig) -> None:
@@ -269,4 +334,4 @@ def test_build_model_and_config_round_trip(cfg: ModelConfig) -> None:
     assert ModelConfig.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(ValueError):
         ModelConfig.from_dict({**cfg.to_dict(), "bogus": 1})
-    assert math.isclose(LevyModel(cfg).attention.kappa.mean().item(), cfg.kappa_init, rel_tol=1e-6)
+    assert math.isclose(LevyModel(cfg).kappa.mean().item(), cfg.kappa_init, rel_tol=1e-6)

@@ -306,19 +306,20 @@ def test_split_predictions_only_contain_the_role(fitted, fit_obs) -> None:
 
 def test_evaluate_returns_exactly_the_documented_json(evaluated, fitted) -> None:
     result, _ = evaluated
-    assert set(result) == {"n_test", "levy", "mc_dropout", "softmax", "sampler_50"}
+    assert set(result) == {"n_test", "levy", "mc_dropout", "last_value", "softmax", "sampler_50"}
     assert isinstance(result["n_test"], int) and result["n_test"] > 0
     assert set(result["levy"]) == M_KEYS
+    assert set(result["last_value"]) == M_KEYS
     assert set(result["mc_dropout"]) == M_KEYS | {"passes"} and result["mc_dropout"]["passes"] == 4
     assert set(result["softmax"]) == {"mse", "mae"}
     assert "crps" in result["sampler_50"] and result["sampler_50"]["crps"] > 0
-    for method in ("levy", "mc_dropout"):
+    for method in ("levy", "mc_dropout", "last_value"):
         m = result[method]
         for key in ("coverage", "conformal_coverage"):
             assert list(m[key]) == LEVELS
             assert all(0 <= v <= 1 for v in m[key].values())
             assert m[key]["0.5"] <= m[key]["0.8"] <= m[key]["0.9"] <= m[key]["0.95"]
-        assert m["seconds"] > 0 and m["mse"] >= 0 and m["mae"] >= 0 and m["mean_width_90"] > 0
+        assert (m["seconds"] > 0 or method == "last_value") and m["mse"] >= 0 and m["mae"] >= 0 and m["mean_width_90"] > 0
         assert -1 <= m["spearman_sigma_abs_error"] <= 1
     json.dumps(result)  # serialisable as it is
 
@@ -489,7 +490,7 @@ def test_window_mode_pipeline_predicts_and_evaluates_test_windows(window_fitted)
     assert len(grid) == 2 * len(fitted.channels) * 4
     assert np.isfinite(grid[["mean", "sigma", "lower_gauss", "upper_gauss"]].to_numpy()).all()
     result, pred = pipeline.evaluate(fitted, obs, sampler_draws=0)
-    assert set(result) == {"n_test", "levy"}, "no twin: no MC-Dropout or softmax entries"
+    assert set(result) == {"n_test", "levy", "last_value"}, "no twin: no MC-Dropout or softmax entries"
     assert set(pred["series_id"]) <= set(fitted.split.test) and len(pred) == result["n_test"] > 0
 
 
