@@ -35,8 +35,8 @@ class TrainConfig:
     lr: float = 3e-3  # Adam learning rate
     weight_decay: float = 1e-5  # Adam weight decay
     patience: int = 6  # early stopping: epochs (and ≥ 200 steps) without improvement of the early-stopping loss
-    nll_weight: float = 0.0  # Lévy only: weight of the Gaussian NLL term with c·σ̂
-    channel_weighting: float = 0.0  # a query's loss weight ∝ (its channel's share of observations)^-this: 0 every query alike, 1 every channel alike
+    nll_weight: float = 0.1  # Lévy only: weight of the Gaussian NLL term with c·σ̂ (trains the spread: prior variance, disagreement)
+    channel_weighting: float = 0.5  # a query's loss weight ∝ (its channel's share of observations)^-this: 0 every query alike, 1 every channel alike
     max_seconds: float | None = None  # wall-clock budget per model (None: no limit)
     seed: int = 0  # seeds initialisation, shuffling and hold-outs
 
