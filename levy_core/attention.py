@@ -1,6 +1,6 @@
 """Lévy attention: a cosine-kernel cross-attention with closed-form evidence and spread.
 
-The operator (see ``shared/design/levy-math.md``) for a query ``q`` and keys ``k_i`` with
+The operator (see ``docs/levy-math.md``) for a query ``q`` and keys ``k_i`` with
 values ``v_i`` and non-negative key weights ``w_i``::
 
     s_i  = kappa * cos(q, k_i)                 compatibility
@@ -554,46 +554,61 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | 
         (torch.as_tensor(decay.length_scale),) if decay is not None else ())
     needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in inputs)
 
-    if not needs_grad and q.device.type == "cpu" and _FLASH_CPU_WITH_LSE is not None:
+    if q.device.type == "cpu" and _FLASH_CPU_WITH_LSE is not None:
         try:
-            qa, ka, va = _augment(q, k, v_c, moments, kappa, key_weight, terms, batch, None)
-            out, lse = _FLASH_CPU_WITH_LSE(qa, ka, va, scale=1.0)[:2]
-            out = out.reshape(*batch, n_q, -1)
-            if not torch.isfinite(out[..., :D + S]).all():  # the kernel's edge cases: public path decides
-                raise RuntimeError("non-finite flash output")
-            log_evidence = lse.reshape(*batch, n_q).to(dtype)
-            if terms is not None:
-                log_evidence = log_evidence - terms.q_shift
-            mean_c, second = out[..., :D], out[..., D:D + S]
-            return mean_c + v_bar, _covariance(mean_c, second, full), _all_masked(log_evidence, key_weight)
+            with torch.no_grad():
+                qa, ka, va = _augment(q, k, v_c, moments, kappa, key_weight, terms, batch, None)
+                out, lse = _FLASH_CPU_WITH_LSE(qa, ka, va, scale=1.0)[:2]
+                out = out.reshape(*batch, n_q, -1)
+                if not torch.isfinite(out[..., :D + S]).all():  # edge cases: the public path decides
+                    raise RuntimeError("non-finite flash output")
+                lse = lse.reshape(*batch, n_q).to(dtype)  # log Λ + the decay's query-only shift
+            if not needs_grad:
+                log_evidence = lse - terms.q_shift if terms is not None else lse
+                mean_c, second = out[..., :D], out[..., D:D + S]
+                return mean_c + v_bar, _covariance(mean_c, second, full), _all_masked(log_evidence, key_weight)
+            # autograd: a null key scored at the (constant) log Λ just computed weighs ≈ ½, so
+            # log Λ = c + log(1 − r) − log r is exact and its gradient well conditioned
+            return _null_key_pass(q, k, v_c, v_bar, moments, kappa, key_weight, terms, batch, lse, full)
         except RuntimeError:  # a kernel that refuses these inputs: take the public path
             pass
-
-    if needs_grad:
-        qa, ka, va = _augment(q, k, v_c, moments, kappa, key_weight, terms, batch, None)
-        out = F.scaled_dot_product_attention(qa, ka, va, scale=1.0).reshape(*batch, n_q, -1)
-        log_evidence = torch.logsumexp(log_intensity(q, k, kappa, key_weight, decay), dim=-1)
-        mean_c, second = out[..., :D], out[..., D:D + S]
-        return mean_c + v_bar, _covariance(mean_c, second, full), _all_masked(log_evidence, key_weight)
 
     # The null key's score c(q) = log Σw − κ − (nearest key distance)²/(2ℓ²): then
     # Λ/e^c ∈ [min w / Σw, e^{2κ}], resolved in float32 for κ ≤ KAPPA_MAX.
     if key_weight is None:
         log_total_w = torch.tensor(math.log(n_k), dtype=dtype, device=q.device)  # ()
     else:
-        log_total_w = torch.log(key_weight.to(dtype).sum(-1).clamp_min(torch.finfo(dtype).tiny))  # (...,)
-    c = log_total_w.unsqueeze(-1) - kappa.clamp(max=KAPPA_MAX).squeeze(-1)  # (..., 1)
+        log_total_w = torch.log(key_weight.detach().to(dtype).sum(-1).clamp_min(torch.finfo(dtype).tiny))  # (...,)
+    c = log_total_w.unsqueeze(-1) - kappa.detach().clamp(max=KAPPA_MAX).squeeze(-1)  # (..., 1)
     if terms is not None:
-        ell_inv = torch.as_tensor(decay.length_scale, dtype=dtype, device=q.device).pow(-2)
+        ell_inv = torch.as_tensor(decay.length_scale, dtype=dtype, device=q.device).detach().pow(-2)
         ell_inv = ell_inv.squeeze(-1) if ell_inv.dim() >= 2 else ell_inv
-        c = c - 0.5 * _nearest_key_distance(decay, key_weight).to(dtype).pow(2) * ell_inv + terms.q_shift
-    qa, ka, va = _augment(q, k, v_c, moments, kappa, key_weight, terms, batch, c.expand(*batch, n_q))
+        c = c - 0.5 * _nearest_key_distance(decay, key_weight).to(dtype).pow(2) * ell_inv + terms.q_shift.detach()
+    c = c.expand(*batch, n_q)
+    if needs_grad:  # first the evidence without autograd, then the pass with a null key at it
+        with torch.no_grad():
+            _, _, log_ev = _null_key_pass(q, k, v_c, v_bar, moments, kappa, key_weight, terms, batch, c, full)
+        shift = terms.q_shift.detach() if terms is not None else 0.0
+        c = torch.where(torch.isfinite(log_ev), log_ev + shift, c)
+    return _null_key_pass(q, k, v_c, v_bar, moments, kappa, key_weight, terms, batch, c, full)
+
+
+def _null_key_pass(q: Tensor, k: Tensor, v_c: Tensor, v_bar: Tensor, moments: Tensor, kappa: Tensor,
+                   key_weight: Tensor | None, terms: _DecayTerms | None, batch: torch.Size, c: Tensor,
+                   full: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """The public SDPA pass with a null key of score ``c`` (..., Q) (in the pass's own
+    scale, before the decay's query-only shift): ``r = e^c/(e^c + Λ)`` gives
+    ``log Λ = c + log(1 − r) − log r``."""
+    D, S = v_c.shape[-1], moments.shape[-1]
+    n_q = q.shape[-2]
+    qa, ka, va = _augment(q, k, v_c, moments, kappa, key_weight, terms, batch, c.detach().expand(*batch, n_q))
     out = F.scaled_dot_product_attention(qa, ka, va, scale=1.0).reshape(*batch, n_q, -1)
     r = out[..., D + S]  # e^c / (e^c + Λ)
     inv_mass = 1.0 / (1.0 - r)  # the data's share is Λ / (e^c + Λ)
     mean_c = out[..., :D] * inv_mass.unsqueeze(-1)
     second = out[..., D:D + S] * inv_mass.unsqueeze(-1)
-    log_evidence = c + torch.log1p(-r) - torch.log(r.clamp_min(torch.finfo(dtype).tiny))  # (..., Q)
+    tiny = torch.finfo(q.dtype).tiny
+    log_evidence = c.detach() + torch.log1p(-r) - torch.log(r.clamp_min(tiny))  # (..., Q)
     if terms is not None:
         log_evidence = log_evidence - terms.q_shift
     return mean_c + v_bar, _covariance(mean_c, second, full), _all_masked(log_evidence, key_weight)
