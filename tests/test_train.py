@@ -142,8 +142,10 @@ def test_early_stopping_keeps_the_best_epoch(problem, monkeypatch) -> None:
     assert result.best_epoch == vals.index(min(vals)) + 1
     assert result.best_epoch < result.epochs_run, "the sabotage should make a later epoch worse"
     assert result.epochs_run == result.best_epoch + 2 < 6, "patience 2 stops early"
-    # the returned model carries the best epoch's weights, not the last epoch's
-    final = evaluate_loss(model, builder, val_ids, 64)
+    # the returned model carries the best epoch's weights, not the last epoch's (the
+    # early-stopping loss weights channels as the training loss does)
+    final = evaluate_loss(model, builder, val_ids, 64,
+                          train.channel_weights(builder, train_ids, TrainConfig().channel_weighting))
     assert final == pytest.approx(result.best_val_loss, rel=1e-6)
     assert final != pytest.approx(vals[-1], rel=1e-3)
 
