@@ -34,6 +34,7 @@ import pandas as pd
 from physionet import load_protocol_frame, protocol_split
 
 from levy_core import metrics
+from levy_core.pipeline import load_model
 
 REPO = Path(__file__).resolve().parent.parent
 HISTORY = 24.0
@@ -91,6 +92,7 @@ def main() -> None:
     parser.add_argument("--train", choices=["sample", "protocol"], default="sample")
     parser.add_argument("--n-unseen", type=int, default=400)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model", type=Path, default=None, help="reuse a model directory fitted on the same file")
     args = parser.parse_args()
 
     full = load_protocol_frame(args.data_dir)
@@ -115,14 +117,18 @@ def main() -> None:
     to_long(context).to_csv(tmp / "context.csv", index=False)
     queries[["series_id", "channel", "time"]].to_csv(tmp / "queries.csv", index=False)
 
-    fit_s = levy("fit", str(train_file), "--out", str(tmp / "model"), "--seed", str(args.seed))
-    pred_s = levy("predict", str(tmp / "model"), str(tmp / "context.csv"), "--queries", str(tmp / "queries.csv"),
+    model_dir = args.model or tmp / "model"
+    fit_s = 0.0 if args.model else levy("fit", str(train_file), "--out", str(model_dir), "--seed", str(args.seed))
+    pred_s = levy("predict", str(model_dir), str(tmp / "context.csv"), "--queries", str(tmp / "queries.csv"),
                   "--out", str(tmp / "pred.csv"), "--level", "0.9", "--band", "conformal")
     pred = pd.read_csv(tmp / "pred.csv", dtype={"series_id": str})
     truth = queries.rename(columns={"value": "y_true"})
     pred = pred.merge(truth, on=["series_id", "channel", "time"], how="inner", validate="one_to_one")
+    pred["pred_std"] = load_model(model_dir).levy_calibration.predict_std(pred["sigma"].to_numpy())  # c·σ̂
     lv = last_value_predictive(train, context, truth)
     sd = train.groupby("channel")["value"].std()
+    sd = sd[sd > 0]  # a constant channel has no sd units to score in
+    pred, lv = pred[pred["channel"].isin(sd.index)], lv[lv["channel"].isin(sd.index)]
     rows = [scores(pred, sd, "Lévy (levy predict, scaled Gaussian c·σ̂; conformal 90 % band)"),
             scores(lv, sd, "last value + per-channel Gaussian spread (fitted on the training file)")]
     print(f"train file: {args.train} ({train['series_id'].nunique()} stays); {len(unseen)} unseen stays, "
@@ -143,7 +149,7 @@ def main() -> None:
     end = context.groupby("series_id")["time"].max()
     far = pd.concat([pairs.assign(time=pairs["series_id"].map(end) + m * HISTORY, m=m) for m in (0.02, 10, 100)])
     far[["series_id", "channel", "time"]].to_csv(tmp / "far.csv", index=False)
-    levy("predict", str(tmp / "model"), str(tmp / "context.csv"), "--queries", str(tmp / "far.csv"),
+    levy("predict", str(model_dir), str(tmp / "context.csv"), "--queries", str(tmp / "far.csv"),
          "--out", str(tmp / "far_pred.csv"))
     fp = pd.read_csv(tmp / "far_pred.csv", dtype={"series_id": str}).merge(
         far, on=["series_id", "channel", "time"], how="inner")
