@@ -42,7 +42,7 @@ from sklearn.model_selection import train_test_split
 from validity import print_channel_comparison, print_validity
 
 from levy_core import metrics, pipeline
-from levy_core.baselines import LastValueForecaster
+from levy_core.baselines import LastValueForecaster, last_values
 from levy_core.calibrate import Calibrator, SplitConformal
 from levy_core.data import ChannelScaler
 from levy_core.model import LevyModel, ModelConfig, SoftmaxTwin
@@ -98,13 +98,7 @@ def model_predictions(model, builder: EpisodeBuilder, ids: list[str]) -> tuple[n
 
 
 def training_means(builder: EpisodeBuilder, train_ids: list[str]) -> np.ndarray:
-    n_ch = len(builder.channel_index)
-    sums, counts = np.zeros(n_ch), np.zeros(n_ch)
-    for sid in train_ids:
-        s = builder.series[sid]
-        np.add.at(sums, s.channel, s.value)
-        np.add.at(counts, s.channel, 1)
-    return sums / np.maximum(counts, 1)
+    return LastValueForecaster.fit(builder, train_ids).train_mean
 
 
 def last_value_frame(builder: EpisodeBuilder, train_mean: np.ndarray, ids: list[str]) -> pd.DataFrame:
@@ -112,14 +106,10 @@ def last_value_frame(builder: EpisodeBuilder, train_mean: np.ndarray, ids: list[
     training mean, the target, the variable and the stay."""
     parts = []
     for sid in ids:
-        s = builder.series[sid]
-        ctx, qry = builder.split_indices(sid)
-        last = train_mean.copy()
-        for i in ctx:  # ctx is time-ordered: the final write per channel is its last value
-            last[s.channel[i]] = s.value[i]
-        parts.append(pd.DataFrame({"series_id": sid, "last": last[s.channel[qry]],
-                                   "train_mean": train_mean[s.channel[qry]], "y_norm": s.value[qry],
-                                   "channel": s.channel[qry]}))
+        last, chan = last_values(builder, sid, train_mean)
+        y = builder.series[sid].value[builder.split_indices(sid)[1]]
+        parts.append(pd.DataFrame({"series_id": sid, "last": last, "train_mean": train_mean[chan], "y_norm": y,
+                                   "channel": chan}))
     return pd.concat(parts, ignore_index=True)
 
 

@@ -54,10 +54,13 @@ __all__ = [
 
 FORMAT = "levy-model/2"  # 2: offset + channel tokens + time decay + query read-out + prior
 LEVELS = (0.5, 0.8, 0.9, 0.95)
+# One architecture at three widths: "small" keeps the dashboard's default fit within its
+# budget; the others are for users who can wait (on PhysioNet, medium was no better than
+# small in 25-30 epochs: see the README).
 MODEL_SIZES: dict[str, dict[str, int]] = {
-    "small": {"d_model": 32, "num_heads": 4, "head_dim": 16},
-    "medium": {"d_model": 64, "num_heads": 4, "head_dim": 16},
-    "large": {"d_model": 96, "num_heads": 8, "head_dim": 16},
+    "small": {"d_model": 32, "num_heads": 4, "head_dim": 16, "channel_layers": 1},
+    "medium": {"d_model": 64, "num_heads": 4, "head_dim": 16, "channel_layers": 2},
+    "large": {"d_model": 96, "num_heads": 8, "head_dim": 16, "channel_layers": 2, "context_layers": 1},
 }
 _BATCH = 64  # series per inference batch
 
