@@ -55,7 +55,9 @@ def score(name: str, obs, task: TaskConfig, epochs: int) -> list[dict]:
     lv, mc, sm = result["levy"], result["mc_dropout"], result["sampler_50"]
     rows = []
     for label, m, mean_col, std_col in (("Lévy closed form (1 pass)", lv, "mean_norm", "sigma_norm"),
-                                         ("MC-Dropout (T=20)", mc, "mc_mean_norm", "mc_std_norm")):
+                                         ("MC-Dropout (T=20)", mc, "mc_mean_norm", "mc_std_norm"),
+                                         ("last value + per-channel Gaussian spread", result["last_value"],
+                                          "lv_mean_norm", "lv_std_norm")):
         rows.append({
             "data": name, "method": label, "n_test": result["n_test"], "mse": m["mse"], "crps": m["crps"],
             "nll": m["nll"],
