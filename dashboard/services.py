@@ -89,7 +89,7 @@ class FitSettings:
     holdout_fraction: float = 0.2  # interpolate: share of observations held out
     size: str = "small"  # key of pipeline.MODEL_SIZES
     epochs: int = 200  # upper bound on epochs per model (the time budget usually binds first)
-    max_seconds: float = 8.0  # wall-clock budget per model (s); keeps the first band within ~30 s
+    max_seconds: float = 3.5  # wall-clock budget per model (s); keeps the first band within 15 s
     train_twin: bool = True  # train the softmax+dropout twin alongside (MC-Dropout)
     mc_passes: int = 20  # T used to calibrate the twin
     seed: int = 0  # seeds the split, initialisation and hold-outs
