@@ -1,7 +1,7 @@
 """Lévy attention: single-pass predictive uncertainty for irregularly sampled time series."""
 
-from levy_core.attention import LevyAttention, LevyOutput, levy_attention
+from levy_core.attention import LevyAttention, LevyOutput, LevyPrior, TimeDecay, levy_attention
 from levy_core.sampling import sample_levy_attention
 
-__all__ = ["LevyAttention", "LevyOutput", "levy_attention", "sample_levy_attention"]
-__version__ = "0.1.0"
+__all__ = ["LevyAttention", "LevyOutput", "LevyPrior", "TimeDecay", "levy_attention", "sample_levy_attention"]
+__version__ = "0.2.0"

@@ -74,6 +74,9 @@ def test_save_load_round_trip_gives_identical_predictions(fitted, fitted_dir, fi
         and loaded.data_hash == fitted.data_hash == fit_obs.content_hash()
     )
     assert loaded.levy_calibration.scale_ == fitted.levy_calibration.scale_
+    # the last-value baseline and its calibration travel with the model
+    np.testing.assert_array_equal(loaded.last_value.spread, fitted.last_value.spread)
+    assert loaded.last_value_calibration.scale_ == fitted.last_value_calibration.scale_
     assert not loaded.levy.training and loaded.twin is not None and not loaded.twin.training
     for key, value in fitted.levy.state_dict().items():
         assert torch.equal(loaded.levy.state_dict()[key], value), key
