@@ -14,9 +14,14 @@ values ``v_i`` and non-negative key weights ``w_i``::
 Two implementations return the same numbers:
 
 * ``impl="fused"`` (default): one ``scaled_dot_product_attention`` call on augmented
-  inputs. The values carry an extra column ``||v_i||²`` (second moment) and a "null" key
-  whose score is a known constant ``c`` carries a one-hot column: its weight
-  ``e^c / (e^c + Λ)`` gives ``log Λ`` exactly. Memory is O(Q + K) beyond inputs/outputs.
+  inputs. The values carry an extra column ``||v_i||²`` (or the second moments, with a
+  read-out); ``log Λ`` is the CPU flash kernel's own log-sum-exp, or the weight
+  ``e^c / (e^c + Λ)`` of a "null" key with a known score ``c`` (under autograd, ``c`` is the
+  evidence a no-grad pass just computed). Memory is O(Q + K) beyond inputs/outputs.
+
+Options a model builds on (σ̂ stays exact): a Gaussian time decay of the intensity
+(``TimeDecay``), a query-dependent linear read-out (``readout``) and a prior measure
+superposed on the data's (``LevyPrior``).
 * ``impl="reference"``: the readable version with the explicit (Q, K) weight matrix.
 """
 

@@ -368,16 +368,15 @@ class LevyModel(nn.Module):
 
     @torch.no_grad()
     def attention_weights(self, batch: Batch) -> tuple[Tensor, Tensor]:
-        """Which observations each query drew on: per head the weights over the context
-        (B, H, M, N), summing to the data's share of the measure (B, H, M) (the rest is the
-        prior's)."""
+        """Which observations each query drew on: per head the weights ``p_i`` among the
+        context observations (B, H, M, N), summing to 1, and the observations' share of the
+        whole measure (B, H, M) (the rest is the prior's)."""
         op = self.operator(batch)
+        # masked keys score −1e4: weight exactly 0, and no NaN for a series with no context
         log_lam = log_intensity(op.q, op.k, op.kappa, op.key_weight, op.decay)  # (B, H, M, N)
-        log_lam = torch.where(op.key_weight.unsqueeze(-2) > 0, log_lam, torch.full_like(log_lam, -math.inf))
         log_data = torch.logsumexp(log_lam, -1)
-        log_total = torch.logaddexp(log_data, op.prior.log_mass)
-        weights = torch.exp(log_lam - log_total.unsqueeze(-1))
-        return weights, torch.exp(log_data - log_total)
+        share = torch.exp(log_data - torch.logaddexp(log_data, op.prior.log_mass))
+        return torch.softmax(log_lam, -1), share
 
 
 class SoftmaxTwin(nn.Module):
@@ -395,7 +394,7 @@ class SoftmaxTwin(nn.Module):
             self.heads.index_proj.weight.normal_(0.0, math.sqrt(cfg.kappa_init * hd**0.5 / (2 * hd)))
             self.heads.index_proj.bias.zero_()
 
-    def forward(self, batch: Batch, generator: torch.Generator | None = None) -> ModelOutput:
+    def forward(self, batch: Batch) -> ModelOutput:
         enc = self.backbone.encode(batch)
         q, k, v, readout = self.heads.project(enc)
         B, H, M, hd = q.shape
@@ -427,7 +426,7 @@ class SoftmaxTwin(nn.Module):
         heads = data + out[..., R] * prior_mean
         if self.training and self.cfg.dropout > 0:
             keep = 1.0 - self.cfg.dropout
-            mask = torch.rand(heads.shape, generator=generator, device=heads.device) < keep
+            mask = torch.rand(heads.shape, device=heads.device) < keep
             heads = heads * mask / keep
         return ModelOutput(mean=enc.offset + heads.sum(1), sigma=None, log_evidence=None, disagreement=None,
                            n_eff=None)

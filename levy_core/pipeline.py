@@ -808,8 +808,7 @@ def attention_weights(fitted: FittedModel, obs: Observations, series_id: str, ch
         raise DataError(f"unknown channel {channel!r}")
     batch = builder.query_batch([(series_id, np.array([time_]), np.array([builder.channel_index[channel]]))])
     weights, share = fitted.levy.attention_weights(batch)  # (1, H, 1, N), (1, H, 1)
-    # among the observations (the rest of each head's measure is its prior's)
-    p = (weights[0, :, 0, :] / share[0, :, 0:1].clamp_min(1e-300)).numpy()  # (H, N)
+    p = weights[0, :, 0, :].numpy()  # (H, N), among the observations
     s = builder.series[series_id]
     ctx, _ = builder.split_indices(series_id)
     chans = s.channel[ctx]

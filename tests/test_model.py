@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from levy_core.attention import log_phi
 from levy_core.model import Batch, LevyModel, ModelConfig, SoftmaxTwin, build_model
 
 N_CHANNELS = 3
@@ -119,8 +120,7 @@ def explicit_atoms(levy: LevyModel, batch: Batch, b: int, m_real: int) -> tuple[
             mean_h = (p * u).sum()
             tr = (p * (u - mean_h) ** 2).sum()
             y[j] += mean_h
-            var[j] += tr / total if levy.cfg.phi == "rate" else tr * torch.exp(
-                __import__("levy_core.attention", fromlist=["log_phi"]).log_phi(torch.log(total), "count"))
+            var[j] += tr * torch.exp(log_phi(torch.log(total), levy.cfg.phi))
     return y, var.sqrt()
 
 
@@ -185,7 +185,7 @@ def test_offset_is_the_last_value_of_the_queried_channel() -> None:
         levy.backbone.default.fill_(0.25)
     batch = make_batch([(10, 5)], seed=11)
     batch.ctx_channel[0] = torch.tensor([0, 1, 0, 1, 0, 1, 0, 1, 0, 1])
-    batch.ctx_time[0, -2:] = batch.ctx_time[0, -3]  # channel 0's last time shared by two values? no: 1 & 0
+    batch.ctx_time[0, -4:] = batch.ctx_time[0, -4]  # both channels end with two values at one time: a tie
     batch.qry_channel[0] = torch.tensor([0, 1, 2, 0, 1])
     with torch.no_grad():
         out = levy(batch)
