@@ -1,0 +1,103 @@
+"""Reading irregularly sampled, multichannel time series from CSV.
+
+The data layer turns a user's CSV (or a :class:`pandas.DataFrame`) into
+:class:`Observations`: one long table with exactly the columns ``series_id`` (str),
+``channel`` (str), ``time`` (float64, hours) and ``value`` (float64), sorted by
+``(series_id, time, channel)``.
+
+Two layouts are understood:
+
+* **long** -- one observation per row: ``series_id`` (optional), ``time``, ``channel``
+  (optional), ``value``;
+* **wide** -- one row per time stamp: a time column, an optional series column, and one
+  numeric column per channel; blank cells are unobserved.
+
+Column names are matched case-insensitively against common aliases (see
+:data:`TIME_ALIASES` and friends); :func:`detect_mapping` shows what was found and a
+:class:`ColumnMapping` passed explicitly overrides it.
+
+Time
+----
+* Numbers are taken as **hours** unless ``time_unit`` says otherwise ("minutes",
+  "seconds", "days" are converted to hours); nothing is rescaled or shifted.
+* Elapsed clock times ``HH:MM`` or ``HH:MM:SS`` (e.g. PhysioNet's raw "47:30") are read
+  as hours since zero.
+* Date-times (ISO 8601 with or without a time-zone offset, mixed precision, mixed
+  offsets; anything else :func:`pandas.to_datetime` understands) are converted to UTC
+  (times without an offset are taken as UTC) and then to hours since each series' first
+  observation; the first observation of each series is kept in
+  :attr:`LoadReport.time_origin`.
+
+Every user mistake raises :class:`DataError` (a :class:`ValueError`) whose message names
+the column, the first offending CSV lines (header = line 1, as a spreadsheet shows them)
+and what to do. Blank values are not mistakes: they are dropped and counted in the
+:class:`LoadReport`, as are exact duplicates of ``(series, channel, time)``, which are
+averaged.
+
+:func:`preview_table` reads the first rows of an upload through the same decoding, with
+the cells left as text, for choosing a column mapping before the data are read.
+
+The package's modules, in the order the data pass through them: ``decode`` (bytes to
+text), ``reading`` (text to a table; the samples), ``columns`` (the mapping), ``cells``
+and ``times`` (parsing cells), ``frame`` (:func:`from_frame`), ``observations`` (the
+result); ``messages`` and ``errors`` serve them all. :class:`ChannelScaler` lives in
+:mod:`levy_core.scaling` and is re-exported here for existing imports.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from levy_core.data.columns import (
+    CHANNEL_ALIASES,
+    SERIES_ALIASES,
+    TIME_ALIASES,
+    VALUE_ALIASES,
+    ColumnMapping,
+    detect_mapping,
+)
+from levy_core.data.errors import DataError
+from levy_core.data.frame import MAX_ROWS, SINGLE_CHANNEL, SINGLE_SERIES, from_frame
+from levy_core.data.observations import COLUMNS, LoadReport, Observations
+from levy_core.data.reading import SAMPLE_DIR, SAMPLES, load_sample, preview_table, read_csv
+from levy_core.data.times import TIME_UNITS
+
+if TYPE_CHECKING:
+    from levy_core.scaling import ChannelScaler
+
+__all__ = [
+    "CHANNEL_ALIASES",
+    "COLUMNS",
+    "MAX_ROWS",
+    "SAMPLES",
+    "SAMPLE_DIR",
+    "SERIES_ALIASES",
+    "SINGLE_CHANNEL",
+    "SINGLE_SERIES",
+    "TIME_ALIASES",
+    "TIME_UNITS",
+    "VALUE_ALIASES",
+    "ChannelScaler",
+    "ColumnMapping",
+    "DataError",
+    "LoadReport",
+    "Observations",
+    "detect_mapping",
+    "from_frame",
+    "load_sample",
+    "preview_table",
+    "read_csv",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """``ChannelScaler``, which moved to :mod:`levy_core.scaling`, still found here.
+
+    Imported on first use rather than above: levy_core.scaling imports this package
+    (for DataError), so a top-level import would be circular.
+    """
+    if name == "ChannelScaler":
+        from levy_core.scaling import ChannelScaler
+
+        return ChannelScaler
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

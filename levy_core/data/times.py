@@ -1,0 +1,162 @@
+"""Reading a time column: numbers in a unit, elapsed ``HH:MM[:SS]`` clocks, or date-times.
+
+Numbers are converted to hours and never shifted. Date-times are kept as UTC stamps
+until the series are known, because they become hours since each series' first
+observation (:func:`hours_since_first`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from levy_core.data.cells import parse_numbers
+from levy_core.data.errors import DataError
+from levy_core.data.messages import count, describe_lines
+
+TIME_UNITS: dict[str, float] = {
+    "hours": 1.0,
+    "minutes": 1.0 / 60.0,
+    "seconds": 1.0 / 3600.0,
+    "days": 24.0,
+}
+"""Accepted ``time_unit`` values and their length in hours."""
+
+_CLOCK_RE = re.compile(r"^\d+:\d{1,2}(:\d{1,2}(\.\d+)?)?$")
+
+
+class ParsedTime(NamedTuple):
+    """A time column as read by :func:`parse_time`."""
+
+    hours: np.ndarray
+    """float64 hours (NaN where missing); all NaN for date-times."""
+    stamps: pd.Series | None
+    """UTC date-times (NaT where missing), index ``0..n-1``; None for numeric time."""
+    missing: np.ndarray
+    """bool; empty time cells."""
+    notes: list[str]
+    """Messages for the :class:`LoadReport`."""
+
+
+def parse_time(col: pd.Series, name: str, lines: np.ndarray, time_unit: str) -> ParsedTime:
+    """Read a time column as numbers, clock times or date-times, whichever it holds.
+
+    Parameters
+    ----------
+    col : pandas.Series
+        The time cells (text or typed).
+    name : str
+        Column name, for messages.
+    lines : numpy.ndarray
+        CSV line number of each cell, for messages.
+    time_unit : str
+        A key of :data:`TIME_UNITS`: the unit of numeric time.
+
+    Returns
+    -------
+    ParsedTime
+
+    Raises
+    ------
+    DataError
+        Every cell empty; a mostly numeric column with a non-number; or cells that are
+        neither numbers nor date-times.
+    """
+    if pd.api.types.is_datetime64_any_dtype(col):
+        stamps = pd.to_datetime(col, utc=True)
+        missing = stamps.isna().to_numpy()
+        return ParsedTime(np.full(len(col), np.nan), stamps.reset_index(drop=True), missing, [])
+
+    values, missing, bad = parse_numbers(col)
+    present = ~missing
+    n_present = int(present.sum())
+    if n_present == 0:
+        raise DataError(
+            f"Column {name!r} (time) is empty on every row. Fill in the observation "
+            "times (numbers in hours, or date-times such as 2024-01-31 14:05)."
+        )
+    if int((present & ~bad).sum()) * 2 >= n_present:  # mostly numbers: the others are typos
+        if bad.any():
+            idx = np.flatnonzero(bad)
+            raise DataError(
+                f"Column {name!r} (time) holds numbers, but some cells are not finite "
+                f"numbers: {describe_lines(lines[idx], col.iloc[idx].tolist())}. "
+                "Correct or delete those rows; all times must be numbers in the same unit."
+            )
+        notes = []
+        if time_unit != "hours":
+            notes.append(f"time column {name!r} converted from {time_unit} to hours")
+        return ParsedTime(values * TIME_UNITS[time_unit], None, missing, notes)
+
+    text = col.astype(str).str.strip()[present]
+    if text.str.match(_CLOCK_RE).all():
+        return _parse_clock(text, present, name)
+    return _parse_datetimes(col, present, name, lines, time_unit)
+
+
+def _parse_clock(text: pd.Series, present: np.ndarray, name: str) -> ParsedTime:
+    """Elapsed ``HH:MM[:SS]`` (e.g. PhysioNet's "47:30") as hours since zero."""
+    parts = text.str.split(":", expand=True).astype("float64")
+    seconds = parts[2] if parts.shape[1] > 2 else 0.0
+    hours = np.full(len(present), np.nan)
+    hours[present] = (parts[0] + parts[1] / 60.0 + seconds / 3600.0).to_numpy(
+        dtype="float64", na_value=np.nan
+    )
+    note = f"time column {name!r} read as elapsed hours:minutes since 0"
+    return ParsedTime(hours, None, ~present, [note])
+
+
+def _parse_datetimes(
+    col: pd.Series, present: np.ndarray, name: str, lines: np.ndarray, time_unit: str
+) -> ParsedTime:
+    """Date-times of any format pandas reads, converted to UTC (no offset: taken as UTC)."""
+    notes = []
+    if time_unit != "hours":
+        notes.append(f"time_unit={time_unit!r} ignored: column {name!r} holds date-times")
+    raw = col.where(present, None)
+    # ISO 8601 first (fast, and mixed offsets and precisions); anything else cell by cell
+    stamps = pd.to_datetime(raw, utc=True, format="ISO8601", errors="coerce")
+    failed = np.flatnonzero(stamps.isna().to_numpy() & present)
+    if failed.size:
+        stamps.iloc[failed] = pd.to_datetime(
+            raw.iloc[failed], utc=True, format="mixed", errors="coerce"
+        )
+        failed = np.flatnonzero(stamps.isna().to_numpy() & present)
+    if failed.size:
+        raise DataError(
+            f"Column {name!r} (time): could not read {count(failed.size, 'value')} as numbers or "
+            f"date-times: {describe_lines(lines[failed], col.iloc[failed].tolist())}. "
+            "Use numbers (hours) or ISO date-times such as 2024-01-31 14:05 or "
+            "2024-01-31T14:05:00+01:00, and correct or delete those rows."
+        )
+    return ParsedTime(np.full(len(col), np.nan), stamps.reset_index(drop=True), ~present, notes)
+
+
+def hours_since_first(
+    stamps: pd.Series, series: np.ndarray
+) -> tuple[np.ndarray, dict[str, pd.Timestamp]]:
+    """Date-times as hours since the first observation of their series.
+
+    Parameters
+    ----------
+    stamps : pandas.Series
+        UTC date-times of the kept observations (no NaT).
+    series : numpy.ndarray
+        Series id of each observation, same length.
+
+    Returns
+    -------
+    hours : numpy.ndarray
+        float64 hours since each series' first observation.
+    origin : dict of str to pandas.Timestamp
+        Series id -> UTC time of its first observation (time 0).
+    """
+    stamps = stamps.reset_index(drop=True)
+    series_ids = pd.Series(series, dtype=object)
+    first = stamps.groupby(series_ids.to_numpy()).min()
+    start = pd.to_datetime(series_ids.map(first), utc=True)
+    hours = ((stamps - start) / pd.Timedelta(hours=1)).to_numpy(dtype="float64")
+    return hours, {str(k): pd.Timestamp(v) for k, v in first.items()}
