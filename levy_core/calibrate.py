@@ -46,17 +46,11 @@ import math
 from typing import Any, Literal
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
-from levy_core.metrics import (
-    _as_1d,
-    _check_gaussian,
-    _check_level,
-    _check_sigma,
-    _gaussian_half_width,
-    _group_codes,
-    _same_length,
-)
+from levy_core import calibration_state as state
+from levy_core import checks
+from levy_core.checks import FloatArray
 
 __all__ = [
     "DEFAULT_MIN_GROUP_SIZE",
@@ -69,17 +63,12 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-FloatArray = NDArray[np.float64]
-
 #: Default floor on sigma, relative to the median positive sigma of the calibration split.
 DEFAULT_REL_FLOOR: float = 1e-6
 
 #: Per-group conformal: groups with fewer calibration scores than this use the pooled ones
 #: (50 keeps the 95 % quantile finite: ceil(51 * 0.95) = 49 <= 50).
 DEFAULT_MIN_GROUP_SIZE: int = 50
-
-#: Format version written by every ``to_dict``.
-_FORMAT_VERSION = 1
 
 # Relative slack when taking ceil((n + 1) * level): a decimal level such as 0.9
 # is stored as 0.9000000000000000222..., and (n + 1) * level can land a hair above
@@ -91,16 +80,6 @@ _CEIL_REL_TOL = 1e-12
 
 class NotFittedError(RuntimeError):
     """A calibration step was used before the step it depends on was run."""
-
-
-def _check_rel_floor(rel_floor: float) -> float:
-    try:
-        value = float(rel_floor)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"rel_floor must be a positive number, got {rel_floor!r}") from exc
-    if not (math.isfinite(value) and value > 0.0):
-        raise ValueError(f"rel_floor must be a positive finite number, got {rel_floor!r}")
-    return value
 
 
 def _sigma_floor(sigma: FloatArray, rel_floor: float) -> float:
@@ -115,37 +94,6 @@ def _sigma_floor(sigma: FloatArray, rel_floor: float) -> float:
     if n_floored:
         logger.info("floored %d of %d calibration sigmas at %.3g", n_floored, sigma.size, floor)
     return floor
-
-
-def _check_dict(data: Any, expected_type: str) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        raise ValueError(f"expected a dict saved by {expected_type}.to_dict(), got {type(data)}")
-    if data.get("type") != expected_type:
-        raise ValueError(
-            f"expected a dict with type={expected_type!r}, got type={data.get('type')!r}"
-        )
-    if data.get("version") != _FORMAT_VERSION:
-        raise ValueError(
-            f"unsupported {expected_type} format version {data.get('version')!r} "
-            f"(this library reads version {_FORMAT_VERSION})"
-        )
-    return data
-
-
-def _positive_float(data: dict[str, Any], key: str, *, allow_zero: bool = False) -> float:
-    try:
-        value = float(data[key])
-    except KeyError as exc:
-        raise ValueError(f"saved calibration is missing {key!r}") from exc
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"saved {key!r} must be a number, got {data[key]!r}") from exc
-    ok = value >= 0.0 if allow_zero else value > 0.0
-    if not (math.isfinite(value) and ok):
-        raise ValueError(
-            f"saved {key!r} must be a {'non-negative' if allow_zero else 'positive'} "
-            f"finite number, got {value!r}"
-        )
-    return value
 
 
 class ScaledGaussian:
@@ -169,7 +117,7 @@ class ScaledGaussian:
     """
 
     def __init__(self, rel_floor: float = DEFAULT_REL_FLOOR) -> None:
-        self.rel_floor = _check_rel_floor(rel_floor)
+        self.rel_floor = checks.check_positive(rel_floor, "rel_floor")
         self.scale_: float | None = None
         self.sigma_floor_: float | None = None
         self.n_calibration_: int | None = None
@@ -207,7 +155,7 @@ class ScaledGaussian:
         ScaledGaussian
             ``self``, fitted.
         """
-        y, mu, s = _check_gaussian(y_true, mean, sigma)
+        y, mu, s = checks.check_gaussian(y_true, mean, sigma)
         floor = _sigma_floor(s, self.rel_floor)
         r = (y - mu) / np.maximum(s, floor)
         scale = float(np.sqrt(np.mean(r * r)))
@@ -229,7 +177,7 @@ class ScaledGaussian:
         numpy.ndarray, shape (n,)
         """
         scale, floor = self._require_fitted()
-        s = _check_sigma(sigma)
+        s = checks.check_sigma(sigma)
         return scale * np.maximum(s, floor)
 
     def predict_interval(
@@ -248,9 +196,9 @@ class ScaledGaussian:
         lower, upper : numpy.ndarray, shape (n,)
         """
         std = self.predict_std(sigma)
-        mu = _as_1d(mean, "mean")
-        _same_length(mean=mu, sigma=std)
-        half = _gaussian_half_width(std, _check_level(level))
+        mu = checks.as_1d(mean, "mean")
+        checks.same_length(mean=mu, sigma=std)
+        half = checks.gaussian_half_width(std, checks.check_level(level))
         return mu - half, mu + half
 
     def to_dict(self) -> dict[str, Any]:
@@ -258,7 +206,7 @@ class ScaledGaussian:
         scale, floor = self._require_fitted()
         return {
             "type": "ScaledGaussian",
-            "version": _FORMAT_VERSION,
+            "version": state.FORMAT_VERSION,
             "rel_floor": self.rel_floor,
             "scale": scale,
             "sigma_floor": floor,
@@ -268,10 +216,10 @@ class ScaledGaussian:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScaledGaussian:
         """Rebuild a fitted instance from :meth:`to_dict` output."""
-        data = _check_dict(data, "ScaledGaussian")
-        obj = cls(rel_floor=_positive_float(data, "rel_floor"))
-        obj.scale_ = _positive_float(data, "scale", allow_zero=True)
-        obj.sigma_floor_ = _positive_float(data, "sigma_floor")
+        data = state.check_state(data, "ScaledGaussian")
+        obj = cls(rel_floor=state.saved_float(data, "rel_floor"))
+        obj.scale_ = state.saved_float(data, "scale", allow_zero=True)
+        obj.sigma_floor_ = state.saved_float(data, "sigma_floor")
         n = data.get("n_calibration")
         obj.n_calibration_ = None if n is None else int(n)
         return obj
@@ -299,10 +247,8 @@ class SplitConformal:
 
     def __init__(self, rel_floor: float = DEFAULT_REL_FLOOR,
                  min_group_size: int = DEFAULT_MIN_GROUP_SIZE) -> None:
-        self.rel_floor = _check_rel_floor(rel_floor)
-        if int(min_group_size) != min_group_size or min_group_size < 1:
-            raise ValueError(f"min_group_size must be a positive integer, got {min_group_size!r}")
-        self.min_group_size = int(min_group_size)
+        self.rel_floor = checks.check_positive(rel_floor, "rel_floor")
+        self.min_group_size = checks.check_positive_int(min_group_size, "min_group_size")
         self.scores_: FloatArray | None = None
         self.group_scores_: dict[str, FloatArray] | None = None
         self.sigma_floor_: float | None = None
@@ -353,8 +299,8 @@ class SplitConformal:
         SplitConformal
             ``self``, conformalized.
         """
-        y, mu, s = _check_gaussian(y_true, mean, sigma)
-        grouped = None if groups is None else _group_codes(groups, y.size)
+        y, mu, s = checks.check_gaussian(y_true, mean, sigma)
+        grouped = None if groups is None else checks.group_codes(groups, y.size)
         floor = _sigma_floor(s, self.rel_floor)
         scores = np.abs(y - mu) / np.maximum(s, floor)
         self.scores_ = np.sort(scores)
@@ -398,7 +344,7 @@ class SplitConformal:
         float
         """
         scores = self._scores_for(group)
-        p = _check_level(level)
+        p = checks.check_level(level)
         n = scores.size
         x = (n + 1) * p
         k = max(1, math.ceil(x - _CEIL_REL_TOL * x))
@@ -408,7 +354,7 @@ class SplitConformal:
         """How many calibration scores each point's quantile is taken from, shape (n,)
         (the ``n`` of its ``1/(n + 1)`` coverage slack); ``groups``: each point's group."""
         self._require_fitted()
-        codes, uniques = _group_codes(groups, len(np.asarray(groups, dtype=object)))
+        codes, uniques = checks.group_codes(groups, len(np.asarray(groups, dtype=object)))
         return np.array([self._scores_for(u).size for u in uniques])[codes]
 
     def predict_interval(
@@ -432,16 +378,16 @@ class SplitConformal:
             ``-inf`` / ``+inf`` where the quantile is infinite.
         """
         _, floor = self._require_fitted()
-        mu = _as_1d(mean, "mean")
-        s = _check_sigma(sigma)
-        _same_length(mean=mu, sigma=s)
+        mu = checks.as_1d(mean, "mean")
+        s = checks.check_sigma(sigma)
+        checks.same_length(mean=mu, sigma=s)
         if self.group_scores_ is None:
             q = np.full(mu.size, self.quantile(level))
         else:
             if groups is None:
                 raise ValueError("this SplitConformal was conformalized per group: pass groups= (one label "
                                  "per point, e.g. the channel) to predict_interval")
-            codes, uniques = _group_codes(groups, mu.size)
+            codes, uniques = checks.group_codes(groups, mu.size)
             q = np.array([self.quantile(level, u) for u in uniques])[codes]
         half = q * np.maximum(s, floor)  # inf where q is inf (s >= floor > 0)
         return mu - half, mu + half
@@ -451,7 +397,7 @@ class SplitConformal:
         scores, floor = self._require_fitted()
         out: dict[str, Any] = {
             "type": "SplitConformal",
-            "version": _FORMAT_VERSION,
+            "version": state.FORMAT_VERSION,
             "rel_floor": self.rel_floor,
             "sigma_floor": floor,
         }
@@ -465,29 +411,18 @@ class SplitConformal:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SplitConformal:
         """Rebuild a conformalized instance from :meth:`to_dict` output."""
-        data = _check_dict(data, "SplitConformal")
-        obj = cls(rel_floor=_positive_float(data, "rel_floor"),
+        data = state.check_state(data, "SplitConformal")
+        obj = cls(rel_floor=state.saved_float(data, "rel_floor"),
                   min_group_size=int(data.get("min_group_size", DEFAULT_MIN_GROUP_SIZE)))
-        obj.sigma_floor_ = _positive_float(data, "sigma_floor")
+        obj.sigma_floor_ = state.saved_float(data, "sigma_floor")
         if "group_scores" in data:
-            groups = data["group_scores"]
-            if not isinstance(groups, dict) or not groups:
-                raise ValueError("saved 'group_scores' must be a non-empty mapping of group to scores")
-            obj.group_scores_ = {str(g): np.sort(_saved_scores(v, f"group_scores[{g!r}]"))
-                                 for g, v in groups.items()}
+            obj.group_scores_ = state.saved_group_scores(data["group_scores"])
             obj.scores_ = np.sort(np.concatenate(list(obj.group_scores_.values())))
-            return obj
-        if "scores" not in data:
+        elif "scores" in data:
+            obj.scores_ = state.saved_scores(data["scores"], "scores")
+        else:
             raise ValueError("saved calibration is missing 'scores'")
-        obj.scores_ = np.sort(_saved_scores(data["scores"], "scores"))
         return obj
-
-
-def _saved_scores(values: Any, name: str) -> FloatArray:
-    scores = _as_1d(values, name)
-    if (scores < 0).any():
-        raise ValueError(f"saved {name!r} must be non-negative")
-    return scores
 
 
 class Calibrator:
@@ -592,7 +527,7 @@ class Calibrator:
         self._require_fitted()
         return {
             "type": "Calibrator",
-            "version": _FORMAT_VERSION,
+            "version": state.FORMAT_VERSION,
             "scaled_gaussian": self.scaled_gaussian.to_dict(),
             "conformal": self.conformal.to_dict(),
         }
@@ -600,7 +535,7 @@ class Calibrator:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Calibrator:
         """Rebuild a fitted instance from :meth:`to_dict` output."""
-        data = _check_dict(data, "Calibrator")
+        data = state.check_state(data, "Calibrator")
         obj = cls()
         try:
             obj.scaled_gaussian = ScaledGaussian.from_dict(data["scaled_gaussian"])

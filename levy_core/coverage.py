@@ -31,7 +31,7 @@ from numpy.typing import ArrayLike
 
 from levy_core import metrics
 from levy_core.calibrate import DEFAULT_REL_FLOOR, SplitConformal
-from levy_core.metrics import _check_gaussian, _check_level, _check_levels, _group_codes
+from levy_core.checks import check_gaussian, check_level, check_levels, group_codes
 
 __all__ = ["CoverageCheck", "check_coverage", "group_resplit_coverage"]
 
@@ -111,7 +111,7 @@ def check_coverage(
     -------
     CoverageCheck
     """
-    level = _check_level(level)
+    level = check_level(level)
     if n_calibration < 1:
         raise ValueError(f"n_calibration must be at least 1, got {n_calibration}")
     if not (math.isfinite(z) and z > 0):
@@ -124,7 +124,7 @@ def check_coverage(
     if groups is not None:
         if calibration_groups is None or calibration_groups < 1:
             raise ValueError("with groups, give calibration_groups: the number of series in the calibration split")
-        n_groups = len(_group_codes(groups, n)[1])
+        n_groups = len(group_codes(groups, n)[1])
         se_series = metrics.coverage_standard_error(y_true, lower, upper, groups=groups)
         total = se_series * math.sqrt(1.0 + n_groups / calibration_groups)
         # never below the binomial s.e.: the sandwich estimate is biased low with few groups
@@ -183,9 +183,9 @@ def group_resplit_coverage(
     pandas.DataFrame
         One row per level: ``level, mean_coverage, sd, min, max, n_splits``.
     """
-    y, mu, s = _check_gaussian(y_true, mean, sigma)
-    lv = _check_levels(levels)
-    codes, uniques = _group_codes(groups, y.size)
+    y, mu, s = check_gaussian(y_true, mean, sigma)
+    lv = check_levels(levels)
+    codes, uniques = group_codes(groups, y.size)
     n_groups = len(uniques)
     n_cal_groups = int(round(calibration_fraction * n_groups))
     if not 0 < calibration_fraction < 1 or not 1 <= n_cal_groups < n_groups:
@@ -194,7 +194,7 @@ def group_resplit_coverage(
     if n_splits < 1:
         raise ValueError(f"n_splits must be at least 1, got {n_splits}")
     # validated and coded once here, not on every split
-    by_labels = None if by is None else _group_codes(by, y.size, "by")[0]
+    by_labels = None if by is None else group_codes(by, y.size, "by")[0]
     rng = np.random.default_rng(seed)
     cov = np.empty((n_splits, lv.size))
     for r in range(n_splits):

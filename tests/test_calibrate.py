@@ -1,13 +1,16 @@
-"""levy_core.calibrate: scale MLE, conformal quantile rule, coverage, state handling."""
+"""levy_core.calibrate: scale MLE, conformal quantile rule, coverage, state handling, and the
+normalised (per-group) split conformal against crepes."""
 
 from __future__ import annotations
 
 import json
 import math
+import warnings
 from fractions import Fraction
 
 import numpy as np
 import pytest
+from crepes import ConformalRegressor
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize, stats
@@ -440,3 +443,162 @@ def test_grouped_conformal_covers_every_group(seed: int) -> None:
             pcov = M.interval_coverage(y[t][in_g], plo[in_g], phi[in_g])
             pooled_fails += not (level - Z_GROUPS * se <= pcov <= level + 1 / (n + 1) + Z_GROUPS * se)
     assert pooled_fails >= len(LEVELS)  # the pooled band misses at least one group per level
+
+
+# --------------------------------------------------------------------------- against crepes
+
+# crepes.ConformalRegressor fitted with sigmas= (normalised score |y - ŷ| / σ) and bins=
+# (Mondrian categories) is the same method as SplitConformal(min_group_size=1) with groups=:
+# the band ŷ -+ q σ, q an order statistic of the (group's) calibration scores, infinite when
+# the calibration set is too small for the level. The one convention difference is how the
+# rank of q is computed:
+#
+#   ours:   k = ceil((n + 1) level), the decimal level taken exactly (a 1e-12 relative slack
+#           absorbs binary rounding; see test_quantile_index_rule); infinite when k > n;
+#   crepes: k = n + 1 - m, m = int((1 - level) * (n + 1)) in float64, infinite when m < 1.
+#
+# In exact arithmetic the two are the same number. They differ only where (n + 1)(1 - level)
+# is an integer and the float product lands just below it (1 - 0.9 = 0.09999999999999998):
+# there crepes takes the next larger score (k + 1), or an infinite band when k = n -- e.g.
+# n = 9 at level 0.9, where ours is the largest score and crepes' band is infinite. crepes is
+# then one rank more conservative than the textbook rule; ours is kept (it is also the rule
+# serialised into model files). Two further differences, not tested here: with the library
+# default min_group_size=50 a smaller group uses the pooled scores (crepes always keeps a bin
+# on its own; see test_small_groups_pool_where_crepes_keeps_its_own_bin), and crepes returns
+# the band [0, 0] for a test bin it never saw in calibration, where ours uses the pooled scores.
+
+
+def crepes_rank(n: int, level: float) -> int | None:
+    """The rank crepes takes (1-based, ascending), None for an infinite band."""
+    m = int((1 - level) * (n + 1))
+    return n + 1 - m if m >= 1 else None
+
+
+def our_rank(n: int, level: float) -> int | None:
+    k = k_exact(n, level)
+    return k if k <= n else None
+
+
+def documented_difference(n: int, level: float) -> bool:
+    """Whether crepes' float rank is one above the exact one, as described above."""
+    exact = (n + 1) * (1 - Fraction(repr(level)))
+    return exact.denominator == 1 and (1 - level) * (n + 1) < exact
+
+
+GRID_LEVELS = [i / 100 for i in range(1, 100)] + [0.005, 0.975, 0.995, 0.999]
+
+
+def test_crepes_rank_rule_and_the_documented_difference() -> None:
+    # scores 1, 2, ..., n with sigma = 1: the half width of either band *is* the rank used
+    differ = 0
+    for n in range(1, 301):
+        scores = np.arange(1.0, n + 1.0)
+        cr = ConformalRegressor().fit(scores, sigmas=np.ones(n))
+        sc = SplitConformal().conformalize(scores, np.zeros(n), np.ones(n))
+        for level in GRID_LEVELS:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # crepes warns when its band is infinite
+                theirs = float(cr.predict_int(np.zeros(1), sigmas=np.ones(1), confidence=level)[0, 1])
+            ours = sc.quantile(level)
+            k_ours, k_crepes = our_rank(n, level), crepes_rank(n, level)
+            assert ours == (math.inf if k_ours is None else k_ours), (n, level)
+            assert theirs == (math.inf if k_crepes is None else k_crepes), (n, level)
+            if k_ours != k_crepes:
+                differ += 1
+                assert documented_difference(n, level), (n, level, ours, theirs)
+                assert k_crepes == (None if k_ours == n else k_ours + 1), (n, level)
+            else:
+                assert ours == theirs
+    assert crepes_rank(9, 0.9) is None and our_rank(9, 0.9) == 9  # the example above
+    assert 0 < differ < 0.01 * 300 * len(GRID_LEVELS)  # 183 of 31200
+
+
+EPS = float(np.finfo(np.float64).eps)
+CREPES_LEVELS = (0.5, 0.8, 0.9, 0.95, 0.99)
+
+
+def assert_bands_agree(lo, hi, other, mean) -> None:
+    """Equal bands up to float64 rounding. Each side computes r = |y - ŷ| / σ (two roundings:
+    relative error <= 2u per side, u = eps / 2), takes the k-th order statistic q (moved by at
+    most the same relative amount), then ŷ -+ q σ (two more roundings). So the two bounds
+    differ by at most about 6u (|ŷ| + q σ) = 3 eps (|ŷ| + q σ); 4 eps is allowed. (In practice
+    crepes performs the same operations in the same order and the bits agree.) Infinite
+    bounds must be infinite on both sides, with the same sign."""
+    for ours, theirs in ((lo, other[:, 0]), (hi, other[:, 1])):
+        inf = np.isinf(ours)
+        np.testing.assert_array_equal(np.isinf(theirs), inf)
+        np.testing.assert_array_equal(ours[inf], theirs[inf])
+        tol = 4 * EPS * (np.abs(mean) + np.abs(ours - mean))[~inf]
+        assert np.all(np.abs(ours[~inf] - theirs[~inf]) <= tol)
+
+
+def rank_band(sorted_scores, k: int | None, mean, sigma) -> np.ndarray:
+    """The band ŷ -+ r_(k) σ as an (n, 2) array like crepes' (infinite for k None)."""
+    q = math.inf if k is None else sorted_scores[k - 1]
+    return np.column_stack([mean - q * sigma, mean + q * sigma])
+
+
+def crepes_case(seed: int):
+    """Six groups, three of 1..15 calibration points (infinite bands at 0.95 and 0.99) and
+    three of 16..399, each with its own noise multiple of sigma; 300 test points."""
+    rng = np.random.default_rng(seed)
+    sizes = np.concatenate([rng.integers(1, 16, 3), rng.integers(16, 400, 3)])
+    bins = np.repeat(np.arange(sizes.size), sizes)
+    rng.shuffle(bins)
+    factor = rng.uniform(0.5, 2.0, sizes.size)
+    sigma = rng.lognormal(0.0, 0.5, bins.size)
+    mean = rng.normal(0.0, 2.0, bins.size)
+    y = mean + factor[bins] * sigma * rng.standard_normal(bins.size)
+    bins_t = rng.integers(0, sizes.size, 300)
+    mean_t, sigma_t = rng.normal(0.0, 2.0, 300), rng.lognormal(0.0, 0.5, 300)
+    return sizes, (y, mean, sigma, bins), (mean_t, sigma_t, bins_t)
+
+
+@FAST
+@given(seed=seeds)
+def test_normalised_split_conformal_equals_crepes(seed: int) -> None:
+    sizes, (y, mean, sigma, bins), (mean_t, sigma_t, bins_t) = crepes_case(seed)
+    scores = np.abs(y - mean) / sigma
+    for binned in (False, True):
+        cr = ConformalRegressor().fit(y - mean, sigmas=sigma, bins=bins if binned else None)
+        sc = SplitConformal(min_group_size=1).conformalize(
+            y, mean, sigma, groups=bins if binned else None)
+        for level in CREPES_LEVELS:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                theirs = cr.predict_int(mean_t, sigmas=sigma_t, bins=bins_t if binned else None,
+                                        confidence=level)
+            lo, hi = sc.predict_interval(mean_t, sigma_t, level, groups=bins_t if binned else None)
+            for g in range(sizes.size) if binned else [None]:
+                at = np.ones(bins_t.size, bool) if g is None else bins_t == g
+                own = np.sort(scores if g is None else scores[bins == g])
+                k_ours, k_crepes = our_rank(own.size, level), crepes_rank(own.size, level)
+                if k_ours == k_crepes:
+                    assert_bands_agree(lo[at], hi[at], theirs[at], mean_t[at])
+                else:  # the documented rank difference, and nothing else
+                    assert documented_difference(own.size, level)
+                    ref = rank_band(own, k_crepes, mean_t[at], sigma_t[at])
+                    assert_bands_agree(ref[:, 0], ref[:, 1], theirs[at], mean_t[at])
+                    ref = rank_band(own, k_ours, mean_t[at], sigma_t[at])
+                    assert_bands_agree(lo[at], hi[at], ref, mean_t[at])
+                if binned and own.size < 19 and level >= 0.95:  # ceil((n + 1) 0.95) > n
+                    assert np.all(np.isinf(theirs[at])) and np.all(np.isinf(hi[at]))
+
+
+def test_small_groups_pool_where_crepes_keeps_its_own_bin() -> None:
+    # The library default (min_group_size=50): a group with fewer calibration scores gets
+    # crepes' *unbinned* band, a larger one crepes' binned band.
+    sizes, (y, mean, sigma, bins), (mean_t, sigma_t, bins_t) = crepes_case(7)
+    sc = SplitConformal().conformalize(y, mean, sigma, groups=bins)
+    pooled = ConformalRegressor().fit(y - mean, sigmas=sigma)
+    mondrian = ConformalRegressor().fit(y - mean, sigmas=sigma, bins=bins)
+    level = 0.5  # no rank difference at any size: (n + 1) / 2 is rounded exactly
+    lo, hi = sc.predict_interval(mean_t, sigma_t, level, groups=bins_t)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref_pooled = pooled.predict_int(mean_t, sigmas=sigma_t, confidence=level)
+        ref_binned = mondrian.predict_int(mean_t, sigmas=sigma_t, bins=bins_t, confidence=level)
+    small = sizes[bins_t] < 50
+    assert small.any() and (~small).any()
+    assert_bands_agree(lo[small], hi[small], ref_pooled[small], mean_t[small])
+    assert_bands_agree(lo[~small], hi[~small], ref_binned[~small], mean_t[~small])

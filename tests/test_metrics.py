@@ -525,3 +525,30 @@ def test_other_bad_inputs() -> None:
         M.sharpness([-1.0])
     with pytest.raises(ValueError, match="y_true"):
         M.crps_gaussian(["a", "b", "c"], mean, sigma)
+
+
+# --------------------------------------------------------------------------- package layout
+
+
+def test_package_reexports_every_public_name_of_its_modules() -> None:
+    import importlib
+
+    families = ("accuracy", "scoring_rules", "calibration", "selective")
+    exported: set[str] = set()
+    for family in families:
+        mod = importlib.import_module(f"levy_core.metrics.{family}")
+        for name in mod.__all__:
+            assert getattr(M, name) is getattr(mod, name), (family, name)
+            obj = getattr(mod, name)
+            if callable(obj):
+                assert obj.__module__ == mod.__name__, (family, name)
+        assert not exported & set(mod.__all__)  # each name lives in one family
+        exported |= set(mod.__all__)
+    assert exported == set(M.__all__)
+    assert len(M.__all__) == 22 and all(callable(getattr(M, n)) for n in M.__all__
+                                        if n not in ("DEFAULT_LEVELS", "NLL_SIGMA_FLOOR"))
+    from levy_core.metrics import DEFAULT_LEVELS, NLL_SIGMA_FLOOR, crps_gaussian
+
+    assert crps_gaussian is M.crps_gaussian
+    np.testing.assert_array_equal(DEFAULT_LEVELS, np.linspace(0.01, 0.99, 99))
+    assert NLL_SIGMA_FLOOR == 1e-12
