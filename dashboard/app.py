@@ -28,6 +28,22 @@ from dashboard.views import (  # noqa: E402
     sidebar,
 )
 
+
+def _band_panel(res: services.FitResult) -> None:
+    evidence.render(res, band.render(res))
+
+
+# panels that need a fitted model; the Data panel also works without one
+MODEL_PANELS = {
+    state.PANEL_FIT: fit.render,
+    state.PANEL_BAND: _band_panel,
+    state.PANEL_MC: mc_dropout.render,
+    state.PANEL_CALIBRATION: calibration.render,
+    state.PANEL_RANKING: ranking.render,
+    state.PANEL_IDENTITY: identity.render,
+}
+assert set(MODEL_PANELS) | {state.PANEL_DATA} == set(state.PANELS)
+
 st.set_page_config(page_title="Lévy uncertainty", page_icon="📈", layout="wide")
 state.init(
     {
@@ -56,21 +72,11 @@ for tab, name in zip(tabs, state.PANELS, strict=True):
     if not tab.open:
         continue
     with tab:
-        if name == "Data":
+        if name == state.PANEL_DATA:
             data.render(choice, res)
         elif res is None:
             st.info(
                 "No model yet: load data in the sidebar (a bundled sample works) and press **Fit**."
             )
-        elif name == "Fit":
-            fit.render(res)
-        elif name == "Predictive band":
-            evidence.render(res, band.render(res))
-        elif name == "MC-Dropout":
-            mc_dropout.render(res)
-        elif name == "Calibration":
-            calibration.render(res)
-        elif name == "Trust ranking":
-            ranking.render(res)
-        elif name == "Check the identity":
-            identity.render(res)
+        else:
+            MODEL_PANELS[name](res)

@@ -4,7 +4,8 @@ The current data and model live in ``st.session_state`` (``FIT_KEY`` names the m
 services' fit store), so a bad upload or a failed fit leaves them in place. View controls
 that several panels share (series, channel, level, …) are widget keys kept alive across
 tab switches (only the open tab runs, and Streamlit drops the state of widgets that were
-not drawn in a run).
+not drawn in a run). Every key the app and its views read or write, widget keys included,
+is a constant here; keys tied to one file or data set are ``keyed(PREFIX, suffix)``.
 """
 
 from __future__ import annotations
@@ -34,20 +35,88 @@ QUERY = "_query"  # selected query: {"series_id", "channel", "time"} or None
 IDENTITY_QUERY = "identity_query"
 N_DRAWS = "n_draws"
 
+# sidebar, "2 · Fit" (widget keys)
+FIT_TASK = "fit_task"
+FIT_CUTOFF = "fit_cutoff"  # prefix: + "_" + the data's hash (the range depends on the data)
+FIT_HOLDOUT = "fit_holdout"
+FIT_SIZE = "fit_size"
+FIT_EPOCHS = "fit_epochs"
+FIT_BUDGET = "fit_budget"
+FIT_TWIN = "fit_twin"
+FIT_BUTTON = "fit_button"
+# Data panel: the column-mapping form (prefixes: + "_" + the file's digest) and the preview
+MAP_FORM = "mapping_form"
+MAP_LAYOUT = "map_layout"
+MAP_TIME = "map_time"
+MAP_SERIES = "map_series"
+MAP_CHANNEL = "map_channel"
+MAP_VALUE = "map_value"
+MAP_WIDE = "map_wide"
+MAP_UNIT = "map_unit"
+MAP_APPLY = "map_apply"
+MAP_RESET = "map_reset"
+DATA_SERIES = "data_series"  # selectbox: series to preview
+GAP_HIST = "gap_hist"
+CHANNEL_COUNTS = "channel_counts"
+TIMELINE = "timeline"
+# Fit panel
+TRAINING_CHART = "training_chart"
+TWIN_BUTTON_FIT = "twin_button_fit"
+# Predictive band panel (views/band.py and views/evidence.py still define their own
+# BAND_CHART, SCATTER and PICK with these values)
+BAND_CHART = "band_chart"
+EVIDENCE_SCATTER = "evidence_scatter"
+QUERY_PICK = "query_pick"
+# MC-Dropout panel
+TWIN_BUTTON = "twin_button"
+TIMING_CHART = "timing_chart"
+MC_BAND_CHART = "mc_band_chart"
+# Calibration panel
+RELIABILITY_CHART = "reliability_chart"
+PIT_CHART = "pit_chart"
+RISK_CHART = "risk_chart"
+GUARANTEE_TABLE = "guarantee_table"
+CHANNEL_COVERAGE_CHART = "channel_coverage_chart"
+REPORT_DOWNLOAD = "report_download"
+PRED_DOWNLOAD = "pred_download"
+# Trust ranking panel
+RANK_TABLE = "rank_table"  # st.dataframe selection event
+RANK_OPEN = "rank_open"  # selectbox: series to open
+RANK_OPEN_BUTTON = "rank_open_button"
+RANK_DOWNLOAD = "rank_download"
+RANKING_CHART = "ranking_chart"
+RANKED_IDS = "_ranked_ids"  # series ids in table order (maps a selected row to its series)
+# Check the identity panel
+IDENTITY_FROM_QUERY = "_identity_from_query"  # (series, time) last copied from QUERY
+DRAWS_CHART = "draws_chart"
+
 SOURCE_SAMPLE = "Bundled sample"
 SOURCE_UPLOAD = "Upload a CSV"
 SOURCE_FILE = "File given at start"
 BAND_KINDS = {"Scaled Gaussian": "gaussian", "Conformal": "conformal"}
+PANEL_DATA = "Data"
+PANEL_FIT = "Fit"
+PANEL_BAND = "Predictive band"
+PANEL_MC = "MC-Dropout"
+PANEL_CALIBRATION = "Calibration"
+PANEL_RANKING = "Trust ranking"
+PANEL_IDENTITY = "Check the identity"
 PANELS = [
-    "Data",
-    "Fit",
-    "Predictive band",
-    "MC-Dropout",
-    "Calibration",
-    "Trust ranking",
-    "Check the identity",
+    PANEL_DATA,
+    PANEL_FIT,
+    PANEL_BAND,
+    PANEL_MC,
+    PANEL_CALIBRATION,
+    PANEL_RANKING,
+    PANEL_IDENTITY,
 ]
-DEFAULT_PANEL = "Predictive band"
+DEFAULT_PANEL = PANEL_BAND
+
+
+def keyed(prefix: str, suffix: str) -> str:
+    """A widget key tied to the data it is drawn for: ``"<prefix>_<suffix>"``."""
+    return f"{prefix}_{suffix}"
+
 
 _KEEP_ALIVE = (SERIES, CHANNEL, LEVEL, BAND_KIND, MC_OVERLAY, MC_T, IDENTITY_QUERY, N_DRAWS)
 

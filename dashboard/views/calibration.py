@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import charts, services, state
 from dashboard.views import band
 
 
-def render(res: services.FitResult) -> None:
-    band.ensure_view_state(res)
-    view = band.current_view(res)
-    T = view.mc_passes
-    with st.spinner("Scoring the test split …"):
-        curves = services.calibration_curves(res.key, res, T)
-        result, pred = services.evaluation(res.key, res, T)
+def _curves_section(curves: dict) -> None:
+    """Reliability diagram over the full width; PIT and risk–coverage side by side."""
     st.subheader(f"Calibration on {curves['n']:,} test queries")
-    st.plotly_chart(charts.reliability_figure(curves["reliability"]), key="reliability_chart")
+    st.plotly_chart(charts.reliability_figure(curves["reliability"]), key=state.RELIABILITY_CHART)
     st.caption(
         "How to read: for each nominal level, the share of test queries inside the central band; "
         "on the "
@@ -26,30 +22,32 @@ def render(res: services.FitResult) -> None:
     )
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(charts.pit_figure(curves["pit"]), key="pit_chart")
+        st.plotly_chart(charts.pit_figure(curves["pit"]), key=state.PIT_CHART)
         st.caption(
             "How to read: where each truth falls in its predictive distribution; flat at 1 is "
             "calibrated, a U shape over-confident, a hump under-confident."
         )
     with right:
         st.plotly_chart(
-            charts.risk_coverage_figure(curves["risk"], curves["oracle"]), key="risk_chart"
+            charts.risk_coverage_figure(curves["risk"], curves["oracle"]), key=state.RISK_CHART
         )
         st.caption(
             "How to read: keep only the x % most trusted queries (smallest spread) — the lower the "
             "curve, the better the spread ranks the errors; the dotted oracle ranks by the actual "
             "error."
         )
+
+
+def _guarantee_section(res: services.FitResult, T: int, level: float) -> None:
+    """Conformal coverage: the guarantee table and the per-channel coverage at ``level``."""
     st.subheader("Does the conformal band hold its level?")
     st.dataframe(
-        services.guarantee_table(res.key, res, T), hide_index=True, key="guarantee_table"
+        services.guarantee_table(res.key, res, T), hide_index=True, key=state.GUARANTEE_TABLE
     )
     st.caption("How to read: " + services.GUARANTEE_CAPTION)
     st.plotly_chart(
-        charts.channel_coverage_figure(
-            services.channel_coverage(res.key, res, T, view.level), view.level
-        ),
-        key="channel_coverage_chart",
+        charts.channel_coverage_figure(services.channel_coverage(res.key, res, T, level), level),
+        key=state.CHANNEL_COVERAGE_CHART,
     )
     st.caption(
         "How to read: each channel's share of test queries inside its conformal band at the "
@@ -57,6 +55,10 @@ def render(res: services.FitResult) -> None:
         "so each channel, not only the mix, should sit near the line; a channel with few test "
         "queries scatters more (hover for the count)."
     )
+
+
+def _export_section(res: services.FitResult, T: int, view: band.View, pred: pd.DataFrame) -> None:
+    """The HTML report (built only when downloaded) and the per-query predictions."""
     st.subheader("Export")
     kind = view.kind
 
@@ -77,7 +79,7 @@ def render(res: services.FitResult) -> None:
         data=report,
         file_name="levy_uncertainty_report.html",
         mime="text/html",
-        key="report_download",
+        key=state.REPORT_DOWNLOAD,
         on_click="ignore",
         help="Self-contained: the figures (plotly.js inlined), metrics tables and what was "
         "fitted, when and on what data. Opens offline.",
@@ -87,7 +89,7 @@ def render(res: services.FitResult) -> None:
         data=services.prediction_csv(pred),
         file_name="levy_test_predictions.csv",
         mime="text/csv",
-        key="pred_download",
+        key=state.PRED_DOWNLOAD,
         on_click="ignore",
         help="One row per test query: y_true, mean, σ̂, c·σ̂, the 90 % "
         "conformal band, evidence, disagreement, MC-Dropout.",
@@ -96,3 +98,15 @@ def render(res: services.FitResult) -> None:
         f"The report also shows the band of series {view.series_id}, channel {view.channel} at "
         f"{100 * view.level:.0f} % ({state.get(state.BAND_KIND).lower()})."
     )
+
+
+def render(res: services.FitResult) -> None:
+    band.ensure_view_state(res)
+    view = band.current_view(res)
+    T = view.mc_passes
+    with st.spinner("Scoring the test split …"):
+        curves = services.calibration_curves(res.key, res, T)
+        result, pred = services.evaluation(res.key, res, T)
+    _curves_section(curves)
+    _guarantee_section(res, T, view.level)
+    _export_section(res, T, view, pred)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import streamlit as st
 
@@ -10,6 +12,117 @@ from dashboard.views.sidebar import Choice
 from levy_core.data import TIME_UNITS, ColumnMapping, DataError, Observations
 
 _NONE = "(none)"
+
+
+@dataclass
+class _Picks:
+    """What the mapping form selects."""
+
+    layout: str
+    time: str
+    series: str
+    channel: str
+    value: str
+    wide: list[str]
+    unit: str
+
+    def mapping(self) -> ColumnMapping:
+        series = None if self.series == _NONE else self.series
+        if self.layout == "long":
+            return ColumnMapping(
+                time=self.time,
+                value=self.value,
+                series=series,
+                channel=None if self.channel == _NONE else self.channel,
+                layout="long",
+            )
+        return ColumnMapping(
+            time=self.time,
+            series=series,
+            layout="wide",
+            wide_channels=tuple(c for c in self.wide if c not in (self.time, series)),
+        )
+
+
+def _describe_mapping(
+    name: str,
+    detected: ColumnMapping | None,
+    why: str | None,
+    override: ColumnMapping | None,
+    time_unit: str,
+) -> None:
+    if detected is not None:
+        st.markdown(f"Detected for **{name}**: `{detected.describe()}`")
+    else:
+        st.warning(f"Could not detect the columns of **{name}**: {why}")
+    if override is not None:
+        st.markdown(f"In use (your override): `{override.describe()}`; time unit: {time_unit}.")
+
+
+def _column_pickers(cols: list[str], current: ColumnMapping | None, d: str) -> dict[str, object]:
+    """The role of each column: time, series, channel and value (long), channels (wide)."""
+
+    def pick(label: str, value: str | None, optional: bool, key: str) -> str:
+        options = ([_NONE] if optional else []) + cols
+        index = options.index(value) if value in options else 0
+        return st.selectbox(label, options, index=index, key=state.keyed(key, d))
+
+    c1, c2 = st.columns(2)
+    time_col = pick("Time column", current.time if current else None, False, state.MAP_TIME)
+    series_col = pick("Series column", current.series if current else None, True, state.MAP_SERIES)
+    channel_col = c1.selectbox(
+        "Channel column (long)",
+        [_NONE] + cols,
+        key=state.keyed(state.MAP_CHANNEL, d),
+        index=([_NONE] + cols).index(current.channel) if current and current.channel in cols else 0,
+    )
+    value_default = current.value if current and current.value in cols else cols[-1]
+    value_col = c2.selectbox(
+        "Value column (long)",
+        cols,
+        index=cols.index(value_default),
+        key=state.keyed(state.MAP_VALUE, d),
+    )
+    wide_default = [c for c in (current.wide_channels if current else ()) if c in cols]
+    wide = st.multiselect(
+        "Channel columns (wide)", cols, default=wide_default, key=state.keyed(state.MAP_WIDE, d)
+    )
+    return {
+        "time": time_col,
+        "series": series_col,
+        "channel": channel_col,
+        "value": value_col,
+        "wide": wide,
+    }
+
+
+def _mapping_inputs(
+    cols: list[str], current: ColumnMapping | None, time_unit: str, d: str
+) -> _Picks | None:
+    """The override form; the picks once "Apply mapping" is pressed, else None."""
+    with st.form(key=state.keyed(state.MAP_FORM, d)):
+        st.caption(
+            "Override the detection: pick which column plays which role. Long form has one "
+            "observation per row (a value column); wide form one numeric column per channel."
+        )
+        layout = st.radio(
+            "Layout",
+            ["long", "wide"],
+            horizontal=True,
+            key=state.keyed(state.MAP_LAYOUT, d),
+            index=0 if current is None or current.layout == "long" else 1,
+        )
+        columns = _column_pickers(cols, current, d)
+        units = list(TIME_UNITS)
+        unit = st.selectbox(
+            "Unit of a numeric time column",
+            units,
+            index=units.index(time_unit),
+            key=state.keyed(state.MAP_UNIT, d),
+            help="Converted to hours. Date-times are read as such.",
+        )
+        applied = st.form_submit_button("Apply mapping", key=state.keyed(state.MAP_APPLY, d))
+    return _Picks(layout=layout, unit=unit, **columns) if applied else None
 
 
 def _mapping_form(choice: Choice) -> None:
@@ -23,85 +136,18 @@ def _mapping_form(choice: Choice) -> None:
         return
     detected, why = services.detected_mapping(raw)
     override = services.mapping_from_json(choice.mapping_json)
-    if detected is not None:
-        st.markdown(f"Detected for **{src.name}**: `{detected.describe()}`")
-    else:
-        st.warning(f"Could not detect the columns of **{src.name}**: {why}")
-    if override is not None:
-        st.markdown(
-            f"In use (your override): `{override.describe()}`; time unit: {choice.time_unit}."
-        )
-    current = override or detected
+    _describe_mapping(src.name, detected, why, override, choice.time_unit)
     cols = list(raw.columns)
     if not cols:
         return
     d = src.digest[:10]
-    with st.form(key=f"mapping_form_{d}"):
-        st.caption(
-            "Override the detection: pick which column plays which role. Long form has one "
-            "observation per row (a value column); wide form one numeric column per channel."
-        )
-        layout = st.radio(
-            "Layout",
-            ["long", "wide"],
-            horizontal=True,
-            key=f"map_layout_{d}",
-            index=0 if current is None or current.layout == "long" else 1,
-        )
-
-        def pick(label: str, value: str | None, optional: bool, key: str) -> str:
-            options = ([_NONE] if optional else []) + cols
-            index = options.index(value) if value in options else 0
-            return st.selectbox(label, options, index=index, key=f"{key}_{d}")
-
-        c1, c2 = st.columns(2)
-        time_col = pick("Time column", current.time if current else None, False, "map_time")
-        series_col = pick("Series column", current.series if current else None, True, "map_series")
-        channel_col = c1.selectbox(
-            "Channel column (long)",
-            [_NONE] + cols,
-            key=f"map_channel_{d}",
-            index=([_NONE] + cols).index(current.channel)
-            if current and current.channel in cols
-            else 0,
-        )
-        value_default = current.value if current and current.value in cols else cols[-1]
-        value_col = c2.selectbox(
-            "Value column (long)", cols, index=cols.index(value_default), key=f"map_value_{d}"
-        )
-        wide_default = [c for c in (current.wide_channels if current else ()) if c in cols]
-        wide = st.multiselect(
-            "Channel columns (wide)", cols, default=wide_default, key=f"map_wide_{d}"
-        )
-        units = list(TIME_UNITS)
-        unit = st.selectbox(
-            "Unit of a numeric time column",
-            units,
-            index=units.index(choice.time_unit),
-            key=f"map_unit_{d}",
-            help="Converted to hours. Date-times are read as such.",
-        )
-        applied = st.form_submit_button("Apply mapping", key=f"map_apply_{d}")
-    if applied:
-        series = None if series_col == _NONE else series_col
-        if layout == "long":
-            mapping = ColumnMapping(
-                time=time_col,
-                value=value_col,
-                series=series,
-                channel=None if channel_col == _NONE else channel_col,
-                layout="long",
-            )
-        else:
-            mapping = ColumnMapping(
-                time=time_col,
-                series=series,
-                layout="wide",
-                wide_channels=tuple(c for c in wide if c not in (time_col, series)),
-            )
-        st.session_state[state.MAPPINGS][src.digest] = (services.mapping_to_json(mapping), unit)
+    picks = _mapping_inputs(cols, override or detected, choice.time_unit, d)
+    if picks is not None:
+        mapping_json = services.mapping_to_json(picks.mapping())
+        st.session_state[state.MAPPINGS][src.digest] = (mapping_json, picks.unit)
         st.rerun()
-    if override is not None and st.button("Back to the detected mapping", key=f"map_reset_{d}"):
+    reset_key = state.keyed(state.MAP_RESET, d)
+    if override is not None and st.button("Back to the detected mapping", key=reset_key):
         st.session_state[state.MAPPINGS].pop(src.digest, None)
         st.rerun()
 
@@ -134,24 +180,24 @@ def _preview(obs: Observations, label: str) -> None:
             )
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(charts.gap_histogram(gaps), key="gap_hist")
+        st.plotly_chart(charts.gap_histogram(gaps), key=state.GAP_HIST)
         st.caption(
             "How to read: how long the data go without any observation; a wide spread (log axis) "
             "is "
             "what irregular sampling looks like."
         )
     with right:
-        st.plotly_chart(charts.channel_counts_figure(obs.frame), key="channel_counts")
+        st.plotly_chart(charts.channel_counts_figure(obs.frame), key=state.CHANNEL_COUNTS)
         st.caption(
             "How to read: how often each channel is measured; rare channels have less evidence."
         )
     series = obs.series_ids
     sid = (
-        st.selectbox("Series to preview", series, key="data_series")
+        st.selectbox("Series to preview", series, key=state.DATA_SERIES)
         if len(series) > 1
         else series[0]
     )
-    st.plotly_chart(charts.series_timeline(obs.frame, sid), key="timeline")
+    st.plotly_chart(charts.series_timeline(obs.frame, sid), key=state.TIMELINE)
     st.caption(
         "How to read: one tick per observation; gaps and unaligned channels are normal here."
     )

@@ -163,7 +163,7 @@ def render(res: services.FitResult) -> None:
     )
     st.dataframe(table, width="stretch")
     if res.history:
-        st.plotly_chart(charts.training_figure(res.history), key="training_chart")
+        st.plotly_chart(charts.training_figure(res.history), key=state.TRAINING_CHART)
         st.caption(
             "How to read: loss per epoch on the normalised scale; the solid line is a sixth of "
             "the training series held out for early stopping (the best epoch's weights are "
@@ -171,7 +171,7 @@ def render(res: services.FitResult) -> None:
             "untouched), dotted is training."
         )
     if not res.has_twin:
-        st.button("Train the MC-Dropout twin now", on_click=request_twin, key="twin_button_fit")
+        st.button("Train the MC-Dropout twin now", on_click=request_twin, key=state.TWIN_BUTTON_FIT)
     with st.expander("Settings and split"):
         st.json(
             {

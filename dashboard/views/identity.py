@@ -10,6 +10,77 @@ from dashboard.views import band
 DRAW_CHOICES = [500, 1000, 2000, 5000, 20000]
 
 
+def _follow_selected_query(view: band.View, times: list[float]) -> None:
+    """Preselect the query chosen in the band view (once per choice), else a middle one."""
+    ss = st.session_state
+    q = state.get(state.QUERY)
+    if q and q["series_id"] == view.series_id and q["channel"] == view.channel:
+        match = next((t for t in times if abs(t - q["time"]) < 1e-9), None)
+        if match is not None and ss.get(state.IDENTITY_FROM_QUERY) != (q["series_id"], q["time"]):
+            ss[state.IDENTITY_QUERY] = match
+            ss[state.IDENTITY_FROM_QUERY] = (q["series_id"], q["time"])
+    if ss.get(state.IDENTITY_QUERY) not in times:
+        ss[state.IDENTITY_QUERY] = times[len(times) // 2]
+
+
+def _query_controls(
+    view: band.View, times: list[float], y_of: dict[float, float]
+) -> tuple[float, int]:
+    """(query time, number of draws)."""
+    c = st.columns([3, 2])
+    t = c[0].selectbox(
+        f"Held-out query of series {view.series_id}, channel {view.channel}",
+        times,
+        key=state.IDENTITY_QUERY,
+        format_func=lambda x: f"t = {x:.3f} h (observed {y_of[x]:.4g})",
+        help="Defaults to the query selected in the band view.",
+    )
+    n = c[1].select_slider("Draws", DRAW_CHOICES, key=state.N_DRAWS)
+    return float(t), int(n)
+
+
+def _metrics(out: dict, n: int, crps: dict) -> None:
+    """Closed-form σ̂, the draws' RMSD, their difference in standard errors, CRPS here."""
+    rel = out["rmsd"] / max(out["sigma"], 1e-300) - 1
+    k = abs(out["rmsd"] - out["sigma"]) / max(out["rmsd_se"], 1e-300)
+    m = st.columns(4)
+    m[0].metric("closed-form σ̂", f"{out['sigma']:.4g}", help="sqrt(tr Σ · φ(Λ)), one forward pass")
+    m[1].metric(
+        f"RMSD of {n:,} draws",
+        f"{out['rmsd']:.4g}",
+        f"{100 * rel:+.1f} %",
+        delta_color="off",
+        help=f"Monte-Carlo standard error ±{out['rmsd_se']:.2g}",
+    )
+    m[2].metric(
+        "difference",
+        f"{k:.1f} SE",
+        help="in Monte-Carlo standard errors of the RMSD; within ~2 is what sampling noise gives",
+    )
+    m[3].metric(
+        "CRPS here: closed / sampler",
+        f"{crps['closed_form']:.3g} / {crps['sampler']:.3g}",
+        help="At this query: the closed-form scaled Gaussian vs 50 scaled operator draws; data "
+        "units, lower is better",
+    )
+
+
+def _test_split_summary(res: services.FitResult, view: band.View) -> None:
+    """CRPS of the closed form vs the 50-draw sampler over the test split."""
+    result, _ = services.evaluation(res.key, res, view.mc_passes)
+    sampler = result.get("sampler_50")
+    if not sampler:
+        return
+    closed = sampler.get("closed_form_crps_same_queries", result["levy"]["crps"])
+    n_q = sampler.get("n_queries", result["n_test"])
+    st.markdown(
+        f"On the test split ({n_q:,} queries, normalised scale): CRPS of the closed form "
+        f"**{closed:.4g}** vs the {sampler.get('draws', 50)}-draw sampler "
+        f"**{sampler['crps']:.4g}** "
+        "— the closed form matches the sampler with no sampling at all."
+    )
+
+
 def render(res: services.FitResult) -> None:
     band.ensure_view_state(res)
     view = band.current_view(res)
@@ -23,55 +94,15 @@ def render(res: services.FitResult) -> None:
         )
         return
     times = [float(t) for t in here["time"]]
-    q = state.get(state.QUERY)
-    if q and q["series_id"] == view.series_id and q["channel"] == view.channel:
-        match = next((t for t in times if abs(t - q["time"]) < 1e-9), None)
-        if match is not None and st.session_state.get("_identity_from_query") != (
-            q["series_id"],
-            q["time"],
-        ):
-            st.session_state[state.IDENTITY_QUERY] = match
-            st.session_state["_identity_from_query"] = (q["series_id"], q["time"])
-    if st.session_state.get(state.IDENTITY_QUERY) not in times:
-        st.session_state[state.IDENTITY_QUERY] = times[len(times) // 2]
+    _follow_selected_query(view, times)
     y_of = dict(zip(times, here["y_true"], strict=True))
-    c = st.columns([3, 2])
-    t = c[0].selectbox(
-        f"Held-out query of series {view.series_id}, channel {view.channel}",
-        times,
-        key=state.IDENTITY_QUERY,
-        format_func=lambda x: f"t = {x:.3f} h (observed {y_of[x]:.4g})",
-        help="Defaults to the query selected in the band view.",
-    )
-    n = c[1].select_slider("Draws", DRAW_CHOICES, key=state.N_DRAWS)
+    t, n = _query_controls(view, times, y_of)
     out = services.draws(res.key, res, view.series_id, view.channel, float(t), int(n))
-    rel = out["rmsd"] / max(out["sigma"], 1e-300) - 1
-    k = abs(out["rmsd"] - out["sigma"]) / max(out["rmsd_se"], 1e-300)
-    m = st.columns(4)
-    m[0].metric("closed-form σ̂", f"{out['sigma']:.4g}", help="sqrt(tr Σ · φ(Λ)), one forward pass")
-    m[1].metric(
-        f"RMSD of {int(n):,} draws",
-        f"{out['rmsd']:.4g}",
-        f"{100 * rel:+.1f} %",
-        delta_color="off",
-        help=f"Monte-Carlo standard error ±{out['rmsd_se']:.2g}",
-    )
-    m[2].metric(
-        "difference",
-        f"{k:.1f} SE",
-        help="in Monte-Carlo standard errors of the RMSD; within ~2 is what sampling noise gives",
-    )
-    y = float(y_of[float(t)])
-    crps = services.query_crps(out, y)
-    m[3].metric(
-        "CRPS here: closed / sampler",
-        f"{crps['closed_form']:.3g} / {crps['sampler']:.3g}",
-        help="At this query: the closed-form scaled Gaussian vs 50 scaled operator draws; data "
-        "units, lower is better",
-    )
+    crps = services.query_crps(out, float(y_of[float(t)]))
+    _metrics(out, n, crps)
     st.plotly_chart(
         charts.draws_figure(out["draws"], mean=out["mean"], sigma=out["sigma"], rmsd=out["rmsd"]),
-        key="draws_chart",
+        key=state.DRAWS_CHART,
     )
     st.caption(
         "How to read: the sky-blue histogram is the sampled operator m + (1/Λ) Σ N_i (v_i − m) "
@@ -80,14 +111,4 @@ def render(res: services.FitResult) -> None:
         "without sampling. These are raw draws: the predictive band multiplies the spread by the "
         f"calibration scale c = {out['scale_c']:.3g}."
     )
-    result, _ = services.evaluation(res.key, res, view.mc_passes)
-    sampler = result.get("sampler_50")
-    if sampler:
-        closed = sampler.get("closed_form_crps_same_queries", result["levy"]["crps"])
-        n_q = sampler.get("n_queries", result["n_test"])
-        st.markdown(
-            f"On the test split ({n_q:,} queries, normalised scale): CRPS of the closed form "
-            f"**{closed:.4g}** vs the {sampler.get('draws', 50)}-draw sampler "
-            f"**{sampler['crps']:.4g}** "
-            "— the closed form matches the sampler with no sampling at all."
-        )
+    _test_split_summary(res, view)

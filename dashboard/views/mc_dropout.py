@@ -15,46 +15,41 @@ def _fmt(table):
     return table.style.format(f)
 
 
-def render(res: services.FitResult) -> None:
-    if not res.has_twin:
-        st.info(
-            "This model was fitted without its MC-Dropout twin. Train it now (same split, seed and "
-            "budget as the Lévy model); the band overlay, the metrics and the calibration then "
-            "compare "
-            "both."
-        )
-        st.button(
-            "Train the MC-Dropout twin now",
-            type="primary",
-            on_click=fit.request_twin,
-            key="twin_button",
-        )
-        return
-    band.ensure_view_state(res)
-    band.mc_controls(res)
-    view = band.current_view(res)
-    T = view.mc_passes
-    with st.spinner(f"Evaluating both methods on the test split (T = {T}) …"):
-        result, _ = services.evaluation(res.key, res, T)
-    lev, mc = result["levy"], result.get("mc_dropout")
-    st.subheader(f"Lévy vs MC-Dropout on {result['n_test']:,} test queries")
-    if mc:
-        speed = mc["seconds"] / max(lev["seconds"], 1e-9)
-        c = st.columns(4)
-        c[0].metric(
-            "Lévy: uncertainty for the test split",
-            f"{lev['seconds']:.3g} s",
-            help="one forward pass",
-        )
-        c[1].metric(
-            f"MC-Dropout (T = {T})", f"{mc['seconds']:.3g} s", help=f"{T} stochastic passes"
-        )
-        c[2].metric("MC-Dropout takes", f"×{speed:.0f}", help="its time / Lévy's time")
-        c[3].metric(
-            "CRPS (Lévy / MC)",
-            f"{lev['crps']:.3g} / {mc['crps']:.3g}",
-            help="normalised scale, lower is better",
-        )
+def _offer_twin() -> None:
+    st.info(
+        "This model was fitted without its MC-Dropout twin. Train it now (same split, seed and "
+        "budget as the Lévy model); the band overlay, the metrics and the calibration then "
+        "compare "
+        "both."
+    )
+    st.button(
+        "Train the MC-Dropout twin now",
+        type="primary",
+        on_click=fit.request_twin,
+        key=state.TWIN_BUTTON,
+    )
+
+
+def _cost_metrics(lev: dict, mc: dict, T: int) -> None:
+    """Seconds each method took for the test split's uncertainty, their ratio and CRPS."""
+    speed = mc["seconds"] / max(lev["seconds"], 1e-9)
+    c = st.columns(4)
+    c[0].metric(
+        "Lévy: uncertainty for the test split",
+        f"{lev['seconds']:.3g} s",
+        help="one forward pass",
+    )
+    c[1].metric(f"MC-Dropout (T = {T})", f"{mc['seconds']:.3g} s", help=f"{T} stochastic passes")
+    c[2].metric("MC-Dropout takes", f"×{speed:.0f}", help="its time / Lévy's time")
+    c[3].metric(
+        "CRPS (Lévy / MC)",
+        f"{lev['crps']:.3g} / {mc['crps']:.3g}",
+        help="normalised scale, lower is better",
+    )
+
+
+def _metrics_table(result: dict) -> None:
+    """Both methods' metrics, with the twin's deterministic mean and the sampler below."""
     table = services.metrics_table(result)
     st.dataframe(_fmt(table), width="stretch", height=36 * (len(table) + 1) + 4)
     extra = []
@@ -64,7 +59,7 @@ def render(res: services.FitResult) -> None:
         )
     if result.get("sampler_50"):
         smp = result["sampler_50"]
-        closed = smp.get("closed_form_crps_same_queries", lev["crps"])
+        closed = smp.get("closed_form_crps_same_queries", result["levy"]["crps"])
         extra.append(
             f"Lévy's {smp.get('draws', 50)}-draw sampler: CRPS {smp['crps']:.4g} (closed form "
             f"{closed:.4g} on the same queries)"
@@ -75,16 +70,37 @@ def render(res: services.FitResult) -> None:
         "share of test queries inside each band (close to its level is good); Spearman(σ, |error|) "
         "says whether larger σ goes with larger errors. Also: " + "; ".join(extra) + "."
     )
-    st.plotly_chart(charts.timing_figure(services.timing_rows(res, result)), key="timing_chart")
-    st.caption(
-        "How to read: wall time on this machine (log axis). The Lévy band costs one forward pass; "
-        "MC-Dropout needs T passes, so its cost grows with T."
-    )
+
+
+def _band_overlay(res: services.FitResult, view: band.View) -> None:
     st.subheader(f"Both bands on series {view.series_id}, channel {view.channel}")
     fig, _ = band.band_figure(res, view)
-    st.plotly_chart(fig, key="mc_band_chart")
+    st.plotly_chart(fig, key=state.MC_BAND_CHART)
     st.caption(
         f"How to read: blue = Lévy, vermillion = MC-Dropout ({100 * view.level:.0f} % bands, "
         f"{state.get(state.BAND_KIND).lower()}); change the series, channel and level in the "
         "Predictive band tab, and the overlay and T above."
     )
+
+
+def render(res: services.FitResult) -> None:
+    if not res.has_twin:
+        _offer_twin()
+        return
+    band.ensure_view_state(res)
+    band.mc_controls(res)
+    view = band.current_view(res)
+    T = view.mc_passes
+    with st.spinner(f"Evaluating both methods on the test split (T = {T}) …"):
+        result, _ = services.evaluation(res.key, res, T)
+    lev, mc = result["levy"], result.get("mc_dropout")
+    st.subheader(f"Lévy vs MC-Dropout on {result['n_test']:,} test queries")
+    if mc:
+        _cost_metrics(lev, mc, T)
+    _metrics_table(result)
+    st.plotly_chart(charts.timing_figure(services.timing_rows(res, result)), key=state.TIMING_CHART)
+    st.caption(
+        "How to read: wall time on this machine (log axis). The Lévy band costs one forward pass; "
+        "MC-Dropout needs T passes, so its cost grows with T."
+    )
+    _band_overlay(res, view)

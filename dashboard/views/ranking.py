@@ -6,34 +6,31 @@ import streamlit as st
 
 from dashboard import charts, services, state
 
-TABLE = "rank_table"
-OPEN = "rank_open"
-
 
 def _open(series_id: str) -> None:
     st.session_state[state.SERIES] = str(series_id)
     st.session_state.pop(state.CHANNEL, None)
     state.clear_query()
-    st.session_state[state.PANEL] = "Predictive band"
+    st.session_state[state.PANEL] = state.PANEL_BAND
 
 
 def _on_row_select() -> None:
-    event = st.session_state.get(TABLE)
+    event = st.session_state.get(state.RANK_TABLE)
     rows = event.get("selection", {}).get("rows", []) if event else []
-    ranked = st.session_state.get("_ranked_ids", [])
+    ranked = st.session_state.get(state.RANKED_IDS, [])
     if rows and rows[0] < len(ranked):
         _open(ranked[rows[0]])
 
 
 def _on_open_click() -> None:
-    sid = st.session_state.get(OPEN)
+    sid = st.session_state.get(state.RANK_OPEN)
     if sid is not None:
         _open(sid)
 
 
 def render(res: services.FitResult) -> None:
     ranked, seconds = services.ranking(res.key, res)
-    st.session_state["_ranked_ids"] = ranked["series_id"].astype(str).tolist()
+    st.session_state[state.RANKED_IDS] = ranked["series_id"].astype(str).tolist()
     st.subheader(f"{len(ranked):,} series ranked by trust")
     st.caption(
         f"Scored in {seconds:.3g} s in one batched pass. Trust score = the mean calibrated spread "
@@ -44,7 +41,7 @@ def render(res: services.FitResult) -> None:
     )
     st.dataframe(
         ranked,
-        key=TABLE,
+        key=state.RANK_TABLE,
         on_select=_on_row_select,
         selection_mode="single-row",
         hide_index=True,
@@ -61,19 +58,21 @@ def render(res: services.FitResult) -> None:
     )
     c = st.columns([2, 1, 2])
     c[0].selectbox(
-        "Open a series in the band view", ranked["series_id"].astype(str).tolist(), key=OPEN
+        "Open a series in the band view",
+        ranked["series_id"].astype(str).tolist(),
+        key=state.RANK_OPEN,
     )
-    c[1].button("Open", on_click=_on_open_click, key="rank_open_button")
+    c[1].button("Open", on_click=_on_open_click, key=state.RANK_OPEN_BUTTON)
     c[2].download_button(
         "Download the ranking (CSV)",
         data=ranked.to_csv(index=False).encode(),
         file_name="levy_trust_ranking.csv",
         mime="text/csv",
-        key="rank_download",
+        key=state.RANK_DOWNLOAD,
         on_click="ignore",
     )
     st.plotly_chart(
-        charts.ranking_figure(ranked, highlight=state.get(state.SERIES)), key="ranking_chart"
+        charts.ranking_figure(ranked, highlight=state.get(state.SERIES)), key=state.RANKING_CHART
     )
     st.caption(
         "How to read: one bar per series, most trusted on the left; hover for its evidence (n_eff) "

@@ -125,66 +125,71 @@ def _load(
         )
 
 
-def _fit_section(
-    obs: Observations | None, obs_hash: str | None
-) -> tuple[services.FitSettings, bool]:
-    sb = st.sidebar
-    sb.header("2 · Fit")
-    d = services.default_settings()
-    task = sb.radio(
+_TASKS = ["forecast", "interpolate"]
+
+
+def _task_radio(d: services.FitSettings) -> str:
+    return st.sidebar.radio(
         "Task",
-        ["forecast", "interpolate"],
-        index=["forecast", "interpolate"].index(d.task),
-        key="fit_task",
+        _TASKS,
+        index=_TASKS.index(d.task),
+        key=state.FIT_TASK,
         horizontal=True,
         format_func={"forecast": "Forecast", "interpolate": "Interpolation"}.get,
         help="Forecast: predict everything after a history cut-off. Interpolation: predict a "
         "random share of held-out observations from the rest.",
     )
-    cutoff: float | None = None
-    holdout = d.holdout_fraction
-    if task == "forecast":
-        lo = hi = default = 0.0
-        if obs is not None and obs_hash is not None:
-            try:
-                lo, hi, default = services.cutoff_range(obs_hash, obs, d.seed)
-            except DataError:
-                pass  # the fit will say what is wrong
-            step = max(round((hi - lo) / 200, 3), 0.001)
-            default = min(max(default, lo), hi)
-        if obs is None or obs_hash is None:
-            pass
-        elif not hi > lo:
-            sb.caption(
-                "History cut-off: half the median series span (the data leave no range to choose)."
-            )
-        else:
-            cutoff = sb.slider(
-                "History cut-off (h)",
-                min_value=lo,
-                max_value=hi,
-                value=default,
-                step=step,
-                key=f"fit_cutoff_{obs_hash[:12]}",
-                help="Observations up to the cut-off are context; later ones are predicted. "
-                "With fewer than 10 series each series is cut into windows and the "
-                "cut-off is the time inside a window.",
-            )
-    else:
-        holdout = sb.slider(
-            "Held-out share",
-            0.05,
-            0.5,
-            d.holdout_fraction,
-            0.05,
-            key="fit_holdout",
-            help="Share of each series' observations held out as queries.",
+
+
+def _cutoff_slider(
+    obs: Observations | None, obs_hash: str | None, d: services.FitSettings
+) -> float | None:
+    """The forecast cut-off (None: no data yet, or the data leave no range to choose)."""
+    if obs is None or obs_hash is None:
+        return None
+    lo = hi = default = 0.0
+    try:
+        lo, hi, default = services.cutoff_range(obs_hash, obs, d.seed)
+    except DataError:
+        pass  # the fit will say what is wrong
+    if not hi > lo:
+        st.sidebar.caption(
+            "History cut-off: half the median series span (the data leave no range to choose)."
         )
+        return None
+    return st.sidebar.slider(
+        "History cut-off (h)",
+        min_value=lo,
+        max_value=hi,
+        value=min(max(default, lo), hi),
+        step=max(round((hi - lo) / 200, 3), 0.001),
+        key=state.keyed(state.FIT_CUTOFF, obs_hash[:12]),
+        help="Observations up to the cut-off are context; later ones are predicted. "
+        "With fewer than 10 series each series is cut into windows and the "
+        "cut-off is the time inside a window.",
+    )
+
+
+def _holdout_slider(d: services.FitSettings) -> float:
+    return st.sidebar.slider(
+        "Held-out share",
+        0.05,
+        0.5,
+        d.holdout_fraction,
+        0.05,
+        key=state.FIT_HOLDOUT,
+        help="Share of each series' observations held out as queries.",
+    )
+
+
+def _model_controls(d: services.FitSettings) -> tuple[str, int, float, bool]:
+    """(model size, max epochs, budget per model in s, train the twin)."""
+    sb = st.sidebar
     size = sb.select_slider(
         "Model size",
         options=list(services.MODEL_SIZES),
         value=d.size,
-        key="fit_size",
+        key=state.FIT_SIZE,
         help=", ".join(
             f"{k}: d_model {v['d_model']}, {v['num_heads']} heads"
             for k, v in services.MODEL_SIZES.items()
@@ -197,7 +202,7 @@ def _fit_section(
         max_value=500,
         value=d.epochs,
         step=1,
-        key="fit_epochs",
+        key=state.FIT_EPOCHS,
         help="Early stopping (on held-out training series) may end sooner.",
     )
     budget = c2.number_input(
@@ -206,31 +211,47 @@ def _fit_section(
         max_value=3600.0,
         value=float(d.max_seconds),
         step=1.0,
-        key="fit_budget",
+        key=state.FIT_BUDGET,
         help="Wall-clock limit per model; 0 = no limit.",
     )
     twin = sb.checkbox(
         "Train the MC-Dropout twin alongside",
         value=d.train_twin,
-        key="fit_twin",
+        key=state.FIT_TWIN,
         help="The softmax+dropout twin gives the MC-Dropout comparison; untick to fit only the "
         "Lévy model and train the twin later, on demand, in the MC-Dropout tab.",
     )
+    return size, int(epochs), float(budget), bool(twin)
+
+
+def _fit_section(
+    obs: Observations | None, obs_hash: str | None
+) -> tuple[services.FitSettings, bool]:
+    st.sidebar.header("2 · Fit")
+    d = services.default_settings()
+    task = _task_radio(d)
+    cutoff: float | None = None
+    holdout = d.holdout_fraction
+    if task == "forecast":
+        cutoff = _cutoff_slider(obs, obs_hash, d)
+    else:
+        holdout = _holdout_slider(d)
+    size, epochs, budget, twin = _model_controls(d)
     settings = services.FitSettings(
         task=task,
         cutoff=None if cutoff is None else round(float(cutoff), 4),
         holdout_fraction=float(holdout),
         size=size,
-        epochs=int(epochs),
-        max_seconds=float(budget),
-        train_twin=bool(twin),
+        epochs=epochs,
+        max_seconds=budget,
+        train_twin=twin,
         mc_passes=d.mc_passes,
         seed=d.seed,
     )
-    clicked = sb.button(
+    clicked = st.sidebar.button(
         "Fit",
         type="primary",
-        key="fit_button",
+        key=state.FIT_BUTTON,
         width="stretch",
         help="Fit with these settings (cached: settings fitted before come back instantly).",
     )

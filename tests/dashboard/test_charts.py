@@ -109,6 +109,68 @@ def test_band_figure_rows_share_time_axis():
     d = _by_name(fig, "½ log tr Σ")
     total = _by_name(fig, "log σ̂")
     assert e.xaxis == d.xaxis == total.xaxis == "x4"
+    # the sum is drawn from the two columns, not recomputed from ``sigma`` (which the grid
+    # here deliberately does not match)
+    g = _grid()
+    assert np.allclose(total.y, g["evidence_term"] + g["disagreement_term"])
+    assert not np.allclose(total.y, np.log(g["sigma"]))
+
+
+def test_band_builders_take_and_return_the_figure():
+    g, fig = _grid(), charts.band_subplots()
+    for build in (
+        lambda f: charts.add_mc_band(f, g, level=0.8),
+        lambda f: charts.add_band(f, g, level=0.8, band_label="conformal"),
+        lambda f: charts.add_mean(f, g),
+        lambda f: charts.add_mc_mean(f, g),
+        lambda f: charts.add_observations(f, _points()),
+        lambda f: charts.add_evidence_panel(f, g, row=2),
+        lambda f: charts.add_disagreement_panel(f, g, row=3),
+        lambda f: charts.add_terms_panel(f, g, row=4),
+    ):
+        assert build(fig) is fig
+    names = [t.name for t in fig.data]
+    assert names[:4] == [
+        "MC-Dropout 80 % band",
+        "Lévy 80 % band (conformal)",
+        "Lévy mean",
+        "MC-Dropout mean",
+    ]
+    assert len(names) == 4 + 2 + 1 + 1 + 3
+    # nothing to draw: the figure comes back unchanged
+    n, shapes = len(fig.data), len(fig.layout.shapes)
+    assert charts.add_attended(fig, None) is fig
+    assert charts.add_attended(fig, pd.DataFrame(columns=["time", "value", "weight"])) is fig
+    assert charts.add_selected_query(fig, None) is fig
+    assert charts.add_selected_query(fig, {"time": 1.0, "value": float("nan")}) is fig
+    assert charts.add_cutoff(fig, None) is fig and charts.add_query_line(fig, None) is fig
+    assert (len(fig.data), len(fig.layout.shapes)) == (n, shapes)
+    # lines through every row, added after the traces
+    charts.add_cutoff(fig, 5.0)
+    charts.add_query_line(fig, {"time": 6.0})
+    assert len(fig.layout.shapes) == 2 * 4
+    assert charts.has_mc(g) and not charts.has_mc(_grid(mc=False))
+
+
+def test_package_reexports_the_public_names():
+    import dashboard.charts as package
+
+    for name in package.__all__:
+        assert getattr(charts, name) is not None, name
+    for name in (
+        "SKY",
+        "NEUTRAL",
+        "ERROR_SCALE",
+        "METHOD_COLOURS",
+        "TIME_AXIS",
+        "apply_layout",
+        "pct",
+        "band_polygon",
+    ):
+        assert name in package.__all__
+    assert charts.pct(0.9) == "90 %"
+    assert charts.method_colour("MC-Dropout (T=20)") == charts.MC
+    assert charts.method_colour("other") == charts.NEUTRAL
 
 
 def test_band_figure_without_mc_and_with_infinite_conformal_edges():
@@ -148,6 +210,11 @@ def test_heldout_scatter_customdata_and_selection():
     assert _by_name(fig, "selected query").x == (5.0,)
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     _titled(fig)
+    # highlights that match nothing draw nothing
+    none = charts.heldout_scatter(
+        pred, current_series="zz", selected={"series_id": "a", "channel": "x", "time": 9.0}
+    )
+    assert [t.name for t in none.data] == ["held-out queries (test series)"]
 
 
 def test_reliability_pit_risk_two_methods():

@@ -1,0 +1,142 @@
+"""Pure plotly figure builders: data frames and arrays in, ``go.Figure`` out (no ``st.*``).
+
+Every figure has a title and axis titles with units; the dashboard puts a one-line caption
+under each saying how to read it. One colour-blind-safe palette (Okabe–Ito) is used in every
+panel: the Lévy model is always blue, MC-Dropout always vermillion.
+
+Modules: ``style`` (palette, fonts, ``apply_layout``, ``rgba``, ``pct``), ``band`` (the
+predictive band and its layer builders), ``evidence`` (held-out evidence × disagreement),
+``calibration`` (reliability, channel coverage, PIT, risk–coverage, timing), ``identity``
+(operator draws vs closed-form σ̂), ``ranking`` (trust ranking), ``data`` (training
+curves, gaps, channel counts, a series' timeline). Everything public is re-exported here:
+``from dashboard import charts; charts.band_figure(...)``.
+"""
+
+from __future__ import annotations
+
+from dashboard.charts.band import (
+    add_attended,
+    add_band,
+    add_cutoff,
+    add_disagreement_panel,
+    add_evidence_panel,
+    add_mc_band,
+    add_mc_mean,
+    add_mean,
+    add_observations,
+    add_query_line,
+    add_selected_query,
+    add_terms_panel,
+    band_figure,
+    band_subplots,
+    has_mc,
+    style_band_figure,
+)
+from dashboard.charts.calibration import (
+    channel_coverage_figure,
+    pit_figure,
+    reliability_figure,
+    risk_coverage_figure,
+    timing_figure,
+)
+from dashboard.charts.data import (
+    channel_counts_figure,
+    gap_histogram,
+    series_timeline,
+    training_figure,
+)
+from dashboard.charts.evidence import add_heldout_queries, add_highlight, heldout_scatter
+from dashboard.charts.identity import (
+    add_closed_form_density,
+    add_draws_histogram,
+    add_observed,
+    add_spread_lines,
+    draws_figure,
+)
+from dashboard.charts.ranking import ranking_figure
+from dashboard.charts.style import (
+    CONTEXT,
+    DISAGREEMENT,
+    ERROR_SCALE,
+    EVIDENCE,
+    FONT,
+    HELDOUT,
+    LEVY,
+    MC,
+    METHOD_COLOURS,
+    NEUTRAL,
+    PALETTE,
+    SKY,
+    TIME_AXIS,
+    add_legend_line,
+    apply_layout,
+    band_polygon,
+    finite,
+    method_colour,
+    pct,
+    rgba,
+)
+
+__all__ = [
+    # style
+    "CONTEXT",
+    "DISAGREEMENT",
+    "ERROR_SCALE",
+    "EVIDENCE",
+    "FONT",
+    "HELDOUT",
+    "LEVY",
+    "MC",
+    "METHOD_COLOURS",
+    "NEUTRAL",
+    "PALETTE",
+    "SKY",
+    "TIME_AXIS",
+    "add_legend_line",
+    "apply_layout",
+    "band_polygon",
+    "finite",
+    "method_colour",
+    "pct",
+    "rgba",
+    # band
+    "add_attended",
+    "add_band",
+    "add_cutoff",
+    "add_disagreement_panel",
+    "add_evidence_panel",
+    "add_mc_band",
+    "add_mc_mean",
+    "add_mean",
+    "add_observations",
+    "add_query_line",
+    "add_selected_query",
+    "add_terms_panel",
+    "band_figure",
+    "band_subplots",
+    "has_mc",
+    "style_band_figure",
+    # evidence
+    "add_heldout_queries",
+    "add_highlight",
+    "heldout_scatter",
+    # calibration
+    "channel_coverage_figure",
+    "pit_figure",
+    "reliability_figure",
+    "risk_coverage_figure",
+    "timing_figure",
+    # identity
+    "add_closed_form_density",
+    "add_draws_histogram",
+    "add_observed",
+    "add_spread_lines",
+    "draws_figure",
+    # ranking
+    "ranking_figure",
+    # data
+    "channel_counts_figure",
+    "gap_histogram",
+    "series_timeline",
+    "training_figure",
+]

@@ -1,0 +1,130 @@
+"""Held-out queries on the evidence × disagreement plane, coloured by |error|.
+
+``heldout_scatter`` draws every query and then, through ``add_highlight``, rings the current
+series and stars the selected query (same ``x, y, customdata`` as the main trace, so a click
+on a highlight selects the same query).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from dashboard.charts.style import CONTEXT, ERROR_SCALE, HELDOUT, apply_layout, rgba
+
+HOVER = (
+    "series %{customdata[0]}, %{customdata[1]}<br>t = %{customdata[2]:.2f} h<br>"
+    "y %{customdata[3]:.4g} · ŷ %{customdata[4]:.4g} ± %{customdata[5]:.3g}<br>"
+    "n_eff %{x:.3g} (log Λ %{customdata[6]:.2f}) · tr Σ %{y:.3g}<br>"
+    "|error| %{customdata[7]:.3f} (normalised)<extra></extra>"
+)
+_CUSTOM = ["time", "y_true", "mean", "pred_std", "log_evidence", "abs_error_norm"]
+
+
+def scatter_xy(pred: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """``n_eff`` and ``disagreement_norm``, floored at 1e-12 for the log axes."""
+    x = np.maximum(pred["n_eff"].to_numpy(np.float64), 1e-12)
+    y = np.maximum(pred["disagreement_norm"].to_numpy(np.float64), 1e-12)
+    return x, y
+
+
+def scatter_customdata(pred: pd.DataFrame) -> np.ndarray:
+    """``[series_id, channel, time, y_true, mean, pred_std, log_evidence, abs_error_norm]``."""
+    return np.column_stack(
+        [pred["series_id"].astype(str), pred["channel"].astype(str)] + [pred[c] for c in _CUSTOM]
+    )
+
+
+def add_heldout_queries(fig: go.Figure, pred: pd.DataFrame) -> go.Figure:
+    """All held-out queries, coloured by ``abs_error_norm`` with a colour bar."""
+    x, y = scatter_xy(pred)
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=y,
+            mode="markers",
+            name="held-out queries (test series)",
+            customdata=scatter_customdata(pred),
+            hovertemplate=HOVER,
+            marker={
+                "color": pred["abs_error_norm"],
+                "colorscale": ERROR_SCALE,
+                "size": 8,
+                "opacity": 0.85,
+                "line": {"width": 0.4, "color": "white"},
+                "colorbar": {"title": {"text": "|error|<br>(normalised)"}, "thickness": 14},
+            },
+        )
+    )
+    return fig
+
+
+def add_highlight(
+    fig: go.Figure, pred: pd.DataFrame, mask: np.ndarray, *, name: str, marker: Mapping
+) -> go.Figure:
+    """The queries where ``mask`` holds, drawn again on top with ``marker`` (nothing if none)."""
+    if not mask.any():
+        return fig
+    x, y = scatter_xy(pred)
+    fig.add_trace(
+        go.Scatter(
+            x=x[mask],
+            y=y[mask],
+            mode="markers",
+            name=name,
+            customdata=scatter_customdata(pred)[mask],
+            hovertemplate=HOVER,
+            marker=dict(marker),
+        )
+    )
+    return fig
+
+
+def series_mask(pred: pd.DataFrame, series_id: str) -> np.ndarray:
+    return (pred["series_id"].astype(str) == str(series_id)).to_numpy()
+
+
+def query_mask(pred: pd.DataFrame, selected: Mapping[str, object]) -> np.ndarray:
+    """The row(s) of the query ``{"series_id", "channel", "time"}``."""
+    return (
+        (pred["series_id"].astype(str) == str(selected["series_id"]))
+        & (pred["channel"].astype(str) == str(selected["channel"]))
+        & np.isclose(pred["time"].to_numpy(np.float64), float(selected["time"]))
+    ).to_numpy()
+
+
+_RING = {"size": 11, "color": rgba(CONTEXT, 0.0), "line": {"width": 1.4, "color": CONTEXT}}
+_STAR = {"symbol": "star", "size": 18, "color": HELDOUT, "line": {"width": 1.5, "color": CONTEXT}}
+
+
+def heldout_scatter(
+    pred: pd.DataFrame,
+    *,
+    current_series: str | None = None,
+    selected: Mapping[str, object] | None = None,
+) -> go.Figure:
+    """Held-out queries: evidence (``n_eff``, x) × disagreement (``tr Σ``, y), colour = |error|.
+
+    ``pred`` columns: ``series_id, channel, time, y_true, mean, pred_std, n_eff,
+    log_evidence, disagreement_norm, abs_error_norm`` (``*_norm``: per-channel min–max
+    scale, so channels share the axes). ``customdata`` = ``[series_id, channel, time]``.
+    """
+    fig = add_heldout_queries(go.Figure(), pred)
+    if current_series is not None:
+        add_highlight(
+            fig,
+            pred,
+            series_mask(pred, current_series),
+            name=f"series {current_series}",
+            marker=_RING,
+        )
+    if selected is not None:
+        add_highlight(fig, pred, query_mask(pred, selected), name="selected query", marker=_STAR)
+    apply_layout(fig, "Held-out queries: evidence × disagreement (colour = |error|)", height=460)
+    fig.update_layout(hovermode="closest")
+    fig.update_xaxes(title_text="evidence n_eff (observations, log scale)", type="log")
+    fig.update_yaxes(title_text="disagreement tr Σ (normalised units², log)", type="log")
+    return fig
