@@ -1,6 +1,7 @@
 """Lévy attention: single-pass predictive uncertainty for irregularly sampled time series."""
 
-from levy_core.attention import LevyAttention, LevyOutput, LevyPrior, TimeDecay, levy_attention
+from levy_core.attention import LevyOutput, LevyPrior, TimeDecay, levy_attention
+from levy_core.layers import LevyAttention
 from levy_core.sampling import sample_levy_attention
 
 __all__ = ["LevyAttention", "LevyOutput", "LevyPrior", "TimeDecay", "levy_attention", "sample_levy_attention"]

@@ -18,11 +18,15 @@ Two implementations return the same numbers:
   read-out); ``log Λ`` is the CPU flash kernel's own log-sum-exp, or the weight
   ``e^c / (e^c + Λ)`` of a "null" key with a known score ``c`` (under autograd, ``c`` is the
   evidence a no-grad pass just computed). Memory is O(Q + K) beyond inputs/outputs.
+* ``impl="reference"``: the readable version with the explicit (Q, K) weight matrix.
 
 Options a model builds on (σ̂ stays exact): a Gaussian time decay of the intensity
 (``TimeDecay``), a query-dependent linear read-out (``readout``) and a prior measure
 superposed on the data's (``LevyPrior``).
-* ``impl="reference"``: the readable version with the explicit (Q, K) weight matrix.
+
+Why a band is wide: ``log σ̂ = ½ log φ(Λ) + ½ log trΣ`` splits it into an evidence term and a
+disagreement term (``log_sigma_terms``, ``LevyOutput.evidence_term``/``disagreement_term``);
+this module is the only place that split is computed.
 """
 
 from __future__ import annotations
@@ -32,13 +36,11 @@ from typing import Literal, NamedTuple
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
 __all__ = [
     "KAPPA_MAX",
     "KAPPA_MIN",
-    "LevyAttention",
-    "LevyHeadsOutput",
     "LevyOutput",
     "LevyPrior",
     "TimeDecay",
@@ -47,6 +49,7 @@ __all__ = [
     "levy_attention",
     "log_intensity",
     "log_phi",
+    "log_sigma_terms",
     "merge_prior",
 ]
 
@@ -92,6 +95,16 @@ class LevyOutput(NamedTuple):
     log_evidence: Tensor
     disagreement: Tensor
     log_data_evidence: Tensor
+
+    @property
+    def evidence_term(self) -> Tensor:
+        """``½ log φ(Λ_q)``, shape (..., Q): the evidence share of ``log σ̂`` (scale-free)."""
+        return log_sigma_terms(self.sigma, self.disagreement)[0]
+
+    @property
+    def disagreement_term(self) -> Tensor:
+        """``½ log tr Σ_V(q)``, shape (..., Q): the disagreement share of ``log σ̂``."""
+        return log_sigma_terms(self.sigma, self.disagreement)[1]
 
     def n_eff(self, kappa: float | Tensor) -> Tensor:
         """``n_eff = Λ e^{-κ}``: how many fully compatible observations support a query.
@@ -154,6 +167,22 @@ def log_phi(log_lambda: Tensor, phi: Phi = "rate") -> Tensor:
     out = torch.where(finite, out, torch.where(x < 0, torch.zeros_like(x), torch.full_like(x, -math.inf)))
     return out.to(log_lambda.dtype)
 
+
+
+def log_sigma_terms(sigma: Tensor, disagreement: Tensor) -> tuple[Tensor, Tensor]:
+    """Split ``log σ̂ = ½ log φ(Λ) + ½ log tr Σ_V`` into (evidence term, disagreement term).
+
+    ``sigma`` and ``disagreement`` have the same shape (..., Q); so do both terms, and
+    their sum is ``log σ̂``. For independent heads whose variances add
+    (``σ̂² = Σ_h tr Σ_h φ(Λ_h)``) pass the combined σ̂ and ``Σ_h tr Σ_h``: the evidence term is
+    then ½ log of the tr Σ-weighted mean of φ. Exact zeros are floored at the dtype's
+    smallest normal number, so a query whose observations all agree gets a very negative,
+    finite term rather than ``-inf`` (and never ``NaN``).
+    """
+    tiny = torch.finfo(sigma.dtype).tiny
+    disagreement_term = 0.5 * torch.log(disagreement.clamp_min(tiny))
+    evidence_term = torch.log(sigma.clamp_min(tiny)) - disagreement_term
+    return evidence_term, disagreement_term
 
 class LevyPrior(NamedTuple):
     """A prior measure superposed on the data's: atoms every query sees, whatever the data.
@@ -617,118 +646,3 @@ def _null_key_pass(q: Tensor, k: Tensor, v_c: Tensor, v_bar: Tensor, moments: Te
     if terms is not None:
         log_evidence = log_evidence - terms.q_shift
     return mean_c + v_bar, _covariance(mean_c, second, full), _all_masked(log_evidence, key_weight)
-
-
-class LevyHeadsOutput(NamedTuple):
-    """Output of ``LevyAttention``: the aggregated prediction and per-head diagnostics.
-
-    Attributes
-    ----------
-    mean : Tensor, shape (B, Q, D_out)
-        Sum over heads of each head's aggregated (read-out) values, plus the bias.
-    sigma : Tensor, shape (B, Q)
-        ``sqrt(Σ_h σ̂_h²)``: heads have independent Poisson measures, so variances add.
-    head_mean : Tensor, shape (B, H, Q, D_out)
-    head_sigma : Tensor, shape (B, H, Q)
-    log_evidence : Tensor, shape (B, H, Q)
-        ``log Λ`` per head.
-    disagreement : Tensor, shape (B, H, Q)
-        ``tr Σ_U`` per head, in read-out units squared.
-    n_eff : Tensor, shape (B, H, Q)
-        ``Λ e^{-κ_h}`` per head.
-    """
-
-    mean: Tensor
-    sigma: Tensor
-    head_mean: Tensor
-    head_sigma: Tensor
-    log_evidence: Tensor
-    disagreement: Tensor
-    n_eff: Tensor
-
-
-class LevyAttention(nn.Module):
-    """Multi-head Lévy cross-attention with a linear read-out applied before aggregation.
-
-    Each head projects queries/keys to ``head_dim`` and values to ``head_dim``; the per-head
-    read-out ``W_{o,h}`` maps values into the ``out_dim`` output space *before* the
-    weighted sum, so the prediction ``ŷ = Σ_h Σ_i p_{h,i} W_{o,h} v_{h,i} + b`` and its
-    ``σ̂² = Σ_h tr Σ_{U,h} φ(Λ_h)`` are exact (levy-math.md, "linear read-out").
-
-    Parameters
-    ----------
-    query_dim, key_dim, value_dim : int
-        Feature sizes of the query, key and value inputs.
-    num_heads : int
-    head_dim : int
-        Per-head size of the q/k/v projections.
-    out_dim : int
-        Size of the read-out space (1 for a scalar prediction).
-    kappa_init : float
-        Initial compatibility scale, clamped to ``[KAPPA_MIN, KAPPA_MAX]``.
-    phi : {"rate", "count"}
-    tie_query_key : bool
-        Share the query and key projections (a symmetric kernel over one index space).
-    """
-
-    def __init__(
-        self,
-        query_dim: int,
-        key_dim: int,
-        value_dim: int,
-        *,
-        num_heads: int = 4,
-        head_dim: int = 16,
-        out_dim: int = 1,
-        kappa_init: float = 8.0,
-        phi: Phi = "rate",
-        tie_query_key: bool = False,
-    ) -> None:
-        super().__init__()
-        if tie_query_key and query_dim != key_dim:
-            raise ValueError("tie_query_key needs query_dim == key_dim")
-        if num_heads < 1 or head_dim < 1 or out_dim < 1:
-            raise ValueError("num_heads, head_dim and out_dim must be positive")
-        if not KAPPA_MIN <= kappa_init <= KAPPA_MAX:
-            raise ValueError(f"kappa_init must lie in [{KAPPA_MIN}, {KAPPA_MAX}]")
-        self.num_heads, self.head_dim, self.out_dim, self.phi = num_heads, head_dim, out_dim, phi
-        self.q_proj = nn.Linear(query_dim, num_heads * head_dim)
-        # tied: queries and keys live in one index space, so cos = 1 where they coincide
-        self.k_proj = self.q_proj if tie_query_key else nn.Linear(key_dim, num_heads * head_dim)
-        self.v_proj = nn.Linear(value_dim, num_heads * head_dim)
-        # W_{o,h}: (H, head_dim, out_dim), applied to values before aggregation.
-        self.readout = nn.Parameter(torch.randn(num_heads, head_dim, out_dim) / math.sqrt(num_heads * head_dim))
-        self.bias = nn.Parameter(torch.zeros(out_dim))
-        self.log_kappa = nn.Parameter(torch.full((num_heads,), math.log(kappa_init)))
-
-    @property
-    def kappa(self) -> Tensor:
-        """Per-head compatibility scale, shape (H,), clamped to ``[KAPPA_MIN, KAPPA_MAX]``."""
-        return self.log_kappa.exp().clamp(KAPPA_MIN, KAPPA_MAX)
-
-    def _heads(self, x: Tensor, proj: nn.Linear) -> Tensor:
-        B, L, _ = x.shape
-        return proj(x).view(B, L, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, L, head_dim)
-
-    def forward(
-        self,
-        query: Tensor,
-        key: Tensor,
-        value: Tensor,
-        *,
-        key_weight: Tensor | None = None,
-        impl: Literal["fused", "reference"] = "fused",
-    ) -> LevyHeadsOutput:
-        """Attend from ``query (B, Q, query_dim)`` over ``key (B, K, key_dim)`` /
-        ``value (B, K, value_dim)``; ``key_weight (B, K)`` masks (0) or weights keys."""
-        q = self._heads(query, self.q_proj)  # (B, H, Q, hd)
-        k = self._heads(key, self.k_proj)  # (B, H, K, hd)
-        v = self._heads(value, self.v_proj)  # (B, H, K, hd)
-        u = v @ self.readout.unsqueeze(0)  # (B, H, K, out_dim): read-out before aggregation
-        kappa = self.kappa.view(1, -1, 1, 1)  # (1, H, 1, 1)
-        kw = key_weight.unsqueeze(1) if key_weight is not None else None  # (B, 1, K)
-        out = levy_attention(q, k, u, kappa=kappa, key_weight=kw, phi=self.phi, impl=impl)
-        mean = out.mean.sum(dim=1) + self.bias  # (B, Q, out_dim)
-        sigma = out.sigma.pow(2).sum(dim=1).sqrt()  # (B, Q)
-        n_eff = torch.exp(out.log_evidence - self.kappa.view(1, -1, 1))  # (B, H, Q)
-        return LevyHeadsOutput(mean, sigma, out.mean, out.sigma, out.log_evidence, out.disagreement, n_eff)

@@ -14,32 +14,48 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import IO
+
+import pandas as pd
+from tqdm import tqdm
+
+from levy_core import pipeline
+from levy_core.calibrate import NotFittedError
+from levy_core.data import DataError, Observations, read_csv
+from levy_core.pipeline import ModelLoadError
+from levy_core.tasks import TaskConfig
+from levy_core.train import Progress, TrainConfig
 
 __all__ = ["main", "streamlit_command"]
 
 _REPO = Path(__file__).resolve().parent.parent
 
 
-class _Bar:
-    """A one-line progress bar on stderr: model, epoch, loss, ETA."""
+class EpochBars:
+    """One tqdm bar per model on stderr: epochs done, train and early-stopping loss, ETA.
+    A bar closes when its model stops (the last epoch, or early stopping: no time left)."""
 
-    def __init__(self, stream=sys.stderr) -> None:
+    def __init__(self, stream: IO[str] = sys.stderr) -> None:
         self.stream = stream
+        self.bar: tqdm | None = None
 
-    def __call__(self, p) -> None:  # p: levy_core.train.Progress
-        width = 24
-        filled = int(round(width * p.fraction))
-        line = (f"\r{p.model:>7} [{'#' * filled}{'.' * (width - filled)}] epoch {p.epoch:>3}/{p.epochs} "
-                f"loss {p.train_loss:.4g} val {p.val_loss:.4g} eta {p.eta_seconds:5.1f}s")
-        self.stream.write(line)
-        if p.eta_seconds == 0 or p.epoch == p.epochs:
-            self.stream.write("\n")
-        self.stream.flush()
+    def __call__(self, p: Progress) -> None:
+        if self.bar is None or self.bar.desc != p.model:
+            self.close()
+            self.bar = tqdm(total=p.epochs, desc=p.model, unit="epoch", file=self.stream, leave=True,
+                            dynamic_ncols=True)
+        self.bar.update(p.epoch - self.bar.n)
+        self.bar.set_postfix(loss=f"{p.train_loss:.4g}", val=f"{p.val_loss:.4g}", refresh=True)
+        if p.eta_seconds == 0 or p.epoch >= p.epochs:
+            self.close()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
-def _load_data(path: str, time_unit: str = "hours"):
-    from levy_core.data import DataError, read_csv
-
+def _load_data(path: str, time_unit: str = "hours") -> Observations:
     if not Path(path).is_file():
         raise DataError(f"{path}: no such file; give the path of a CSV (or .csv.gz) of observations")
     return read_csv(path, time_unit=time_unit)
@@ -51,10 +67,6 @@ def _report_load(obs) -> None:
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
-    from levy_core import pipeline
-    from levy_core.tasks import TaskConfig
-    from levy_core.train import TrainConfig
-
     obs = _load_data(args.data, args.time_unit)
     _report_load(obs)
     print(f"data: {obs.n_series} series, {obs.n_channels} channels, {obs.n_obs} observations", file=sys.stderr)
@@ -62,7 +74,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     train = TrainConfig(epochs=args.epochs, seed=args.seed, max_seconds=args.max_seconds)
     t0 = time.perf_counter()
     fitted = pipeline.fit(obs, task=task, train=train, size=args.size, train_twin=not args.no_twin,
-                          phi=args.phi, progress=None if args.quiet else _Bar())
+                          phi=args.phi, progress=None if args.quiet else EpochBars())
     out = fitted.save(args.out)
     tr = fitted.training
     print(f"fitted in {time.perf_counter() - t0:.1f} s: split {fitted.split.mode} "
@@ -74,22 +86,16 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
-    import pandas as pd
-
-    from levy_core import pipeline
-
     if not 0 < args.level < 1:
         raise ValueError(f"--level must lie strictly between 0 and 1 (e.g. 0.9 for a 90 % band), got {args.level}")
     fitted = pipeline.load_model(args.model)
     obs = _load_data(args.data, args.time_unit)
     if args.queries:
-        from levy_core.data import DataError
-
         try:
             queries = pd.read_csv(args.queries)
         except (OSError, ValueError) as exc:
             raise DataError(f"could not read the queries file {args.queries}: {exc}") from exc
-        pred = pipeline.predict_queries(fitted, obs, queries, level=args.level)
+        pred = pipeline.predict_user_queries(fitted, obs, queries, level=args.level)
     else:
         pred = pipeline.predict_grid(fitted, obs, n_points=args.points, level=args.level)
         skipped = pred.attrs.get("skipped_series", [])
@@ -106,8 +112,6 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from levy_core import pipeline
-
     fitted = pipeline.load_model(args.model)
     obs = _load_data(args.data, args.time_unit)
     result, pred = pipeline.evaluate(fitted, obs, mc_passes=args.mc_passes)
@@ -155,8 +159,6 @@ def _json_safe(obj):
 
 
 def _cmd_rank(args: argparse.Namespace) -> int:
-    from levy_core import pipeline
-
     fitted = pipeline.load_model(args.model)
     obs = _load_data(args.data, args.time_unit)
     ranked, seconds = pipeline.rank(fitted, obs)
@@ -170,14 +172,10 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
     if args.data:
         data = Path(args.data)
         if not data.exists():
-            from levy_core.data import DataError
-
             raise DataError(f"{data}: no such file; give a CSV of observations or no argument for the sample")
         env["LEVY_DASHBOARD_DATA"] = str(data.resolve())
     app = _REPO / "dashboard" / "app.py"
     if not app.exists():
-        from levy_core.data import DataError
-
         raise DataError(f"the dashboard is not installed next to levy_core ({app} missing)")
     cmd = streamlit_command(args.port, headless=args.headless)
     print(f"starting the dashboard on http://localhost:{args.port}", file=sys.stderr)
@@ -258,10 +256,6 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``levy`` console script; returns the exit code."""
     args = _parser().parse_args(argv)
-    from levy_core.calibrate import NotFittedError
-    from levy_core.data import DataError
-    from levy_core.pipeline import ModelLoadError
-
     try:
         return int(args.func(args) or 0)
     except (DataError, ModelLoadError, NotFittedError) as exc:

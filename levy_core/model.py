@@ -47,6 +47,7 @@ from levy_core.attention import (
     TimeDecay,
     levy_attention,
     log_intensity,
+    log_sigma_terms,
 )
 
 __all__ = ["Batch", "ModelConfig", "ModelOutput", "OperatorInputs", "LevyModel", "SoftmaxTwin", "build_model"]
@@ -111,6 +112,8 @@ class ModelOutput(NamedTuple):
     log_evidence: Tensor | None  # (B, H, M) per head: log Λ of the whole measure (data + prior)
     disagreement: Tensor | None  # (B, H, M) per head, normalised units²
     n_eff: Tensor | None  # (B, H, M) per head: the observations' share of Λ, in fully compatible observations
+    evidence_term: Tensor | None = None  # (B, M) ½ log of the trΣ-weighted mean φ(Λ_h): log σ̂'s evidence share
+    disagreement_term: Tensor | None = None  # (B, M) ½ log Σ_h trΣ_h: its disagreement share
 
 
 class OperatorInputs(NamedTuple):
@@ -363,8 +366,10 @@ class LevyModel(nn.Module):
                              impl=impl, decay=op.decay, readout=op.readout, prior=op.prior)
         mean = op.offset + out.mean[..., 0].sum(dim=1)  # (B, M)
         sigma = out.sigma.pow(2).sum(dim=1).sqrt()  # heads: independent measures, variances add
+        evidence_term, disagreement_term = log_sigma_terms(sigma, out.disagreement.sum(dim=1))
         return ModelOutput(mean=mean, sigma=sigma, log_evidence=out.log_evidence, disagreement=out.disagreement,
-                           n_eff=torch.exp(out.log_data_evidence))
+                           n_eff=torch.exp(out.log_data_evidence), evidence_term=evidence_term,
+                           disagreement_term=disagreement_term)
 
     @torch.no_grad()
     def attention_weights(self, batch: Batch) -> tuple[Tensor, Tensor]:
@@ -372,7 +377,7 @@ class LevyModel(nn.Module):
         context observations (B, H, M, N), summing to 1, and the observations' share of the
         whole measure (B, H, M) (the rest is the prior's)."""
         op = self.operator(batch)
-        # masked keys score −1e4: weight exactly 0, and no NaN for a series with no context
+        # masked keys get weight exactly 0 (log_intensity scores them at a finite floor)
         log_lam = log_intensity(op.q, op.k, op.kappa, op.key_weight, op.decay)  # (B, H, M, N)
         log_data = torch.logsumexp(log_lam, -1)
         share = torch.exp(log_data - torch.logaddexp(log_data, op.prior.log_mass))

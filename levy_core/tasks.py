@@ -24,20 +24,22 @@ from __future__ import annotations
 
 import math
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 import torch
 
-from levy_core.data import ChannelScaler, DataError
+from levy_core.data import DataError
 from levy_core.model import Batch
+from levy_core.scaling import ChannelScaler
 
 __all__ = [
     "MIN_SERIES_FOR_SERIES_SPLIT",
     "STOPPING_SHARE",
     "EpisodeBuilder",
+    "SeriesClock",
     "Split",
     "TaskConfig",
     "make_split",
@@ -64,6 +66,10 @@ class TaskConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> TaskConfig:
+        unknown = sorted(set(data) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"unknown task settings {unknown}; expected some of "
+                             f"{[f.name for f in fields(cls)]}")
         return cls(**data)
 
 
@@ -90,12 +96,73 @@ class Split:
                 return role
         return "unseen"
 
+    def clock(self, frame: pd.DataFrame) -> SeriesClock:
+        """The mapping between the user's series and clock in ``frame`` (the observations,
+        columns series_id and time) and the model's series space under this split."""
+        windowed = self.mode == "window" and bool(self.window_hours)
+        starts = frame.groupby("series_id")["time"].min() if windowed else pd.Series(dtype=float)
+        return SeriesClock(float(self.window_hours) if windowed else None,
+                           {str(k): float(v) for k, v in starts.items()})
+
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> Split:
         return cls(**data)
+
+
+@dataclass(frozen=True)
+class SeriesClock:
+    """The one place that maps the user's series ids and clock to the model's and back.
+
+    Many-series mode (``window_hours`` None) it is the identity. Few-series mode cuts each
+    user series into consecutive windows ``"<id>@<k>"`` of ``window_hours``, counted from the
+    series' first observation (``starts``), with time relative to the window's start.
+    """
+
+    window_hours: float | None
+    starts: dict[str, float]
+
+    @property
+    def windowed(self) -> bool:
+        return self.window_hours is not None
+
+    def frame_to_model(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """Observations (series_id, channel, time, value) in the model's series space."""
+        return to_windows(frame, self.window_hours) if self.windowed else frame
+
+    def queries_to_model(self, queries: pd.DataFrame) -> pd.DataFrame:
+        """A copy of ``queries`` (columns series_id, time, in the user's ids and clock) in the
+        model's space: each query lands in the window holding its time (window 0 for times
+        before a series' first observation). Unknown series raise ``DataError``."""
+        if not self.windowed:
+            return queries
+        out = queries.copy()
+        ids = out["series_id"].astype(str)
+        unknown = sorted(set(ids) - set(self.starts))
+        if unknown:
+            raise DataError(f"queries name series with no observations in the data: {unknown[:5]}")
+        offset = out["time"].to_numpy(np.float64) - ids.map(self.starts).to_numpy(np.float64)
+        k = np.clip(np.floor(offset / self.window_hours), 0, None).astype(int)
+        out["series_id"] = ids + "@" + pd.Series(k, index=out.index).astype(str)
+        out["time"] = offset - k * self.window_hours
+        return out
+
+    def to_user(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """A copy of a model-space frame (columns series_id, time) in the user's ids and clock."""
+        if not self.windowed:
+            return frame
+        out = frame.copy()
+        parts = out["series_id"].astype(str).str.rpartition("@")
+        base, k = parts[0], parts[2].astype(int).to_numpy()
+        offset = k * self.window_hours + out["time"].to_numpy(np.float64)
+        # keep each time in its own window despite rounding at a window's first instant
+        low = np.floor(offset / self.window_hours) < k
+        offset[low] = np.nextafter(offset[low], np.inf)
+        out["series_id"] = base.to_numpy()
+        out["time"] = base.map(self.starts).to_numpy(np.float64) + offset
+        return out
 
 
 def to_windows(frame: pd.DataFrame, window_hours: float) -> pd.DataFrame:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-import pandas as pd
 import streamlit as st
 
-from dashboard import charts, services, state
+from dashboard import services, state
 
 BAND_CHART = "band_chart"
 
@@ -25,9 +25,7 @@ class View:
 
 
 def _split_label(key: str, res: services.FitResult):
-    pts = services.model_points(key, res)
-    split_of = pts.drop_duplicates("series_id").set_index("series_id")["split"].to_dict()
-    return lambda s: f"{s} · {split_of.get(s, '?')}"
+    return lambda s: f"{s} · {services.split_of(key, res, s)}"
 
 
 def ensure_view_state(res: services.FitResult) -> None:
@@ -135,26 +133,14 @@ def _on_band_select() -> None:
         state.select_query(sid, ch, t, move_view=False)
 
 
-def band_data(res: services.FitResult, view: View) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(grid with bands, observations of the series and channel with roles and query ids)."""
-    T = view.mc_passes if view.show_mc else 0
-    g = services.with_bands(
-        services.grid(res.key, res, view.series_id, view.channel, T),
-        res.fitted,
-        view.level,
-        view.kind,
-    )
-    pts = services.model_points(res.key, res)
-    p = pts[
-        (pts["series_id"] == view.series_id)
-        & (pts["channel"] == view.channel)
-        & (pts["role"] != "unused")
-    ].copy()
-    p["query_id"] = [
-        query_id(view.series_id, view.channel, t) if r == "held-out" else ""
-        for t, r in zip(p["time"], p["role"], strict=True)
-    ]
-    return g, p
+def band_data(res: services.FitResult, view: View) -> services.BandInputs:
+    """What the band chart draws, with a query id on each held-out observation (for clicks)."""
+    inputs = services.band_inputs(res.key, res, view.series_id, view.channel, view.level, view.kind,
+                                  view.mc_passes, view.show_mc)
+    p = inputs.points.copy()
+    p["query_id"] = [query_id(view.series_id, view.channel, t) if r == "held-out" else ""
+                     for t, r in zip(p["time"], p["role"], strict=True)]
+    return dataclasses.replace(inputs, points=p)
 
 
 def selected_query_here(res: services.FitResult, view: View) -> dict | None:
@@ -165,7 +151,7 @@ def selected_query_here(res: services.FitResult, view: View) -> dict | None:
 
 
 def band_figure(res: services.FitResult, view: View):
-    g, p = band_data(res, view)
+    inputs = band_data(res, view)
     q = selected_query_here(res, view)
     attended = query_mark = None
     if q is not None:
@@ -176,21 +162,8 @@ def band_figure(res: services.FitResult, view: View):
         query_mark = {"time": q["time"]}
         if len(row) and q["channel"] == view.channel:
             query_mark["value"] = float(row["y_true"].iloc[0])
-    cutoff = res.fitted.task.cutoff if res.fitted.task.kind == "forecast" else None
-    label = "conformal" if view.kind == "conformal" else "scaled Gaussian"
-    fig = charts.band_figure(
-        g,
-        p,
-        series_id=view.series_id,
-        channel=view.channel,
-        level=view.level,
-        band_label=label,
-        show_mc=view.show_mc,
-        cutoff=cutoff,
-        attended=attended,
-        query=query_mark,
-    )
-    infinite = not g["upper"].replace([float("inf")], float("nan")).notna().all()
+    fig = services.band_chart(inputs, attended=attended, query=query_mark)
+    infinite = not inputs.grid["upper"].replace([float("inf")], float("nan")).notna().all()
     return fig, infinite
 
 

@@ -7,7 +7,6 @@ explanation of one query.
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -90,25 +89,15 @@ def _explain(res: services.FitResult, q: dict, test: pd.DataFrame) -> None:
     c[3].metric("n_eff (evidence)", f"{r['n_eff']:.3g}", help=f"log Λ = {r['log_evidence']:.2f}")
     c[4].metric("tr Σ (disagreement)", f"{r['disagreement']:.3g}", help="data units²")
     c[5].metric("|error| / c·σ̂", f"{abs(r['y_true'] - r['mean']) / max(r['pred_std'], 1e-12):.2f}")
-    ref = test if len(test) else held
-    # scale-free terms of log σ̂ (normalised units), compared with the typical test query
-    e_ref = np.log(np.maximum(ref["sigma_norm"], 1e-300)) - 0.5 * np.log(
-        np.maximum(ref["disagreement_norm"], 1e-300)
-    )
-    d_ref = 0.5 * np.log(np.maximum(ref["disagreement_norm"], 1e-300))
-    e_q = float(
-        np.log(max(r["sigma_norm"], 1e-300)) - 0.5 * np.log(max(r["disagreement_norm"], 1e-300))
-    )
-    d_q = float(0.5 * np.log(max(r["disagreement_norm"], 1e-300)))
-    de, dd = e_q - float(np.median(e_ref)), d_q - float(np.median(d_ref))
-    ratio = float(np.exp(de + dd))
-    why = "lack of evidence" if de > dd else "disagreement among the observations it draws on"
+    w = services.width_factors(r, test if len(test) else held)
+    wider = w["ratio"] > 1
+    reasons = {(True, "evidence"): "lack of evidence",
+               (True, "disagreement"): "disagreement among the observations it draws on",
+               (False, "evidence"): "more evidence", (False, "disagreement"): "more agreement"}
     st.markdown(
-        f"σ̂ here is **×{ratio:.2f}** the median test query's: ×{np.exp(de):.2f} from the "
-        "evidence term and "
-        f"×{np.exp(dd):.2f} from the disagreement term — {'wider' if ratio > 1 else 'narrower'} "
-        "mostly because "
-        f"of **{why if ratio > 1 else ('more evidence' if de < dd else 'more agreement')}**."
+        f"σ̂ here is **×{w['ratio']:.2f}** the median test query's: ×{w['evidence']:.2f} from the "
+        f"evidence term and ×{w['disagreement']:.2f} from the disagreement term — "
+        f"{'wider' if wider else 'narrower'} mostly because of **{reasons[(wider, w['reason'])]}**."
     )
     att = services.attention(res.key, res, q["series_id"], q["channel"], q["time"])
     by_channel = att.groupby("channel")["weight"].sum().sort_values(ascending=False)

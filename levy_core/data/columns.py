@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -69,6 +69,19 @@ class ColumnMapping:
     channel: str | None = None
     wide_channels: tuple[str, ...] = ()
     layout: Literal["long", "wide"] = "long"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``wide_channels`` as a list)."""
+        return {"time": self.time, "value": self.value, "series": self.series, "channel": self.channel,
+                "wide_channels": list(self.wide_channels), "layout": self.layout}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ColumnMapping:
+        """The inverse of ``to_dict``; unknown keys are refused."""
+        unknown = sorted(set(data) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"unknown column-mapping keys {unknown}")
+        return cls(**{**data, "wide_channels": tuple(data.get("wide_channels", ()))})
 
     def used_columns(self) -> list[str]:
         """Input columns the mapping reads, in a stable order.

@@ -1,0 +1,137 @@
+"""What to fit and what was fitted: the settings, the fitted result and the process-wide store.
+
+The store is the dashboard's model cache: keyed by the data's content hash and the
+settings (``fit_key``), shared by every session of the server, least recently used first out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from levy_core.data import Observations
+from levy_core.pipeline import FittedModel, ModelData
+from levy_core.train import Progress
+
+__all__ = ["ENV_FAST", "FIT_STORE_SIZE", "FitResult", "FitSettings", "cached_fit", "default_mc_passes",
+           "default_settings", "fast", "fit_key", "recording", "remember"]
+
+ENV_FAST = "LEVY_DASHBOARD_FAST"  # "1": tiny default fits (tests)
+FIT_STORE_SIZE = 6  # fitted models kept in memory
+
+
+def fast() -> bool:
+    """``LEVY_DASHBOARD_FAST=1``: tiny default fits and grids (tests); read at each call."""
+    return os.environ.get(ENV_FAST, "").strip() not in ("", "0")
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """What to fit; with the data's hash it is the cache key of a model."""
+
+    task: str = "interpolate"  # "forecast" or "interpolate" (default: shows σ̂ widen in gaps)
+    cutoff: float | None = None  # forecast: history ends here (h, model time); None → the median series midpoint
+    holdout_fraction: float = 0.2  # interpolate: share of observations held out
+    size: str = "small"  # key of pipeline.MODEL_SIZES
+    epochs: int = 200  # upper bound on epochs per model (the time budget usually binds first)
+    max_seconds: float = 3.5  # wall-clock budget per model (s); keeps the first band within 15 s
+    train_twin: bool = True  # train the softmax+dropout twin alongside (MC-Dropout)
+    mc_passes: int = 20  # T used to calibrate the twin
+    seed: int = 0  # seeds the split, initialisation and hold-outs
+
+    def key(self) -> str:
+        payload = json.dumps(dataclasses.asdict(self), sort_keys=True)
+        return hashlib.sha1(payload.encode()).hexdigest()[:12]
+
+
+def default_settings() -> FitSettings:
+    """Short default fit: a few seconds on 2 CPU cores (tiny with ``LEVY_DASHBOARD_FAST=1``)."""
+    return FitSettings(epochs=3, max_seconds=1.5, mc_passes=5) if fast() else FitSettings()
+
+
+def default_mc_passes() -> int:
+    return 5 if fast() else 20
+
+
+@dataclass
+class FitResult:
+    """A fitted model, the data it was fitted on (prepared once) and how it was fitted."""
+
+    key: str
+    fitted: FittedModel
+    data: ModelData  # the observations in the model's series space
+    obs_hash: str  # Observations.content_hash() of the data
+    settings: FitSettings
+    data_label: str
+    history: list[dict[str, Any]]
+    seconds: float
+    fitted_at: str  # ISO 8601 UTC
+
+    @property
+    def obs(self) -> Observations:
+        return self.data.obs
+
+    @property
+    def has_twin(self) -> bool:
+        return self.fitted.twin is not None and self.fitted.mc_calibration is not None
+
+    def describe(self) -> str:
+        f, o, n = self.fitted, self.obs, self.fitted.training["n_series"]
+        task = (f"forecast after the cut-off {f.task.cutoff:g} h" if f.task.kind == "forecast"
+                else f"interpolation of {100 * f.task.holdout_fraction:.0f} % held-out observations")
+        twin = " and its MC-Dropout twin" if self.has_twin else ""
+        return (f"Lévy model ({self.settings.size}){twin} fitted {self.fitted_at} on {self.data_label} "
+                f"({o.n_series} series, {o.n_channels} channels, {o.n_obs:,} observations; split by "
+                f"{f.split.mode}: {n['train']} train / {n.get('stopping', 0)} early-stopping / "
+                f"{n['calibration']} calibration / {n['test']} test series), task: {task}; "
+                f"{f.training['levy']['epochs_run']} epochs in {self.seconds:.1f} s; "
+                f"calibration scale c = {f.levy_calibration.scale_:.3g}.")
+
+
+_store_lock = threading.Lock()
+
+
+@st.cache_resource(show_spinner=False)
+def _fit_store() -> OrderedDict[str, FitResult]:
+    """Process-wide store of fitted models (cleared with ``st.cache_resource.clear()``)."""
+    return OrderedDict()
+
+
+def fit_key(obs_hash: str, settings: FitSettings) -> str:
+    return f"{obs_hash[:16]}-{settings.key()}"
+
+
+def cached_fit(key: str) -> FitResult | None:
+    with _store_lock:
+        return _fit_store().get(key)
+
+
+def remember(result: FitResult) -> FitResult:
+    with _store_lock:
+        store = _fit_store()
+        store[result.key] = result
+        store.move_to_end(result.key)
+        while len(store) > FIT_STORE_SIZE:
+            store.popitem(last=False)
+    return result
+
+
+def recording(history: list[dict[str, Any]],
+               progress: Callable[[Progress], None] | None) -> Callable[[Progress], None]:
+    """A progress callback that also appends each epoch to ``history`` (the training chart)."""
+    def cb(p: Progress) -> None:
+        history.append({"model": p.model, "epoch": p.epoch, "train_loss": p.train_loss, "val_loss": p.val_loss,
+                        "seconds": p.seconds})
+        if progress is not None:
+            progress(p)
+
+    return cb

@@ -1,0 +1,117 @@
+"""Observations as one fitted model sees them, prepared once.
+
+:func:`prepare` maps the user's observations into the model's series space (through the
+split's :class:`~levy_core.tasks.SeriesClock`), normalises them into an
+:class:`~levy_core.tasks.EpisodeBuilder` and records which split role each series has.
+Every prediction, evaluation, ranking and diagnostic function takes the result, so the
+episodes are built once per (model, data), however many views ask.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from levy_core.data import DataError, Observations
+from levy_core.modelfile import FittedModel
+from levy_core.tasks import EpisodeBuilder, SeriesClock
+
+__all__ = ["ModelData", "as_model_data", "natural_key", "prepare"]
+
+ROLES = ("train", "calibration", "test")
+
+
+def natural_key(text: str) -> tuple:
+    """Sort key that orders "s2" before "s10" (numbers compared as numbers)."""
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", str(text)))
+
+
+@dataclass(frozen=True)
+class ModelData:
+    """One data set in one model's series space.
+
+    Attributes
+    ----------
+    obs : Observations
+        The user's observations, as loaded.
+    clock : SeriesClock
+        User ids/clock ↔ the model's (windows in few-series mode).
+    builder : EpisodeBuilder
+        The normalised episodes of every model-space series.
+    same_data : bool
+        ``obs`` is the data the model was fitted on, so the model's split roles apply;
+        otherwise every series is new (role "unseen").
+    """
+
+    obs: Observations
+    clock: SeriesClock
+    builder: EpisodeBuilder
+    same_data: bool
+    roles: dict[str, str]  # model-space series id → "train", "calibration", "test" (same data only)
+
+    def role_of(self, series_id: str) -> str:
+        return self.roles.get(series_id, "unseen")
+
+    def series_in(self, role: str) -> list[str]:
+        """The series of one split role with both context and queries (every such series
+        when the data is new)."""
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+        ids = [s for s, r in self.roles.items() if r == role] if self.same_data else sorted(self.builder.series)
+        return self.builder.usable(sorted(ids))
+
+    def points(self) -> pd.DataFrame:
+        """Every observation in the model's series space with its role in the task.
+
+        Columns ``series_id, channel, time, value`` (original units), ``role`` ("context",
+        "held-out", "unused") and ``split`` ("train", "calibration", "test", "unseen")."""
+        frame = self.clock.frame_to_model(self.obs.frame).reset_index(drop=True)
+        role = np.full(len(frame), "unused", dtype=object)
+        for sid, s in self.builder.series.items():
+            ctx, qry = self.builder.split_indices(sid)
+            role[s.row[ctx]] = "context"
+            role[s.row[qry]] = "held-out"
+        out = frame.copy()
+        out["role"] = role
+        out["split"] = out["series_id"].map(self.roles).fillna("unseen")
+        return out
+
+    def series_choices(self) -> list[str]:
+        """Series with context, test first (held out from training), then calibration, then
+        training; naturally sorted within each."""
+        order = {"test": 0, "calibration": 1, "train": 2}
+        with_context = [s for s in self.builder.series if len(self.builder.split_indices(s)[0])]
+        ids = with_context or list(self.builder.series)
+        return sorted(ids, key=lambda s: (order.get(self.role_of(s), 3), natural_key(s)))
+
+    def channels_of(self, series_id: str, channels: list[str]) -> list[str]:
+        """Channels observed in one series, those with most held-out observations first."""
+        s = self.builder.series[series_id]
+        _, qry = self.builder.split_indices(series_id)
+        held = np.bincount(s.channel[qry], minlength=len(channels))
+        names = sorted({channels[c] for c in np.unique(s.channel)}, key=natural_key)
+        index = {c: i for i, c in enumerate(channels)}
+        return sorted(names, key=lambda c: -int(held[index[c]]))
+
+
+def prepare(fitted: FittedModel, obs: Observations) -> ModelData:
+    """``obs`` in ``fitted``'s series space, normalised with its scaler (built once)."""
+    clock = fitted.split.clock(obs.frame)
+    frame = clock.frame_to_model(obs.frame)
+    builder = EpisodeBuilder(frame, fitted.channels, fitted.task, seed=fitted.train_config.seed,
+                             scaler=fitted.scaler)
+    same = obs.content_hash() == fitted.data_hash
+    roles = {sid: r for r in ROLES for sid in getattr(fitted.split, r)} if same else {}
+    return ModelData(obs, clock, builder, same, roles)
+
+
+def as_model_data(fitted: FittedModel, data: Observations | ModelData) -> ModelData:
+    """``data`` prepared for ``fitted`` (as is when it already is)."""
+    if isinstance(data, ModelData):
+        return data
+    if not isinstance(data, Observations):
+        raise DataError(f"expected Observations or ModelData, got {type(data).__name__}")
+    return prepare(fitted, data)

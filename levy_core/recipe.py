@@ -1,0 +1,222 @@
+"""The fit recipe in reusable steps: prepare → train → calibrate.
+
+``pipeline.fit``, the dashboard (including "add the twin to a fitted model") and the
+benchmarks all go through these steps, so none of them rebuilds the recipe:
+
+1. :func:`prepare_fit` — split (or take a given split), resolve the task, fit the scaler,
+   build the normalised episodes and the usable series of each role;
+2. :func:`train_levy_model` / :func:`train_twin_model` — train a model on the fitting series, the epoch
+   picked on the early-stopping series;
+3. :func:`assemble` — the :class:`FittedModel` with its last-value baseline, calibrated on
+   the calibration split (:func:`calibrate`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import torch
+
+from levy_core.baselines import LastValueForecaster
+from levy_core.calibrate import Calibrator
+from levy_core.data import DataError, Observations
+from levy_core.model import LevyModel, ModelConfig, SoftmaxTwin
+from levy_core.modelfile import FittedModel
+from levy_core.predict import observed_queries
+from levy_core.scaling import ChannelScaler
+from levy_core.tasks import EpisodeBuilder, Split, TaskConfig, make_split, resolve_task
+from levy_core.train import Progress, TrainConfig, TrainResult, train_model
+
+__all__ = ["MODEL_SIZES", "FitData", "add_twin", "assemble", "calibrate", "cutoff_range", "fit", "prepare_fit",
+           "train_levy_model", "train_twin_model"]
+
+# One architecture at three widths: "small" keeps the dashboard's default fit within its
+# budget; the others are for users who can wait (on PhysioNet, medium was no better than
+# small in 25-30 epochs: see the README).
+MODEL_SIZES: dict[str, dict[str, int]] = {
+    "small": {"d_model": 32, "num_heads": 4, "head_dim": 16, "channel_layers": 1},
+    "medium": {"d_model": 64, "num_heads": 4, "head_dim": 16, "channel_layers": 2},
+    "large": {"d_model": 96, "num_heads": 8, "head_dim": 16, "channel_layers": 2, "context_layers": 1},
+}
+
+
+@dataclass
+class FitData:
+    """Everything the training and calibration steps need, prepared once."""
+
+    split: Split
+    task: TaskConfig  # resolved (the forecast cut-off set)
+    scaler: ChannelScaler
+    channels: list[str]
+    builder: EpisodeBuilder  # normalised episodes of every model-space series
+    train_ids: list[str]  # the weights are fitted on these
+    stop_ids: list[str]  # their loss picks the epoch
+    calibration_ids: list[str]
+    test_ids: list[str]
+    time_scale: float  # hours: the median series span
+
+    def model_config(self, size: str = "small", phi: Literal["rate", "count"] = "rate",
+                     **overrides: Any) -> ModelConfig:
+        """The architecture of ``size`` for this data's channels and time scale."""
+        if size not in MODEL_SIZES:
+            raise ValueError(f"size must be one of {sorted(MODEL_SIZES)}, got {size!r}")
+        settings = {"n_channels": len(self.channels), "time_scale": self.time_scale, "phi": phi,
+                    **MODEL_SIZES[size], **overrides}
+        return ModelConfig(**settings)
+
+    def counts(self) -> dict[str, int]:
+        return {"train": len(self.train_ids), "stopping": len(self.builder.usable(self.split.stopping)),
+                "calibration": len(self.calibration_ids), "test": len(self.test_ids)}
+
+
+def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: int = 0,
+                split: Split | None = None, scaler: ChannelScaler | None = None) -> FitData:
+    """Step 1. ``frame``: the observations (columns series_id, channel, time, value).
+
+    Without ``split``, :func:`~levy_core.tasks.make_split` decides (by series, or by time
+    windows for few series) and the scaler is fitted on the training series; a protocol with
+    its own split (and scaler) passes them. ``DataError`` when a role has nothing to learn
+    from or to calibrate on.
+    """
+    if split is None:
+        frame, split = make_split(frame, seed=seed)
+    task = resolve_task(task or TaskConfig(), frame)
+    scaler = scaler or ChannelScaler.fit(frame, split.train)
+    channels = sorted(frame["channel"].unique())
+    builder = EpisodeBuilder(scaler.transform(frame), channels, task, seed=seed)
+    train_ids, cal_ids = builder.usable(split.fitting()), builder.usable(split.calibration)
+    # the epoch is picked on held-out training series, never on the calibration split; with
+    # none usable, on the training loss itself
+    stop_ids = builder.usable(split.stopping) or train_ids
+    if not train_ids or not cal_ids:
+        what = f"cut-off {task.cutoff:g} h" if task.kind == "forecast" else "the hold-out"
+        raise DataError(f"with {what}, {len(train_ids)} training and {len(cal_ids)} calibration series have both "
+                        "context and observations to predict; move the forecast cut-off, switch to "
+                        "interpolation, or provide more observations")
+    spans = frame.groupby("series_id")["time"].max()
+    return FitData(split, task, scaler, channels, builder, train_ids, stop_ids, cal_ids,
+                   builder.usable(split.test), float(max(spans.median(), 1e-6)))
+
+
+def train_levy_model(data: FitData, cfg: ModelConfig, train: TrainConfig, *,
+               progress: Callable[[Progress], None] | None = None) -> tuple[LevyModel, TrainResult]:
+    """Step 2: the Lévy model, seeded by ``train.seed``."""
+    torch.manual_seed(train.seed)
+    model = LevyModel(cfg)
+    return model, train_model(model, data.builder, data.train_ids, data.stop_ids, train, label="levy",
+                              progress=progress)
+
+
+def train_twin_model(data: FitData, cfg: ModelConfig, train: TrainConfig, *,
+               progress: Callable[[Progress], None] | None = None) -> tuple[SoftmaxTwin, TrainResult]:
+    """Step 2: the softmax + dropout twin (MC-Dropout), same seed, episodes and budget."""
+    torch.manual_seed(train.seed)
+    model = SoftmaxTwin(cfg)
+    return model, train_model(model, data.builder, data.train_ids, data.stop_ids, train, label="softmax",
+                              progress=progress)
+
+
+def _training_summary(result: TrainResult | None) -> dict[str, Any] | None:
+    if result is None:
+        return None
+    return {"best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
+            "seconds": round(result.seconds, 3), "best_val_mse": result.best_val_loss}
+
+
+def assemble(data: FitData, cfg: ModelConfig, train: TrainConfig, levy: tuple[LevyModel, TrainResult | None],
+             twin: tuple[SoftmaxTwin, TrainResult | None] | None = None, *, mc_passes: int = 20,
+             data_hash: str = "") -> FittedModel:
+    """Step 3: the fitted model with its last-value baseline, calibrated on the calibration
+    split (``mc_passes`` MC-Dropout passes for the twin)."""
+    fitted = FittedModel(levy[0], twin[0] if twin else None, cfg, data.task, train, data.split, data.scaler,
+                         data.channels, Calibrator(), None, mc_passes=mc_passes, data_hash=data_hash,
+                         last_value=LastValueForecaster.fit(data.builder, data.train_ids))
+    calibrate(fitted, data.builder, data.calibration_ids, mc_passes=mc_passes)
+    fitted.training = {"levy": _training_summary(levy[1]), "softmax": _training_summary(twin[1]) if twin else None,
+                       "n_series": data.counts()}
+    return fitted
+
+
+def calibrate(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str], *, mc_passes: int = 20) -> pd.DataFrame:
+    """Fit the Lévy calibration (scale ``c``, then split conformal per channel) on the
+    observed queries of the episodes ``ids`` and, when there is a twin, the same two steps
+    for MC-Dropout, and for the last-value baseline. Returns the calibration queries'
+    predictions (normalised units)."""
+    cal = observed_queries(fitted, builder, ids, mc_passes=mc_passes if fitted.twin is not None else 0)
+    # conformal per channel: each channel's band holds its level, not only the mix of channels
+    groups = cal["channel"].to_numpy()
+    fitted.levy_calibration = Calibrator().fit(cal["y_norm"], cal["mean_norm"], cal["sigma_norm"], groups=groups)
+    if fitted.twin is not None:
+        fitted.mc_calibration = Calibrator().fit(cal["y_norm"], cal["mc_mean_norm"], cal["mc_std_norm"],
+                                                 groups=groups)
+    if fitted.last_value is not None:  # the baseline, calibrated exactly like the models
+        cal["lv_mean_norm"], cal["lv_std_norm"] = fitted.last_value.predict(builder, ids)
+        fitted.last_value_calibration = Calibrator().fit(cal["y_norm"], cal["lv_mean_norm"], cal["lv_std_norm"],
+                                                         groups=groups)
+    fitted.mc_passes = mc_passes
+    return cal
+
+
+def fit(obs: Observations, *, task: TaskConfig | None = None, train: TrainConfig | None = None,
+        size: str = "small", train_twin: bool = True, mc_passes: int = 20,
+        phi: Literal["rate", "count"] = "rate",
+        progress: Callable[[Progress], None] | None = None) -> FittedModel:
+    """Split, normalise, train the Lévy model (and its twin), calibrate both.
+
+    Parameters
+    ----------
+    obs : Observations
+    task : TaskConfig, optional
+        Default: forecast with the cut-off at the median series midpoint.
+    train : TrainConfig, optional
+    size : {"small", "medium", "large"}
+    train_twin : bool
+        Also train the softmax+dropout twin (needed for MC-Dropout and the softmax baseline).
+    mc_passes : int
+        T for MC-Dropout when calibrating the twin.
+    progress : callable, optional
+        Called with a ``Progress`` after every epoch of each model.
+    """
+    train = train or TrainConfig()
+    if train_twin and mc_passes < 2:
+        raise ValueError(f"mc_passes must be at least 2 to calibrate MC-Dropout, got {mc_passes}")
+    if size not in MODEL_SIZES:
+        raise ValueError(f"size must be one of {sorted(MODEL_SIZES)}, got {size!r}")
+    data = prepare_fit(obs.frame, task, seed=train.seed)
+    cfg = data.model_config(size, phi)
+    levy = train_levy_model(data, cfg, train, progress=progress)
+    twin = train_twin_model(data, cfg, train, progress=progress) if train_twin else None
+    return assemble(data, cfg, train, levy, twin, mc_passes=mc_passes, data_hash=obs.content_hash())
+
+
+def add_twin(fitted: FittedModel, obs: Observations, *, mc_passes: int = 20,
+             progress: Callable[[Progress], None] | None = None) -> FittedModel:
+    """A copy of ``fitted`` (fitted without its twin, on ``obs``) with the MC-Dropout twin
+    trained and calibrated exactly as ``fit(..., train_twin=True)`` would have: same split,
+    episodes, seed and budget; the Lévy model and its calibration are unchanged."""
+    if mc_passes < 2:
+        raise ValueError(f"mc_passes must be at least 2 to calibrate MC-Dropout, got {mc_passes}")
+    frame = fitted.split.clock(obs.frame).frame_to_model(obs.frame)
+    data = prepare_fit(frame, fitted.task, seed=fitted.train_config.seed, split=fitted.split, scaler=fitted.scaler)
+    twin, result = train_twin_model(data, fitted.model_config, fitted.train_config, progress=progress)
+    new = dataclasses.replace(fitted, twin=twin, training=dict(fitted.training))
+    cal = observed_queries(new, data.builder, data.calibration_ids, mc_passes=mc_passes)
+    new.mc_calibration = Calibrator().fit(cal["y_norm"], cal["mc_mean_norm"], cal["mc_std_norm"],
+                                          groups=cal["channel"].to_numpy())
+    new.mc_passes = mc_passes
+    new.training["softmax"] = _training_summary(result)
+    return new
+
+
+def cutoff_range(obs: Observations, seed: int = 0) -> tuple[float, float, float]:
+    """(earliest, latest, default) forecast cut-off in the model's time (window-relative in
+    few-series mode), for a cut-off picker."""
+    frame, _ = make_split(obs.frame, seed=seed)
+    default = resolve_task(TaskConfig("forecast"), frame).cutoff
+    spans = frame.groupby("series_id")["time"].max()
+    return float(frame["time"].min()), float(spans.max()), float(np.float64(default))
