@@ -31,6 +31,7 @@ described in ``sample_data/README.md``; the bundled 300-patient sample is too sm
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from pathlib import Path
 
@@ -41,13 +42,13 @@ from signals import far_from_data, print_far_from_data, signal_table, within_cha
 from sklearn.model_selection import train_test_split
 from validity import print_channel_comparison, print_validity
 
-from levy_core import metrics, pipeline
+from levy_core import metrics, pipeline, recipe
 from levy_core.baselines import LastValueForecaster, last_values
-from levy_core.calibrate import Calibrator, SplitConformal
-from levy_core.data import ChannelScaler
-from levy_core.model import LevyModel, ModelConfig, SoftmaxTwin
+from levy_core.calibrate import SplitConformal
+from levy_core.predict import observed_queries
+from levy_core.scaling import ChannelScaler
 from levy_core.tasks import EpisodeBuilder, Split, TaskConfig
-from levy_core.train import TrainConfig, train_model
+from levy_core.train import TrainConfig
 
 STATIC = ["Age", "Gender", "Height", "ICUType"]
 HISTORY_HOURS = 24.0
@@ -195,14 +196,16 @@ def main() -> None:
         keep = np.random.default_rng(0).random(len(frame)) < args.thin
         frame = frame[keep].reset_index(drop=True)
     train, val, test = protocol_split(ids)
-    scaler = ChannelScaler.fit(frame, train + val)
-    channels = sorted(frame["channel"].unique())
-    task = TaskConfig("forecast", cutoff=HISTORY_HOURS)
-    # the protocol's history is t < 24 h and targets t ≥ 24 h; our cut-off keeps t ≤ 24 in the
-    # history, so move it a hair below 24 h to match exactly
-    task.cutoff = HISTORY_HOURS - 1e-6
-    builder = EpisodeBuilder(scaler.transform(frame), channels, task)
-    train_ids, val_ids, test_ids = builder.usable(train), builder.usable(val), builder.usable(test)
+    # the protocol's own split and scaler (min/max over train + validation), through the
+    # library's fit recipe; its history is t < 24 h and targets t ≥ 24 h, our cut-off keeps
+    # t ≤ cutoff in the history, so the cut-off sits a hair below 24 h
+    task = TaskConfig("forecast", cutoff=HISTORY_HOURS - 1e-6)
+    data = recipe.prepare_fit(frame, task, split=Split("series", 42, train, val, test),
+                              scaler=ChannelScaler.fit(frame, train + val))
+    # the protocol picks the epoch on the validation split, which also calibrates
+    data = dataclasses.replace(data, stop_ids=data.calibration_ids)
+    builder, train_ids, val_ids, test_ids = data.builder, data.train_ids, data.calibration_ids, data.test_ids
+    channels = data.channels
     print(f"set A: {len(ids)} patients, {len(channels)} variables, split {len(train)}/{len(val)}/{len(test)} "
           f"({len(test_ids)} test patients with targets); prepared in {time.perf_counter() - t0:.1f} s; "
           f"torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)
@@ -210,42 +213,35 @@ def main() -> None:
     rows = []
     for name, (mse, mae) in baselines(builder, train_ids, test_ids).items():
         rows.append({"forecaster": name, "seed": "-", "mse": mse, "mae": mae, "train_s": 0.0, "epochs": 0})
-    cfg = ModelConfig(n_channels=len(channels), time_scale=48.0, **pipeline.MODEL_SIZES[args.size])
+    cfg = data.model_config(args.size, time_scale=48.0)
     train_cfg = TrainConfig()
     print(f"model {cfg}; training {train_cfg} (epochs {args.epochs}, batch {args.batch_size})", flush=True)
     uncertainty, validity, signal_rows = [], [], []
     for seed in args.seeds:
+        tc = TrainConfig(**{**train_cfg.to_dict(), "epochs": args.epochs, "seed": seed,
+                            "batch_size": args.batch_size})
         trained = {}
-        for label, cls in (("Lévy", LevyModel), ("softmax twin", SoftmaxTwin)):
-            torch.manual_seed(seed)
-            model = cls(cfg)
-            tc = TrainConfig(**{**train_cfg.to_dict(), "epochs": args.epochs, "seed": seed,
-                                "batch_size": args.batch_size})
-            result = train_model(model, builder, train_ids, val_ids, tc, label=label, progress=_epoch_line)
+        for label, step in (("Lévy", recipe.train_levy_model), ("softmax twin", recipe.train_twin_model)):
+            model, result = step(data, cfg, tc, progress=_epoch_line)
             pred, target, chan = model_predictions(model, builder, test_ids)
             mse, mae = per_variable_scores(pred, target, chan)
             rows.append({"forecaster": label, "seed": seed, "mse": mse, "mae": mae,
                          "train_s": result.seconds, "epochs": result.epochs_run})
-            trained[label] = model
+            trained[label] = (model, result)
             print(f"  {label} seed {seed}: MSE {mse:.4e} MAE {mae:.4e} ({result.seconds:.0f} s, best epoch "
                   f"{result.best_epoch}/{result.epochs_run})", flush=True)
-        fitted = pipeline.FittedModel(trained["Lévy"], trained["softmax twin"], cfg, task,
-                                      TrainConfig(seed=seed), Split("series", 42, train, val, test), scaler,
-                                      channels, Calibrator(), None,
-                                      last_value=LastValueForecaster.fit(builder, train_ids))
-        cal = pipeline.calibrate(fitted, builder, val_ids, mc_passes=20)
+        fitted = recipe.assemble(data, cfg, TrainConfig(seed=seed), trained["Lévy"], trained["softmax twin"],
+                                 mc_passes=20)
+        cal = observed_queries(fitted, builder, val_ids, mc_passes=20)
         res, pred = pipeline.evaluate_episodes(fitted, builder, test_ids, mc_passes=20)
-        for key, mean_col, std_col in (("levy", "mean_norm", "sigma_norm"), ("mc_dropout", "mc_mean_norm",
-                                                                              "mc_std_norm"),
-                                       ("last_value", "lv_mean_norm", "lv_std_norm")):
-            res[key]["risk_coverage_area"] = metrics.risk_coverage_area(pred["y_norm"], pred[mean_col],
-                                                                         pred[std_col])
-            res[key]["spearman_within_channel"] = within_channel_spearman(
-                pred["y_norm"].to_numpy(), pred[mean_col].to_numpy(), pred[std_col].to_numpy(),
-                pred["channel"].to_numpy())
+        for p in fitted.predictives(pred):
+            key = {"levy": "levy", "mc": "mc_dropout", "last_value": "last_value"}[p.method.key]
+            y = pred["y_norm"].to_numpy()
+            res[key]["risk_coverage_area"] = metrics.risk_coverage_area(y, p.mean, p.spread)
+            res[key]["spearman_within_channel"] = within_channel_spearman(y, p.mean, p.spread, p.channels)
         signal_rows.append(signal_table(pred, cfg.phi).assign(seed=seed))
         if seed == args.seeds[0]:
-            far = far_from_data(trained["Lévy"], builder, test_ids, HISTORY_HOURS)
+            far = far_from_data(fitted.levy, builder, test_ids, HISTORY_HOURS)
         uncertainty.append((seed, res))
         validity.append((seed, fitted, cal, pred))
         print(f"  seed {seed} uncertainty: Lévy {res['levy']['seconds']:.2f} s, MC-Dropout "

@@ -38,6 +38,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from levy_core.operator_checks import as_kappa, check_inputs, check_options
+from levy_core.phi import Phi, log_phi
+
 __all__ = [
     "KAPPA_MAX",
     "KAPPA_MIN",
@@ -48,12 +51,12 @@ __all__ = [
     "check_inputs",
     "levy_attention",
     "log_intensity",
+    "Phi",
     "log_phi",
     "log_sigma_terms",
     "merge_prior",
 ]
 
-Phi = Literal["rate", "count"]
 
 #: Largest compatibility scale the module learns. With the null key at score
 #: ``log Σw - kappa`` its weight stays above e^{-2·45} ≈ 8e-40, still resolved to ~1e-6
@@ -63,9 +66,6 @@ KAPPA_MIN = 1e-2
 # A key with weight 0 gets this score: exp(-1e4) is exactly 0 in every float dtype, and
 # unlike -inf it cannot produce 0 * inf = NaN inside a GEMM.
 _MASKED_SCORE = -1.0e4
-# Terms of the Poisson series used for φ_count below the switch to the asymptotic series.
-_COUNT_SERIES_TERMS = 120
-_COUNT_ASYMPTOTIC_FROM = 32.0
 # PyTorch's CPU flash-attention kernel, which also returns the per-query log-sum-exp (= log Λ
 # here). Private API: used only for inference on CPU, with the public null-key path as the
 # fallback whenever it is missing, fails, or autograd needs the evidence's gradient.
@@ -122,51 +122,6 @@ class LevyOutput(NamedTuple):
                 "project the values to a scalar output first"
             )
         return torch.distributions.Normal(self.mean[..., 0], scale * self.sigma, validate_args=False)
-
-
-def log_phi(log_lambda: Tensor, phi: Phi = "rate") -> Tensor:
-    """``log φ(Λ)`` evaluated stably from ``log Λ``.
-
-    ``phi="rate"``: ``φ(Λ) = 1/Λ``. ``phi="count"``: ``φ(Λ) = E[1/N | N ≥ 1]`` for
-    ``N ~ Poisson(Λ)``, i.e. ``(Ei(Λ) - γ - ln Λ) / (e^Λ - 1)``. It is computed as a
-    log-sum-exp of the zero-truncated Poisson series for ``Λ < 32`` and with the asymptotic
-    series ``(1/Λ) Σ_k k!/Λ^k`` above (relative error < 1e-12 there), so it is finite for
-    every ``Λ`` from 1e-300 to 1e300 and never evaluates ``Ei`` or ``e^Λ`` directly.
-
-    Parameters
-    ----------
-    log_lambda : Tensor, any shape
-    phi : {"rate", "count"}
-
-    Returns
-    -------
-    Tensor, same shape and dtype as ``log_lambda``.
-    """
-    if phi == "rate":
-        return -log_lambda
-    if phi != "count":
-        raise ValueError(f"phi must be 'rate' or 'count', got {phi!r}")
-    work = torch.float32 if log_lambda.device.type == "mps" else torch.float64
-    x = log_lambda.to(work)
-    finite = torch.isfinite(x)
-    xs = torch.where(finite, x, torch.zeros_like(x))
-    # Small/moderate Λ: E[1/N | N ≥ 1] = Σ_k (Λ^k / k!) / k  /  Σ_k Λ^k / k!, k ≥ 1.
-    k = torch.arange(1, _COUNT_SERIES_TERMS + 1, device=x.device, dtype=work)
-    log_terms = xs.unsqueeze(-1) * k - torch.lgamma(k + 1)  # (..., n_terms)
-    series = torch.logsumexp(log_terms - torch.log(k), -1) - torch.logsumexp(log_terms, -1)
-    # Large Λ: φ ≈ (1/Λ) Σ_{k=0}^{20} k!/Λ^k (the dropped terms are O(e^{-Λ})).
-    lam = torch.exp(torch.clamp(xs, min=math.log(_COUNT_ASYMPTOTIC_FROM)))
-    total = torch.ones_like(lam)
-    term = torch.ones_like(lam)
-    for j in range(1, 21):
-        term = term * j / lam
-        total = total + term
-    asymptotic = torch.log(total) - torch.log(lam)
-    out = torch.where(xs < math.log(_COUNT_ASYMPTOTIC_FROM), series, asymptotic)
-    # Λ = 0: φ → 1 (one atom if any); Λ = inf: φ → 0.
-    out = torch.where(finite, out, torch.where(x < 0, torch.zeros_like(x), torch.full_like(x, -math.inf)))
-    return out.to(log_lambda.dtype)
-
 
 
 def log_sigma_terms(sigma: Tensor, disagreement: Tensor) -> tuple[Tensor, Tensor]:
@@ -236,61 +191,6 @@ class TimeDecay(NamedTuple):
     length_scale: float | Tensor
 
 
-def check_inputs(q: Tensor, k: Tensor, v: Tensor, key_weight: Tensor | None, phi: str) -> None:
-    """Shape and option checks shared by ``levy_attention`` and the sampler (``ValueError``)."""
-    if phi not in ("rate", "count"):
-        raise ValueError(f"phi must be 'rate' or 'count', got {phi!r}")
-    if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
-        raise ValueError(
-            f"q, k, v need at least 2 dims (..., L, features); got {tuple(q.shape)}, "
-            f"{tuple(k.shape)}, {tuple(v.shape)}"
-        )
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k feature sizes differ: {q.shape[-1]} vs {k.shape[-1]}")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v key counts differ: {k.shape[-2]} vs {v.shape[-2]}")
-    if k.shape[-2] == 0:
-        raise ValueError("at least one key is needed")
-    if key_weight is not None and key_weight.shape[-1] != k.shape[-2]:
-        raise ValueError(
-            f"key_weight must have shape (..., K) with K={k.shape[-2]}, got {tuple(key_weight.shape)}"
-        )
-    if key_weight is not None and torch.any(key_weight < 0):
-        raise ValueError("key_weight must be non-negative (0 masks a key)")
-
-
-def _check_extras(q: Tensor, k: Tensor, v: Tensor, decay: TimeDecay | None, readout: Tensor | None,
-                  prior: LevyPrior | None) -> None:
-    if decay is not None:
-        if decay.query_time.shape[-1] != q.shape[-2] or decay.key_time.shape[-1] != k.shape[-2]:
-            raise ValueError(
-                f"decay times must have shapes (..., Q={q.shape[-2]}) and (..., K={k.shape[-2]}), got "
-                f"{tuple(decay.query_time.shape)} and {tuple(decay.key_time.shape)}"
-            )
-        ell = torch.as_tensor(decay.length_scale)
-        if not torch.all(ell > 0) or not torch.all(torch.isfinite(ell)):
-            raise ValueError("length_scale must be finite and > 0")
-    if readout is not None and (readout.dim() < 3 or readout.shape[-1] != v.shape[-1]
-                                or readout.shape[-3] != q.shape[-2]):
-        raise ValueError(f"readout must have shape (..., Q={q.shape[-2]}, P, D={v.shape[-1]}), "
-                         f"got {tuple(readout.shape)}")
-    if prior is not None:
-        out_dim = readout.shape[-2] if readout is not None else v.shape[-1]
-        if prior.mean.shape[-1] != out_dim or prior.log_mass.shape[-1] != q.shape[-2]:
-            raise ValueError(f"prior needs log_mass (..., Q={q.shape[-2]}), mean (..., Q, {out_dim}) and "
-                             f"variance (..., Q); got {tuple(prior.log_mass.shape)}, {tuple(prior.mean.shape)}")
-
-
-def as_kappa(kappa: float | Tensor, ref: Tensor) -> Tensor:
-    """``κ`` as a tensor broadcastable to (..., 1, 1); ``ValueError`` unless finite and > 0."""
-    kappa_t = torch.as_tensor(kappa, dtype=ref.dtype, device=ref.device)
-    if not torch.all(kappa_t > 0) or not torch.all(torch.isfinite(kappa_t)):
-        raise ValueError("kappa must be finite and > 0")
-    if kappa_t.dim() == 0:
-        kappa_t = kappa_t.reshape(1, 1)
-    return kappa_t  # broadcastable to (..., 1, 1)
-
-
 def levy_attention(
     q: Tensor,
     k: Tensor,
@@ -342,7 +242,7 @@ def levy_attention(
         ``log_evidence = -inf`` and ``sigma = +inf``.
     """
     check_inputs(q, k, v, key_weight, phi)
-    _check_extras(q, k, v, decay, readout, prior)
+    check_options(q, k, v, decay, readout, prior)
     kappa_t = as_kappa(kappa, q)
     if impl == "fused":
         mean, second, log_evidence = _fused(q, k, v, kappa_t, key_weight, decay, full=readout is not None)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from levy_core.attention import LevyPrior, Phi, TimeDecay, as_kappa, check_inputs, log_intensity
+from levy_core.attention import LevyPrior, Phi, TimeDecay, log_intensity
+from levy_core.operator_checks import as_kappa, check_inputs
 
 __all__ = ["sample_levy_attention"]
 

@@ -3,7 +3,6 @@ refuses the rest with a ValueError that names the argument; no private name cros
 
 from __future__ import annotations
 
-import ast
 import math
 from pathlib import Path
 
@@ -242,31 +241,3 @@ def test_saved_scores() -> None:
             state.saved_group_scores(bad)
     with pytest.raises(ValueError, match=r"saved \"group_scores\['b'\]\" must be non-negative"):
         state.saved_group_scores({"a": [1.0], "b": [-1.0]})
-
-
-# --------------------------------------------------------------------------- no private imports
-
-OWN = ["levy_core/checks.py", "levy_core/calibrate.py", "levy_core/calibration_state.py",
-       "levy_core/coverage.py", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "levy_core/metrics").glob("*.py"))]
-SHARED = ("levy_core.checks", "levy_core.calibrate", "levy_core.calibration_state", "levy_core.coverage",
-          "levy_core.metrics")
-
-
-def private_imports(path: Path) -> list[tuple[str, str]]:
-    """(module, name) of every ``from <levy_core module> import _name`` in ``path``."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("levy_core")):
-            module = "." * node.level + (node.module or "")
-            found += [(module, a.name) for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
-    return found
-
-
-def test_no_private_name_crosses_modules() -> None:
-    # the modules above import no private name, and nothing in the repository imports one of theirs
-    for rel in OWN:
-        assert private_imports(ROOT / rel) == [], rel
-    for folder in ("levy_core", "dashboard", "benchmarks", "tests"):
-        for path in (ROOT / folder).rglob("*.py"):
-            bad = [(m, n) for m, n in private_imports(path) if m.startswith(SHARED)]
-            assert bad == [], (path, bad)
