@@ -62,8 +62,7 @@ TIMELINE = "timeline"
 # Fit panel
 TRAINING_CHART = "training_chart"
 TWIN_BUTTON_FIT = "twin_button_fit"
-# Predictive band panel (views/band.py and views/evidence.py still define their own
-# BAND_CHART, SCATTER and PICK with these values)
+# Predictive band panel (views/band.py) and its evidence rows (views/evidence.py)
 BAND_CHART = "band_chart"
 EVIDENCE_SCATTER = "evidence_scatter"
 QUERY_PICK = "query_pick"

@@ -78,12 +78,16 @@ def observed_queries(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str
 def split_predictions(fitted: FittedModel, data: Observations | ModelData, role: str = "test", *,
                       mc_passes: int = 0, level: float = 0.9) -> pd.DataFrame:
     """Predictions at the observed queries of one split role ("train", "calibration",
-    "test"), or of every series when the data is not the data the model was fitted on."""
+    "test"), or of every series when the data is not the data the model was fitted on: the
+    Lévy model, MC-Dropout with ``mc_passes`` passes, and the last-value baseline."""
     data = as_model_data(fitted, data)
     ids = data.series_in(role)  # usable: at least one context observation and one query
     if not ids:
         raise DataError(f"no {role} series with both context and observations to predict")
-    return in_original_units(fitted, observed_queries(fitted, data.builder, ids, mc_passes), level)
+    frame = observed_queries(fitted, data.builder, ids, mc_passes)
+    if fitted.last_value is not None:  # the baseline beside the model, query by query
+        frame["lv_mean_norm"], frame["lv_std_norm"] = fitted.last_value.predict(data.builder, ids)
+    return in_original_units(fitted, frame, level)
 
 
 def grid_times(fitted: FittedModel, times: np.ndarray, n_points: int) -> np.ndarray:

@@ -131,7 +131,7 @@ def to_original_units(frame: pd.DataFrame, methods: list[Predictive], scaler: Ch
             out["disagreement_term"] = frame["disagreement_term_norm"].to_numpy() + np.log(scale)
             for kind, suffix in (("gaussian", "gauss"), ("conformal", "conf")):
                 out[f"lower_{suffix}"], out[f"upper_{suffix}"] = p.interval(level, kind, original=True)
-        elif p.method.key == "mc":
+        else:  # MC-Dropout (mc_…), the last-value baseline (lv_…)
             prefix = p.method.prefix
             out[f"{prefix}mean"] = p.original_mean()
             out[f"{prefix}std"] = p.std(original=True)

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from levy_core import train
-from levy_core.data import ChannelScaler
 from levy_core.model import LevyModel, ModelConfig, SoftmaxTwin
+from levy_core.scaling import ChannelScaler
 from levy_core.synthetic import CHANNELS, make_synthetic
 from levy_core.tasks import EpisodeBuilder, TaskConfig
 from levy_core.train import (

@@ -7,9 +7,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from dashboard import services, state
-
-BAND_CHART = "band_chart"
+from dashboard import charts, services, state
 
 
 @dataclass
@@ -125,7 +123,7 @@ def parse_query_id(value: object) -> tuple[str, str, float] | None:
 
 
 def _on_band_select() -> None:
-    event = st.session_state.get(BAND_CHART)
+    event = st.session_state.get(state.BAND_CHART)
     points = (event or {}).get("selection", {}).get("points", []) if event else []
     hits = [q for q in (parse_query_id(p.get("customdata")) for p in points) if q is not None]
     if hits:
@@ -162,7 +160,8 @@ def band_figure(res: services.FitResult, view: View):
         query_mark = {"time": q["time"]}
         if len(row) and q["channel"] == view.channel:
             query_mark["value"] = float(row["y_true"].iloc[0])
-    fig = services.band_chart(inputs, attended=attended, query=query_mark)
+    fig = charts.band_figure(inputs.grid, inputs.points, **inputs.figure_arguments(), attended=attended,
+                             query=query_mark)
     infinite = not inputs.grid["upper"].replace([float("inf")], float("nan")).notna().all()
     return fig, infinite
 
@@ -176,7 +175,7 @@ def render(res: services.FitResult) -> View:
             "are too few for it. Lower the level or use the scaled Gaussian band."
         )
     st.plotly_chart(
-        fig, key=BAND_CHART, on_select=_on_band_select, selection_mode=("points", "box")
+        fig, key=state.BAND_CHART, on_select=_on_band_select, selection_mode=("points", "box")
     )
     lvl = f"{100 * view.level:.0f} %"
     st.caption(

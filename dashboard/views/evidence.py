@@ -13,12 +13,9 @@ import streamlit as st
 from dashboard import charts, services, state
 from dashboard.views.band import View
 
-SCATTER = "evidence_scatter"
-PICK = "query_pick"
-
 
 def _on_scatter_select() -> None:
-    event = st.session_state.get(SCATTER)
+    event = st.session_state.get(state.EVIDENCE_SCATTER)
     points = event.get("selection", {}).get("points", []) if event else []
     hits = []
     for p in points:
@@ -35,7 +32,7 @@ def _on_scatter_select() -> None:
 
 
 def _on_pick() -> None:
-    t = st.session_state.get(PICK)
+    t = st.session_state.get(state.QUERY_PICK)
     if t is None:
         state.clear_query()
     else:
@@ -55,7 +52,7 @@ def _pick_fallback(res: services.FitResult, view: View) -> None:
     current = None
     if q and q["series_id"] == view.series_id and q["channel"] == view.channel:
         current = next((t for t in times if abs(t - q["time"]) < 1e-9), None)
-    st.session_state[PICK] = current
+    st.session_state[state.QUERY_PICK] = current
     labels = {
         float(t): f"t = {t:.3f} h · y = {y:.4g} · ŷ = {m:.4g}"
         for t, y, m in zip(here["time"], here["y_true"], here["mean"], strict=True)
@@ -63,7 +60,7 @@ def _pick_fallback(res: services.FitResult, view: View) -> None:
     st.selectbox(
         f"…or pick a held-out query of series {view.series_id}, channel {view.channel}",
         [None, *times],
-        key=PICK,
+        key=state.QUERY_PICK,
         on_change=_on_pick,
         format_func=lambda t: "(none)" if t is None else labels.get(t, f"{t:.3f}"),
         help="Same as clicking an orange diamond on the band chart.",
@@ -128,7 +125,7 @@ def render(res: services.FitResult, view: View) -> None:
             charts.heldout_scatter(
                 test, current_series=view.series_id, selected=state.get(state.QUERY)
             ),
-            key=SCATTER,
+            key=state.EVIDENCE_SCATTER,
             on_select=_on_scatter_select,
             selection_mode=("points", "box"),
         )

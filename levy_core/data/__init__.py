@@ -46,8 +46,6 @@ result); ``messages`` and ``errors`` serve them all. :class:`ChannelScaler` live
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from levy_core.data.columns import (
     CHANNEL_ALIASES,
     SERIES_ALIASES,
@@ -62,9 +60,6 @@ from levy_core.data.observations import COLUMNS, LoadReport, Observations
 from levy_core.data.reading import SAMPLE_DIR, SAMPLES, load_sample, preview_table, read_csv
 from levy_core.data.times import TIME_UNITS
 
-if TYPE_CHECKING:
-    from levy_core.scaling import ChannelScaler
-
 __all__ = [
     "CHANNEL_ALIASES",
     "COLUMNS",
@@ -77,7 +72,6 @@ __all__ = [
     "TIME_ALIASES",
     "TIME_UNITS",
     "VALUE_ALIASES",
-    "ChannelScaler",
     "ColumnMapping",
     "DataError",
     "LoadReport",
@@ -88,16 +82,3 @@ __all__ = [
     "preview_table",
     "read_csv",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    """``ChannelScaler``, which moved to :mod:`levy_core.scaling`, still found here.
-
-    Imported on first use rather than above: levy_core.scaling imports this package
-    (for DataError), so a top-level import would be circular.
-    """
-    if name == "ChannelScaler":
-        from levy_core.scaling import ChannelScaler
-
-        return ChannelScaler
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
