@@ -59,7 +59,9 @@ def operator_draws(fitted: FittedModel, data: Observations | ModelData, series_i
 
     Returns ``draws (n_draws,)``, ``mean``, ``sigma`` (closed-form σ̂), ``rmsd`` (of the
     draws around ``mean``) with its Monte-Carlo standard error ``rmsd_se`` (delta method),
-    the calibration scale ``scale_c`` and the scaled draws ``mean + c(draw - mean)``.
+    ``rmsd_relative_gap = rmsd/σ̂ − 1`` and ``rmsd_z = |rmsd − σ̂| / rmsd_se`` (the identity
+    predicts a gap within a few standard errors), the calibration scale ``scale_c`` and the
+    scaled draws ``mean + c(draw - mean)``.
     """
     data = as_model_data(fitted, data)
     batch = _one_query(fitted, data, series_id, channel, time_)
@@ -71,10 +73,11 @@ def operator_draws(fitted: FittedModel, data: Observations | ModelData, series_i
     draws_orig = mean + (draws - mean_n) * scale
     c = fitted.levy_calibration.scale_
     sq = (draws_orig - mean) ** 2
-    rmsd = float(np.sqrt(np.mean(sq)))
-    return {"draws": draws_orig, "mean": mean, "sigma": sigma_n * scale, "rmsd": rmsd,
-            "rmsd_se": float(np.std(sq) / (2 * max(rmsd, 1e-300) * math.sqrt(len(sq)))), "scale_c": c,
-            "scaled_draws": mean + c * (draws_orig - mean)}
+    rmsd, sigma = float(np.sqrt(np.mean(sq))), sigma_n * scale
+    rmsd_se = float(np.std(sq) / (2 * max(rmsd, 1e-300) * math.sqrt(len(sq))))  # delta method
+    return {"draws": draws_orig, "mean": mean, "sigma": sigma, "rmsd": rmsd, "rmsd_se": rmsd_se,
+            "rmsd_relative_gap": rmsd / max(sigma, 1e-300) - 1, "rmsd_z": abs(rmsd - sigma) / max(rmsd_se, 1e-300),
+            "scale_c": c, "scaled_draws": mean + c * (draws_orig - mean)}
 
 
 def query_crps(draws: dict[str, Any], y_true: float, n_sampler: int = 50) -> dict[str, float]:

@@ -244,6 +244,8 @@ def evaluate_episodes(fitted: FittedModel, builder: EpisodeBuilder, ids: list[st
         result[name] = method_metrics(y, p, seconds[p.method.key])
     if "mc_dropout" in result:
         result["mc_dropout"]["passes"] = T
+        # what the sampling-based uncertainty costs per unit of the closed form's
+        result["mc_dropout"]["cost_vs_levy"] = seconds["mc"] / max(seconds["levy"], 1e-9)
     if fitted.twin is not None:
         fitted.twin.eval()
         with torch.no_grad():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import streamlit as st
 
 from dashboard import charts, services, state
@@ -161,7 +160,8 @@ def _preview(obs: Observations, label: str) -> None:
     c[1].metric("Channels", f"{obs.n_channels:,}")
     c[2].metric("Observations", f"{obs.n_obs:,}")
     c[3].metric("Time span", f"{t1 - t0:.3g} h", help=f"from {t0:.4g} h to {t1:.4g} h")
-    c[4].metric("Median gap", f"{np.median(gaps):.3g} h" if gaps.size else "–")
+    median_gap = obs.median_gap()
+    c[4].metric("Median gap", "–" if median_gap is None else f"{median_gap:.3g} h")
     rep = obs.report
     notes = [m for m in rep.messages]
     if rep.n_nan_dropped or rep.n_duplicates_merged:

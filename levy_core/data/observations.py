@@ -143,6 +143,11 @@ class Observations:
         frame = self.frame.loc[keep].reset_index(drop=True)
         return Observations(frame=frame, report=self.report)
 
+    def median_gap(self) -> float | None:
+        """Median of :meth:`gaps` in hours (None when no series has two distinct times)."""
+        gaps = self.gaps()
+        return float(np.median(gaps)) if gaps.size else None
+
     def gaps(self) -> np.ndarray:
         """Gaps between consecutive distinct observation times within each series.
 
