@@ -111,8 +111,12 @@ def fit_key(obs_hash: str, settings: FitSettings) -> str:
 
 
 def cached_fit(key: str) -> FitResult | None:
+    """The stored fit of ``key`` (None if absent); a hit becomes the most recently used."""
     with _store_lock:
-        return _fit_store().get(key)
+        store = _fit_store()
+        if key in store:
+            store.move_to_end(key)
+        return store.get(key)
 
 
 def remember(result: FitResult) -> FitResult:

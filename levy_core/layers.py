@@ -122,9 +122,10 @@ class LevyAttention(nn.Module):
         summing to 1 over keys (a query whose keys are all masked gets NaN-free zeros)."""
         q, k, _ = self.project(query, key, key.new_zeros(*key.shape[:2], self.v_proj.in_features))
         kw = key_weight.unsqueeze(1) if key_weight is not None else None
-        log_lam = log_intensity(q, k, self.kappa.view(1, -1, 1, 1), kw, None)
-        p = torch.softmax(log_lam, dim=-1)
-        return torch.nan_to_num(p, nan=0.0)
+        p = torch.softmax(log_intensity(q, k, self.kappa.view(1, -1, 1, 1), kw, None), dim=-1)
+        # masked keys score at a finite floor: when every key is masked the softmax would
+        # spread over them, so zero them explicitly (forward gives that query no evidence)
+        return p if kw is None else p * (kw > 0).unsqueeze(-2).to(p.dtype)
 
     def forward(
         self,

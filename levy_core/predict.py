@@ -18,7 +18,7 @@ from levy_core.predictive import to_original_units
 from levy_core.prepared import ModelData, as_model_data
 from levy_core.tasks import EpisodeBuilder
 
-__all__ = ["BATCH_SERIES", "chunks", "observed_queries", "predict_grid", "predict_queries", "run_pass",
+__all__ = ["BATCH_SERIES", "chunks", "observed_queries", "predict_future", "predict_grid", "predict_queries", "run_pass",
            "split_predictions", "with_context", "in_original_units"]
 
 BATCH_SERIES = 64  # series per inference batch
@@ -194,3 +194,45 @@ def query_times(times: pd.Series) -> pd.Series:
         raise DataError(f"column 'time' of the queries must hold numbers (hours); lines "
                         f"{[int(i) + 2 for i in bad]} hold {[str(v) for v in times.iloc[bad]]}")
     return numbers.astype(float)
+
+
+def predict_future(fitted: FittedModel, data: Observations | ModelData, horizon: float, *, n_points: int = 50,
+                   series_ids: list[str] | None = None, channels: list[str] | None = None, level: float = 0.9,
+                   mc_passes: int = 0) -> pd.DataFrame:
+    """Forecasts beyond each series' last observation, up to ``horizon`` hours after it,
+    from every observation of the series' latest episode; **user ids and clock**.
+
+    Returns one row per (series, channel, step) with ``series_id, channel, time`` (the
+    user's hours), ``horizon`` (hours after the series' last observation) and the columns of
+    :func:`predict_grid`. ``channels``: default, the channels each series has observed.
+    """
+    if not (np.isfinite(horizon) and horizon > 0):
+        raise ValueError(f"horizon must be a positive number of hours, got {horizon}")
+    if n_points < 1:
+        raise ValueError(f"n_points must be at least 1, got {n_points}")
+    data = as_model_data(fitted, data)
+    builder, model_ids = data.builder, set(data.builder.series)
+    user_ids = series_ids if series_ids is not None else sorted(data.obs.frame["series_id"].unique())
+    bad = sorted(set(channels or []) - set(builder.channel_index))
+    if bad:
+        raise DataError(f"channels the model was not trained on: {bad[:5]}")
+    steps = np.linspace(0.0, horizon, n_points + 1)[1:]
+    items, meta = [], []
+    for sid in user_ids:
+        model_id, origin = data.clock.end_episode(str(sid), model_ids)
+        s = builder.series[model_id]
+        codes = (np.array([builder.channel_index[c] for c in channels], np.int64) if channels is not None
+                 else np.unique(s.channel))
+        last = float(s.time.max())  # the model time of the series' last observation
+        items.append((model_id, np.arange(len(s.time)), np.tile(last + steps, len(codes)), np.repeat(codes, len(steps))))
+        meta.append((str(sid), origin, last))
+    frames = []
+    for start in range(0, len(items), 16):
+        part_items = items[start:start + 16]
+        res = run_pass(fitted, builder.collate(part_items), mc_passes)
+        for b, ((_, _, t, c), (sid, origin, last)) in enumerate(zip(part_items, meta[start:start + 16], strict=True)):
+            part = {"series_id": sid, "channel": [fitted.channels[i] for i in c], "time": origin + t,
+                    "horizon": t - last}
+            part.update({k: v[b, :len(t)] for k, v in res.items()})
+            frames.append(pd.DataFrame(part))
+    return in_original_units(fitted, pd.concat(frames, ignore_index=True), level)

@@ -76,7 +76,7 @@ class ModelData:
             role[s.row[qry]] = "held-out"
         out = frame.copy()
         out["role"] = role
-        out["split"] = out["series_id"].map(self.roles).fillna("unseen")
+        out["split"] = [self.roles.get(sid, "unseen") for sid in out["series_id"]]
         return out
 
     def series_choices(self) -> list[str]:

@@ -29,7 +29,16 @@ from levy_core.model import LevyModel, ModelConfig, SoftmaxTwin
 from levy_core.modelfile import FittedModel
 from levy_core.predict import observed_queries
 from levy_core.scaling import ChannelScaler
-from levy_core.tasks import EpisodeBuilder, Split, TaskConfig, make_split, resolve_task
+from levy_core.tasks import (
+    MIN_SERIES_FOR_SERIES_SPLIT,
+    EpisodeBuilder,
+    Split,
+    TaskConfig,
+    make_origin_split,
+    make_split,
+    resolve_task,
+    training_frame,
+)
 from levy_core.train import Progress, TrainConfig, TrainResult, train_model
 
 __all__ = ["MODEL_SIZES", "FitData", "add_twin", "assemble", "calibrate", "cutoff_range", "fit", "prepare_fit",
@@ -78,14 +87,19 @@ def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: in
                 split: Split | None = None, scaler: ChannelScaler | None = None) -> FitData:
     """Step 1. ``frame``: the observations (columns series_id, channel, time, value).
 
-    Without ``split``, :func:`~levy_core.tasks.make_split` decides (by series, or by time
-    windows for few series) and the scaler is fitted on the training series; a protocol with
+    Without ``split``: a forecast of fewer than ``MIN_SERIES_FOR_SERIES_SPLIT`` series runs on
+    rolling origins (:func:`~levy_core.tasks.make_origin_split`); otherwise
+    :func:`~levy_core.tasks.make_split` decides (by series, or by time windows for an
+    interpolation of few series). The scaler is fitted on the training series; a protocol with
     its own split (and scaler) passes them. ``DataError`` when a role has nothing to learn
     from or to calibrate on.
     """
-    if split is None:
+    task = task or TaskConfig()
+    if split is None and task.kind == "forecast" and frame["series_id"].nunique() < MIN_SERIES_FOR_SERIES_SPLIT:
+        frame, split, task = make_origin_split(frame, task, seed=seed)  # few series: rolling origins
+    elif split is None:
         frame, split = make_split(frame, seed=seed)
-    task = resolve_task(task or TaskConfig(), frame)
+    task = resolve_task(task, frame)
     scaler = scaler or ChannelScaler.fit(frame, split.train)
     channels = sorted(frame["channel"].unique())
     builder = EpisodeBuilder(scaler.transform(frame), channels, task, seed=seed)
@@ -98,9 +112,13 @@ def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: in
         raise DataError(f"with {what}, {len(train_ids)} training and {len(cal_ids)} calibration series have both "
                         "context and observations to predict; move the forecast cut-off, switch to "
                         "interpolation, or provide more observations")
-    spans = frame.groupby("series_id")["time"].max()
+    if split.mode == "origin":  # model time is relative to the origin: an episode's span
+        plan = split.origin_plan or {}
+        time_scale = float(plan["history"] + plan["horizon"])
+    else:
+        time_scale = float(max(frame.groupby("series_id")["time"].max().median(), 1e-6))
     return FitData(split, task, scaler, channels, builder, train_ids, stop_ids, cal_ids,
-                   builder.usable(split.test), float(max(spans.median(), 1e-6)))
+                   builder.usable(split.test), time_scale)
 
 
 def train_levy_model(data: FitData, cfg: ModelConfig, train: TrainConfig, *,
@@ -201,7 +219,7 @@ def add_twin(fitted: FittedModel, obs: Observations, *, mc_passes: int = 20,
     episodes, seed and budget; the Lévy model and its calibration are unchanged."""
     if mc_passes < 2:
         raise ValueError(f"mc_passes must be at least 2 to calibrate MC-Dropout, got {mc_passes}")
-    frame = fitted.split.clock(obs.frame).frame_to_model(obs.frame)
+    frame = training_frame(fitted.split, obs.frame)
     data = prepare_fit(frame, fitted.task, seed=fitted.train_config.seed, split=fitted.split, scaler=fitted.scaler)
     twin, result = train_twin_model(data, fitted.model_config, fitted.train_config, progress=progress)
     new = dataclasses.replace(fitted, twin=twin, training=dict(fitted.training))

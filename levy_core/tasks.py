@@ -33,6 +33,7 @@ import torch
 
 from levy_core.data import DataError
 from levy_core.model import Batch
+from levy_core.origins import OriginClock, OriginPlan, plan_origins
 from levy_core.scaling import ChannelScaler
 
 __all__ = [
@@ -42,6 +43,8 @@ __all__ = [
     "SeriesClock",
     "Split",
     "TaskConfig",
+    "make_origin_split",
+    "training_frame",
     "make_split",
     "resolve_task",
     "to_windows",
@@ -77,13 +80,14 @@ class TaskConfig:
 class Split:
     """Which (pseudo-)series train, calibrate and test; recorded with the model."""
 
-    mode: Literal["series", "window"]
+    mode: Literal["series", "window", "origin"]
     seed: int
     train: list[str] = field(default_factory=list)
     calibration: list[str] = field(default_factory=list)
     test: list[str] = field(default_factory=list)
     window_hours: float | None = None  # window mode: length of each window
     stopping: list[str] = field(default_factory=list)  # subset of train whose loss picks the epoch
+    origin_plan: dict[str, float] | None = None  # origin mode: OriginPlan.to_dict()
 
     def fitting(self) -> list[str]:
         """The training series the weights are fitted on (``train`` less ``stopping``)."""
@@ -96,9 +100,11 @@ class Split:
                 return role
         return "unseen"
 
-    def clock(self, frame: pd.DataFrame) -> SeriesClock:
+    def clock(self, frame: pd.DataFrame) -> SeriesClock | OriginClock:
         """The mapping between the user's series and clock in ``frame`` (the observations,
         columns series_id and time) and the model's series space under this split."""
+        if self.mode == "origin":
+            return OriginClock.of(OriginPlan.from_dict(self.origin_plan or {}), frame)
         windowed = self.mode == "window" and bool(self.window_hours)
         starts = frame.groupby("series_id")["time"].min() if windowed else pd.Series(dtype=float)
         return SeriesClock(float(self.window_hours) if windowed else None,
@@ -148,6 +154,17 @@ class SeriesClock:
         out["series_id"] = ids + "@" + pd.Series(k, index=out.index).astype(str)
         out["time"] = offset - k * self.window_hours
         return out
+
+    def end_episode(self, series_id: str, model_ids: set[str]) -> tuple[str, float]:
+        """The model-space series holding a user series' latest observations and the user
+        time of its model time 0: where a forecast beyond the end of the data starts."""
+        if not self.windowed:
+            return series_id, 0.0
+        windows = [int(m.rpartition("@")[2]) for m in model_ids if m.rpartition("@")[0] == series_id]
+        if not windows:
+            raise DataError(f"series {series_id!r} has no observations in the data")
+        k = max(windows)
+        return f"{series_id}@{k}", self.starts[series_id] + k * self.window_hours
 
     def to_user(self, frame: pd.DataFrame) -> pd.DataFrame:
         """A copy of a model-space frame (columns series_id, time) in the user's ids and clock."""
@@ -221,6 +238,40 @@ def make_split(frame: pd.DataFrame, *, seed: int = 0) -> tuple[pd.DataFrame, Spl
         split.calibration += ordered[n_train:n_train + n_cal]
         split.test += ordered[n_train + n_cal:]
     return windowed, split
+
+
+def training_frame(split: Split, frame: pd.DataFrame) -> pd.DataFrame:
+    """The observations in the model's series space as training sees them under ``split``:
+    in origin mode the training episodes keep no target at or after the first calibration
+    origin (what the model is later calibrated and tested on was never a training target)."""
+    clock = split.clock(frame)
+    model_frame = clock.frame_to_model(frame)
+    if split.mode != "origin" or not split.calibration:
+        return model_frame
+    origins = {m: o for m, (_, o) in clock.origins.items()}
+    first_calibration = origins[split.calibration[0]]
+    origin = model_frame["series_id"].map(origins)
+    leak = model_frame["series_id"].isin(set(split.train)) & (model_frame["time"] > 0) & (
+        model_frame["time"] + origin >= first_calibration)
+    return model_frame[~leak].reset_index(drop=True)
+
+
+def make_origin_split(frame: pd.DataFrame, task: TaskConfig, *, seed: int = 0) -> tuple[pd.DataFrame, Split, TaskConfig]:
+    """Few-series forecasting on rolling origins (``levy_core.origins``): the model-space
+    frame of every episode, the chronological split of the origins (60 / 20 / 20, the last
+    sixth of the training ones for early stopping) and the task in model time (cut-off 0,
+    the plan's horizon). Training episodes keep no target at or after the first
+    calibration origin."""
+    plan = plan_origins(frame, task.horizon)
+    clock = OriginClock.of(plan, frame)
+    rolling = clock.rolling()
+    n_train, n_cal = int(round(0.6 * len(rolling))), int(round(0.2 * len(rolling)))
+    train, calibration, test = rolling[:n_train], rolling[n_train:n_train + n_cal], rolling[n_train + n_cal:]
+    split = Split("origin", seed, train, calibration, test, stopping=_stopping_part(train),
+                  origin_plan=plan.to_dict())
+    model_frame = training_frame(split, frame)
+    model_task = TaskConfig("forecast", cutoff=0.0, horizon=plan.horizon, holdout_fraction=task.holdout_fraction)
+    return model_frame, split, model_task
 
 
 def resolve_task(task: TaskConfig, frame: pd.DataFrame) -> TaskConfig:

@@ -110,11 +110,6 @@ def test_weights_without_key_weight_are_unmasked(layer, inputs) -> None:
     assert (p > 0).all()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "layers.py LevyAttention.weights: the docstring says 'a query whose keys are all masked "
-    "gets NaN-free zeros', but masked keys are scored at the finite floor -1e4 + κ cos, so "
-    "softmax over an all-masked row is a proper distribution (sums to 1, all > 0) over the "
-    "masked keys, while forward() gives that query mean 0 / sigma inf (no evidence)"))
 def test_weights_of_a_query_whose_keys_are_all_masked_are_zero(layer, inputs) -> None:
     query, key, _, _ = inputs
     key_weight = torch.ones(B, K, dtype=torch.float64)

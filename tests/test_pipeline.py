@@ -20,6 +20,8 @@ from levy_core import metrics as M
 from levy_core import pipeline
 from levy_core.data import DataError, Observations, from_frame
 from levy_core.pipeline import FORMAT, PRED_COLUMNS, ModelLoadError, load_model
+from levy_core.tasks import TaskConfig
+from levy_core.train import TrainConfig
 
 LEVELS = ["0.5", "0.8", "0.9", "0.95"]
 M_KEYS = {
@@ -480,11 +482,9 @@ def test_operator_draws_match_the_closed_form_sigma(fitted, fit_obs) -> None:
 
 @pytest.fixture(scope="module")
 def window_fitted(synthetic_obs: Observations):
-    """Few series (< 10): split by time windows. Lévy only, one epoch."""
-    from levy_core.train import TrainConfig
-
+    """Few series (< 10) interpolated: split by time windows. Lévy only, one epoch."""
     obs = synthetic_obs.subset(synthetic_obs.series_ids[-3:])
-    return obs, pipeline.fit(obs, train=TrainConfig(epochs=1), train_twin=False)
+    return obs, pipeline.fit(obs, task=TaskConfig("interpolate"), train=TrainConfig(epochs=1), train_twin=False)
 
 
 def test_window_mode_pipeline_predicts_and_evaluates_test_windows(window_fitted) -> None:

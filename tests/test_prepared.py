@@ -60,11 +60,20 @@ def many(sample: Observations) -> tuple[Observations, pipeline.FittedModel]:
 
 @pytest.fixture(scope="module")
 def few(sample: Observations) -> tuple[Observations, pipeline.FittedModel]:
-    """3 series (< MIN_SERIES_FOR_SERIES_SPLIT): window mode."""
+    """3 series (< MIN_SERIES_FOR_SERIES_SPLIT), interpolated: window mode."""
     obs = sample.subset(sample.series_ids[-3:])
     assert obs.n_series < MIN_SERIES_FOR_SERIES_SPLIT
-    fitted = pipeline.fit(obs, train=TrainConfig(epochs=1), train_twin=False)
+    fitted = pipeline.fit(obs, task=TaskConfig("interpolate"), train=TrainConfig(epochs=1), train_twin=False)
     assert fitted.split.mode == "window" and fitted.split.window_hours > 0
+    return obs, fitted
+
+
+@pytest.fixture(scope="module")
+def origin(sample: Observations) -> tuple[Observations, pipeline.FittedModel]:
+    """3 series (< MIN_SERIES_FOR_SERIES_SPLIT) forecast: rolling origins."""
+    obs = sample.subset(sample.series_ids[-3:])
+    fitted = pipeline.fit(obs, task=TaskConfig("forecast"), train=TrainConfig(epochs=1), train_twin=False)
+    assert fitted.split.mode == "origin" and fitted.task.cutoff == 0.0
     return obs, fitted
 
 
@@ -73,16 +82,25 @@ def split_roles(fitted) -> dict[str, str]:
 
 
 def model_frame(obs: Observations, fitted) -> pd.DataFrame:
-    """The observations in model space, by hand (to_windows in window mode)."""
+    """The observations in model space, by hand (to_windows in window mode; the rolling
+    origins' episodes in origin mode)."""
     if fitted.split.mode == "window":
         return to_windows(obs.frame, fitted.split.window_hours)
+    if fitted.split.mode == "origin":
+        return fitted.split.clock(obs.frame).frame_to_model(obs.frame)
     return obs.frame
 
 
-def usable_by_hand(frame: pd.DataFrame, cutoff: float) -> list[str]:
-    """Series with an observation at or before the cut-off and one after it (no horizon)."""
+def usable_by_hand(frame: pd.DataFrame, cutoff: float | None, holdout: float = 0.2) -> list[str]:
+    """Forecast: series with an observation at or before the cut-off and one after it (no
+    horizon). Interpolation (no cut-off): series where the hold-out keeps at least one
+    observation out and one in (round(holdout · n) ≥ 1 and n ≥ 2)."""
     g = frame.groupby("series_id")["time"]
-    ok = (g.min() <= cutoff) & (g.max() > cutoff)
+    if cutoff is None:
+        n = g.size()
+        ok = (n >= 2) & ((holdout * n).round() >= 1)
+    else:
+        ok = (g.min() <= cutoff) & (g.max() > cutoff)
     return sorted(str(s) for s in ok[ok].index)
 
 
@@ -138,10 +156,6 @@ def test_prepare_on_other_data_treats_every_series_as_new(many) -> None:
     assert {data.role_of(s) for s in keep} == {"unseen"}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "prepared.py ModelData.points: on new data (roles == {}) `series_id.map(roles)` is all-NaN "
-    "float64 and `.fillna('unseen')` emits pandas' Pandas4Warning ('str' is not supported as a "
-    "fill value for float64 dtype), which pandas says will raise in a future version"))
 def test_points_on_new_data_emit_no_warning(many) -> None:
     obs, fitted = many
     data = prepare(fitted, obs.subset(obs.series_ids[:-1]))
@@ -163,7 +177,7 @@ def test_the_same_values_under_another_hash_are_other_data(many) -> None:
 # ----------------------------------------------------------------------------- points
 
 
-@pytest.mark.parametrize("which", ["many", "few"])
+@pytest.mark.parametrize("which", ["many", "origin"])
 def test_points_columns_roles_and_held_out_rows_are_the_episode_queries(which, request) -> None:
     obs, fitted = request.getfixturevalue(which)
     data = prepare(fitted, obs)
@@ -200,7 +214,7 @@ def test_points_with_a_horizon_leave_later_rows_unused(many) -> None:
 # ----------------------------------------------------------------------------- series_choices
 
 
-@pytest.mark.parametrize("which", ["many", "few"])
+@pytest.mark.parametrize("which", ["many", "origin"])
 def test_series_choices_test_then_calibration_then_train_naturally_sorted(which, request) -> None:
     obs, fitted = request.getfixturevalue(which)
     data = prepare(fitted, obs)
@@ -208,6 +222,9 @@ def test_series_choices_test_then_calibration_then_train_naturally_sorted(which,
     with_context = set(frame.loc[frame["time"] <= fitted.task.cutoff, "series_id"])
     expected = [sid for role in ROLE_ORDER
                 for sid in sorted((s for s in getattr(fitted.split, role) if s in with_context), key=by_number)]
+    # then the series in no role: in origin mode each series' end episode (the future's context)
+    roles = {s for role in ROLE_ORDER for s in getattr(fitted.split, role)}
+    expected += sorted((s for s in with_context if s not in roles), key=natural_key)
     choices = data.series_choices()
     assert choices == expected
     # the natural order is really exercised: some neighbours are out of text order

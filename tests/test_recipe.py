@@ -138,13 +138,15 @@ def assert_same_weights(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) 
     assert unequal == []
 
 
-@pytest.fixture(scope="module", params=["series", "window"])
+@pytest.fixture(scope="module", params=["series", "window", "origin"])
 def both_ways(request, obs: Observations, few: Observations):
-    """(data, fit with the twin, fit without it, that one + add_twin, its Lévy weights before)."""
+    """(data, fit with the twin, fit without it, that one + add_twin, its Lévy weights before);
+    few series are cut into windows to interpolate, into rolling origins to forecast."""
     data = obs if request.param == "series" else few
+    task = TaskConfig("interpolate") if request.param == "window" else TaskConfig("forecast")
     train = TrainConfig(epochs=1, seed=0)
-    with_twin = fit(data, train=train, train_twin=True, mc_passes=MC_PASSES)
-    without = fit(data, train=train, train_twin=False)
+    with_twin = fit(data, task=task, train=train, train_twin=True, mc_passes=MC_PASSES)
+    without = fit(data, task=task, train=train, train_twin=False)
     levy_before = weights(without.levy)
     levy_cal_before = copy.deepcopy(without.levy_calibration.to_dict())
     added = add_twin(without, data, mc_passes=MC_PASSES)

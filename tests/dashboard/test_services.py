@@ -568,9 +568,6 @@ def test_store_keeps_at_most_FIT_STORE_SIZE(res: FitResult):
     assert services.cached_fit(made[3].key) is None and services.cached_fit(again.key) is again
 
 
-@pytest.mark.xfail(strict=True, reason="fits.cached_fit does not move a hit to the end of the store, so the "
-                                       "store evicts in insertion order, not least recently used first as "
-                                       "dashboard/fits.py documents")
 def test_store_evicts_least_recently_used(res: FitResult):
     made = dummies(res, fits.FIT_STORE_SIZE + 1)
     for r in made[:-1]:
