@@ -34,18 +34,39 @@ and what to do. Blank values are not mistakes: they are dropped and counted in t
 :class:`LoadReport`, as are exact duplicates of ``(series, channel, time)``, which are
 averaged.
 
+The user's own clock
+--------------------
+:attr:`LoadReport.input_time_unit` keeps the input's unit ("hours", "minutes", "seconds",
+"days", or "datetime") and :attr:`LoadReport.input_has_offsets` whether date-times carried
+time-zone offsets. :mod:`levy_core.data.clock` reads durations (:func:`parse_duration`:
+"36h", "2 weeks", or a bare number in the data's unit) and query tables
+(:func:`read_queries`: date-times, or numbers in the data's unit) into hours, and writes
+hours back in the user's clock (:func:`to_user_time`, :func:`user_time_label`).
+
 :func:`preview_table` reads the first rows of an upload through the same decoding, with
 the cells left as text, for choosing a column mapping before the data are read.
 
 The package's modules, in the order the data pass through them: ``decode`` (bytes to
 text), ``reading`` (text to a table; the samples), ``columns`` (the mapping), ``cells``
 and ``times`` (parsing cells), ``frame`` (:func:`from_frame`), ``observations`` (the
-result); ``messages`` and ``errors`` serve them all. :class:`ChannelScaler` lives in
-:mod:`levy_core.scaling` and is re-exported here for existing imports.
+result), ``clock`` (the user's clock, both ways); ``messages`` and ``errors`` serve
+them all. :class:`ChannelScaler` lives in :mod:`levy_core.scaling` and is re-exported
+here for existing imports.
 """
 
 from __future__ import annotations
 
+from levy_core.data.clock import (
+    DATETIME,
+    DAYS_PER_YEAR,
+    DURATION_UNITS,
+    MAX_DATETIME_HOURS,
+    parse_duration,
+    read_queries,
+    to_user_time,
+    user_time_label,
+    user_time_unit,
+)
 from levy_core.data.columns import (
     CHANNEL_ALIASES,
     SERIES_ALIASES,
@@ -63,6 +84,10 @@ from levy_core.data.times import TIME_UNITS
 __all__ = [
     "CHANNEL_ALIASES",
     "COLUMNS",
+    "DATETIME",
+    "DAYS_PER_YEAR",
+    "DURATION_UNITS",
+    "MAX_DATETIME_HOURS",
     "MAX_ROWS",
     "SAMPLES",
     "SAMPLE_DIR",
@@ -79,6 +104,11 @@ __all__ = [
     "detect_mapping",
     "from_frame",
     "load_sample",
+    "parse_duration",
     "preview_table",
     "read_csv",
+    "read_queries",
+    "to_user_time",
+    "user_time_label",
+    "user_time_unit",
 ]

@@ -152,7 +152,7 @@ def detect_mapping(df: pd.DataFrame) -> ColumnMapping:
         )
     series_col = _claim_alias(columns, SERIES_ALIASES, taken)
     value_col = _claim_alias(columns, VALUE_ALIASES, taken)
-    channel_col = _find_alias(columns, CHANNEL_ALIASES, taken)
+    channel_col = find_alias(columns, CHANNEL_ALIASES, taken)
     if value_col is not None:
         return ColumnMapping(
             time=time_col, value=value_col, series=series_col, channel=channel_col, layout="long"
@@ -177,8 +177,27 @@ def detect_mapping(df: pd.DataFrame) -> ColumnMapping:
     return ColumnMapping(time=time_col, series=series_col, wide_channels=wide, layout="wide")
 
 
-def _find_alias(columns: Sequence[str], aliases: Sequence[str], taken: set[str]) -> str | None:
-    """First column (in alias order) whose stripped, lower-cased name is an alias."""
+def find_alias(
+    columns: Sequence[str], aliases: Sequence[str], taken: set[str] | None = None
+) -> str | None:
+    """First column (in alias order) whose stripped, lower-cased name is an alias.
+
+    Parameters
+    ----------
+    columns : sequence of str
+        Column names, in table order (the first of equal names wins).
+    aliases : sequence of str
+        Lower-case names accepted for the role, most specific first (e.g.
+        :data:`TIME_ALIASES`).
+    taken : set of str, optional
+        Columns already given another role, skipped.
+
+    Returns
+    -------
+    str or None
+        The column's name as it is in ``columns``; None when no column matches.
+    """
+    taken = set() if taken is None else taken
     by_name: dict[str, str] = {}
     for col in columns:
         key = str(col).strip().lower()
@@ -191,8 +210,8 @@ def _find_alias(columns: Sequence[str], aliases: Sequence[str], taken: set[str])
 
 
 def _claim_alias(columns: Sequence[str], aliases: Sequence[str], taken: set[str]) -> str | None:
-    """:func:`_find_alias`, adding the column found to ``taken`` (one role per column)."""
-    found = _find_alias(columns, aliases, taken)
+    """:func:`find_alias`, adding the column found to ``taken`` (one role per column)."""
+    found = find_alias(columns, aliases, taken)
     if found is not None:
         taken.add(found)
     return found

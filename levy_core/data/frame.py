@@ -30,7 +30,8 @@ SINGLE_CHANNEL = "value"
 SINGLE_SERIES = "series_0"
 """Series id used when a table has no series column."""
 
-_HEADER_LINES = 1  # a CSV's header is line 1, so data row i is line i + 2
+HEADER_LINES: int = 1
+"""A CSV's header is line 1, so data row ``i`` (from 0) is line ``i + 1 + HEADER_LINES``."""
 _KEY = ["series_id", "channel", "time"]  # at most one observation per key
 
 
@@ -83,7 +84,7 @@ def from_frame(
     df = df.reset_index(drop=True)
     mapping = detect_mapping(df) if mapping is None else mapping
     _check_mapping(df, mapping)
-    lines = np.arange(len(df), dtype=np.int64) + 1 + _HEADER_LINES
+    lines = np.arange(len(df), dtype=np.int64) + 1 + HEADER_LINES
     notes = _reading_notes(df, mapping)
     series = _series_ids(df, mapping, lines)
     time = parse_time(df[mapping.time], mapping.time, lines, time_unit)
@@ -103,6 +104,8 @@ def from_frame(
         time_unit="hours",
         time_origin=time_origin,
         messages=notes,
+        input_time_unit=time.input_unit,
+        input_has_offsets=time.has_offsets,
     )
     obs = Observations(frame=_sort_observations(frame), report=report)
     notes.append(
@@ -174,7 +177,7 @@ def _series_ids(df: pd.DataFrame, mapping: ColumnMapping, lines: np.ndarray) -> 
     if mapping.series is None:
         return np.full(len(df), SINGLE_SERIES, dtype=object)
     col = df[mapping.series]
-    _require_filled(blank_mask(col), mapping.series, "series id", lines)
+    require_filled(blank_mask(col), mapping.series, "series id", lines)
     return id_strings(col)
 
 
@@ -188,7 +191,7 @@ def _long_cells(df: pd.DataFrame, mapping: ColumnMapping, lines: np.ndarray) -> 
     else:
         col = df[mapping.channel]
         # a row without a value needs no channel: it is dropped as blank anyway
-        _require_filled(blank_mask(col) & ~missing, mapping.channel, "channel", lines)
+        require_filled(blank_mask(col) & ~missing, mapping.channel, "channel", lines)
         channel = id_strings(col)
     return _Cells(values, missing, channel, np.arange(len(df)), "row")
 
@@ -211,8 +214,25 @@ def _wide_cells(df: pd.DataFrame, mapping: ColumnMapping, lines: np.ndarray) -> 
     )
 
 
-def _require_filled(blank: np.ndarray, name: str, role: str, lines: np.ndarray) -> None:
-    """Refuse blank id cells: an observation must say which series or channel it is."""
+def require_filled(blank: np.ndarray, name: str, role: str, lines: np.ndarray) -> None:
+    """Refuse blank id cells: an observation must say which series or channel it is.
+
+    Parameters
+    ----------
+    blank : numpy.ndarray
+        bool, one per row: the cells to refuse.
+    name : str
+        Column name, for the message.
+    role : str
+        What the column holds ("series id", "channel", ...), for the message.
+    lines : numpy.ndarray
+        CSV line number of each row.
+
+    Raises
+    ------
+    DataError
+        If any cell is blank, naming the first lines.
+    """
     if blank.any():
         idx = np.flatnonzero(blank)
         raise DataError(

@@ -43,6 +43,15 @@ class LoadReport:
         first observation (time 0); None for numeric time.
     messages : list of str
         Human-readable notes (dropped rows, ignored columns, conversions).
+    input_time_unit : str
+        The unit of the input's time column: "hours", "minutes", "seconds" or "days" for
+        numbers (the ``time_unit`` they were read with; elapsed ``HH:MM`` clocks are
+        "hours"), "datetime" for date-times. The user's own clock, for reading query
+        times and writing results back (:mod:`levy_core.data.clock`).
+    input_has_offsets : bool or None
+        For date-time input, whether any time cell carried a time-zone designation (an
+        offset such as ``+01:00``, ``Z`` or ``UTC``; cells without one were taken as
+        UTC); None for numeric time.
     """
 
     layout: Literal["long", "wide"]
@@ -53,6 +62,8 @@ class LoadReport:
     time_unit: str = "hours"
     time_origin: dict[str, pd.Timestamp] | None = None
     messages: list[str] = field(default_factory=list)
+    input_time_unit: str = "hours"
+    input_has_offsets: bool | None = None
 
 
 @dataclass

@@ -60,7 +60,7 @@ def read_csv(
     """
     data, name = read_source(source)
     # one row more than allowed, so that from_frame can tell the file is too long
-    table = _parse_csv_text(decode_text(data, name), name, nrows=max_rows + 1)
+    table = parse_csv_text(decode_text(data, name), name, nrows=max_rows + 1)
     return from_frame(table, mapping=mapping, time_unit=time_unit, max_rows=max_rows)
 
 
@@ -96,13 +96,34 @@ def preview_table(data: bytes, name: str, nrows: int = 500) -> pd.DataFrame:
     """
     if nrows < 0:
         raise ValueError(f"nrows must be 0 or more, got {nrows}.")
-    return _parse_csv_text(decode_text(data, name), name, nrows=nrows)
+    return parse_csv_text(decode_text(data, name), name, nrows=nrows)
 
 
-def _parse_csv_text(text: str, name: str, nrows: int) -> pd.DataFrame:
+def parse_csv_text(text: str, name: str, nrows: int) -> pd.DataFrame:
     """The first ``nrows`` data rows of CSV text, every cell kept as str.
 
-    Cells stay text (no NA guessing): from_frame decides what is blank, per role.
+    Cells stay text (no NA guessing): from_frame decides what is blank, per role. The
+    separator is sniffed (:func:`~levy_core.data.decode.sniff_separator`), blank lines
+    are skipped, column names are stripped of surrounding blanks.
+
+    Parameters
+    ----------
+    text : str
+        The CSV text (header line first).
+    name : str
+        The file's name, for messages.
+    nrows : int
+        Most data rows read.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One str column per header field.
+
+    Raises
+    ------
+    DataError
+        Empty or malformed CSV text.
     """
     if not text.strip():
         raise DataError(f"{name!r} is empty. Upload a CSV with a header line and data rows.")

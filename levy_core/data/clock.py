@@ -1,0 +1,535 @@
+"""The user's own clock: durations, query times read in, result times written out.
+
+:attr:`Observations.frame` keeps time in hours: numbers converted from the input's unit,
+date-times as hours since each series' first observation
+(:attr:`LoadReport.time_origin`). People think in their own clock, so this module
+translates both ways:
+
+* :func:`parse_duration` -- a horizon or a gap such as ``"36h"``, ``"2 weeks"`` or a bare
+  number in the data's own unit, to hours;
+* :func:`read_queries` -- a table of (series, channel, time) to forecast at, the times in
+  the data's own clock (date-times for date-time data, numbers in the input unit
+  otherwise), to hours on the frame's clock;
+* :func:`to_user_time` and :func:`user_time_label` -- hours back to the user's clock
+  (UTC date-times, or numbers in the input unit) and an axis title for them.
+
+The unit factors are :data:`~levy_core.data.times.TIME_UNITS`, the ones
+:func:`~levy_core.data.read_csv` converts with; date-times are read as
+:func:`~levy_core.data.read_csv` reads them (ISO 8601 or anything pandas understands, no
+offset meaning UTC).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import numbers
+import os
+import re
+from typing import IO, Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+from levy_core.data.cells import blank_mask, id_strings, missing_mask, parse_numbers
+from levy_core.data.columns import CHANNEL_ALIASES, SERIES_ALIASES, TIME_ALIASES, find_alias
+from levy_core.data.decode import decode_text, read_source, sniff_separator
+from levy_core.data.errors import DataError
+from levy_core.data.frame import HEADER_LINES, MAX_ROWS, require_filled
+from levy_core.data.messages import count, describe_lines, quote_list
+from levy_core.data.observations import Observations
+from levy_core.data.reading import parse_csv_text
+from levy_core.data.times import (
+    CLOCK_RE,
+    DATETIME,
+    TIME_UNITS,
+    time_zone_mask,
+    to_utc_stamps,
+)
+
+DAYS_PER_YEAR = 365.2425
+"""Length of a (Gregorian mean) year in days; a month is a twelfth of it."""
+
+DURATION_UNITS: dict[str, float] = {
+    "s": TIME_UNITS["seconds"],
+    "min": TIME_UNITS["minutes"],
+    "h": TIME_UNITS["hours"],
+    "d": TIME_UNITS["days"],
+    "w": 7 * TIME_UNITS["days"],
+    "mo": DAYS_PER_YEAR / 12 * TIME_UNITS["days"],
+    "y": DAYS_PER_YEAR * TIME_UNITS["days"],
+}
+"""Unit suffix accepted by :func:`parse_duration` -> its length in hours."""
+
+MAX_DATETIME_HOURS = 1e8
+"""Largest distance (hours) from a series' start that :func:`to_user_time` writes as a
+date-time; beyond it a time is surely a mistake (and pandas date-times would overflow)."""
+
+_UNIT_NAMES: dict[str, str] = {
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), "s"),
+    **dict.fromkeys(("min", "mins", "minute", "minutes"), "min"),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), "h"),
+    **dict.fromkeys(("d", "day", "days"), "d"),
+    **dict.fromkeys(("w", "wk", "wks", "week", "weeks"), "w"),
+    **dict.fromkeys(("mo", "mos", "month", "months"), "mo"),
+    **dict.fromkeys(("y", "yr", "yrs", "year", "years"), "y"),
+}
+_UNITS_HELP = "s, min, h, d, w, mo, y, or seconds, minutes, hours, days, weeks, months, years"
+_DURATION_RE = re.compile(
+    r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)\s*([a-zµ]+)\.?$", re.IGNORECASE
+)
+_DATETIME_EXAMPLE = "2024-01-31 14:05 or 2024-01-31T14:05:00+01:00"
+_QUERIES = "the queries"
+_ID_ROLES = (("series id", SERIES_ALIASES), ("channel", CHANNEL_ALIASES))
+
+
+# --------------------------------------------------------------------------------------
+# The user's unit
+# --------------------------------------------------------------------------------------
+def user_time_unit(obs: Observations) -> str:
+    """The unit of the user's clock for these observations.
+
+    Parameters
+    ----------
+    obs : Observations
+
+    Returns
+    -------
+    str
+        "datetime" when the data had date-times (the report has a ``time_origin``),
+        otherwise :attr:`LoadReport.input_time_unit`, a key of
+        :data:`~levy_core.data.TIME_UNITS`.
+
+    Raises
+    ------
+    DataError
+        A report that says "datetime" without a time origin, or an unknown unit (an
+        :class:`Observations` built by hand: read data with ``read_csv``/``from_frame``).
+    """
+    report = obs.report
+    if report.time_origin is not None:
+        return DATETIME
+    unit = report.input_time_unit
+    if unit not in TIME_UNITS:
+        raise DataError(
+            f"The data's time unit is {unit!r} but no time origin is recorded, so times "
+            "cannot be given in the data's own clock. Read the data with read_csv() or "
+            "from_frame()."
+        )
+    return unit
+
+
+def user_time_label(obs: Observations) -> str:
+    """An axis title for times in the user's clock: "time (UTC)" or "time (days)".
+
+    Parameters
+    ----------
+    obs : Observations
+
+    Returns
+    -------
+    str
+    """
+    unit = user_time_unit(obs)
+    return "time (UTC)" if unit == DATETIME else f"time ({unit})"
+
+
+# --------------------------------------------------------------------------------------
+# Durations
+# --------------------------------------------------------------------------------------
+def parse_duration(text: str | float, input_time_unit: str) -> float:
+    """A duration (a horizon, a gap) in hours.
+
+    Parameters
+    ----------
+    text : str or float
+        A number with a unit: ``"36h"``, ``"36 hours"``, ``"2.5 d"``, ``"2 weeks"``,
+        ``"5 years"`` (units, case-insensitive: s, min, h, d, w, mo, y, or their long
+        forms; a month is a twelfth of :data:`DAYS_PER_YEAR` days, a year
+        :data:`DAYS_PER_YEAR` days); or a bare number (or ``"36"``) in the data's own
+        unit.
+    input_time_unit : str
+        The data's unit (:attr:`LoadReport.input_time_unit`, or :func:`user_time_unit`):
+        a key of :data:`~levy_core.data.TIME_UNITS`, or "datetime", for which a bare
+        number is refused (its unit would be a guess).
+
+    Returns
+    -------
+    float
+        Hours, finite and > 0.
+
+    Raises
+    ------
+    DataError
+        Unreadable text, an unknown or ambiguous unit (naming the accepted ones), a bare
+        number for date-time data, or a duration that is not a finite number > 0.
+    """
+    if input_time_unit != DATETIME and input_time_unit not in TIME_UNITS:
+        raise DataError(
+            f"Unknown time unit {input_time_unit!r}: use one of "
+            f"{', '.join([*TIME_UNITS, DATETIME])}."
+        )
+    if isinstance(text, bool) or not isinstance(text, (str, numbers.Real)):
+        raise DataError(
+            f"A duration must be text such as '36h' or a number, got {type(text).__name__}."
+        )
+    bare = _bare_number(text)
+    if bare is None:
+        value, suffix = _number_and_unit(str(text))
+        return _positive_hours(value, DURATION_UNITS[suffix], text)
+    if input_time_unit == DATETIME:
+        raise DataError(
+            f"Duration {str(text)!r} has no unit, and the data's times are date-times, so "
+            f"there is no unit to assume. Add one: {bare:g}h, {bare:g}d, {bare:g}w, ... "
+            f"(accepted units: {_UNITS_HELP})."
+        )
+    return _positive_hours(bare, TIME_UNITS[input_time_unit], text)
+
+
+def _bare_number(text: str | float) -> float | None:
+    """The number when ``text`` is one (NaN and inf included); None when it is not."""
+    if not isinstance(text, str):
+        return float(text)
+    try:
+        return float(text.strip())
+    except ValueError:
+        return None
+
+
+def _number_and_unit(text: str) -> tuple[float, str]:
+    """Split ``"2.5 days"`` into (2.5, "d"); DataError for anything else."""
+    stripped = text.strip()
+    if not stripped:
+        raise DataError(f"The duration is empty. Write a number and a unit, e.g. 36h or 2 weeks "
+                        f"(accepted units: {_UNITS_HELP}).")
+    match = _DURATION_RE.match(stripped)
+    if match is None:
+        raise DataError(
+            f"Could not read {text!r} as a duration. Write one number and a unit, e.g. 36h, "
+            f"2.5 d or 2 weeks, with a decimal point (1.5, not 1,5); accepted units: "
+            f"{_UNITS_HELP}."
+        )
+    unit = match.group(2).lower()
+    if unit == "m":
+        raise DataError(
+            f"Duration {text!r}: 'm' could mean minutes or months; write 'min' or 'mo'."
+        )
+    if unit not in _UNIT_NAMES:
+        raise DataError(
+            f"Duration {text!r} has the unknown unit {match.group(2)!r}; accepted units: "
+            f"{_UNITS_HELP}."
+        )
+    return float(match.group(1)), _UNIT_NAMES[unit]
+
+
+def _positive_hours(value: float, hours_per_unit: float, text: str | float) -> float:
+    """``value`` units in hours; DataError unless finite and > 0."""
+    hours = value * hours_per_unit
+    if not math.isfinite(hours):
+        raise DataError(
+            f"Duration {str(text)!r} is not a finite number. Give a positive length such "
+            "as 36h or 2 weeks."
+        )
+    if hours <= 0:
+        raise DataError(
+            f"Duration {str(text)!r} must be more than 0. Give a positive length such as "
+            "36h or 2 weeks."
+        )
+    return hours
+
+
+# --------------------------------------------------------------------------------------
+# Result times
+# --------------------------------------------------------------------------------------
+def to_user_time(series_id: ArrayLike, hours: ArrayLike, obs: Observations) -> pd.Series:
+    """Hours on the frame's clock back to the user's clock (the inverse of
+    :func:`read_queries`).
+
+    Parameters
+    ----------
+    series_id : array-like of str, or str
+        The series of each time (one id is used for all); only needed for date-time data,
+        whose clock starts at each series' first observation.
+    hours : array-like of float
+        Times in hours, as in :attr:`Observations.frame` ``time``; NaN gives NaT / NaN.
+    obs : Observations
+        The data the hours belong to.
+
+    Returns
+    -------
+    pandas.Series
+        Named "time": UTC date-times (``pandas.Timestamp``, rounded to the microsecond)
+        for date-time data, float numbers in :attr:`LoadReport.input_time_unit`
+        otherwise. Index: that of ``hours`` (or of ``series_id``) when it is a Series,
+        else ``0..n-1``.
+
+    Raises
+    ------
+    DataError
+        ``series_id`` and ``hours`` of different lengths; for date-time data, a series id
+        that is not in the data, or a time more than :data:`MAX_DATETIME_HOURS` from its
+        series' start.
+    """
+    unit = user_time_unit(obs)
+    h = np.asarray(hours, dtype=np.float64).reshape(-1)
+    ids = _broadcast_ids(series_id, len(h))
+    index = next((a.index for a in (hours, series_id) if isinstance(a, pd.Series)), None)
+    if unit != DATETIME:
+        return pd.Series(h / TIME_UNITS[unit], index=index, name="time")
+    origin = obs.report.time_origin or {}
+    unknown = sorted({s for s in ids if s not in origin})
+    if unknown:
+        raise DataError(
+            f"Unknown series id(s) {quote_list(unknown)}: their times cannot be written as "
+            f"date-times. Known ids include {quote_list(list(origin))}."
+        )
+    far = np.abs(h[np.isfinite(h)]) > MAX_DATETIME_HOURS
+    if far.any():
+        raise DataError(
+            f"Times more than {MAX_DATETIME_HOURS:.0e} hours (about 11,000 years) from their "
+            f"series' start cannot be written as date-times ({count(int(far.sum()), 'time')} "
+            "given). Check the hours."
+        )
+    starts = pd.to_datetime(pd.Series(ids, dtype=object).map(origin), utc=True).dt.as_unit("us")
+    offsets = pd.to_timedelta(np.round(h * 3.6e9), unit="us").as_unit("us")  # hours -> µs
+    stamps = starts + pd.Series(offsets)
+    return pd.Series(stamps.array, index=index, name="time")
+
+
+def _broadcast_ids(series_id: ArrayLike, n: int) -> np.ndarray:
+    """Series ids as str objects, one per time (a single id repeated)."""
+    if np.ndim(series_id) == 0:
+        return np.full(n, str(series_id), dtype=object)
+    ids = np.array([str(s) for s in np.asarray(series_id, dtype=object).reshape(-1)], dtype=object)
+    if len(ids) != n:
+        raise DataError(
+            f"Got {len(ids):,} series ids for {n:,} times; give one series id per time."
+        )
+    return ids
+
+
+# --------------------------------------------------------------------------------------
+# Queries
+# --------------------------------------------------------------------------------------
+def read_queries(
+    source: str | os.PathLike[str] | IO[Any] | pd.DataFrame, obs: Observations
+) -> pd.DataFrame:
+    """Read the (series, channel, time) points to forecast at, in the user's clock.
+
+    One query per row. Columns are found by name, as :func:`detect_mapping` finds them
+    (case-insensitive, :data:`TIME_ALIASES`, :data:`SERIES_ALIASES`,
+    :data:`CHANNEL_ALIASES`); other columns (a value column, notes) are ignored. The
+    series column may be left out when the data have one series, the channel column
+    when they have one channel.
+
+    Times are in the data's own clock (:func:`user_time_unit`):
+
+    * date-time data: date-times, read as :func:`read_csv` reads them and converted to
+      hours since the query's series' first observation (:attr:`LoadReport.time_origin`).
+      When the data's date-times carried time-zone offsets, every query date-time must
+      carry one too (``Z`` for UTC), so that a local time is not silently taken as UTC;
+      otherwise times without an offset are UTC, as in the data;
+    * numeric data: numbers in :attr:`LoadReport.input_time_unit`, converted to hours with
+      :data:`~levy_core.data.TIME_UNITS`.
+
+    Whether the series and channels exist is not checked here (the model checks them);
+    for date-time data, a query whose series is not in the data gets time NaN, as there
+    is no origin to count from.
+
+    Parameters
+    ----------
+    source : str, path-like, file-like or pandas.DataFrame
+        A CSV file (as :func:`read_csv` accepts: plain or gzipped, comma, semicolon or
+        tab separated) or a table (row ``i`` is reported as line ``i + 2``).
+    obs : Observations
+        The data the queries are about.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``series_id`` (str), ``channel`` (str), ``time`` (float64 hours on the
+        clock of ``obs.frame``), in the order of the input rows, index ``0..n-1``.
+
+    Raises
+    ------
+    DataError
+        An empty file or table, no time column, a series or channel column missing where
+        the data have several, a role's column given twice, blank cells, or times that
+        cannot be read in the data's clock (numbers for date-time data, date-times for
+        numeric data, unreadable cells), naming the CSV lines (header = line 1).
+    """
+    unit = user_time_unit(obs)
+    table = _query_table(source)
+    lines = np.arange(len(table), dtype=np.int64) + 1 + HEADER_LINES
+    time_col, id_cols = _query_columns(table)
+    series = _query_ids(table, id_cols[0], obs.series_ids, _ID_ROLES[0], lines)
+    channel = _query_ids(table, id_cols[1], obs.channels, _ID_ROLES[1], lines)
+    cells = table[time_col].reset_index(drop=True)
+    require_filled(missing_mask(cells), str(time_col), "time", lines)
+    if unit == DATETIME:
+        hours = _datetime_query_hours(cells, series, str(time_col), lines, obs)
+    else:
+        hours = _numeric_query_hours(cells, str(time_col), lines, unit)
+    return pd.DataFrame(
+        {
+            "series_id": pd.Series(series, dtype=str),
+            "channel": pd.Series(channel, dtype=str),
+            "time": np.asarray(hours, dtype=np.float64),
+        }
+    )
+
+
+def _query_table(source: str | os.PathLike[str] | IO[Any] | pd.DataFrame) -> pd.DataFrame:
+    """The queries as a table, its cells text for a file; refuses empty and repeated
+    role columns."""
+    if isinstance(source, pd.DataFrame):
+        table, name, header = source.reset_index(drop=True), "The queries table", source.columns
+    else:
+        data, file_name = read_source(source)
+        text = decode_text(data, file_name)
+        table = parse_csv_text(text, file_name, nrows=MAX_ROWS + 1)
+        name, header = f"The queries file {file_name!r}", _raw_header(text)
+    _refuse_repeated_columns([str(c) for c in header], name)
+    if table.shape[1] == 0 or len(table) == 0:
+        raise DataError(
+            f"{name} has no queries: it needs a header and one row per query (a time and, "
+            "where the data have several, a series id and a channel)."
+        )
+    if len(table) > MAX_ROWS:
+        raise DataError(
+            f"{name} has more than {MAX_ROWS:,} rows, the most accepted. Split the queries."
+        )
+    return table
+
+
+def _raw_header(text: str) -> list[str]:
+    """The header fields as written (pandas renames a repeated name to 'name.1')."""
+    for row in csv.reader(io.StringIO(text), delimiter=sniff_separator(text)):
+        if any(field.strip() for field in row):
+            return row
+    return []
+
+
+def _refuse_repeated_columns(header: list[str], name: str) -> None:
+    """Refuse a time, series or channel column name given twice (any capitalisation)."""
+    roles = set(TIME_ALIASES) | set(SERIES_ALIASES) | set(CHANNEL_ALIASES)
+    keys = [h.strip().lower() for h in header]
+    repeated = sorted({k for k in keys if k in roles and keys.count(k) > 1})
+    if repeated:
+        shown = ", ".join(repr(h) for h in header if h.strip().lower() in repeated)
+        raise DataError(
+            f"{name} has the column(s) {quote_list(repeated)} more than once ({shown}). "
+            "Keep one column each for the time, the series and the channel."
+        )
+
+
+def _query_columns(table: pd.DataFrame) -> tuple[Any, tuple[Any, Any]]:
+    """The time column and the (series, channel) columns (None where absent), found as
+    :func:`detect_mapping` finds them."""
+    columns = list(table.columns)
+    taken: set[str] = set()
+    time_col = find_alias(columns, TIME_ALIASES, taken)
+    if time_col is None:
+        shown = ", ".join(repr(str(c)) for c in columns)
+        raise DataError(
+            f"The queries have no time column. Columns seen: {shown}. Name the column of "
+            f"times one of {', '.join(TIME_ALIASES)} (any capitalisation)."
+        )
+    taken.add(time_col)
+    series_col = find_alias(columns, SERIES_ALIASES, taken)
+    if series_col is not None:
+        taken.add(series_col)
+    return time_col, (series_col, find_alias(columns, CHANNEL_ALIASES, taken))
+
+
+def _query_ids(
+    table: pd.DataFrame,
+    col: Any,
+    known: list[str],
+    role: tuple[str, tuple[str, ...]],
+    lines: np.ndarray,
+) -> np.ndarray:
+    """The series id or channel of each query; the only one when the column is absent."""
+    noun, aliases = role
+    if col is None:
+        if len(known) == 1:
+            return np.full(len(table), known[0], dtype=object)
+        raise DataError(
+            f"The queries have no {noun} column, but the data have "
+            f"{count(len(known), noun)} ({quote_list(known)}). Add a column named one of "
+            f"{', '.join(aliases)} saying which {noun} each query is for."
+        )
+    cells = table[col].reset_index(drop=True)
+    require_filled(blank_mask(cells), str(col), noun, lines)
+    return id_strings(cells)
+
+
+def _numeric_query_hours(
+    cells: pd.Series, name: str, lines: np.ndarray, unit: str
+) -> np.ndarray:
+    """Numbers in the data's unit, in hours; date-times and other text refused."""
+    values, _, bad = parse_numbers(cells)
+    if bad.any():
+        idx = np.flatnonzero(bad)
+        quoted = describe_lines(lines[idx], cells.iloc[idx].tolist())
+        text = cells.iloc[idx].astype(str).str.strip()
+        if to_utc_stamps(text).notna().all() and not text.str.match(CLOCK_RE).any():
+            raise DataError(
+                f"Column {name!r} ({_QUERIES}) holds date-times ({quoted}), but the data's "
+                f"times are numbers in {unit}. Give query times as numbers in {unit} on the "
+                "data's own clock (the numbers of its time column)."
+            )
+        raise DataError(
+            f"Column {name!r} ({_QUERIES}): could not read {count(idx.size, 'time')} as finite "
+            f"numbers: {quoted}. Give query times as numbers in {unit}, with a decimal "
+            "point (3.5, not 3,5), and correct or delete those rows."
+        )
+    return values * TIME_UNITS[unit]
+
+
+def _datetime_query_hours(
+    cells: pd.Series, series: np.ndarray, name: str, lines: np.ndarray, obs: Observations
+) -> np.ndarray:
+    """Date-times as hours since the first observation of each query's series."""
+    numeric = ~parse_numbers(cells).bad
+    if numeric.any():
+        idx = np.flatnonzero(numeric)
+        raise DataError(
+            f"Column {name!r} ({_QUERIES}) holds numbers "
+            f"({describe_lines(lines[idx], cells.iloc[idx].tolist())}), but the data's "
+            f"times are date-times. Give query times as date-times such as "
+            f"{_DATETIME_EXAMPLE}."
+        )
+    typed = pd.api.types.is_datetime64_any_dtype(cells)
+    stamps = to_utc_stamps(cells if typed else cells.astype(str))  # no float 'epochs'
+    clock = cells.astype(str).str.strip().str.match(CLOCK_RE).to_numpy(dtype=bool)
+    failed = np.flatnonzero(stamps.isna().to_numpy() | clock)  # 12:30 has no date
+    if failed.size:
+        raise DataError(
+            f"Column {name!r} ({_QUERIES}): could not read {count(failed.size, 'time')} as "
+            f"date-times: {describe_lines(lines[failed], cells.iloc[failed].tolist())}. "
+            f"Use ISO date-times such as {_DATETIME_EXAMPLE}, and correct or delete those rows."
+        )
+    if obs.report.input_has_offsets:
+        _require_time_zones(cells, name, lines)
+    origin = obs.report.time_origin or {}
+    starts = pd.to_datetime(pd.Series(series, dtype=object).map(origin), utc=True)
+    return ((stamps - starts) / pd.Timedelta(hours=1)).to_numpy(
+        dtype=np.float64, na_value=np.nan
+    )
+
+
+def _require_time_zones(cells: pd.Series, name: str, lines: np.ndarray) -> None:
+    """Refuse query date-times without an offset when the data's had offsets."""
+    naive = ~time_zone_mask(cells)
+    if naive.any():
+        idx = np.flatnonzero(naive)
+        raise DataError(
+            f"Column {name!r} ({_QUERIES}) has {count(idx.size, 'date-time')} without a "
+            f"time-zone offset ({describe_lines(lines[idx], cells.iloc[idx].tolist())}), "
+            "but the data's date-times carry offsets, so a local time would be taken as "
+            "UTC. Add the offset (2024-01-31T14:05:00+01:00) or Z for UTC "
+            "(2024-01-31T13:05:00Z)."
+        )
