@@ -21,6 +21,7 @@ from levy_core.coverage import check_coverage
 from levy_core.data import DataError, Observations
 from levy_core.model import Batch
 from levy_core.modelfile import FittedModel
+from levy_core.over_time import GUARANTEE, backtest
 from levy_core.predict import chunks, in_original_units, observed_queries, run_pass
 from levy_core.predictive import Predictive
 from levy_core.prepared import ModelData, as_model_data
@@ -198,7 +199,9 @@ def timed(work: Callable[[], Any], *, min_total: float = 0.25, max_runs: int = 1
 def evaluate(fitted: FittedModel, data: Observations | ModelData, *, mc_passes: int | None = None,
              sampler_draws: int = 50, sampler_queries: int = 4000) -> tuple[dict[str, Any], pd.DataFrame]:
     """Score the Lévy closed form, MC-Dropout, the last-value baseline, the softmax twin and
-    the 50-draw sampler on the test split (every series when the data is new).
+    the 50-draw sampler on the test split (every series when the data is new). On rolling
+    origins, also the adaptive conformal walk over the test origins (``adaptive_*`` keys,
+    ``guarantee``; ``levy_core.over_time.backtest``).
 
     Returns the ``evaluate`` JSON dict and the per-query frame (normalised and original units).
     """
@@ -206,8 +209,17 @@ def evaluate(fitted: FittedModel, data: Observations | ModelData, *, mc_passes: 
     ids = data.series_in("test")
     if not ids:
         raise DataError("no test series with both context and observations to predict")
-    return evaluate_episodes(fitted, data.builder, ids, mc_passes=mc_passes, sampler_draws=sampler_draws,
-                             sampler_queries=sampler_queries)
+    result, pred = evaluate_episodes(fitted, data.builder, ids, mc_passes=mc_passes, sampler_draws=sampler_draws,
+                                     sampler_queries=sampler_queries)
+    if fitted.split.mode == "origin":  # rolling origins: the band that holds over time, walked in time order
+        origins = data.clock.origins
+        walked, pred = backtest({"levy": fitted.levy_calibration, "mc": fitted.mc_calibration}, pred,
+                                np.array([origins[m][1] for m in pred["series_id"]], dtype=np.float64))
+        for key, name in (("levy", "levy"), ("mc", "mc_dropout")):
+            if key in walked and name in result:
+                result[name].update(walked[key])
+        result["guarantee"] = GUARANTEE
+    return result, pred
 
 
 def _flatten(parts: list[np.ndarray], batches: list[tuple[Batch, list[np.ndarray]]]) -> np.ndarray:

@@ -18,6 +18,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_model as load_weights
 from safetensors.torch import save_model as save_weights
 
+from levy_core.adaptive import AdaptiveConformal
 from levy_core.baselines import LastValueForecaster
 from levy_core.calibrate import Calibrator
 from levy_core.model import LevyModel, ModelConfig, SoftmaxTwin
@@ -54,6 +55,8 @@ class FittedModel:
     training: dict[str, Any] = field(default_factory=dict)
     last_value: LastValueForecaster | None = None  # the baseline every table shows beside the model
     last_value_calibration: Calibrator | None = None
+    # origin mode: ACI state after the walk over the test origins, per method and level
+    adaptive: dict[str, dict[str, AdaptiveConformal]] = field(default_factory=dict)
 
     @property
     def mean_kappa(self) -> float:
@@ -64,7 +67,7 @@ class FittedModel:
         then MC-Dropout and the last-value baseline when the frame has their columns."""
         calibrators = {"levy": self.levy_calibration, "mc": self.mc_calibration,
                        "last_value": self.last_value_calibration}
-        return predictives(frame, calibrators, self.scaler)
+        return predictives(frame, calibrators, self.scaler, self.adaptive)
 
     def prediction_range(self, times: np.ndarray) -> tuple[float, float]:
         """The span of time one series is predicted over, from its observation ``times`` (h):
@@ -101,6 +104,8 @@ class FittedModel:
             "training": self.training,
             "last_value": self.last_value.to_dict() if self.last_value else None,
             "last_value_calibration": self.last_value_calibration.to_dict() if self.last_value_calibration else None,
+            "adaptive": {key: {level: aci.to_dict() for level, aci in by_level.items()}
+                         for key, by_level in self.adaptive.items()},
         }
         (out / "model.json").write_text(json.dumps(meta, indent=1))
         return out
@@ -152,6 +157,8 @@ def _from_meta(meta: dict[str, Any], path: Path) -> FittedModel:
         training=dict(meta.get("training", {})),
         last_value=LastValueForecaster.from_dict(meta["last_value"]) if meta.get("last_value") else None,
         last_value_calibration=calibrator("last_value_calibration"),
+        adaptive={str(key): {str(level): AdaptiveConformal.from_dict(state) for level, state in by_level.items()}
+                  for key, by_level in (meta.get("adaptive") or {}).items()},
     )
 
 

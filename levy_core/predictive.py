@@ -18,12 +18,13 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from levy_core.adaptive import AdaptiveConformal
 from levy_core.calibrate import Calibrator
 from levy_core.scaling import ChannelScaler
 
 __all__ = ["METHODS", "Method", "Predictive", "add_bands", "predictives", "to_original_units"]
 
-IntervalKind = Literal["gaussian", "conformal"]
+IntervalKind = Literal["gaussian", "conformal", "adaptive"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ class Predictive:
     calibrator: Calibrator
     channels: np.ndarray
     scaler: ChannelScaler
+    adaptive: Mapping[str, AdaptiveConformal] | None = None  # origin mode: ACI after the test walk, by level
 
     @property
     def name(self) -> str:
@@ -82,8 +84,17 @@ class Predictive:
     def interval(self, level: float, kind: IntervalKind = "conformal", *,
                  original: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """The central band at ``level``: ``kind="gaussian"`` is ``mean ± z c·spread``,
-        ``"conformal"`` the per-channel split-conformal band; each (n,)."""
-        lo, hi = self.calibrator.interval(self.mean, self.spread, level, kind=kind, groups=self.channels)
+        ``"conformal"`` the per-channel split-conformal band, ``"adaptive"`` the band of
+        adaptive conformal inference after its walk over the test origins (a fit on rolling
+        origins, at the levels it walked: ``levy_core.over_time``); each (n,)."""
+        if kind == "adaptive":
+            aci = (self.adaptive or {}).get(str(level))
+            if aci is None:
+                raise ValueError(f"no adaptive band at level {level} for {self.name}: fits on rolling origins walk "
+                                 f"the levels {sorted(self.adaptive or {})}; use one of them or kind='conformal'")
+            lo, hi = aci.next_interval(self.mean, self.spread)
+        else:
+            lo, hi = self.calibrator.interval(self.mean, self.spread, level, kind=kind, groups=self.channels)
         if original:
             return self.scaler.inverse_value(lo, self.channels), self.scaler.inverse_value(hi, self.channels)
         return lo, hi
@@ -94,7 +105,8 @@ class Predictive:
 
 
 def predictives(frame: pd.DataFrame, calibrators: Mapping[str, Calibrator | None],
-                scaler: ChannelScaler) -> list[Predictive]:
+                scaler: ChannelScaler,
+                adaptive: Mapping[str, Mapping[str, AdaptiveConformal]] | None = None) -> list[Predictive]:
     """The predictive of every method whose columns are in ``frame`` and whose calibrator
     (``calibrators[method.key]``) is fitted, in the order of :data:`METHODS`."""
     channels = frame["channel"].to_numpy()
@@ -104,7 +116,8 @@ def predictives(frame: pd.DataFrame, calibrators: Mapping[str, Calibrator | None
         if cal is None or method.mean_column not in frame or method.spread_column not in frame:
             continue
         out.append(Predictive(method, frame[method.mean_column].to_numpy(np.float64),
-                              frame[method.spread_column].to_numpy(np.float64), cal, channels, scaler))
+                              frame[method.spread_column].to_numpy(np.float64), cal, channels, scaler,
+                              (adaptive or {}).get(method.key)))
     return out
 
 
@@ -131,6 +144,8 @@ def to_original_units(frame: pd.DataFrame, methods: list[Predictive], scaler: Ch
             out["disagreement_term"] = frame["disagreement_term_norm"].to_numpy() + np.log(scale)
             for kind, suffix in (("gaussian", "gauss"), ("conformal", "conf")):
                 out[f"lower_{suffix}"], out[f"upper_{suffix}"] = p.interval(level, kind, original=True)
+            if p.adaptive and str(level) in p.adaptive:
+                out["lower_adaptive"], out["upper_adaptive"] = p.interval(level, "adaptive", original=True)
         else:  # MC-Dropout (mc_…), the last-value baseline (lv_…)
             prefix = p.method.prefix
             out[f"{prefix}mean"] = p.original_mean()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -27,6 +27,7 @@ from levy_core.calibrate import Calibrator
 from levy_core.data import DataError, Observations
 from levy_core.model import LevyModel, ModelConfig, SoftmaxTwin
 from levy_core.modelfile import FittedModel
+from levy_core.over_time import fit_adaptive
 from levy_core.predict import observed_queries
 from levy_core.scaling import ChannelScaler
 from levy_core.tasks import (
@@ -68,6 +69,7 @@ class FitData:
     calibration_ids: list[str]
     test_ids: list[str]
     time_scale: float  # hours: the median series span
+    origin_of: dict[str, float] = field(default_factory=dict)  # origin mode: each episode's origin (user hours)
 
     def model_config(self, size: str = "small", phi: Literal["rate", "count"] = "rate",
                      **overrides: Any) -> ModelConfig:
@@ -95,8 +97,11 @@ def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: in
     from or to calibrate on.
     """
     task = task or TaskConfig()
+    origin_of: dict[str, float] = {}
     if split is None and task.kind == "forecast" and frame["series_id"].nunique() < MIN_SERIES_FOR_SERIES_SPLIT:
+        user_frame = frame
         frame, split, task = make_origin_split(frame, task, seed=seed)  # few series: rolling origins
+        origin_of = origin_times(split, user_frame)
     elif split is None:
         frame, split = make_split(frame, seed=seed)
     task = resolve_task(task, frame)
@@ -118,7 +123,26 @@ def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: in
     else:
         time_scale = float(max(frame.groupby("series_id")["time"].max().median(), 1e-6))
     return FitData(split, task, scaler, channels, builder, train_ids, stop_ids, cal_ids,
-                   builder.usable(split.test), time_scale)
+                   builder.usable(split.test), time_scale, origin_of)
+
+
+def origin_times(split: Split, user_frame: pd.DataFrame) -> dict[str, float]:
+    """Origin mode: each episode's forecast origin in the user's hours (empty otherwise)."""
+    if split.mode != "origin":
+        return {}
+    return {m: o for m, (_, o) in split.clock(user_frame).origins.items()}
+
+
+def walk_test_origins(fitted: FittedModel, builder: EpisodeBuilder, test_ids: list[str],
+                      origin_of: dict[str, float], *, mc_passes: int = 0) -> None:
+    """Origin mode: walk adaptive conformal inference over the test origins, oldest first,
+    from each method's calibration scores (``levy_core.over_time``); the post-walk state
+    goes in ``fitted.adaptive``, for bands beyond the end of the data."""
+    if fitted.split.mode != "origin" or not test_ids or not origin_of:
+        return
+    frame = observed_queries(fitted, builder, test_ids, mc_passes=mc_passes if fitted.twin is not None else 0)
+    origin = frame["series_id"].map(origin_of).to_numpy(np.float64)
+    fitted.adaptive = fit_adaptive({"levy": fitted.levy_calibration, "mc": fitted.mc_calibration}, frame, origin)
 
 
 def train_levy_model(data: FitData, cfg: ModelConfig, train: TrainConfig, *,
@@ -155,6 +179,7 @@ def assemble(data: FitData, cfg: ModelConfig, train: TrainConfig, levy: tuple[Le
                          data.channels, Calibrator(), None, mc_passes=mc_passes, data_hash=data_hash,
                          last_value=LastValueForecaster.fit(data.builder, data.train_ids))
     calibrate(fitted, data.builder, data.calibration_ids, mc_passes=mc_passes)
+    walk_test_origins(fitted, data.builder, data.test_ids, data.origin_of, mc_passes=mc_passes)
     fitted.training = {"levy": _training_summary(levy[1]), "softmax": _training_summary(twin[1]) if twin else None,
                        "n_series": data.counts()}
     return fitted
@@ -228,6 +253,7 @@ def add_twin(fitted: FittedModel, obs: Observations, *, mc_passes: int = 20,
                                           groups=cal["channel"].to_numpy())
     new.mc_passes = mc_passes
     new.training["softmax"] = _training_summary(result)
+    walk_test_origins(new, data.builder, data.test_ids, origin_times(fitted.split, obs.frame), mc_passes=mc_passes)
     return new
 
 
