@@ -21,7 +21,15 @@ from tqdm import tqdm
 
 from levy_core import pipeline
 from levy_core.calibrate import NotFittedError
-from levy_core.data import DataError, Observations, read_csv
+from levy_core.data import (
+    DataError,
+    Observations,
+    parse_duration,
+    read_csv,
+    read_queries,
+    to_user_time,
+)
+from levy_core.over_time import GUARANTEE
 from levy_core.pipeline import ModelLoadError
 from levy_core.tasks import TaskConfig
 from levy_core.train import Progress, TrainConfig
@@ -70,7 +78,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     obs = _load_data(args.data, args.time_unit)
     _report_load(obs)
     print(f"data: {obs.n_series} series, {obs.n_channels} channels, {obs.n_obs} observations", file=sys.stderr)
-    task = TaskConfig(args.task, cutoff=args.cutoff, horizon=args.horizon)
+    horizon = parse_duration(args.horizon, obs.report.input_time_unit) if args.horizon else None
+    task = TaskConfig(args.task, cutoff=args.cutoff, horizon=horizon)
     train = TrainConfig(epochs=args.epochs, seed=args.seed, max_seconds=args.max_seconds)
     t0 = time.perf_counter()
     fitted = pipeline.fit(obs, task=task, train=train, size=args.size, train_twin=not args.no_twin,
@@ -85,43 +94,63 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _band_kind(requested: str, fitted: pipeline.FittedModel, level: float) -> str:
+    """``auto``: the adaptive band where the fit walked it at this level (rolling origins),
+    split conformal otherwise."""
+    if requested != "auto":
+        return requested
+    return "adaptive" if str(level) in fitted.adaptive.get("levy", {}) else "conformal"
+
+
+def _predictions(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Observations) -> pd.DataFrame:
+    """The predictions ``levy predict`` writes, in the user's ids and hours."""
+    data = pipeline.prepare(fitted, obs)
+    if args.queries and args.horizon:
+        raise ValueError("give either --queries or --horizon, not both")
+    if args.queries:
+        return pipeline.predict_user_queries(fitted, data, read_queries(args.queries, obs), level=args.level)
+    if args.horizon:
+        hours = parse_duration(args.horizon, obs.report.input_time_unit)
+        return pipeline.predict_future(fitted, data, hours, n_points=args.points, level=args.level)
+    pred = pipeline.predict_grid(fitted, data, n_points=args.points, level=args.level)
+    skipped = pred.attrs.get("skipped_series", [])
+    if skipped:
+        print(f"note: skipped {len(skipped)} series with no observation to predict from: {skipped[:5]}",
+              file=sys.stderr)
+    return data.clock.to_user(pred)
+
+
 def _cmd_predict(args: argparse.Namespace) -> int:
     if not 0 < args.level < 1:
         raise ValueError(f"--level must lie strictly between 0 and 1 (e.g. 0.9 for a 90 % band), got {args.level}")
     fitted = pipeline.load_model(args.model)
     obs = _load_data(args.data, args.time_unit)
-    if args.queries:
-        try:
-            queries = pd.read_csv(args.queries)
-        except (OSError, ValueError) as exc:
-            raise DataError(f"could not read the queries file {args.queries}: {exc}") from exc
-        pred = pipeline.predict_user_queries(fitted, obs, queries, level=args.level)
-    else:
-        pred = pipeline.predict_grid(fitted, obs, n_points=args.points, level=args.level)
-        skipped = pred.attrs.get("skipped_series", [])
-        if skipped:
-            print(f"note: skipped {len(skipped)} series with no observation to predict from: {skipped[:5]}",
-                  file=sys.stderr)
-    suffix = "conf" if args.band == "conformal" else "gauss"
+    pred = _predictions(args, fitted, obs)
+    kind = _band_kind(args.band, fitted, args.level)
+    suffix = {"conformal": "conf", "gaussian": "gauss", "adaptive": "adaptive"}[kind]
+    if f"lower_{suffix}" not in pred:
+        raise ValueError(f"--band {kind} is not available for this model at level {args.level}; "
+                         "use --band conformal or gaussian")
     pred = pred.rename(columns={f"lower_{suffix}": "lower", f"upper_{suffix}": "upper"})
-    cols = ["series_id", "channel", "time", "mean", "sigma", "lower", "upper", "log_evidence", "disagreement",
-            "n_eff"]
+    pred["time"] = to_user_time(pred["series_id"], pred["time"], obs).to_numpy()
+    cols = ["series_id", "channel", "time", *(["horizon_hours"] if "horizon" in pred else []), "mean", "sigma",
+            "lower", "upper", "log_evidence", "disagreement", "n_eff"]
+    pred = pred.rename(columns={"horizon": "horizon_hours"})
     pred[cols].to_csv(args.out, index=False)
-    print(f"wrote {len(pred)} predictions to {args.out}", file=sys.stderr)
+    print(f"wrote {len(pred)} predictions to {args.out} ({100 * args.level:.0f} % {kind} band"
+          + (f"; {GUARANTEE}" if kind == "adaptive" else "") + ")", file=sys.stderr)
     return 0
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     fitted = pipeline.load_model(args.model)
     obs = _load_data(args.data, args.time_unit)
-    result, pred = pipeline.evaluate(fitted, obs, mc_passes=args.mc_passes)
+    data = pipeline.prepare(fitted, obs)
+    result, pred = pipeline.evaluate(fitted, data, mc_passes=args.mc_passes)
     result = _json_safe(result)
     Path(args.json).write_text(json.dumps(result, indent=2))
     if args.predictions:
-        missing = [c for c in pipeline.PRED_COLUMNS if c not in pred.columns]
-        for c in missing:  # no twin: the MC columns exist, empty
-            pred[c] = float("nan")
-        pred[pipeline.PRED_COLUMNS].to_csv(args.predictions, index=False)
+        _user_predictions(pred, data, obs).to_csv(args.predictions, index=False)
     lv = result["levy"]
     line = (f"n_test {result['n_test']}: Lévy MSE {lv['mse']:.4g} CRPS {lv['crps']:.4g} "
             f"cov90 {lv['coverage']['0.9']:.3f} conformal90 {lv['conformal_coverage']['0.9']:.3f} "
@@ -130,8 +159,27 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         mc = result["mc_dropout"]
         line += f"; MC-Dropout T={mc['passes']} CRPS {mc['crps']:.4g} ({mc['seconds']:.3f} s)"
     print(line, file=sys.stderr)
+    if "adaptive_coverage" in lv:  # rolling origins: the band that holds over time
+        print(f"adaptive conformal over {lv['test_origins']} test origins (γ = {lv['gamma']:g}): coverage "
+              + ", ".join(f"{100 * float(k):.0f} % {v:.3f} (within ±{lv['adaptive_bound'][k]:.3f} of the level "
+                          "in the long run)" for k, v in lv["adaptive_coverage"].items()), file=sys.stderr)
     print(_guarantee_lines(pipeline.coverage_checks(fitted, pred)), file=sys.stderr)
     return 0
+
+
+def _user_predictions(pred: pd.DataFrame, data: pipeline.ModelData, obs: Observations) -> pd.DataFrame:
+    """The PRED.csv of ``levy evaluate``: the user's ids and clock (and each query's forecast
+    origin on rolling origins); the MC columns empty without a twin."""
+    user = data.clock.to_user(pred)
+    user["time"] = to_user_time(user["series_id"], user["time"], obs).to_numpy()
+    cols = list(pipeline.PRED_COLUMNS)
+    if "origin" in user:
+        user["origin"] = to_user_time(user["series_id"], user["origin"], obs).to_numpy()
+        cols.insert(3, "origin")
+    for c in cols:
+        if c not in user:  # no twin: the MC columns exist, empty
+            user[c] = float("nan")
+    return user[cols]
 
 
 def _guarantee_lines(checks) -> str:
@@ -214,7 +262,8 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--task", choices=["forecast", "interpolate"], default="forecast")
     f.add_argument("--cutoff", type=float, default=None, help="forecast: history ends here (hours; "
                    "default the median series midpoint, rounded)")
-    f.add_argument("--horizon", type=float, default=None, help="forecast: hours after the cut-off to predict")
+    f.add_argument("--horizon", default=None, help="forecast: how far ahead to predict after the cut-off (few "
+                   "series: after each forecast origin), e.g. 36h, 2w, 5y; a bare number is in the data's unit")
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--epochs", type=int, default=40)
     f.add_argument("--max-seconds", type=float, default=None, help="training time budget per model")
@@ -228,9 +277,14 @@ def _parser() -> argparse.ArgumentParser:
     _add_model_and_data(pr)
     pr.add_argument("--out", required=True)
     pr.add_argument("--level", type=float, default=0.9)
-    pr.add_argument("--band", choices=["gaussian", "conformal"], default="gaussian")
-    pr.add_argument("--points", type=int, default=100, help="grid points per series and channel")
-    pr.add_argument("--queries", default=None, help="CSV of queries (series_id, channel, time) instead of a grid")
+    pr.add_argument("--band", choices=["auto", "gaussian", "conformal", "adaptive"], default="auto",
+                    help="auto: adaptive conformal for a fit on rolling origins (few series), split "
+                    "conformal otherwise")
+    pr.add_argument("--points", type=int, default=100, help="grid points per series and channel (or horizon steps)")
+    pr.add_argument("--queries", default=None, help="CSV of queries (series_id, channel, time: date-times or "
+                    "numbers in the data's unit; series_id / channel may be left out when the data has one)")
+    pr.add_argument("--horizon", default=None, help="forecast each series past its last observation, e.g. 36h, "
+                    "2w, 5y (a bare number is in the data's unit)")
     pr.set_defaults(func=_cmd_predict)
 
     e = sub.add_parser("evaluate", help="score Lévy, MC-Dropout, softmax and the 50-draw sampler on the test split")

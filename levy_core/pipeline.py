@@ -33,7 +33,13 @@ from levy_core.evaluation import (
     timed,
 )
 from levy_core.modelfile import FORMAT, FittedModel, ModelLoadError, load_model
-from levy_core.predict import predict_grid, predict_queries, query_times, split_predictions
+from levy_core.predict import (
+    predict_future,
+    predict_grid,
+    predict_queries,
+    query_times,
+    split_predictions,
+)
 from levy_core.predictive import add_bands
 from levy_core.prepared import ModelData, as_model_data, prepare
 from levy_core.ranking import rank
@@ -60,6 +66,7 @@ __all__ = [
     "fit",
     "load_model",
     "operator_draws",
+    "predict_future",
     "predict_grid",
     "predict_queries",
     "predict_user_queries",

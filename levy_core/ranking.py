@@ -11,6 +11,7 @@ import torch
 from levy_core.data import Observations
 from levy_core.model import Batch
 from levy_core.modelfile import FittedModel
+from levy_core.origins import OriginClock
 from levy_core.predict import chunks
 from levy_core.prepared import ModelData, as_model_data
 
@@ -32,6 +33,9 @@ def rank(fitted: FittedModel, data: Observations | ModelData, *, points_per_chan
     the mean calibrated predictive spread ``c·σ̂`` on the normalised scale (comparable across
     channels): lower = more trusted.
 
+    Few series are ranked as the user's series: in window mode the mean over a series'
+    windows, on rolling origins the forecast from its end (its last observations).
+
     Returns the ranked frame (columns ``rank, series_id, trust_score, mean_sigma,
     mean_log_evidence, mean_n_eff, mean_disagreement, n_observations, n_queries``) and the
     scoring time in seconds: preparing the episodes and the forward passes, after a one-series
@@ -39,9 +43,13 @@ def rank(fitted: FittedModel, data: Observations | ModelData, *, points_per_chan
     """
     warm_up(fitted)
     t0 = time.perf_counter()
-    builder = as_model_data(fitted, data).builder
+    data = as_model_data(fitted, data)
+    builder = data.builder
+    ids = list(builder.series)
+    if isinstance(data.clock, OriginClock):  # rolling origins: the trust of each series' forecast from its end
+        ids = [data.clock.end_episode(sid)[0] for sid in sorted(set(data.clock.user_series(ids)))]
     # batches of similar context length pad (and so compute) far less
-    ids = sorted(builder.series, key=lambda s: (len(builder.series[s].time), s))
+    ids = sorted(ids, key=lambda s: (len(builder.series[s].time), s))
     c = fitted.levy_calibration.scale_
     rows = []
     for chunk in chunks(ids, batch_series):
@@ -68,6 +76,13 @@ def rank(fitted: FittedModel, data: Observations | ModelData, *, points_per_chan
     seconds = time.perf_counter() - t0
     df = pd.DataFrame(rows, columns=["series_id", "trust_score", "mean_sigma", "mean_log_evidence", "mean_n_eff",
                                      "mean_disagreement", "n_observations", "n_queries"])
+    if data.clock.windowed:  # the user's series, not the model's windows or episodes
+        df["series_id"] = data.clock.user_series(df["series_id"].tolist())
+        df = df.groupby("series_id", as_index=False).agg(
+            trust_score=("trust_score", "mean"), mean_sigma=("mean_sigma", "mean"),
+            mean_log_evidence=("mean_log_evidence", "mean"), mean_n_eff=("mean_n_eff", "mean"),
+            mean_disagreement=("mean_disagreement", "mean"), n_observations=("n_observations", "sum"),
+            n_queries=("n_queries", "sum"))
     df = df.sort_values(["trust_score", "series_id"], kind="stable").reset_index(drop=True)
     df.insert(0, "rank", np.arange(1, len(df) + 1))
     return df, seconds

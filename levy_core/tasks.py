@@ -155,6 +155,10 @@ class SeriesClock:
         out["time"] = offset - k * self.window_hours
         return out
 
+    def user_series(self, model_ids: list[str]) -> list[str]:
+        """The user series each model id belongs to."""
+        return [str(m).rpartition("@")[0] if self.windowed else str(m) for m in model_ids]
+
     def end_episode(self, series_id: str, model_ids: set[str]) -> tuple[str, float]:
         """The model-space series holding a user series' latest observations and the user
         time of its model time 0: where a forecast beyond the end of the data starts."""
