@@ -218,6 +218,9 @@ def evaluate(fitted: FittedModel, data: Observations | ModelData, *, mc_passes: 
         for key, name in (("levy", "levy"), ("mc", "mc_dropout")):
             if key in walked and name in result:
                 result[name].update(walked[key])
+        channels = pred["channel"].to_numpy()
+        for column in [c for c in pred.columns if "_adaptive_90_norm" in c]:  # the walk's bands, data units
+            pred[column.removesuffix("_norm")] = fitted.scaler.inverse_value(pred[column].to_numpy(), channels)
         result["guarantee"] = GUARANTEE
     return result, pred
 

@@ -20,7 +20,7 @@ from levy_core.adaptive import AdaptiveConformal, AdaptiveResult
 from levy_core.calibrate import Calibrator
 from levy_core.checks import as_1d
 
-__all__ = ["ADAPTIVE_GAMMA", "ADAPTIVE_LEVELS", "GUARANTEE", "backtest", "fit_adaptive", "walk"]
+__all__ = ["ADAPTIVE_GAMMA", "ADAPTIVE_LEVELS", "GUARANTEE", "backtest", "fit_adaptive", "rolling_coverage", "walk"]
 
 ADAPTIVE_LEVELS = (0.5, 0.8, 0.9, 0.95)
 # Gibbs & Candès use γ = 0.005 over thousands of steps; a series gives tens to hundreds of
@@ -84,6 +84,34 @@ def backtest(calibrators: dict[str, Calibrator | None], frame: pd.DataFrame, ori
             report["adaptive_mean_width"][str(level)] = res.mean_width
             report["test_origins"] = res.n_steps
             if level == 0.9:
-                bands[f"{prefix}lower_adaptive_90"], bands[f"{prefix}upper_adaptive_90"] = res.lower, res.upper
+                bands[f"{prefix}lower_adaptive_90_norm"], bands[f"{prefix}upper_adaptive_90_norm"] = res.lower, res.upper
         out[key] = report
     return out, bands
+
+
+def rolling_coverage(pred: pd.DataFrame, *, window: int = 10) -> pd.DataFrame:
+    """Coverage over time of each method's 90 % bands in a backtest frame (``evaluate``'s
+    per-query frame on rolling origins: ``origin``, ``y_true`` and the original-unit
+    ``lower_adaptive_90`` / ``lower_conf_90`` … columns): per test origin, oldest first, the
+    share of queries inside each band over the last ``window`` origins.
+
+    Returns columns ``origin, method, band, coverage, n_queries`` (one row per origin, method
+    and band kind: "adaptive" and "split conformal")."""
+    if window < 1:
+        raise ValueError(f"window must be at least 1, got {window}")
+    bands = {("Lévy", "adaptive"): ("lower_adaptive_90", "upper_adaptive_90"),
+             ("Lévy", "split conformal"): ("lower_90", "upper_90"),
+             ("MC-Dropout", "adaptive"): ("mc_lower_adaptive_90", "mc_upper_adaptive_90")}
+    y = pred["y_true"].to_numpy(np.float64)
+    parts = []
+    for (method, band), (lo, hi) in bands.items():
+        if lo not in pred or hi not in pred:
+            continue
+        inside = pd.DataFrame({"origin": pred["origin"].to_numpy(),
+                               "inside": (pred[lo].to_numpy() <= y) & (y <= pred[hi].to_numpy())})
+        per = inside.groupby("origin", sort=True)["inside"].agg(["sum", "size"])
+        hits, n = per["sum"].rolling(window, min_periods=1).sum(), per["size"].rolling(window, min_periods=1).sum()
+        parts.append(pd.DataFrame({"origin": per.index, "method": method, "band": band,
+                                   "coverage": (hits / n).to_numpy(), "n_queries": n.to_numpy().astype(int)}))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=["origin", "method", "band", "coverage", "n_queries"])

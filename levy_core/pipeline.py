@@ -33,6 +33,7 @@ from levy_core.evaluation import (
     timed,
 )
 from levy_core.modelfile import FORMAT, FittedModel, ModelLoadError, load_model
+from levy_core.over_time import GUARANTEE, rolling_coverage
 from levy_core.predict import (
     predict_future,
     predict_grid,
@@ -47,6 +48,7 @@ from levy_core.recipe import MODEL_SIZES, add_twin, calibrate, cutoff_range, fit
 
 __all__ = [
     "FORMAT",
+    "GUARANTEE",
     "LEVELS",
     "MODEL_SIZES",
     "PRED_COLUMNS",
@@ -73,6 +75,7 @@ __all__ = [
     "prepare",
     "query_crps",
     "rank",
+    "rolling_coverage",
     "split_predictions",
     "timed",
     "width_factors",
