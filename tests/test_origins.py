@@ -1,0 +1,161 @@
+"""Few-series forecasting on rolling origins: the plan, the clock, the chronological split,
+and through the whole pipeline and CLI on one drifting series — the adaptive band's
+long-run guarantee, the future band, level carried past the training range, the user's
+ids and clock in every output."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from levy_core import pipeline
+from levy_core.cli import main
+from levy_core.data import DataError, from_frame
+from levy_core.origins import END, OriginClock, OriginPlan, plan_origins
+from levy_core.tasks import TaskConfig, make_origin_split, training_frame
+from levy_core.train import TrainConfig
+
+PSEUDO_ID = re.compile(r"@(\d+|end)\b")
+
+
+def drifting_series(n: int = 400, seed: int = 0) -> pd.DataFrame:
+    """One irregularly sampled series (hours) with a rising level, a daily cycle and noise
+    whose scale grows over time: what split conformal cannot calibrate."""
+    rng = np.random.default_rng(seed)
+    t = np.sort(rng.uniform(0, 400, n))
+    noise = rng.normal(0, 0.5 + 1.5 * t / 400)
+    y = 10 + 0.05 * t + 2 * np.sin(2 * np.pi * t / 24) + noise
+    return pd.DataFrame({"series_id": "sensor", "channel": "value", "time": t, "value": y})
+
+
+@pytest.fixture(scope="module")
+def drift():
+    obs = from_frame(drifting_series())
+    fitted = pipeline.fit(obs, task=TaskConfig("forecast", horizon=24.0), train=TrainConfig(epochs=3, seed=0),
+                          train_twin=False)
+    return obs, fitted
+
+
+# ----------------------------------------------------------------------------- plan and clock
+
+
+def test_plan_defaults_and_refusals() -> None:
+    frame = drifting_series()
+    plan = plan_origins(frame)
+    gap = float(np.median(np.diff(np.sort(frame["time"]))))
+    span = float(frame["time"].max() - frame["time"].min())
+    assert plan.horizon == pytest.approx(0.1 * span)
+    assert plan.history >= 2 * plan.horizon and plan.history <= span / 2 + 1e-9
+    assert plan.stride >= gap * (1 - 1e-9)
+    assert plan_origins(frame, horizon=12.0).horizon == 12.0
+    with pytest.raises(DataError, match="too short"):
+        plan_origins(frame, horizon=1000.0)
+    with pytest.raises(DataError, match="single instant"):
+        plan_origins(frame.assign(time=1.0))
+    with pytest.raises(ValueError, match="unknown origin-plan keys"):
+        OriginPlan.from_dict({**plan.to_dict(), "extra": 1})
+    assert OriginPlan.from_dict(plan.to_dict()) == plan
+
+
+def test_clock_episodes_and_round_trip() -> None:
+    frame = drifting_series()
+    plan = OriginPlan(history=48.0, horizon=24.0, stride=5.0)
+    clock = OriginClock.of(plan, frame)
+    rolling = clock.rolling()
+    origins = [clock.origins[m][1] for m in rolling]
+    assert origins == sorted(origins) and np.allclose(np.diff(origins), 5.0)
+    assert origins[0] == pytest.approx(frame["time"].min() + 48.0)
+    assert origins[-1] <= frame["time"].max() - 24.0 + 1e-9
+    episodes = clock.frame_to_model(frame)
+    for model_id, g in episodes.groupby("series_id"):
+        assert g["time"].min() >= -48.0 - 1e-9
+        assert g["time"].max() <= (0.0 if model_id.endswith(f"@{END}") else 24.0) + 1e-9
+    # a query maps to the latest origin at or before it, and back exactly (float64)
+    times = np.array([origins[3] + 1.0, origins[3], frame["time"].max() + 100.0])
+    queries = pd.DataFrame({"series_id": "sensor", "channel": "value", "time": times})
+    model = clock.queries_to_model(queries)
+    assert model["series_id"].tolist() == [rolling[3], rolling[3], f"sensor@{END}"]
+    assert model["time"].iloc[1] == 0.0 and model["time"].iloc[2] == pytest.approx(100.0)
+    back = clock.to_user(model)
+    np.testing.assert_allclose(back["time"], times, rtol=4 * np.finfo(float).eps)
+    assert set(back["series_id"]) == {"sensor"}
+    with pytest.raises(DataError, match="no observations"):
+        clock.queries_to_model(queries.assign(series_id="other"))
+
+
+def test_split_is_chronological_and_training_targets_stop_at_the_first_calibration_origin() -> None:
+    frame = drifting_series()
+    model_frame, split, task = make_origin_split(frame, TaskConfig("forecast", horizon=24.0))
+    assert split.mode == "origin" and task.cutoff == 0.0 and task.horizon == 24.0
+    clock = split.clock(frame)
+    origin = {m: o for m, (_, o) in clock.origins.items()}
+    train, cal, test = ([origin[m] for m in ids] for ids in (split.train, split.calibration, split.test))
+    assert max(train) < min(cal) and max(cal) < min(test), "nothing tested before what it was trained on"
+    assert set(split.stopping) <= set(split.train) and split.stopping == split.train[-len(split.stopping):]
+    trained = model_frame[model_frame["series_id"].isin(split.train) & (model_frame["time"] > 0)]
+    absolute = trained["time"] + trained["series_id"].map(origin)
+    assert (absolute < min(cal)).all()
+    pd.testing.assert_frame_equal(training_frame(split, frame), model_frame)
+
+
+# ----------------------------------------------------------------------------- through the pipeline
+
+
+def test_adaptive_walk_keeps_its_long_run_guarantee_on_a_drifting_series(drift) -> None:
+    obs, fitted = drift
+    assert fitted.split.mode == "origin" and set(fitted.adaptive) == {"levy"}
+    result, pred = pipeline.evaluate(fitted, obs, sampler_draws=0)
+    levy = result["levy"]
+    assert levy["test_origins"] == len(fitted.split.test)
+    for level, coverage in levy["adaptive_coverage"].items():
+        # Gibbs & Candès, Prop. 4.1: a theorem about the walk, so no slack at all
+        assert abs((1 - coverage) - (1 - float(level))) <= levy["adaptive_bound"][level] + 1e-12
+    assert "Gibbs" in result["guarantee"]
+    assert {"origin", "lower_adaptive_90", "upper_adaptive_90"} <= set(pred.columns)
+    rolling = pipeline.rolling_coverage(pred)
+    assert set(rolling["band"]) == {"adaptive", "split conformal"}
+    assert rolling["coverage"].between(0, 1).all()
+
+
+def test_future_band_widens_and_keeps_the_level_past_the_training_range(drift) -> None:
+    obs, fitted = drift
+    fut = pipeline.predict_future(fitted, obs, 72.0, n_points=12)
+    assert set(fut["series_id"]) == {"sensor"} and (fut["horizon"] > 0).all()
+    last_time = obs.frame["time"].max()
+    np.testing.assert_allclose(fut["time"] - fut["horizon"], last_time)
+    width = (fut["upper_adaptive"] - fut["lower_adaptive"]).to_numpy()
+    assert np.isfinite(width).all() and width[-1] > width[0], "the band widens with the horizon"
+    # the series rises past anything the training episodes saw: the forecast stays up there
+    train_max = obs.frame["value"].iloc[: int(0.6 * len(obs.frame))].max()
+    assert fut["mean"].median() > train_max, "pulled back to the training range"
+
+
+def test_outputs_are_in_the_users_ids_and_clock(drift, tmp_path) -> None:
+    obs, fitted = drift
+    ranked, _ = pipeline.rank(fitted, obs)
+    assert ranked["series_id"].tolist() == ["sensor"]
+    model_dir = tmp_path / "model"
+    fitted.save(model_dir)
+    data = tmp_path / "data.csv"
+    obs.frame.to_csv(data, index=False)
+    queries = tmp_path / "q.csv"
+    pd.DataFrame({"time": [390.5, 420.0]}).to_csv(queries, index=False)  # no series or channel: one of each
+    outputs = {name: tmp_path / f"{name}.csv" for name in ("grid", "future", "queries", "rank", "pred")}
+    assert main(["predict", str(model_dir), str(data), "--points", "3", "--out", str(outputs["grid"])]) == 0
+    assert main(["predict", str(model_dir), str(data), "--horizon", "36", "--points", "4",
+                 "--out", str(outputs["future"])]) == 0
+    assert main(["predict", str(model_dir), str(data), "--queries", str(queries), "--out", str(outputs["queries"])]) == 0
+    assert main(["rank", str(model_dir), str(data), "--out", str(outputs["rank"])]) == 0
+    assert main(["evaluate", str(model_dir), str(data), "--json", str(tmp_path / "e.json"), "--predictions",
+                 str(outputs["pred"]), "--mc-passes", "0"]) == 0
+    for name, path in outputs.items():
+        text = path.read_text()
+        assert not PSEUDO_ID.search(text), f"{name}: a pseudo id leaked"
+        assert "sensor" in text, name
+    q = pd.read_csv(outputs["queries"])
+    assert q["time"].tolist() == [390.5, 420.0], "reported at the times asked, in the data's unit"
+    future = pd.read_csv(outputs["future"])
+    assert future["time"].min() > obs.frame["time"].max()
