@@ -78,8 +78,11 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     obs = _load_data(args.data, args.time_unit)
     _report_load(obs)
     print(f"data: {obs.n_series} series, {obs.n_channels} channels, {obs.n_obs} observations", file=sys.stderr)
-    horizon = parse_duration(args.horizon, obs.report.input_time_unit) if args.horizon else None
-    task = TaskConfig(args.task, cutoff=args.cutoff, horizon=horizon)
+    unit = obs.report.input_time_unit
+    horizon = parse_duration(args.horizon, unit) if args.horizon else None
+    season = {"auto": None, "none": 0.0}.get(args.season.lower()) if args.season.lower() in ("auto", "none") \
+        else parse_duration(args.season, unit)
+    task = TaskConfig(args.task, cutoff=args.cutoff, horizon=horizon, season=season)
     train = TrainConfig(epochs=args.epochs, seed=args.seed, max_seconds=args.max_seconds)
     t0 = time.perf_counter()
     fitted = pipeline.fit(obs, task=task, train=train, size=args.size, train_twin=not args.no_twin,
@@ -90,6 +93,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
           f"({tr['n_series']['train']}/{tr['n_series']['stopping']}/{tr['n_series']['calibration']}/"
           f"{tr['n_series']['test']} train/early-stopping/calibration/test series), task {fitted.task.kind}"
           + (f" (cut-off {fitted.task.cutoff:g} h)" if fitted.task.kind == "forecast" else "")
+          + (f", seasonal offset {fitted.model_config.season:g} h" if fitted.model_config.season > 0 else "")
           + f", calibration scale c = {fitted.levy_calibration.scale_:.3g}; saved to {out}", file=sys.stderr)
     return 0
 
@@ -264,6 +268,8 @@ def _parser() -> argparse.ArgumentParser:
                    "default the median series midpoint, rounded)")
     f.add_argument("--horizon", default=None, help="forecast: how far ahead to predict after the cut-off (few "
                    "series: after each forecast origin), e.g. 36h, 2w, 5y; a bare number is in the data's unit")
+    f.add_argument("--season", default="auto", help="few series: the seasonal offset's period (e.g. 24h, 1y), "
+                   "'none', or 'auto' (detected on the training part)")
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--epochs", type=int, default=40)
     f.add_argument("--max-seconds", type=float, default=None, help="training time budget per model")

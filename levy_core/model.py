@@ -72,12 +72,15 @@ class ModelConfig:
     length_scale_min: float = 0.01  # shortest time decay ℓ, in time_scale units (clamp)
     length_scale_max: float = 1.0  # longest ℓ, in time_scale units: how far evidence reaches at most
     phi: Literal["rate", "count"] = "rate"  # Lévy only: which sampled operator σ̂ describes
+    season: float = 0.0  # hours; > 0: the offset is the value one season before the query (seasonal naive)
 
     def __post_init__(self) -> None:
         if not 0 < self.length_scale_min <= self.length_scale_max:
             raise ValueError("need 0 < length_scale_min <= length_scale_max")
         if self.time_scale <= 0 or not math.isfinite(self.time_scale):
             raise ValueError("time_scale must be finite and > 0")
+        if not (math.isfinite(self.season) and self.season >= 0):
+            raise ValueError("season must be finite and >= 0 (0: no seasonal offset)")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -163,6 +166,25 @@ def channel_state(batch: Batch, n_channels: int) -> ChannelState:
     return ChannelState(last, last_time, mean, count, now)
 
 
+def seasonal_offset(batch: Batch, state: ChannelState, season: float, fallback: Tensor) -> Tensor:
+    """The seasonal naive forecast of each query, (B, M): the value of its channel observed
+    nearest to ``τ = t_q − k·season`` (the latest such time at or before the context's end,
+    ``k ≥ 1``), when one lies within an eighth of a season of ``τ``; ``fallback`` elsewhere
+    (queries inside the context, or no observation near ``τ``). Deterministic given the
+    context, so it is an offset the variance identity allows. Materialises (B, M, N) scalars,
+    never values."""
+    ahead = batch.qry_time - state.now  # (B, M)
+    k = torch.ceil(ahead / season).clamp_min(1.0)
+    tau = batch.qry_time - k * season
+    same = (batch.ctx_channel.unsqueeze(1) == batch.qry_channel.unsqueeze(2)) & (batch.ctx_mask.unsqueeze(1) > 0)
+    dist = torch.where(same, (batch.ctx_time.unsqueeze(1) - tau.unsqueeze(2)).abs(),
+                       torch.full_like(same, math.inf, dtype=batch.ctx_time.dtype))  # (B, M, N)
+    nearest, index = dist.min(dim=-1)
+    value = torch.gather(batch.ctx_value, 1, index)
+    usable = (ahead > 0) & (nearest <= season / 8)
+    return torch.where(usable, value, fallback)
+
+
 class TimeEmbedding(nn.Module):
     """mTAN-style learned time features for the encoder: one linear and d-1 periodic.
 
@@ -225,10 +247,12 @@ class Backbone(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def offset(self, batch: Batch, state: ChannelState) -> Tensor:
-        """``b(q)``: the last observed value of the query's channel, (B, M)."""
+        """``b(q)``: the last observed value of the query's channel, (B, M) — or, with a
+        season, the value one season before the query where the context has it."""
         seen = torch.gather(state.count, 1, batch.qry_channel) > 0
         last = torch.gather(state.last_value, 1, batch.qry_channel)
-        return torch.where(seen, last, self.default[batch.qry_channel])
+        offset = torch.where(seen, last, self.default[batch.qry_channel])
+        return offset if self.cfg.season <= 0 else seasonal_offset(batch, state, self.cfg.season, offset)
 
     def encode(self, batch: Batch) -> Encoded:
         cfg, tau = self.cfg, self.cfg.time_scale

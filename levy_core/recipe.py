@@ -30,6 +30,7 @@ from levy_core.modelfile import FittedModel
 from levy_core.over_time import fit_adaptive
 from levy_core.predict import observed_queries
 from levy_core.scaling import ChannelScaler
+from levy_core.seasonality import detect_season
 from levy_core.tasks import (
     MIN_SERIES_FOR_SERIES_SPLIT,
     EpisodeBuilder,
@@ -70,6 +71,7 @@ class FitData:
     test_ids: list[str]
     time_scale: float  # hours: the median series span
     origin_of: dict[str, float] = field(default_factory=dict)  # origin mode: each episode's origin (user hours)
+    season: float = 0.0  # hours of the model's seasonal offset (0: the last value)
 
     def model_config(self, size: str = "small", phi: Literal["rate", "count"] = "rate",
                      **overrides: Any) -> ModelConfig:
@@ -77,7 +79,7 @@ class FitData:
         if size not in MODEL_SIZES:
             raise ValueError(f"size must be one of {sorted(MODEL_SIZES)}, got {size!r}")
         settings = {"n_channels": len(self.channels), "time_scale": self.time_scale, "phi": phi,
-                    **MODEL_SIZES[size], **overrides}
+                    "season": self.season, **MODEL_SIZES[size], **overrides}
         return ModelConfig(**settings)
 
     def counts(self) -> dict[str, int]:
@@ -98,6 +100,7 @@ def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: in
     """
     task = task or TaskConfig()
     origin_of: dict[str, float] = {}
+    user_frame = None
     if split is None and task.kind == "forecast" and frame["series_id"].nunique() < MIN_SERIES_FOR_SERIES_SPLIT:
         user_frame = frame
         frame, split, task = make_origin_split(frame, task, seed=seed)  # few series: rolling origins
@@ -122,8 +125,26 @@ def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: in
         time_scale = float(plan["history"] + plan["horizon"])
     else:
         time_scale = float(max(frame.groupby("series_id")["time"].max().median(), 1e-6))
+    season = resolve_season(task, split, user_frame, origin_of) if split.mode == "origin" else 0.0
     return FitData(split, task, scaler, channels, builder, train_ids, stop_ids, cal_ids,
-                   builder.usable(split.test), time_scale, origin_of)
+                   builder.usable(split.test), time_scale, origin_of, season)
+
+
+def resolve_season(task: TaskConfig, split: Split, user_frame: pd.DataFrame | None,
+                   origin_of: dict[str, float]) -> float:
+    """Rolling origins: the season of the seasonal offset, in hours — the one asked for, or
+    detected on the observations before the first calibration origin (never on what is
+    calibrated or tested), up to two thirds of the history; 0 for none."""
+    if task.season is not None:
+        if not (np.isfinite(task.season) and task.season >= 0):
+            raise ValueError(f"season must be a duration >= 0 (0: none), got {task.season}")
+        return float(task.season)
+    if user_frame is None or not split.calibration:
+        return 0.0
+    first_calibration = origin_of[split.calibration[0]]
+    history = float((split.origin_plan or {})["history"])
+    found = detect_season(user_frame[user_frame["time"] < first_calibration], max_period=2 * history / 3)
+    return found or 0.0
 
 
 def origin_times(split: Split, user_frame: pd.DataFrame) -> dict[str, float]:

@@ -63,6 +63,7 @@ class TaskConfig:
     cutoff: float | None = None  # forecast: history ends here (hours); None → the median series midpoint
     horizon: float | None = None  # forecast: queries up to cutoff + horizon; None → to the end
     holdout_fraction: float = 0.2  # interpolate: share of observations held out as queries
+    season: float | None = None  # rolling origins: hours of the seasonal offset; None → detected, 0 → none
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -274,7 +275,8 @@ def make_origin_split(frame: pd.DataFrame, task: TaskConfig, *, seed: int = 0) -
     split = Split("origin", seed, train, calibration, test, stopping=_stopping_part(train),
                   origin_plan=plan.to_dict())
     model_frame = training_frame(split, frame)
-    model_task = TaskConfig("forecast", cutoff=0.0, horizon=plan.horizon, holdout_fraction=task.holdout_fraction)
+    model_task = TaskConfig("forecast", cutoff=0.0, horizon=plan.horizon, holdout_fraction=task.holdout_fraction,
+                            season=task.season)
     return model_frame, split, model_task
 
 
@@ -290,10 +292,11 @@ def resolve_task(task: TaskConfig, frame: pd.DataFrame) -> TaskConfig:
         half_span = float((end - start).median()) / 2
         middle = float(((start + end) / 2).median())
         if not half_span > 0:
-            return TaskConfig("forecast", middle, task.horizon, task.holdout_fraction)
+            return TaskConfig("forecast", middle, task.horizon, task.holdout_fraction, task.season)
         # the median series midpoint, rounded as a person would pick it (23.78 h → 24 h)
         step = 10.0 ** (math.floor(math.log10(half_span)) - 1)
-        return TaskConfig("forecast", round(round(middle / step) * step, 10), task.horizon, task.holdout_fraction)
+        return TaskConfig("forecast", round(round(middle / step) * step, 10), task.horizon, task.holdout_fraction,
+                          task.season)
     return task
 
 
