@@ -274,15 +274,18 @@ def test_series_without_context_does_not_break_predictions(fitted, fit_obs) -> N
     sids = fit_obs.series_ids[:2]
     late = frame[(frame["series_id"] == sids[0]) & (frame["time"] > fitted.task.cutoff + 1)]
     normal = frame[frame["series_id"] == sids[1]]
+    assert len(late) and (normal["time"] < fitted.task.cutoff).any(), "one series without context, one with"
     obs = from_frame(pd.concat([late, normal], ignore_index=True))
-    try:
-        grid = pipeline.predict_grid(fitted, obs, n_points=5)
-    except DataError as exc:
-        assert sids[0] in str(exc)
-        return
-    kept = grid[grid["series_id"] == sids[1]]
-    assert len(kept) == len(fitted.channels) * 5
+    # every series by default: the one without context is skipped and named, the other predicted
+    grid = pipeline.predict_grid(fitted, obs, n_points=5)
+    assert grid.attrs["skipped_series"] == [sids[0]]
+    assert set(grid["series_id"]) == {sids[1]}
+    assert len(grid) == len(fitted.channels) * 5
     assert np.isfinite(grid[["mean", "sigma", "lower_gauss", "upper_gauss"]].to_numpy()).all()
+    # asked for by name, it is refused with a message naming it
+    with pytest.raises(DataError, match="nothing to predict from") as exc:
+        pipeline.predict_grid(fitted, obs, [sids[0], sids[1]], n_points=5)
+    assert sids[0] in str(exc.value)
 
 
 def test_split_predictions_only_contain_the_role(fitted, fit_obs) -> None:
