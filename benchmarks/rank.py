@@ -1,10 +1,11 @@
 """`levy rank` over 3,383 PhysioNet set-A stays: scoring time and whole-command time.
 
 1. Fits (or reuses, with ``--model``) a model on the bundled 300-patient sample.
-2. Writes two CSVs of set-A stays that the model never saw: 3,383 stays and 10 stays.
+2. Writes two CSVs of set-A stays that the model never saw: up to 3,383 stays and 10 stays.
 3. Times ``levy rank`` on each as a subprocess (median of ``--reps`` runs, interleaved) and
    parses its final line ``scored N series in X.XX s`` (the scoring time, without start-up
-   and CSV parsing).
+   and CSV parsing). The table's stay counts are those N, and each run fails unless N is
+   the number of stays written to its file.
 
 Usage::
 
@@ -28,14 +29,24 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_data" / "physionet2012_sample.csv.gz"
 
 
-def run(cmd: list[str]) -> tuple[float, float, str]:
+def run(cmd: list[str]) -> tuple[float, float, int]:
+    """Run one ``levy rank``: (whole-command seconds, scoring seconds, series scored)."""
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
     wall = time.perf_counter() - t0
     match = re.search(r"scored (\d+) series in ([\d.]+) s", proc.stdout)
     if not match:
         raise RuntimeError(f"unexpected output: {proc.stdout!r} {proc.stderr!r}")
-    return wall, float(match.group(2)), match.group(1)
+    return wall, float(match.group(2)), int(match.group(1))
+
+
+def rank_stays(cmd: list[str], n_written: int) -> tuple[float, float, int]:
+    """``run(cmd)``, refusing a run that scored a different number of series than the
+    ``n_written`` stays its file holds (a dropped or split stay would skew the timing)."""
+    wall, scoring, n = run(cmd)
+    if n != n_written:
+        raise RuntimeError(f"levy rank scored {n} series but {n_written} stays were written: {' '.join(cmd)}")
+    return wall, scoring, n
 
 
 def main() -> None:
@@ -54,24 +65,29 @@ def main() -> None:
         full = pd.read_csv(args.data_dir / "set-a-long.csv.gz")
         seen = set(pd.read_csv(SAMPLE)["patient_id"].unique())
         unseen = [p for p in sorted(full["patient_id"].unique()) if p not in seen][:3383]
-        big, small = tmp / "rank_3383.csv", tmp / "rank_10.csv"
-        full[full["patient_id"].isin(unseen)].to_csv(big, index=False)
-        full[full["patient_id"].isin(unseen[:10])].to_csv(small, index=False)
-        results: dict[str, list[tuple[float, float]]] = {"3383": [], "10": []}
-        run(levy + ["rank", str(model), str(small), "--out", str(tmp / "r.csv")])  # warm the file cache
+        files = {"big": (tmp / "rank_big.csv", full[full["patient_id"].isin(unseen)]),
+                 "small": (tmp / "rank_10.csv", full[full["patient_id"].isin(unseen[:10])])}
+        written = {}
+        for name, (path, rows) in files.items():
+            rows.to_csv(path, index=False)
+            written[name] = int(rows["patient_id"].nunique())
+        results: dict[str, list[tuple[float, float, int]]] = {"big": [], "small": []}
+        rank_stays(levy + ["rank", str(model), str(files["small"][0]), "--out", str(tmp / "r.csv")],
+                   written["small"])  # warm the file cache
         for _ in range(args.reps):
-            for name, path in (("3383", big), ("10", small)):
-                wall, scoring, n = run(levy + ["rank", str(model), str(path), "--out", str(tmp / "r.csv")])
-                results[name].append((wall, scoring))
+            for name, (path, _) in files.items():
+                cmd = levy + ["rank", str(model), str(path), "--out", str(tmp / "r.csv")]
+                results[name].append(rank_stays(cmd, written[name]))
+        n_big, n_small = results["big"][0][2], results["small"][0][2]
         print(f"levy rank, median of {args.reps} interleaved runs "
-              f"({len(full[full['patient_id'].isin(unseen)])} rows for 3,383 stays)")
+              f"({len(files['big'][1])} rows for {n_big:,} stays)")
         print("\n| stays | scoring (`scored … in X s`) | whole command |")
         print("|---|---|---|")
-        for name, res in results.items():
-            print(f"| {name} | {statistics.median(s for _, s in res):.2f} s "
-                  f"(min {min(s for _, s in res):.2f}) | {statistics.median(w for w, _ in res):.2f} s |")
-        extra = statistics.median(w for w, _ in results["3383"]) - statistics.median(w for w, _ in results["10"])
-        print(f"\nwhole command, 3,383 stays minus 10 stays: {extra:.2f} s")
+        for res in results.values():
+            print(f"| {res[0][2]:,} | {statistics.median(s for _, s, _ in res):.2f} s "
+                  f"(min {min(s for _, s, _ in res):.2f}) | {statistics.median(w for w, _, _ in res):.2f} s |")
+        extra = statistics.median(w for w, _, _ in results["big"]) - statistics.median(w for w, _, _ in results["small"])
+        print(f"\nwhole command, {n_big:,} stays minus {n_small:,} stays: {extra:.2f} s")
 
 
 if __name__ == "__main__":
