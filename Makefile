@@ -4,6 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PORT ?= 8501
+HOST ?= localhost
 DATA ?=
 
 .PHONY: install test test-fast dashboard bench lint clean
@@ -24,9 +25,10 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow and not e2e"
 
-## make dashboard: start the app on the bundled sample data (http://localhost:$(PORT))
+## make dashboard: start the app on the bundled sample data (http://localhost:$(PORT)); it listens on
+## localhost only unless HOST=0.0.0.0 (then anyone who can reach the port can upload data and start fits)
 dashboard: $(STAMP)
-	$(BIN)/levy dashboard $(DATA) --port $(PORT)
+	$(BIN)/levy dashboard $(DATA) --port $(PORT) --host $(HOST)
 
 ## make bench: the benchmark tables quoted in the README
 bench: $(STAMP)

@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from levy_core import pipeline
 from levy_core.calibrate import NotFittedError
+from levy_core.csv_safety import to_safe_csv
 from levy_core.data import (
     DataError,
     Observations,
@@ -34,9 +35,11 @@ from levy_core.pipeline import ModelLoadError
 from levy_core.tasks import TaskConfig
 from levy_core.train import Progress, TrainConfig
 
-__all__ = ["main", "streamlit_command"]
+__all__ = ["LOCAL_HOSTS", "main", "streamlit_command"]
 
 _REPO = Path(__file__).resolve().parent.parent
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+"""Addresses that serve the dashboard to this machine only."""
 
 
 class EpochBars:
@@ -140,7 +143,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     cols = ["series_id", "channel", "time", *(["horizon_hours"] if "horizon" in pred else []), "mean", "sigma",
             "lower", "upper", "log_evidence", "disagreement", "n_eff"]
     pred = pred.rename(columns={"horizon": "horizon_hours"})
-    pred[cols].to_csv(args.out, index=False)
+    to_safe_csv(pred[cols], args.out, index=False)
     print(f"wrote {len(pred)} predictions to {args.out} ({100 * args.level:.0f} % {kind} band"
           + (f"; {GUARANTEE}" if kind == "adaptive" else "") + ")", file=sys.stderr)
     return 0
@@ -154,7 +157,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     result = _json_safe(result)
     Path(args.json).write_text(json.dumps(result, indent=2))
     if args.predictions:
-        _user_predictions(pred, data, obs).to_csv(args.predictions, index=False)
+        to_safe_csv(_user_predictions(pred, data, obs), args.predictions, index=False)
     lv = result["levy"]
     line = (f"n_test {result['n_test']}: Lévy MSE {lv['mse']:.4g} CRPS {lv['crps']:.4g} "
             f"cov90 {lv['coverage']['0.9']:.3f} conformal90 {lv['conformal_coverage']['0.9']:.3f} "
@@ -214,7 +217,7 @@ def _cmd_rank(args: argparse.Namespace) -> int:
     fitted = pipeline.load_model(args.model)
     obs = _load_data(args.data, args.time_unit)
     ranked, seconds = pipeline.rank(fitted, obs)
-    ranked.to_csv(args.out, index=False)
+    to_safe_csv(ranked, args.out, index=False)
     print(f"scored {len(ranked)} series in {seconds:.2f} s")
     return 0
 
@@ -229,8 +232,11 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
     app = _REPO / "dashboard" / "app.py"
     if not app.exists():
         raise DataError(f"the dashboard is not installed next to levy_core ({app} missing)")
-    cmd = streamlit_command(args.port, headless=args.headless)
-    print(f"starting the dashboard on http://localhost:{args.port}", file=sys.stderr)
+    cmd = streamlit_command(args.port, headless=args.headless, host=args.host)
+    print(f"starting the dashboard on http://{_url_host(args.host)}:{args.port}", file=sys.stderr)
+    if args.host not in LOCAL_HOSTS:
+        print(f"warning: --host {args.host} serves the dashboard beyond this machine: anyone who can reach "
+              f"port {args.port} can upload data and start fits, with no authentication", file=sys.stderr)
     os.chdir(_REPO)
     # replace this process: Ctrl-C and kill reach Streamlit itself, nothing is left behind
     os.execvpe(cmd[0], cmd, env)
@@ -248,11 +254,53 @@ def _add_model_and_data(parser: argparse.ArgumentParser) -> None:
     _add_data(parser)
 
 
-def streamlit_command(port: int, *, headless: bool = True) -> list[str]:
-    """The command that serves the dashboard (also used by its browser test and benchmark)."""
+def _url_host(host: str) -> str:
+    """``host`` as it goes in a URL: IPv6 addresses in brackets, every interface as localhost."""
+    if host in ("0.0.0.0", "::", ""):
+        return "localhost"
+    return f"[{host}]" if ":" in host else host
+
+
+def streamlit_command(port: int, *, headless: bool = True, host: str = "localhost") -> list[str]:
+    """The command that serves the dashboard (also used by its browser test and benchmark).
+
+    ``host`` is the address Streamlit listens on (``--server.address``): ``localhost`` by
+    default, so only this machine can reach the app; ``0.0.0.0`` opens it to every network
+    interface, that is to anyone who can reach the port, with no authentication."""
     return [sys.executable, "-m", "streamlit", "run", str(_REPO / "dashboard" / "app.py"),
             "--server.headless", str(headless).lower(), "--server.port", str(port),
-            "--browser.gatherUsageStats", "false"]
+            "--server.address", host, "--browser.gatherUsageStats", "false"]
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: a whole number ≥ 1 (e.g. ``--epochs``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value} (nothing would be trained)")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds > 0 (``--max-seconds``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds greater than 0, got {text!r} "
+                                         "(leave it out for no time budget)")
+    return value
+
+
+def _host(text: str) -> str:
+    """argparse type: a host name or address to listen on (no spaces, not empty)."""
+    if not text.strip() or any(ch.isspace() for ch in text):
+        raise argparse.ArgumentTypeError(f"expected a host name or address such as localhost or 0.0.0.0, "
+                                         f"got {text!r}")
+    return text
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -271,8 +319,9 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--season", default="auto", help="few series: the seasonal offset's period (e.g. 24h, 1y), "
                    "'none', or 'auto' (detected on the training part)")
     f.add_argument("--seed", type=int, default=0)
-    f.add_argument("--epochs", type=int, default=40)
-    f.add_argument("--max-seconds", type=float, default=None, help="training time budget per model")
+    f.add_argument("--epochs", type=_positive_int, default=40, help="training epochs per model (at least 1)")
+    f.add_argument("--max-seconds", type=_positive_seconds, default=None,
+                   help="training time budget per model, in seconds (finite, > 0)")
     f.add_argument("--size", choices=["small", "medium", "large"], default="small")
     f.add_argument("--phi", choices=["rate", "count"], default="rate")
     f.add_argument("--no-twin", action="store_true", help="skip the softmax/MC-Dropout twin")
@@ -308,6 +357,9 @@ def _parser() -> argparse.ArgumentParser:
     d = sub.add_parser("dashboard", help="start the dashboard (on DATA or a bundled sample)")
     d.add_argument("data", nargs="?", default=None)
     d.add_argument("--port", type=int, default=8501)
+    d.add_argument("--host", type=_host, default="localhost",
+                   help="address to listen on (default localhost: this machine only); 0.0.0.0 lets anyone who "
+                   "can reach the port upload data and start fits, with no authentication")
     d.add_argument("--headless", type=lambda s: s.lower() in ("1", "true", "yes"), default=True)
     d.set_defaults(func=_cmd_dashboard)
     return p

@@ -1,0 +1,108 @@
+"""``levy dashboard`` / ``make dashboard`` listen on localhost unless told otherwise (issue 12).
+No server is started: the command is built and inspected, ``os.execvpe`` is replaced."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from levy_core import cli
+from levy_core.cli import LOCAL_HOSTS, main, streamlit_command
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def option(cmd: list[str], name: str) -> str:
+    """The value after ``name`` in ``cmd``, which must appear exactly once."""
+    assert cmd.count(name) == 1, cmd
+    return cmd[cmd.index(name) + 1]
+
+
+def test_streamlit_command_listens_on_localhost_by_default() -> None:
+    cmd = streamlit_command(8123)
+    assert cmd[:4] == [sys.executable, "-m", "streamlit", "run"]
+    assert Path(cmd[4]) == ROOT / "dashboard" / "app.py"
+    assert option(cmd, "--server.address") == "localhost"
+    assert option(cmd, "--server.port") == "8123"
+    assert option(cmd, "--server.headless") == "true"
+    assert option(cmd, "--browser.gatherUsageStats") == "false"
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "127.0.0.1", "::1", "lab-server.local"])
+def test_streamlit_command_passes_the_host(host: str) -> None:
+    cmd = streamlit_command(8501, headless=False, host=host)
+    assert option(cmd, "--server.address") == host
+    assert option(cmd, "--server.headless") == "false"
+
+
+class Exec:
+    """Stands in for ``os.execvpe``: records the command instead of replacing the process."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[str], dict[str, str]]] = []
+
+    def __call__(self, file: str, args: list[str], env: dict[str, str]) -> None:
+        self.calls.append((file, list(args), dict(env)))
+
+
+@pytest.fixture
+def fake_exec(monkeypatch: pytest.MonkeyPatch) -> Exec:
+    fake = Exec()
+    monkeypatch.setattr(os, "execvpe", fake)
+    monkeypatch.chdir(os.getcwd())  # `levy dashboard` changes into the repository; undone afterwards
+    return fake
+
+
+def test_levy_dashboard_binds_localhost_by_default(fake_exec: Exec, capsys) -> None:
+    assert main(["dashboard", "--port", "8777"]) == 0
+    (file, cmd, env), = fake_exec.calls
+    assert file == cmd[0] == sys.executable
+    assert option(cmd, "--server.address") == "localhost" and option(cmd, "--server.port") == "8777"
+    assert "LEVY_DASHBOARD_DATA" not in env or env["LEVY_DASHBOARD_DATA"] == os.environ.get("LEVY_DASHBOARD_DATA")
+    err = capsys.readouterr().err
+    assert "http://localhost:8777" in err and "warning" not in err
+
+
+def test_levy_dashboard_host_opens_it_with_a_warning(fake_exec: Exec, capsys, fit_csv: Path) -> None:
+    assert main(["dashboard", str(fit_csv), "--host", "0.0.0.0"]) == 0
+    (_, cmd, env), = fake_exec.calls
+    assert option(cmd, "--server.address") == "0.0.0.0"
+    assert env["LEVY_DASHBOARD_DATA"] == str(fit_csv.resolve())
+    err = capsys.readouterr().err
+    assert "warning: --host 0.0.0.0" in err and "no authentication" in err and "upload data" in err
+
+
+@pytest.mark.parametrize("host", sorted(LOCAL_HOSTS))
+def test_levy_dashboard_local_hosts_do_not_warn(fake_exec: Exec, capsys, host: str) -> None:
+    assert main(["dashboard", "--host", host]) == 0
+    assert option(fake_exec.calls[0][1], "--server.address") == host
+    assert "warning" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("host", ["", " ", "local host"])
+def test_levy_dashboard_refuses_a_blank_host(fake_exec: Exec, capsys, host: str) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["dashboard", "--host", host])
+    assert exc.value.code == 2 and not fake_exec.calls
+    assert "--host" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.parametrize(("extra", "host"), [([], "localhost"), (["HOST=0.0.0.0"], "0.0.0.0")])
+def test_make_dashboard_passes_the_host(extra: list[str], host: str) -> None:
+    """``make -n`` prints the recipe without running it (nothing is installed or started)."""
+    env = {k: v for k, v in os.environ.items() if k != "HOST"}  # HOST ?= also reads the environment
+    proc = subprocess.run(["make", "-n", "dashboard", "PORT=8600", *extra], cwd=ROOT, capture_output=True,
+                          text=True, check=True, env=env)
+    line = [x for x in proc.stdout.splitlines() if " dashboard " in f"{x} "][-1]
+    assert line.split()[1:] == ["dashboard", "--port", "8600", "--host", host]
+    assert line.split()[0].endswith("/levy")
+
+
+def test_cli_module_reexports_only_public_names() -> None:
+    assert set(cli.__all__) == {"LOCAL_HOSTS", "main", "streamlit_command"}
