@@ -37,8 +37,8 @@ from levy_core.data.cells import blank_mask, id_strings, missing_mask, parse_num
 from levy_core.data.columns import CHANNEL_ALIASES, SERIES_ALIASES, TIME_ALIASES, find_alias
 from levy_core.data.decode import decode_text, read_source, sniff_separator
 from levy_core.data.errors import DataError
-from levy_core.data.frame import HEADER_LINES, MAX_ROWS, require_filled
-from levy_core.data.messages import count, describe_lines, quote_list
+from levy_core.data.frame import MAX_ROWS, require_filled
+from levy_core.data.messages import count, csv_lines, describe_lines, quote_list
 from levy_core.data.observations import Observations
 from levy_core.data.reading import parse_csv_text
 from levy_core.data.times import (
@@ -362,7 +362,7 @@ def read_queries(
     """
     unit = user_time_unit(obs)
     table = _query_table(source)
-    lines = np.arange(len(table), dtype=np.int64) + 1 + HEADER_LINES
+    lines = csv_lines(len(table))
     time_col, id_cols = _query_columns(table)
     series = _query_ids(table, id_cols[0], obs.series_ids, _ID_ROLES[0], lines)
     channel = _query_ids(table, id_cols[1], obs.channels, _ID_ROLES[1], lines)

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from levy_core.data.cells import missing_mask
+from levy_core.data.decimals import decimal_comma_mask
 from levy_core.data.errors import DataError
 
 TIME_ALIASES: tuple[str, ...] = (
@@ -227,8 +228,9 @@ def _looks_numeric(col: pd.Series, sample: int = 2000) -> bool | None:
     """Whether a column holds numbers: True, False, or None when it is entirely empty.
 
     A column counts as numeric when at least half of its first ``sample`` non-empty
-    cells parse as finite numbers (so that a few typos are reported as errors instead
-    of the column silently disappearing).
+    cells parse as finite numbers, with a decimal point or a decimal comma (so that a
+    few typos, or decimal commas where they cannot be read, are reported as errors
+    instead of the column silently disappearing).
     """
     if pd.api.types.is_bool_dtype(col) or pd.api.types.is_numeric_dtype(col):
         return None if col.isna().all() else True
@@ -239,5 +241,5 @@ def _looks_numeric(col: pd.Series, sample: int = 2000) -> bool | None:
         return None
     head = present.iloc[:sample]
     parsed = pd.to_numeric(head.astype(str).str.strip(), errors="coerce")
-    ok = np.isfinite(parsed.to_numpy(dtype="float64", na_value=np.nan))
+    ok = np.isfinite(parsed.to_numpy(dtype="float64", na_value=np.nan)) | decimal_comma_mask(head)
     return bool(ok.mean() >= 0.5)

@@ -3,12 +3,19 @@
 Users upload what their spreadsheet program wrote, so this is where a gzipped CSV is
 unpacked, "Unicode text" (UTF-16) and Latin-1 files are decoded, and Excel workbooks and
 other binary files are refused with a message saying how to export CSV instead.
+
+A gzipped file is unpacked as a stream, :data:`GZIP_CHUNK_BYTES` at a time, and refused
+as soon as its unpacked text passes :data:`MAX_DECOMPRESSED_BYTES`: a small upload that
+expands to gigabytes ("gzip bomb") costs at most that much memory and a fraction of a
+second, never the whole expansion.
 """
 
 from __future__ import annotations
 
 import gzip
+import io
 import os
+import re
 import zlib
 from pathlib import Path
 from typing import IO, Any
@@ -20,6 +27,15 @@ _XLSX_MAGIC = b"PK\x03\x04"  # a zip archive, as .xlsx (and .ods) files are
 _XLS_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # OLE2 compound file: pre-2007 .xls
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _BINARY_SNIFF_BYTES = 4096  # a NUL byte this early means binary, not 8-bit text
+
+MAX_DECOMPRESSED_BYTES: int = 200_000_000
+"""Most bytes a gzipped file may unpack to (200 MB). The largest table accepted
+(:data:`~levy_core.data.frame.MAX_ROWS` rows of a long CSV with ids, ISO date-times
+with offsets and values, about 65 bytes a row) is about 130 MB of text; a bigger
+expansion is refused before any of it is parsed."""
+
+GZIP_CHUNK_BYTES: int = 1 << 20
+"""Unpacked bytes read from a gzip stream at a time (1 MiB)."""
 
 
 def read_source(source: str | os.PathLike[str] | IO[Any]) -> tuple[bytes | str, str]:
@@ -112,23 +128,45 @@ def decode_text(data: bytes | str, name: str) -> str:
         return data.decode("latin-1")
 
 
-def _gunzip(data: bytes, name: str) -> bytes:
-    """Unpack gzipped bytes; DataError when they are truncated or corrupt."""
+def _gunzip(data: bytes, name: str, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
+    """Unpack gzipped bytes as a stream, at most ``limit`` bytes of them.
+
+    Several gzip members one after the other are read as one file, as :mod:`gzip`
+    reads them. DataError when the stream is truncated or corrupt (bad header, bad
+    deflate data, bad CRC or length) or unpacks to more than ``limit`` bytes.
+    """
+    chunks: list[bytes] = []
+    total = 0
     try:
-        return gzip.decompress(data)
+        with gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb") as stream:
+            while chunk := stream.read(GZIP_CHUNK_BYTES):
+                total += len(chunk)
+                if total > limit:
+                    raise DataError(
+                        f"{name!r} unpacks to more than {limit / 1e6:,.0f} MB of text "
+                        f"({len(data) / 1e6:,.1f} MB gzipped), the most accepted. Split the "
+                        "data into smaller files, or keep only the columns and rows you need."
+                    )
+                chunks.append(chunk)
     except (OSError, EOFError, zlib.error) as exc:
         raise DataError(
             f"{name!r} looks gzipped but could not be unpacked ({exc}). "
             "Re-create the .csv.gz file or upload the plain CSV."
         ) from exc
+    return b"".join(chunks)
 
 
 def sniff_separator(text: str) -> str:
     """The field separator: comma, unless the header line has more semicolons or tabs.
 
     Semicolons are what spreadsheet programs write where the decimal mark is a comma.
+    The header line is the first line with something other than blanks.
     """
-    header = text.lstrip().split("\n", 1)[0]
+    start = re.search(r"\S", text)
+    if start is None:
+        return ","
+    end = text.find("\n", start.start())
+    header = text[start.start():end if end >= 0 else len(text)]
     counts = {",": header.count(","), ";": header.count(";"), "\t": header.count("\t")}
     sep = max(counts, key=lambda s: counts[s])
     return sep if counts[sep] > 0 else ","

@@ -15,9 +15,11 @@ import pandas as pd
 
 from levy_core.data.cells import blank_mask, id_strings, parse_numbers
 from levy_core.data.columns import ColumnMapping, detect_mapping
+from levy_core.data.decimals import decimal_comma_mask
 from levy_core.data.errors import DataError
-from levy_core.data.messages import count, describe_lines, quote_list
+from levy_core.data.messages import count, csv_lines, describe_lines, quote_list
 from levy_core.data.observations import COLUMNS, LoadReport, Observations
+from levy_core.data.ranges import refuse_huge_values, refuse_unresolvable_times
 from levy_core.data.times import TIME_UNITS, ParsedTime, hours_since_first, parse_time
 
 logger = logging.getLogger(__name__)
@@ -30,8 +32,6 @@ SINGLE_CHANNEL = "value"
 SINGLE_SERIES = "series_0"
 """Series id used when a table has no series column."""
 
-HEADER_LINES: int = 1
-"""A CSV's header is line 1, so data row ``i`` (from 0) is line ``i + 1 + HEADER_LINES``."""
 _KEY = ["series_id", "channel", "time"]  # at most one observation per key
 
 
@@ -82,9 +82,11 @@ def from_frame(
     """
     _check_table(df, time_unit, max_rows)
     df = df.reset_index(drop=True)
-    mapping = detect_mapping(df) if mapping is None else mapping
+    if mapping is None:  # a repeated name is refused below when the mapping uses it
+        mapping = detect_mapping(df.loc[:, ~df.columns.duplicated()])
     _check_mapping(df, mapping)
-    lines = np.arange(len(df), dtype=np.int64) + 1 + HEADER_LINES
+    _check_size(df, mapping, max_rows)
+    lines = csv_lines(len(df))
     notes = _reading_notes(df, mapping)
     series = _series_ids(df, mapping, lines)
     time = parse_time(df[mapping.time], mapping.time, lines, time_unit)
@@ -108,6 +110,7 @@ def from_frame(
         input_has_offsets=time.has_offsets,
     )
     obs = Observations(frame=_sort_observations(frame), report=report)
+    refuse_unresolvable_times(obs.frame, mapping.time, from_datetimes=time.stamps is not None)
     notes.append(
         f"kept {count(obs.n_obs, 'observation')} of "
         f"{obs.n_series:,} series and {count(obs.n_channels, 'channel')}"
@@ -160,6 +163,36 @@ def _check_mapping(df: pd.DataFrame, mapping: ColumnMapping) -> None:
             f"The column mapping uses a column twice ({mapping.describe()}); give each "
             "role its own column."
         )
+    names = [str(c) for c in df.columns]
+    for name in dict.fromkeys(used):
+        where = [i + 1 for i, c in enumerate(names) if c == name]
+        if len(where) > 1:
+            raise DataError(
+                f"Column {name!r} appears {len(where)} times in the header (columns "
+                f"{', '.join(map(str, where))}, counting from 1), so which one holds the "
+                f"{_role(mapping, name)} cannot be told. Rename or delete the extra column(s)."
+            )
+
+
+def _role(mapping: ColumnMapping, name: str) -> str:
+    """What a used column holds, for messages: 'time', 'values', 'series ids', ..."""
+    roles = {mapping.time: "time", mapping.series: "series ids"}
+    if mapping.layout == "long":
+        roles |= {mapping.channel: "channel names", mapping.value: "values"}
+    return roles.get(name, "channel's values")
+
+
+def _check_size(df: pd.DataFrame, mapping: ColumnMapping, max_rows: int) -> None:
+    """Refuse a wide table with more cells (rows × channel columns) than ``max_rows``:
+    each cell is an observation, as a row is in the long layout."""
+    n_channels = len(mapping.wide_channels) if mapping.layout == "wide" else 1
+    if len(df) * n_channels > max_rows:
+        raise DataError(
+            f"The file has {count(len(df), 'row')} × {count(n_channels, 'channel column')} "
+            f"= {len(df) * n_channels:,} cells, more than the {max_rows:,} accepted (in the "
+            "wide layout every cell is an observation). Subsample series or time stamps, or "
+            "split the file into several smaller files."
+        )
 
 
 def _reading_notes(df: pd.DataFrame, mapping: ColumnMapping) -> list[str]:
@@ -186,6 +219,7 @@ def _long_cells(df: pd.DataFrame, mapping: ColumnMapping, lines: np.ndarray) -> 
     name = str(mapping.value)  # not None: checked by _check_mapping
     values, missing, bad = parse_numbers(df[name])
     _refuse_non_numbers(df[name], bad, name, "value", lines)
+    refuse_huge_values(values, df[name], name, "value", lines)
     if mapping.channel is None:
         channel = np.full(len(df), SINGLE_CHANNEL, dtype=object)
     else:
@@ -202,6 +236,7 @@ def _wide_cells(df: pd.DataFrame, mapping: ColumnMapping, lines: np.ndarray) -> 
     for name in mapping.wide_channels:
         parsed = parse_numbers(df[name])
         _refuse_non_numbers(df[name], parsed.bad, str(name), "channel", lines)
+        refuse_huge_values(parsed.values, df[name], str(name), "channel", lines)
         values.append(parsed.values)
         missing.append(parsed.missing)
     names = np.array([str(c) for c in mapping.wide_channels], dtype=object)
@@ -247,11 +282,17 @@ def _refuse_non_numbers(
     """Refuse value cells that hold text other than a finite number."""
     if bad.any():
         idx = np.flatnonzero(bad)
+        n_commas = int(decimal_comma_mask(col.iloc[idx]).sum())
+        hint = (
+            f" {n_commas:,} of them {'has' if n_commas == 1 else 'have'} a decimal comma: "
+            "numbers such as 3,5 are read only from a file separated by semicolons, with "
+            "decimal commas throughout." if n_commas else ""
+        )
         raise DataError(
             f"Column {name!r} ({role}) has {count(idx.size, 'cell')} that are not "
             f"finite numbers: {describe_lines(lines[idx], col.iloc[idx].tolist())}. "
             "Use a decimal point (3.5, not 3,5), no units or text; leave a cell blank "
-            "if nothing was measured."
+            f"if nothing was measured.{hint}"
         )
 
 

@@ -14,6 +14,14 @@ import numpy as np
 MAX_QUOTED = 5
 """Names or bad lines quoted in one message; any further ones are only counted."""
 
+HEADER_LINES: int = 1
+"""A CSV's header is line 1, so data row ``i`` (from 0) is line ``i + 1 + HEADER_LINES``."""
+
+
+def csv_lines(n_rows: int) -> np.ndarray:
+    """The CSV line number of each of ``n_rows`` data rows (header = line 1): 2, 3, ..."""
+    return np.arange(n_rows, dtype=np.int64) + 1 + HEADER_LINES
+
 
 def count(n: int, noun: str) -> str:
     """``n`` and the noun, plural unless ``n == 1``: '1 row', '2 rows', '1,234 rows'."""

@@ -1,21 +1,42 @@
 """The entry points that start from a file: :func:`read_csv`, :func:`preview_table` and
-the bundled samples (:func:`load_sample`)."""
+the bundled samples (:func:`load_sample`).
+
+Before the text is parsed, its shape is bounded (:func:`check_text_shape`): at most
+:data:`MAX_COLUMNS` header fields, no line longer than :data:`MAX_LINE_CHARS`, and at
+most :data:`MAX_CELLS` cells (data rows × header fields) parsed, so that the memory a
+file costs stays proportional to what can be accepted, whatever its shape.
+"""
 
 from __future__ import annotations
 
+import csv
 import io
 import os
+import re
+from collections import Counter
+from collections.abc import Collection
 from pathlib import Path
 from typing import IO, Any
 
 import pandas as pd
 
-from levy_core.data.columns import ColumnMapping
+from levy_core.data.columns import CHANNEL_ALIASES, SERIES_ALIASES, ColumnMapping, find_alias
+from levy_core.data.decimals import read_decimal_commas
 from levy_core.data.decode import decode_text, read_source, sniff_separator
 from levy_core.data.errors import DataError
 from levy_core.data.frame import MAX_ROWS, from_frame
-from levy_core.data.messages import quote_list
+from levy_core.data.messages import count, quote_list
 from levy_core.data.observations import Observations
+
+MAX_COLUMNS: int = 10_000
+"""Most fields in a CSV's header line."""
+MAX_LINE_CHARS: int = 1_000_000
+"""Longest line accepted, in characters (10,000 fields of 100 characters each)."""
+MAX_CELLS: int = 10 * MAX_ROWS
+"""Most text cells (data rows × header fields) parsed from one CSV: 20 million, so that
+a long table of :data:`MAX_ROWS` rows may carry up to ten columns. Parsed text costs
+about 17 bytes a cell, so this bounds parsing at a few hundred MB."""
+_LINE_SCAN_CHARS = 1 << 22  # text scanned for long lines at a time
 
 SAMPLE_DIR: Path = Path(__file__).resolve().parent.parent.parent / "sample_data"
 """Folder of the bundled sample data sets."""
@@ -59,9 +80,25 @@ def read_csv(
         For any problem with the file or its content (see :func:`from_frame`).
     """
     data, name = read_source(source)
-    # one row more than allowed, so that from_frame can tell the file is too long
-    table = parse_csv_text(decode_text(data, name), name, nrows=max_rows + 1)
-    return from_frame(table, mapping=mapping, time_unit=time_unit, max_rows=max_rows)
+    text = decode_text(data, name)
+    del data  # the text is all that is needed from here on
+    sep = sniff_separator(text)
+    header = check_text_shape(text, name, sep)
+    rows_allowed = min(max_rows, max(1, MAX_CELLS // max(1, len(header))))
+    # one row more than allowed, so that too long a file can be told from a full one
+    table = parse_csv_text(text, name, nrows=rows_allowed + 1, sep=sep)
+    del text
+    if rows_allowed < max_rows and len(table) > rows_allowed:
+        raise DataError(
+            f"{name!r} has more than {rows_allowed:,} data rows of {count(len(header), 'field')} "
+            f"each, more than the {MAX_CELLS:,} cells accepted. Delete the columns you do not "
+            "need, or split the file into several smaller files."
+        )
+    table = restore_duplicate_names(table, header)
+    table, notes = read_decimal_commas(table, sep, skip=_id_columns(table, mapping))
+    obs = from_frame(table, mapping=mapping, time_unit=time_unit, max_rows=max_rows)
+    obs.report.messages[1:1] = notes  # after "read N rows (mapping)"
+    return obs
 
 
 def preview_table(data: bytes, name: str, nrows: int = 500) -> pd.DataFrame:
@@ -96,10 +133,14 @@ def preview_table(data: bytes, name: str, nrows: int = 500) -> pd.DataFrame:
     """
     if nrows < 0:
         raise ValueError(f"nrows must be 0 or more, got {nrows}.")
-    return parse_csv_text(decode_text(data, name), name, nrows=nrows)
+    text = decode_text(data, name)
+    sep = sniff_separator(text)
+    header = check_text_shape(text, name, sep)
+    nrows = min(nrows, max(1, MAX_CELLS // max(1, len(header))))
+    return parse_csv_text(text, name, nrows=nrows, sep=sep)
 
 
-def parse_csv_text(text: str, name: str, nrows: int) -> pd.DataFrame:
+def parse_csv_text(text: str, name: str, nrows: int, sep: str | None = None) -> pd.DataFrame:
     """The first ``nrows`` data rows of CSV text, every cell kept as str.
 
     Cells stay text (no NA guessing): from_frame decides what is blank, per role. The
@@ -114,6 +155,8 @@ def parse_csv_text(text: str, name: str, nrows: int) -> pd.DataFrame:
         The file's name, for messages.
     nrows : int
         Most data rows read.
+    sep : str, optional
+        The field separator; sniffed when omitted.
 
     Returns
     -------
@@ -123,14 +166,16 @@ def parse_csv_text(text: str, name: str, nrows: int) -> pd.DataFrame:
     Raises
     ------
     DataError
-        Empty or malformed CSV text.
+        Empty or malformed CSV text, including rows with more fields than the header
+        (with a hint at decimal commas when the separator is a comma).
     """
     if not text.strip():
         raise DataError(f"{name!r} is empty. Upload a CSV with a header line and data rows.")
+    sep = sniff_separator(text) if sep is None else sep
     try:
         df = pd.read_csv(
-            io.StringIO(text),
-            sep=sniff_separator(text),
+            _TextSource(text),  # io.StringIO would copy the text at 4 bytes a character
+            sep=sep,
             dtype=str,
             keep_default_na=False,
             na_filter=False,
@@ -145,10 +190,141 @@ def parse_csv_text(text: str, name: str, nrows: int) -> pd.DataFrame:
         raise DataError(
             f"{name!r} is not a well-formed CSV: {str(exc).strip()}. Every row needs the "
             "same number of comma-separated fields as the header; quote text that "
-            "contains commas."
+            "contains commas." + _decimal_comma_hint(sep)
         ) from exc
+    if not isinstance(df.index, pd.RangeIndex):  # pandas made the extra fields an index
+        raise DataError(
+            f"{name!r} is not a well-formed CSV: line 2 (the first data row) has "
+            f"{df.index.nlevels + df.shape[1]:,} fields but the header has {df.shape[1]:,}. "
+            "Give every row as many fields as the header." + _decimal_comma_hint(sep)
+        )
     df.columns = [str(c).strip() for c in df.columns]
     return df
+
+
+def _decimal_comma_hint(sep: str) -> str:
+    """What to do when decimal commas may have split numbers in a comma-separated file."""
+    if sep != ",":
+        return ""
+    return (
+        " If the numbers use decimal commas (3,5), the commas split each number into "
+        "two fields: export the file with semicolons as the separator (the CSV a "
+        "spreadsheet writes where the decimal mark is a comma), or write the numbers "
+        "with decimal points (3.5)."
+    )
+
+
+class _TextSource(io.TextIOBase):
+    """A str read in pieces, for :func:`pandas.read_csv`, without copying it whole."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> str:
+        """Up to ``size`` characters (all that are left when ``size`` is negative)."""
+        end = len(self._text) if size is None or size < 0 else self._pos + size
+        piece = self._text[self._pos:end]
+        self._pos += len(piece)
+        return piece
+
+
+def check_text_shape(text: str, name: str, sep: str) -> list[str]:
+    """The header's fields, after refusing text whose shape would cost too much to parse.
+
+    Parameters
+    ----------
+    text : str
+        The CSV text.
+    name : str
+        The file's name, for messages.
+    sep : str
+        The field separator.
+
+    Returns
+    -------
+    list of str
+        The header line's fields as written (quotes removed, blanks kept); empty for
+        text without a header.
+
+    Raises
+    ------
+    DataError
+        More than :data:`MAX_COLUMNS` header fields, or a line longer than
+        :data:`MAX_LINE_CHARS` characters.
+    """
+    if len(text) > MAX_LINE_CHARS and _longest_line(text) > MAX_LINE_CHARS:
+        raise DataError(
+            f"{name!r} has a line of more than {MAX_LINE_CHARS:,} characters, the longest "
+            "accepted. Check that the file is a CSV table with one observation (or time "
+            "stamp) per line."
+        )
+    start = re.search(r"\S", text)
+    if start is None:
+        return []
+    end = text.find("\n", start.start())
+    line = text[start.start():end if end >= 0 else len(text)]
+    fields = next(csv.reader([line.rstrip("\r\n")], delimiter=sep), [])
+    if len(fields) > MAX_COLUMNS:
+        raise DataError(
+            f"{name!r} has {len(fields):,} columns, more than the {MAX_COLUMNS:,} accepted. "
+            "Keep the columns you need, or use the long layout (series, time, channel, "
+            "value), one observation per row."
+        )
+    return fields
+
+
+def _longest_line(text: str) -> int:
+    """Characters in the longest line of ``text``, scanned a few MB at a time."""
+    longest = carry = 0
+    for i in range(0, len(text), _LINE_SCAN_CHARS):
+        parts = text[i:i + _LINE_SCAN_CHARS].split("\n")
+        if len(parts) == 1:
+            carry += len(parts[0])
+            continue
+        inner = max(map(len, parts[1:-1]), default=0)
+        longest = max(longest, carry + len(parts[0]), inner)
+        carry = len(parts[-1])
+    return max(longest, carry)
+
+
+def restore_duplicate_names(table: pd.DataFrame, header: list[str]) -> pd.DataFrame:
+    """Give repeated header names back to the columns pandas renamed ``value.1``, ...
+
+    So that :func:`~levy_core.data.frame.from_frame` sees, and refuses when the mapping
+    uses it, a column that the header names twice.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The table as parsed (column names stripped).
+    header : list of str
+        The header's fields as written (:func:`check_text_shape`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``table``, renamed in place where the header repeats a name.
+    """
+    names = [h.strip() for h in header]
+    if len(names) != table.shape[1]:
+        return table  # a header pandas read otherwise (quoted line breaks): keep its names
+    repeated = {n for n, k in Counter(names).items() if n and k > 1}
+    if repeated:
+        table.columns = [n if n in repeated else c for n, c in zip(names, table.columns, strict=True)]
+    return table
+
+
+def _id_columns(table: pd.DataFrame, mapping: ColumnMapping | None) -> Collection[str]:
+    """Columns holding series ids or channel names: text, never read as numbers."""
+    if mapping is not None:
+        return {c for c in (mapping.series, mapping.channel) if c is not None}
+    columns = [str(c) for c in table.columns]
+    found = (find_alias(columns, SERIES_ALIASES), find_alias(columns, CHANNEL_ALIASES))
+    return {c for c in found if c is not None}
 
 
 def load_sample(name: str) -> Observations:
