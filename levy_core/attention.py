@@ -38,7 +38,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from levy_core.operator_checks import as_kappa, check_inputs, check_options
+from levy_core.operator_checks import (
+    as_kappa,
+    check_inputs,
+    check_options,
+    check_value_range,
+    nonfinite_queries,
+    poison,
+)
 from levy_core.phi import Phi, log_phi
 
 __all__ = [
@@ -203,6 +210,7 @@ def levy_attention(
     decay: TimeDecay | None = None,
     readout: Tensor | None = None,
     prior: LevyPrior | None = None,
+    check_finite: bool = True,
 ) -> LevyOutput:
     """Lévy attention of queries ``q`` over keys ``k`` carrying values ``v``.
 
@@ -231,6 +239,12 @@ def levy_attention(
         Costs D(D+1)/2 extra value columns (second moments), never a (Q, K, D) tensor.
     prior : LevyPrior, optional
         Atoms superposed on the data's (in read-out space); see ``LevyPrior``.
+    check_finite : bool
+        ``True`` (default): a NaN or ±inf in ``q``, ``k``, ``v``, ``key_weight``, the decay
+        times, the read-out or the prior raises ``ValueError`` naming the argument.
+        ``False``: they propagate instead, identically on every path: each output they reach
+        is NaN (a query's own inputs poison that query, a key's its whole batch row).
+        ``kappa`` (finite, > 0), ``length_scale`` and negative key weights are always checked.
 
     Returns
     -------
@@ -243,9 +257,11 @@ def levy_attention(
     """
     check_inputs(q, k, v, key_weight, phi)
     check_options(q, k, v, decay, readout, prior)
-    kappa_t = as_kappa(kappa, q)
-    if impl == "fused":
-        mean, second, log_evidence = _fused(q, k, v, kappa_t, key_weight, decay, full=readout is not None)
+    kappa_t = as_kappa(kappa, q, k, v)
+    bad = nonfinite_queries(q, k, v, key_weight, decay, readout, prior, raise_error=check_finite)
+    if impl == "fused":  # the CPU kernel zeroes a NaN query's row: only finite inputs take it
+        mean, second, log_evidence = _fused(q, k, v, kappa_t, key_weight, decay, full=readout is not None,
+                                            flash=bad is None)
     elif impl == "reference":
         mean, second, log_evidence = _reference(q, k, v, kappa_t, key_weight, decay, full=readout is not None)
     else:
@@ -254,7 +270,8 @@ def levy_attention(
         mean, disagreement = _read_out(mean, second, readout)
     else:
         disagreement = second
-    return _assemble(mean, disagreement, log_evidence, phi, prior)
+    out = _assemble(mean, disagreement, log_evidence, phi, prior)
+    return out if bad is None else poison(out, bad)
 
 
 def _read_out(mean: Tensor, cov: Tensor, readout: Tensor) -> tuple[Tensor, Tensor]:
@@ -364,9 +381,12 @@ def log_intensity(q: Tensor, k: Tensor, kappa: Tensor, key_weight: Tensor | None
 def _second_moment_columns(v_c: Tensor, full: bool) -> Tensor:
     """``‖v‖²`` (..., K, 1) or the upper triangle of ``v vᵀ`` (..., K, D(D+1)/2)."""
     if not full:
-        return torch.linalg.vector_norm(v_c, dim=-1, keepdim=True).square()
-    rows, cols = torch.triu_indices(v_c.shape[-1], v_c.shape[-1], device=v_c.device)
-    return v_c[..., rows] * v_c[..., cols]
+        moments = torch.linalg.vector_norm(v_c, dim=-1, keepdim=True).square()
+    else:
+        rows, cols = torch.triu_indices(v_c.shape[-1], v_c.shape[-1], device=v_c.device)
+        moments = v_c[..., rows] * v_c[..., cols]
+    check_value_range(v_c, moments)
+    return moments
 
 
 def _covariance(mean_c: Tensor, second: Tensor, full: bool) -> Tensor:
@@ -460,7 +480,7 @@ def _augment(q: Tensor, k: Tensor, v_c: Tensor, moments: Tensor, kappa: Tensor, 
 
 
 def _fused(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | None,
-           decay: TimeDecay | None, full: bool) -> tuple[Tensor, Tensor, Tensor]:
+           decay: TimeDecay | None, full: bool, flash: bool = True) -> tuple[Tensor, Tensor, Tensor]:
     """One SDPA call on augmented inputs (the fast path; columns in ``_augment``).
 
     ``log Λ`` comes, by case: on CPU without autograd, from the flash kernel's own
@@ -478,9 +498,10 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | 
                                    terms.q_col.shape[:-1] if terms is not None else (),
                                    terms.k_col.shape[:-1] if terms is not None else ())
     n_q, n_k = q.shape[-2], k.shape[-2]
-    if n_q == 0:  # nothing to attend from: empty outputs of the right shapes
+    if n_q == 0:  # nothing to attend from: empty outputs of the right shapes, in the graph
+        zero = (q.sum() + k.sum() + v.sum() + kappa.sum()) * 0.0
         second = q.new_zeros(*batch, 0, D, D) if full else q.new_zeros(*batch, 0)
-        return q.new_zeros(*batch, 0, D), second, q.new_zeros(*batch, 0)
+        return q.new_zeros(*batch, 0, D) + zero, second + zero, q.new_zeros(*batch, 0) + zero
     v_c, v_bar = _centre(v, key_weight)
     moments = _second_moment_columns(v_c, full)  # (..., K, S)
     S = moments.shape[-1]
@@ -488,7 +509,7 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | 
         (torch.as_tensor(decay.length_scale),) if decay is not None else ())
     needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in inputs)
 
-    if q.device.type == "cpu" and _FLASH_CPU_WITH_LSE is not None:
+    if flash and q.device.type == "cpu" and _FLASH_CPU_WITH_LSE is not None:
         try:
             with torch.no_grad():
                 qa, ka, va = _augment(q, k, v_c, moments, kappa, key_weight, terms, batch, None)

@@ -5,15 +5,16 @@ Every check raises ``ValueError`` naming the argument, its shape and what it mus
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
 if TYPE_CHECKING:  # annotations only: attention imports this module
-    from levy_core.attention import LevyPrior, TimeDecay
+    from levy_core.attention import LevyOutput, LevyPrior, TimeDecay
 
-__all__ = ["as_kappa", "check_inputs", "check_options"]
+__all__ = ["as_kappa", "check_inputs", "check_options", "check_value_range", "nonfinite_queries", "poison"]
 
 
 def check_inputs(q: Tensor, k: Tensor, v: Tensor, key_weight: Tensor | None, phi: str) -> None:
@@ -35,7 +36,7 @@ def check_inputs(q: Tensor, k: Tensor, v: Tensor, key_weight: Tensor | None, phi
         raise ValueError(
             f"key_weight must have shape (..., K) with K={k.shape[-2]}, got {tuple(key_weight.shape)}"
         )
-    if key_weight is not None and torch.any(key_weight < 0):
+    if key_weight is not None and torch.any(key_weight < 0):  # NaN: nonfinite_queries
         raise ValueError("key_weight must be non-negative (0 masks a key)")
 
 
@@ -62,11 +63,91 @@ def check_options(q: Tensor, k: Tensor, v: Tensor, decay: TimeDecay | None, read
                              f"variance (..., Q); got {tuple(prior.log_mass.shape)}, {tuple(prior.mean.shape)}")
 
 
-def as_kappa(kappa: float | Tensor, ref: Tensor) -> Tensor:
-    """``κ`` as a tensor broadcastable to (..., 1, 1); ``ValueError`` unless finite and > 0."""
+def as_kappa(kappa: float | Tensor, ref: Tensor, *others: Tensor) -> Tensor:
+    """``κ`` as a tensor broadcastable to (..., 1, 1); ``ValueError`` unless finite and > 0
+    and, for a tensor, of shape (..., 1, 1) broadcastable to the batch shape of ``ref`` and
+    ``others`` (q, k, v: their shapes without the last two dims)."""
     kappa_t = torch.as_tensor(kappa, dtype=ref.dtype, device=ref.device)
     if not torch.all(kappa_t > 0) or not torch.all(torch.isfinite(kappa_t)):
         raise ValueError("kappa must be finite and > 0")
-    if kappa_t.dim() == 0:
-        kappa_t = kappa_t.reshape(1, 1)
-    return kappa_t  # broadcastable to (..., 1, 1)
+    if kappa_t.dim() < 2 and kappa_t.numel() == 1:
+        return kappa_t.reshape(1, 1)  # broadcastable to (..., 1, 1)
+    batch = torch.broadcast_shapes(*(t.shape[:-2] for t in (ref, *others)))
+    try:
+        if kappa_t.dim() < 2 or kappa_t.shape[-2:] != (1, 1):
+            raise RuntimeError("not (..., 1, 1)")
+        torch.broadcast_shapes(kappa_t.shape[:-2], batch)
+    except RuntimeError:
+        example = (1,) * max(0, len(batch) - 1) + tuple(batch[-1:]) + (1, 1)
+        raise ValueError(
+            f"kappa must be a number or a tensor of shape (..., 1, 1) whose leading dims broadcast "
+            f"against the batch shape {tuple(batch)} of q, k and v (per head e.g. {example}); "
+            f"got shape {tuple(kappa_t.shape)}") from None
+    return kappa_t
+
+
+def _inputs(q: Tensor, k: Tensor, v: Tensor, key_weight: Tensor | None, decay: TimeDecay | None,
+            readout: Tensor | None, prior: LevyPrior | None) -> list[tuple[str, Tensor, int, bool]]:
+    """(name, tensor, trailing dims to reduce, per query?) of every tensor input."""
+    named = [("q", q, 1, True), ("k", k, 2, False), ("v", v, 2, False)]
+    if key_weight is not None:
+        named.append(("key_weight", key_weight, 1, False))
+    if decay is not None:
+        named += [("decay.query_time", decay.query_time, 0, True), ("decay.key_time", decay.key_time, 1, False)]
+    if readout is not None:
+        named.append(("readout", readout, 2, True))
+    if prior is not None:
+        # log_mass = -inf is a prior of no mass; NaN and +inf are not
+        named += [("prior.log_mass", torch.where(torch.isneginf(prior.log_mass), 0.0, prior.log_mass), 0, True),
+                  ("prior.mean", prior.mean, 1, True), ("prior.variance", prior.variance, 0, True)]
+    return named
+
+
+def nonfinite_queries(q: Tensor, k: Tensor, v: Tensor, key_weight: Tensor | None, decay: TimeDecay | None,
+                      readout: Tensor | None, prior: LevyPrior | None,
+                      raise_error: bool) -> Tensor | None:
+    """The queries (..., Q) that a NaN or ±inf input reaches (a query's own row: ``q``, its
+    decay time, read-out and prior; a whole batch row: ``k``, ``v``, ``key_weight``, key
+    times), or ``None`` when every input is finite (one device sync on that common path).
+
+    ``raise_error``: a ``ValueError`` naming the first non-finite argument instead."""
+    named = _inputs(q, k, v, key_weight, decay, readout, prior)
+    if bool(torch.stack([torch.isfinite(t).all() for _, t, _, _ in named]).all()):
+        return None
+    bad = torch.zeros(q.shape[:-1], dtype=torch.bool, device=q.device)
+    for name, t, reduce, per_query in named:
+        finite = torch.isfinite(t)
+        if bool(finite.all()):
+            continue
+        if raise_error:
+            raise ValueError(
+                f"{name} has {int((~finite).sum())} non-finite value(s) (NaN or ±inf) of {finite.numel()}; "
+                "pass finite inputs, or check_finite=False to let them propagate (every output they "
+                "reach is NaN)")
+        row_bad = ~finite.flatten(-reduce).all(-1) if reduce else ~finite
+        bad = bad | (row_bad if per_query else row_bad.unsqueeze(-1))
+    return bad
+
+
+def check_value_range(v_c: Tensor, moments: Tensor) -> None:
+    """``ValueError`` when values whose deviations from their key mean are finite have
+    second moments the dtype cannot hold (``|v − v̄|`` beyond about ``sqrt(max / K)``, 1.8e19
+    / sqrt(K) in float32): ``disagreement`` (value units²) would be inf and σ̂ NaN beside a
+    finite mean. The operator is equivariant (mean and σ̂ scale with v), so rescaling v,
+    or float64, is exact."""
+    limit = torch.finfo(moments.dtype).max / (v_c.shape[-2] + 1)  # + 1: the null key
+    if moments.numel() and bool(torch.isfinite(v_c).all()) and not bool((moments.abs() < limit).all()):
+        spread = float(v_c.abs().max())
+        raise ValueError(
+            f"v's deviations from their key mean reach {spread:.3g}: their squares overflow {moments.dtype} "
+            f"(largest {torch.finfo(moments.dtype).max:.3g} over {v_c.shape[-2]} keys), so the disagreement "
+            "and σ̂ cannot be represented; rescale v (mean and σ̂ scale with it) or pass float64")
+
+
+def poison(out: LevyOutput, bad: Tensor) -> LevyOutput:
+    """NaN in every output of the queries ``bad`` (..., Q): the same answer on every path."""
+    nan = torch.tensor(math.nan, dtype=out.sigma.dtype, device=out.sigma.device)
+    row = bad.expand(out.sigma.shape)
+    return out._replace(mean=torch.where(row.unsqueeze(-1), nan, out.mean),
+                        **{name: torch.where(row, nan, getattr(out, name))
+                           for name in ("sigma", "log_evidence", "disagreement", "log_data_evidence")})

@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from levy_core.attention import LevyPrior, Phi, TimeDecay, log_intensity
-from levy_core.operator_checks import as_kappa, check_inputs
+from levy_core.operator_checks import as_kappa, check_inputs, check_options, nonfinite_queries
 
 __all__ = ["sample_levy_attention"]
 
@@ -86,14 +86,18 @@ def sample_levy_attention(
     generator : torch.Generator, optional
         Makes the draws reproducible.
 
+    ``ValueError`` (naming the argument) for a NaN or ±inf input: a draw has no meaning there.
+
     Returns
     -------
     Tensor, shape (n_draws, ..., Q, D) (or P with a read-out)
     """
     check_inputs(q, k, v, key_weight, phi)
+    check_options(q, k, v, decay, readout, prior)
     if n_draws < 1:
         raise ValueError("n_draws must be >= 1")
-    kappa_t = as_kappa(kappa, q)
+    kappa_t = as_kappa(kappa, q, k, v)
+    nonfinite_queries(q, k, v, key_weight, decay, readout, prior, raise_error=True)
     log_lam = log_intensity(q, k, kappa_t, key_weight, decay)  # (..., Q, K)
     if key_weight is not None:  # masked atoms carry no mass at all
         log_lam = torch.where(key_weight.unsqueeze(-2) > 0, log_lam, torch.full_like(log_lam, -torch.inf))
