@@ -33,6 +33,8 @@ Both models share one backbone (``Backbone``) and differ only in the cross-atten
 from __future__ import annotations
 
 import math
+import numbers
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Literal, NamedTuple
 
@@ -50,7 +52,24 @@ from levy_core.attention import (
     log_sigma_terms,
 )
 
-__all__ = ["Batch", "ModelConfig", "ModelOutput", "OperatorInputs", "LevyModel", "SoftmaxTwin", "build_model"]
+__all__ = ["CONFIG_BOUNDS", "Batch", "ModelConfig", "ModelOutput", "OperatorInputs", "LevyModel", "SoftmaxTwin",
+           "build_model", "generator_dropout"]
+
+#: Inclusive bounds on every size and depth of a ``ModelConfig``, checked before anything is
+#: built (a ``model.json`` is input). Generous: the largest preset is d_model 96, 8 heads of
+#: 16, 2 + 1 layers. With every size at its cap a model has about 60 M parameters (240 MB in
+#: float32; the twin as many), and it is built in seconds.
+CONFIG_BOUNDS: dict[str, tuple[int, int]] = {
+    "n_channels": (1, 100_000),
+    "d_model": (2, 512),  # and even: the layers' self-attention has 2 heads
+    "d_time": (2, 64),
+    "d_channel": (1, 64),
+    "num_heads": (1, 32),
+    "head_dim": (1, 128),
+    "value_rank": (1, 32),
+    "channel_layers": (0, 8),
+    "context_layers": (0, 8),
+}
 
 
 @dataclass
@@ -75,6 +94,22 @@ class ModelConfig:
     season: float = 0.0  # hours; > 0: the offset is the value one season before the query (seasonal naive)
 
     def __post_init__(self) -> None:
+        for name, (lo, hi) in CONFIG_BOUNDS.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not lo <= value <= hi:
+                raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {value!r}")
+        if self.d_model % 2:
+            raise ValueError(f"d_model must be even (the layers' self-attention has 2 heads), got {self.d_model}")
+        for name in ("time_scale", "dropout", "kappa_init", "length_scale_min", "length_scale_max", "season"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
+        if not KAPPA_MIN <= self.kappa_init <= KAPPA_MAX:
+            raise ValueError(f"kappa_init must lie in [{KAPPA_MIN}, {KAPPA_MAX}], got {self.kappa_init}")
+        if self.phi not in ("rate", "count"):
+            raise ValueError(f"phi must be 'rate' or 'count', got {self.phi!r}")
         if not 0 < self.length_scale_min <= self.length_scale_max:
             raise ValueError("need 0 < length_scale_min <= length_scale_max")
         if self.time_scale <= 0 or not math.isfinite(self.time_scale):
@@ -185,6 +220,30 @@ def seasonal_offset(batch: Batch, state: ChannelState, season: float, fallback: 
     return torch.where(usable, value, fallback)
 
 
+def generator_dropout(x: Tensor, p: float, generator: torch.Generator) -> Tensor:
+    """Inverted dropout whose mask comes from ``generator`` alone (never the global RNG, never
+    the module's train/eval mode): what MC-Dropout passes use, so concurrent calls on one
+    shared model cannot disturb each other."""
+    if p <= 0:
+        return x
+    keep = 1.0 - p
+    mask = torch.rand(x.shape, generator=generator, device=x.device, dtype=x.dtype) < keep
+    return x * mask / keep
+
+
+def encoder_layer(layer: nn.TransformerEncoderLayer, x: Tensor, drop: Callable[[Tensor], Tensor]) -> Tensor:
+    """``layer(x)`` (pre-norm, batch first, no mask) with every dropout of training mode —
+    attention weights, both residual branches, the feed-forward — done by ``drop``."""
+    attn = layer.self_attn
+    B, L, d = x.shape
+    h = attn.num_heads
+    qkv = F.linear(layer.norm1(x), attn.in_proj_weight, attn.in_proj_bias).view(B, L, 3, h, d // h)
+    q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, h, L, d/h)
+    weights = drop(torch.softmax(q @ k.transpose(-2, -1) * (d // h) ** -0.5, dim=-1))
+    x = x + drop(attn.out_proj((weights @ v).transpose(1, 2).reshape(B, L, d)))
+    return x + drop(layer.linear2(drop(layer.activation(layer.linear1(layer.norm2(x))))))
+
+
 class TimeEmbedding(nn.Module):
     """mTAN-style learned time features for the encoder: one linear and d-1 periodic.
 
@@ -254,8 +313,15 @@ class Backbone(nn.Module):
         offset = torch.where(seen, last, self.default[batch.qry_channel])
         return offset if self.cfg.season <= 0 else seasonal_offset(batch, state, self.cfg.season, offset)
 
-    def encode(self, batch: Batch) -> Encoded:
+    def encode(self, batch: Batch, generator: torch.Generator | None = None) -> Encoded:
+        """The backbone's pass; with ``generator``, dropout masks from it whatever the mode
+        (MC-Dropout), otherwise the modules' own dropout (active in training mode only)."""
         cfg, tau = self.cfg, self.cfg.time_scale
+        p = self.dropout.p
+
+        def drop(x: Tensor) -> Tensor:
+            return self.dropout(x) if generator is None else generator_dropout(x, p, generator)
+
         state = channel_state(batch, cfg.n_channels)
         real = (batch.ctx_mask > 0).to(batch.ctx_value.dtype)
         ch = batch.ctx_channel
@@ -265,7 +331,7 @@ class Backbone(nn.Module):
         rel_mean = x - torch.gather(state.mean_value, 1, ch)
         obs = torch.cat([self.time(lag), self.channel(ch), x.unsqueeze(-1), rel_last.unsqueeze(-1),
                          rel_mean.unsqueeze(-1)], dim=-1)  # (B, N, d_time + d_channel + 3)
-        tokens = self.dropout(self.observation(obs)) * real.unsqueeze(-1)  # (B, N, d)
+        tokens = drop(self.observation(obs)) * real.unsqueeze(-1)  # (B, N, d)
 
         B, C, d = x.shape[0], cfg.n_channels, cfg.d_model
         pooled = tokens.new_zeros(B, C, d).scatter_add(1, ch.unsqueeze(-1).expand(-1, -1, d), tokens)
@@ -277,13 +343,13 @@ class Backbone(nn.Module):
         codes = self.channel.weight.unsqueeze(0).expand(B, -1, -1)
         channel_tokens = self.channel_in(torch.cat([pooled, codes, summary], dim=-1))  # (B, C, d)
         for layer in self.channel_mix:
-            channel_tokens = layer(channel_tokens)
+            channel_tokens = layer(channel_tokens) if generator is None else encoder_layer(layer, channel_tokens, drop)
 
         values = tokens + torch.gather(channel_tokens, 1, ch.unsqueeze(-1).expand(-1, -1, d))
         padding = batch.ctx_mask <= 0
         for layer in self.context:
-            values = self.dropout(layer(values, src_key_padding_mask=padding))
-        values = self.dropout(self.value_out(values))
+            values = drop(layer(values, src_key_padding_mask=padding))  # no dropout inside: any mode
+        values = drop(self.value_out(values))
 
         qc = batch.qry_channel
         horizon = (batch.qry_time - state.now) / tau
@@ -292,7 +358,7 @@ class Backbone(nn.Module):
         q_feat = torch.cat([q_tok, horizon.unsqueeze(-1), since_last.unsqueeze(-1),
                             torch.log1p(horizon.abs()).unsqueeze(-1), torch.log1p(since_last.abs()).unsqueeze(-1)],
                            dim=-1)
-        query_features = self.dropout(self.query_in(q_feat))
+        query_features = drop(self.query_in(q_feat))
         return Encoded(self.index_channel(qc), self.index_channel(ch), values, query_features, q_tok,
                        since_last, self.offset(batch, state))
 
@@ -386,8 +452,10 @@ class LevyModel(nn.Module):
 
     def forward(self, batch: Batch, impl: Literal["fused", "reference"] = "fused") -> ModelOutput:
         op = self.operator(batch)
+        # training tolerates an overflowing batch (its step is skipped); a prediction refuses it
         out = levy_attention(op.q, op.k, op.v, kappa=op.kappa, key_weight=op.key_weight, phi=self.cfg.phi,
-                             impl=impl, decay=op.decay, readout=op.readout, prior=op.prior)
+                             impl=impl, decay=op.decay, readout=op.readout, prior=op.prior,
+                             check_finite=not self.training)
         mean = op.offset + out.mean[..., 0].sum(dim=1)  # (B, M)
         sigma = out.sigma.pow(2).sum(dim=1).sqrt()  # heads: independent measures, variances add
         evidence_term, disagreement_term = log_sigma_terms(sigma, out.disagreement.sum(dim=1))
@@ -423,8 +491,11 @@ class SoftmaxTwin(nn.Module):
             self.heads.index_proj.weight.normal_(0.0, math.sqrt(cfg.kappa_init * hd**0.5 / (2 * hd)))
             self.heads.index_proj.bias.zero_()
 
-    def forward(self, batch: Batch) -> ModelOutput:
-        enc = self.backbone.encode(batch)
+    def forward(self, batch: Batch, generator: torch.Generator | None = None) -> ModelOutput:
+        """The twin's prediction. Without ``generator``: deterministic in eval mode, dropout
+        from the global RNG in training mode. With one: an MC-Dropout pass, every mask drawn
+        from ``generator``, in either mode (nothing of the model is changed)."""
+        enc = self.backbone.encode(batch, generator)
         q, k, v, readout = self.heads.project(enc)
         B, H, M, hd = q.shape
         N, R = k.shape[2], v.shape[-1]
@@ -453,7 +524,9 @@ class SoftmaxTwin(nn.Module):
         out = F.scaled_dot_product_attention(q_aug, k_aug, v_aug, scale=1.0)  # (B, H, M, width)
         data = (readout @ out[..., :R].unsqueeze(-1)).squeeze(-1).squeeze(-1)  # (B, H, M)
         heads = data + out[..., R] * prior_mean
-        if self.training and self.cfg.dropout > 0:
+        if generator is not None:
+            heads = generator_dropout(heads, self.cfg.dropout, generator)
+        elif self.training and self.cfg.dropout > 0:
             keep = 1.0 - self.cfg.dropout
             mask = torch.rand(heads.shape, device=heads.device) < keep
             heads = heads * mask / keep
@@ -462,18 +535,15 @@ class SoftmaxTwin(nn.Module):
 
     @torch.no_grad()
     def mc_dropout(self, batch: Batch, passes: int, generator_seed: int = 0) -> tuple[Tensor, Tensor]:
-        """Mean and standard deviation over ``passes`` stochastic passes, each (B, M)."""
+        """Mean and standard deviation over ``passes`` stochastic passes, each (B, M).
+
+        The masks come from a ``torch.Generator`` of this call, seeded with ``generator_seed``:
+        the same seed gives the same numbers, and neither the model (its train/eval mode) nor
+        the global RNG is touched, so threads may share one model."""
         if passes < 2:
             raise ValueError("MC-Dropout needs at least 2 passes")
-        was_training = self.training
-        self.train()
-        state = torch.random.get_rng_state()
-        torch.manual_seed(generator_seed)
-        try:
-            draws = torch.stack([self.forward(batch).mean for _ in range(passes)])  # (T, B, M)
-        finally:
-            torch.random.set_rng_state(state)
-            self.train(was_training)
+        generator = torch.Generator(device=batch.ctx_value.device).manual_seed(generator_seed)
+        draws = torch.stack([self.forward(batch, generator).mean for _ in range(passes)])  # (T, B, M)
         return draws.mean(0), draws.std(0, correction=1)
 
 

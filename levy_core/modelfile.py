@@ -7,6 +7,9 @@ and safetensors weights; nothing executable is ever loaded.
 from __future__ import annotations
 
 import json
+import math
+import numbers
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,9 +30,19 @@ from levy_core.scaling import ChannelScaler
 from levy_core.tasks import Split, TaskConfig
 from levy_core.train import TrainConfig
 
-__all__ = ["FORMAT", "FittedModel", "ModelLoadError", "load_model"]
+__all__ = ["FORMAT", "MAX_JSON_DEPTH", "MAX_MC_PASSES", "MAX_MODEL_JSON_BYTES", "FittedModel", "ModelLoadError",
+           "json_depth", "load_model"]
 
 FORMAT = "levy-model/2"  # 2: offset + channel tokens + time decay + query read-out + prior
+
+# A model directory is input: bounded before it is parsed or anything is built (sizes and
+# depths of the networks: levy_core.model.CONFIG_BOUNDS).
+MAX_MODEL_JSON_BYTES = 64 * 2**20  # a split of two million series ids fits
+MAX_JSON_DEPTH = 32  # model.json nests 6 deep; json.loads recurses once per level
+MAX_MC_PASSES = 10_000  # the prediction runs this many passes of the twin
+WEIGHTS_SLACK_BYTES = 2**20  # a weights file may exceed its tensors' bytes by its header, at most this
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_CHUNK = 2**20
 
 
 class ModelLoadError(ValueError):
@@ -118,10 +131,7 @@ def load_model(directory: str | Path) -> FittedModel:
     if not meta_path.is_file() or not (path / "levy.safetensors").is_file():
         raise ModelLoadError(f"{path} is not a model directory (model.json and levy.safetensors expected); "
                              "create one with `levy fit DATA --out DIR`")
-    try:
-        meta = json.loads(meta_path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ModelLoadError(f"{meta_path} is not valid JSON ({exc}); re-run `levy fit`") from exc
+    meta = _read_meta(meta_path)
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ModelLoadError(f"{meta_path} has format {meta.get('format') if isinstance(meta, dict) else None!r}, "
                              f"expected {FORMAT!r}; re-run `levy fit` with this version")
@@ -129,27 +139,90 @@ def load_model(directory: str | Path) -> FittedModel:
         return _from_meta(meta, path)
     except ModelLoadError:
         raise
-    except (KeyError, TypeError, ValueError, RuntimeError, OSError, SafetensorError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError, RuntimeError, OSError,
+            SafetensorError) as exc:
         # ValueError covers bad configs, scalers (DataError) and calibrations in model.json
         raise ModelLoadError(f"{path} is damaged, incomplete or from another version ({exc}); "
                              "re-run `levy fit`") from exc
 
 
+def json_depth(text: bytes) -> int:
+    """How deep arrays and objects nest in JSON ``text`` (brackets inside strings ignored),
+    without recursion and in bounded memory, so it can be asked before ``json.loads``
+    (which recurses once per level)."""
+    structure = np.frombuffer(_JSON_STRING.sub(b'""', text), dtype=np.uint8)
+    deepest = depth = 0
+    for start in range(0, len(structure), _CHUNK):
+        chunk = structure[start:start + _CHUNK]
+        steps = (chunk == ord("[")).astype(np.int64) + (chunk == ord("{")) - (chunk == ord("]")) - (chunk == ord("}"))
+        levels = depth + np.cumsum(steps)
+        if len(levels):
+            deepest, depth = max(deepest, int(levels.max())), int(levels[-1])
+    return deepest
+
+
+def _read_meta(meta_path: Path) -> Any:
+    """``model.json`` parsed, after its size and nesting depth are checked."""
+    size = meta_path.stat().st_size
+    if size > MAX_MODEL_JSON_BYTES:
+        raise ModelLoadError(f"{meta_path} is {size:,} bytes, more than the {MAX_MODEL_JSON_BYTES:,} a model "
+                             "description takes; it was not written by `levy fit`: re-run `levy fit`")
+    raw = meta_path.read_bytes()
+    depth = json_depth(raw)
+    if depth > MAX_JSON_DEPTH:
+        raise ModelLoadError(f"{meta_path} nests {depth} levels deep, more than the {MAX_JSON_DEPTH} allowed; "
+                             "it was not written by `levy fit`: re-run `levy fit`")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of 4,300+ digits
+        raise ModelLoadError(f"{meta_path} is not valid JSON ({exc}); re-run `levy fit`") from exc
+
+
+def _require_finite(section: str, value: Any, where: str = "") -> None:
+    """``ModelLoadError`` for a NaN or ±inf anywhere in ``value`` (JSON: dicts, lists, numbers)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _require_finite(section, item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _require_finite(section, item, f"{where}[{i}]")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ModelLoadError(f"model.json: {section}{where} is {value}, not a finite number; re-run `levy fit`")
+
+
+def _check_meta(meta: dict[str, Any], cfg: ModelConfig) -> None:
+    """What the configs' own checks do not cover: finite numbers, the channel list, the
+    MC-Dropout pass count and seed."""
+    for section in ("model_config", "task", "train_config", "split", "scaler"):
+        if not isinstance(meta[section], dict):
+            raise ModelLoadError(f"model.json: {section} must be an object, got {type(meta[section]).__name__}; "
+                                 "re-run `levy fit`")
+        _require_finite(section, meta[section])
+    channels = meta["channels"]
+    if (not isinstance(channels, list) or len(channels) != cfg.n_channels
+            or not all(isinstance(c, str) for c in channels) or len(set(channels)) != len(channels)):
+        raise ModelLoadError(f"model.json: channels must list the model's {cfg.n_channels} distinct channel "
+                             "names; re-run `levy fit`")
+    passes, seed = meta.get("mc_passes", 20), meta["train_config"].get("seed", 0)
+    if isinstance(passes, bool) or not isinstance(passes, numbers.Integral) or not 0 <= passes <= MAX_MC_PASSES:
+        raise ModelLoadError(f"model.json: mc_passes must be an integer in [0, {MAX_MC_PASSES}], got {passes!r}; "
+                             "re-run `levy fit`")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**63:
+        raise ModelLoadError(f"model.json: train_config.seed must be an integer in [0, 2^63), got {seed!r}; "
+                             "re-run `levy fit`")
+
+
 def _from_meta(meta: dict[str, Any], path: Path) -> FittedModel:
+    # everything in model.json is checked before the networks are built
     cfg = ModelConfig.from_dict(meta["model_config"])
-    levy = LevyModel(cfg)
-    _load_weights(levy, path / "levy.safetensors")
-    twin = None
-    if (path / "softmax.safetensors").is_file():
-        twin = SoftmaxTwin(cfg)
-        _load_weights(twin, path / "softmax.safetensors")
+    _check_meta(meta, cfg)
 
     def calibrator(key: str) -> Calibrator | None:
         return Calibrator.from_dict(meta[key]) if meta.get(key) else None
 
-    return FittedModel(
-        levy=levy.eval(), twin=twin.eval() if twin else None, model_config=cfg,
-        task=TaskConfig.from_dict(meta["task"]), train_config=TrainConfig.from_dict(meta["train_config"]),
+    parts = dict(
+        model_config=cfg, task=TaskConfig.from_dict(meta["task"]),
+        train_config=TrainConfig.from_dict(meta["train_config"]),
         split=Split.from_dict(meta["split"]), scaler=ChannelScaler.from_dict(meta["scaler"]),
         channels=list(meta["channels"]), levy_calibration=Calibrator.from_dict(meta["levy_calibration"]),
         mc_calibration=calibrator("mc_calibration"),
@@ -160,11 +233,29 @@ def _from_meta(meta: dict[str, Any], path: Path) -> FittedModel:
         adaptive={str(key): {str(level): AdaptiveConformal.from_dict(state) for level, state in by_level.items()}
                   for key, by_level in (meta.get("adaptive") or {}).items()},
     )
+    levy = LevyModel(cfg)
+    _load_weights(levy, path / "levy.safetensors")
+    twin = None
+    if (path / "softmax.safetensors").is_file():
+        twin = SoftmaxTwin(cfg)
+        _load_weights(twin, path / "softmax.safetensors")
+    return FittedModel(levy=levy.eval(), twin=twin.eval() if twin else None, **parts)
 
 
 def _load_weights(model: torch.nn.Module, file: Path) -> None:
-    """safetensors only (no pickle): tensors, checked strictly against the architecture."""
+    """safetensors only (no pickle): tensors, checked strictly against the architecture, no
+    larger than it, and finite (a NaN ``log_kappa`` would make every σ̂ 0)."""
+    tensors = model.state_dict().values()
+    expected = sum(t.numel() * t.element_size() for t in tensors) + WEIGHTS_SLACK_BYTES
+    size = file.stat().st_size
+    if size > expected:
+        raise ModelLoadError(f"{file} is {size:,} bytes, more than the {expected:,} this model's weights take; "
+                             "re-run `levy fit`")
     missing, unexpected = load_weights(model, str(file), strict=False)
     if missing or unexpected:
         raise ModelLoadError(f"{file} does not match the model (missing {sorted(missing)[:3]}, "
                              f"unexpected {sorted(unexpected)[:3]}); re-run `levy fit`")
+    bad = [name for name, t in model.state_dict().items() if t.is_floating_point() and not torch.isfinite(t).all()]
+    if bad:
+        raise ModelLoadError(f"{file} holds non-finite weights (NaN or ±inf in {', '.join(bad[:3])}"
+                             f"{' …' if len(bad) > 3 else ''}); re-run `levy fit`")

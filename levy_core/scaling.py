@@ -165,4 +165,12 @@ class ChannelScaler:
                 "Saved channel scaling lists different channels for minimum and "
                 "maximum; re-fit the model."
             )
+        bad = sorted(c for c in lo if not (np.isfinite(lo[c]) and np.isfinite(hi[c])
+                                           and np.isfinite(hi[c] - lo[c]) and hi[c] > lo[c]))
+        if bad:
+            raise DataError(
+                f"Saved channel scaling of {quote_list(bad)} is not finite numbers with "
+                "minimum < maximum (its range would turn every value into inf or NaN); "
+                "re-fit the model."
+            )
         return cls(minimum=lo, maximum=hi)

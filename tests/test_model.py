@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from levy_core.attention import log_phi
-from levy_core.model import Batch, LevyModel, ModelConfig, SoftmaxTwin, build_model
+from levy_core.model import Batch, LevyModel, ModelConfig, SoftmaxTwin, build_model, encoder_layer
 
 N_CHANNELS = 3
 
@@ -303,6 +303,26 @@ def test_twin_eval_is_deterministic_and_mc_dropout_is_seeded(twin: SoftmaxTwin) 
     assert (mean_a[mask] - first[mask]).abs().max() < 10 * std_a[mask].max()
     with pytest.raises(ValueError):
         twin.mc_dropout(batch, passes=1)
+
+
+def test_mc_dropout_layer_copy_is_the_layer_without_dropout(twin: SoftmaxTwin) -> None:
+    """MC-Dropout runs the channel layers through ``encoder_layer`` (masks from its own
+    generator): with no mask it is the layer itself."""
+    layer = twin.backbone.channel_mix[0]
+    x = torch.randn(3, 5, twin.cfg.d_model, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        torch.testing.assert_close(encoder_layer(layer, x, lambda t: t), layer(x), rtol=1e-5, atol=1e-5)
+
+
+def test_levy_prediction_refuses_non_finite_activations_training_lets_them_through(cfg: ModelConfig) -> None:
+    torch.manual_seed(2)
+    model = LevyModel(cfg)
+    batch = make_batch([(6, 3), (4, 3)], seed=3)
+    batch.ctx_value[0, 1] = math.inf  # reaches the operator's values
+    with torch.no_grad(), pytest.raises(ValueError, match="non-finite"):
+        model.eval()(batch)
+    out = model.train()(batch)  # the training loop skips a non-finite loss's step
+    assert not torch.isfinite(out.mean[0]).any() and torch.isfinite(out.mean[1]).all()
 
 
 def test_gradients_reach_every_levy_parameter(cfg: ModelConfig) -> None:
