@@ -17,11 +17,13 @@ import streamlit as st  # noqa: E402
 
 from dashboard import services, state  # noqa: E402
 from dashboard.views import (  # noqa: E402
+    backtest,
     band,
     calibration,
     data,
     evidence,
     fit,
+    future,
     identity,
     mc_dropout,
     ranking,
@@ -30,7 +32,8 @@ from dashboard.views import (  # noqa: E402
 
 
 def _band_panel(res: services.FitResult) -> None:
-    evidence.render(res, band.render(res))
+    """The band (on rolling origins: the forecast past the end of the data), evidence under it."""
+    evidence.render(res, future.render(res) if res.on_origins else band.render(res))
 
 
 # panels that need a fitted model; the Data panel also works without one
@@ -39,6 +42,7 @@ MODEL_PANELS = {
     state.PANEL_BAND: _band_panel,
     state.PANEL_MC: mc_dropout.render,
     state.PANEL_CALIBRATION: calibration.render,
+    state.PANEL_BACKTEST: backtest.render,
     state.PANEL_RANKING: ranking.render,
     state.PANEL_IDENTITY: identity.render,
 }

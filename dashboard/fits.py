@@ -1,4 +1,6 @@
-"""What to fit and what was fitted: the settings, the fitted result and the process-wide store.
+"""What to fit and what was fitted: the settings, the fitted result, the process-wide store
+and the fit itself (``fit_model``, ``add_twin``: ``pipeline.fit`` / ``pipeline.add_twin``
+through the store; ``services`` re-exports them).
 
 The store is the dashboard's model cache: keyed by the data's content hash and the
 settings (``fit_key``), shared by every session of the server, least recently used first out.
@@ -7,10 +9,12 @@ settings (``fit_key``), shared by every session of the server, least recently us
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import hashlib
 import json
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,12 +22,14 @@ from typing import Any
 
 import streamlit as st
 
+from levy_core import pipeline
 from levy_core.data import Observations
 from levy_core.pipeline import FittedModel, ModelData
-from levy_core.train import Progress
+from levy_core.tasks import TaskConfig
+from levy_core.train import Progress, TrainConfig
 
-__all__ = ["ENV_FAST", "FIT_STORE_SIZE", "FitResult", "FitSettings", "cached_fit", "default_mc_passes",
-           "default_settings", "fast", "fit_key", "recording", "remember"]
+__all__ = ["ENV_FAST", "FIT_STORE_SIZE", "FitResult", "FitSettings", "add_twin", "cached_fit", "default_mc_passes",
+           "default_settings", "fast", "fit_key", "fit_model", "recording", "remember"]
 
 ENV_FAST = "LEVY_DASHBOARD_FAST"  # "1": tiny default fits (tests)
 FIT_STORE_SIZE = 6  # fitted models kept in memory
@@ -40,6 +46,7 @@ class FitSettings:
 
     task: str = "interpolate"  # "forecast" or "interpolate" (default: shows σ̂ widen in gaps)
     cutoff: float | None = None  # forecast: history ends here (h, model time); None → the median series midpoint
+    horizon: float | None = None  # forecast on rolling origins (few series): hours ahead; None → a tenth of the span
     holdout_fraction: float = 0.2  # interpolate: share of observations held out
     size: str = "small"  # key of pipeline.MODEL_SIZES
     epochs: int = 200  # upper bound on epochs per model (the time budget usually binds first)
@@ -84,15 +91,29 @@ class FitResult:
     def has_twin(self) -> bool:
         return self.fitted.twin is not None and self.fitted.mc_calibration is not None
 
+    @property
+    def on_origins(self) -> bool:
+        """A forecast on rolling origins (few series): episodes cut from each series' past."""
+        return self.fitted.split.mode == "origin"
+
+    def _task_text(self) -> str:
+        f = self.fitted
+        if self.on_origins:
+            plan = f.split.origin_plan or {}
+            return (f"forecast up to {plan.get('horizon', 0.0):.3g} h ahead from rolling origins every "
+                    f"{plan.get('stride', 0.0):.3g} h, each with {plan.get('history', 0.0):.3g} h of history")
+        if f.task.kind == "forecast":
+            return f"forecast after the cut-off {f.task.cutoff:g} h"
+        return f"interpolation of {100 * f.task.holdout_fraction:.0f} % held-out observations"
+
     def describe(self) -> str:
         f, o, n = self.fitted, self.obs, self.fitted.training["n_series"]
-        task = (f"forecast after the cut-off {f.task.cutoff:g} h" if f.task.kind == "forecast"
-                else f"interpolation of {100 * f.task.holdout_fraction:.0f} % held-out observations")
+        unit = {"origin": "forecast origins", "window": "windows"}.get(f.split.mode, "series")
         twin = " and its MC-Dropout twin" if self.has_twin else ""
         return (f"Lévy model ({self.settings.size}){twin} fitted {self.fitted_at} on {self.data_label} "
                 f"({o.n_series} series, {o.n_channels} channels, {o.n_obs:,} observations; split by "
                 f"{f.split.mode}: {n['train']} train / {n.get('stopping', 0)} early-stopping / "
-                f"{n['calibration']} calibration / {n['test']} test series), task: {task}; "
+                f"{n['calibration']} calibration / {n['test']} test {unit}), task: {self._task_text()}; "
                 f"{f.training['levy']['epochs_run']} epochs in {self.seconds:.1f} s; "
                 f"calibration scale c = {f.levy_calibration.scale_:.3g}.")
 
@@ -139,3 +160,45 @@ def recording(history: list[dict[str, Any]],
             progress(p)
 
     return cb
+
+
+# ----------------------------------------------------------------------------- fitting (through the store)
+
+
+def fit_model(obs: Observations, obs_hash: str, data_label: str, settings: FitSettings,
+              progress: Callable[[Progress], None] | None = None) -> FitResult:
+    """``pipeline.fit`` with the settings, cached by (data hash, settings)."""
+    key = fit_key(obs_hash, settings)
+    hit = cached_fit(key)
+    if hit is not None:
+        return hit
+    history: list[dict[str, Any]] = []
+    forecast = settings.task == "forecast"
+    task = TaskConfig(settings.task, cutoff=settings.cutoff if forecast else None,
+                      horizon=settings.horizon if forecast else None, holdout_fraction=settings.holdout_fraction)
+    train = TrainConfig(epochs=settings.epochs, max_seconds=settings.max_seconds or None, seed=settings.seed)
+    t0 = time.perf_counter()
+    fitted = pipeline.fit(obs, task=task, train=train, size=settings.size, train_twin=settings.train_twin,
+                          mc_passes=settings.mc_passes, progress=recording(history, progress))
+    seconds = time.perf_counter() - t0
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return remember(FitResult(key, fitted, pipeline.prepare(fitted, obs), obs_hash, settings, data_label, history,
+                               seconds, now))
+
+
+def add_twin(res: FitResult, progress: Callable[[Progress], None] | None = None) -> FitResult:
+    """``pipeline.add_twin``: the MC-Dropout twin for a model fitted without it (cached)."""
+    if res.has_twin:
+        return res
+    key = res.key + "+twin"
+    hit = cached_fit(key)
+    if hit is not None:
+        return hit
+    history = [h for h in res.history if h["model"] != "softmax"]
+    t0 = time.perf_counter()
+    fitted = pipeline.add_twin(res.fitted, res.obs, mc_passes=res.settings.mc_passes,
+                               progress=recording(history, progress))
+    settings = dataclasses.replace(res.settings, train_twin=True)
+    # the split, scaler and channels are unchanged, so the prepared data still holds
+    return remember(FitResult(key, fitted, res.data, res.obs_hash, settings, res.data_label, history,
+                               res.seconds + time.perf_counter() - t0, res.fitted_at))

@@ -18,30 +18,33 @@ No computation lives here: training, calibration, decoding, episodes and bands a
 
 from __future__ import annotations
 
-import dataclasses
-import datetime as dt
 import io
 import json
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from dashboard import charts, tables
+from dashboard import charts, tables, user_clock
 from dashboard.fits import (
     FitResult,
     FitSettings,
+    add_twin,
     cached_fit,
     default_mc_passes,
     default_settings,
     fast,
     fit_key,
-    recording,
-    remember,
+    fit_model,
+)
+from dashboard.inputs import (
+    BAND_LABELS,
+    BandInputs,
+    FutureInputs,
+    OriginInputs,
+    history_frame,
+    origin_frames,
 )
 from dashboard.report import Figure, render_report, report_is_offline
 from dashboard.sources import (
@@ -52,23 +55,27 @@ from dashboard.sources import (
     source_from_sample,
     source_from_upload,
 )
-from dashboard.tables import GUARANTEE_CAPTION, metrics_table
+from dashboard.tables import GUARANTEE_CAPTION, backtest_table, metrics_table
 from levy_core import pipeline
 from levy_core.data import (
     ColumnMapping,
     DataError,
     Observations,
     detect_mapping,
+    parse_duration,
     preview_table,
     read_csv,
+    to_user_time,
 )
-from levy_core.tasks import TaskConfig
-from levy_core.train import Progress, TrainConfig
+from levy_core.origins import plan_origins
+from levy_core.tasks import MIN_SERIES_FOR_SERIES_SPLIT
 
 # re-exported: the views reach fits, sources and tables through services only
-__all__ = ["DEFAULT_SAMPLE", "GUARANTEE_CAPTION", "DataSource", "FitResult", "FitSettings", "cached_fit",
-           "default_mc_passes", "default_settings", "env_data_path", "fast", "fit_key", "metrics_table",
-           "report_is_offline", "source_from_path", "source_from_sample", "source_from_upload"]
+__all__ = ["BAND_LABELS", "DEFAULT_SAMPLE", "GUARANTEE_CAPTION", "BandInputs", "DataSource", "FitResult",
+           "FitSettings", "FutureInputs", "OriginInputs", "add_twin", "backtest_table", "cached_fit", "default_mc_passes",
+           "default_settings", "env_data_path", "fast", "fit_key", "fit_model", "metrics_table", "report_is_offline",
+           "source_from_path", "source_from_sample", "source_from_upload"]
+GUARANTEE = pipeline.GUARANTEE  # the adaptive band's guarantee, in words (views name it)
 
 MODEL_SIZES = pipeline.MODEL_SIZES  # for the sidebar: views do not import the pipeline
 
@@ -114,51 +121,15 @@ def content_hash(digest: str, mapping_json: str | None, time_unit: str, _obs: Ob
     return _obs.content_hash()
 
 
+def few_series(obs: Observations) -> bool:
+    """Fewer series than a split by series needs: a forecast runs on rolling origins."""
+    return obs.n_series < MIN_SERIES_FOR_SERIES_SPLIT
+
+
 @st.cache_data(show_spinner=False, max_entries=8)
 def cutoff_range(obs_hash: str, _obs: Observations, seed: int = 0) -> tuple[float, float, float]:
     """``pipeline.cutoff_range``: (min, max, default) forecast cut-off in the model's time."""
     return pipeline.cutoff_range(_obs, seed)
-
-
-# ----------------------------------------------------------------------------- fitting
-
-
-def fit_model(obs: Observations, obs_hash: str, data_label: str, settings: FitSettings,
-              progress: Callable[[Progress], None] | None = None) -> FitResult:
-    """``pipeline.fit`` with the settings, cached by (data hash, settings)."""
-    key = fit_key(obs_hash, settings)
-    hit = cached_fit(key)
-    if hit is not None:
-        return hit
-    history: list[dict[str, Any]] = []
-    task = TaskConfig(settings.task, cutoff=settings.cutoff if settings.task == "forecast" else None,
-                      holdout_fraction=settings.holdout_fraction)
-    train = TrainConfig(epochs=settings.epochs, max_seconds=settings.max_seconds or None, seed=settings.seed)
-    t0 = time.perf_counter()
-    fitted = pipeline.fit(obs, task=task, train=train, size=settings.size, train_twin=settings.train_twin,
-                          mc_passes=settings.mc_passes, progress=recording(history, progress))
-    seconds = time.perf_counter() - t0
-    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return remember(FitResult(key, fitted, pipeline.prepare(fitted, obs), obs_hash, settings, data_label, history,
-                               seconds, now))
-
-
-def add_twin(res: FitResult, progress: Callable[[Progress], None] | None = None) -> FitResult:
-    """``pipeline.add_twin``: the MC-Dropout twin for a model fitted without it (cached)."""
-    if res.has_twin:
-        return res
-    key = res.key + "+twin"
-    hit = cached_fit(key)
-    if hit is not None:
-        return hit
-    history = [h for h in res.history if h["model"] != "softmax"]
-    t0 = time.perf_counter()
-    fitted = pipeline.add_twin(res.fitted, res.obs, mc_passes=res.settings.mc_passes,
-                               progress=recording(history, progress))
-    settings = dataclasses.replace(res.settings, train_twin=True)
-    # the split, scaler and channels are unchanged, so the prepared data still holds
-    return remember(FitResult(key, fitted, res.data, res.obs_hash, settings, res.data_label, history,
-                               res.seconds + time.perf_counter() - t0, res.fitted_at))
 
 
 # ----------------------------------------------------------------------------- views of a fit
@@ -187,6 +158,62 @@ def split_of(key: str, res: FitResult, series_id: str) -> str:
     return res.data.role_of(series_id)
 
 
+# ----------------------------------------------------------------------------- the user's series and clock
+
+
+def time_axis(res: FitResult) -> str:
+    """The views' time axis title: the user's clock for few series ("time (UTC)"), else hours."""
+    return user_clock.time_axis(res.data)
+
+
+def time_text(res: FitResult, series_id: str, hours: float) -> str:
+    """One time of a series for a label, in the user's clock for few series."""
+    return user_clock.time_text(res.data, series_id, hours)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def series_options(key: str, _res: FitResult) -> list[str]:
+    """The user's series ids for the selectors: ``series_choices`` (test first) with windows
+    and forecast episodes folded into the series they come from."""
+    return user_clock.user_series(_res.data, series_choices(key, _res))
+
+
+def series_label(key: str, res: FitResult, series_id: str) -> str:
+    """A series in a selector: with its split role when the model's series are the user's."""
+    return series_id if user_clock.windowed(res.data) else f"{series_id} · {split_of(key, res, series_id)}"
+
+
+def model_ids(key: str, res: FitResult, series_id: str) -> list[str]:
+    """The model's series (windows, episodes) of one user series that have context."""
+    return user_clock.model_ids_of(res.data, series_id, series_choices(key, res))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def channel_options(key: str, _res: FitResult, series_id: str) -> list[str]:
+    """The channels of one user series, most held-out observations first (``channels_of``;
+    rolling origins: those its forecast past the end starts from; windows: over its windows)."""
+    data = _res.data
+    if not user_clock.windowed(data):
+        return channels_of(key, _res, series_id)
+    if user_clock.on_origins(data):
+        return channels_of(key, _res, data.clock.end_episode(series_id)[0])
+    return list(dict.fromkeys(c for m in model_ids(key, _res, series_id) for c in channels_of(key, _res, m)))
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def user_points(key: str, _res: FitResult) -> pd.DataFrame:
+    """``model_points`` in the user's ids and clock (``when``)."""
+    return user_clock.to_user(_res.data, model_points(key, _res))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def user_grid(key: str, _res: FitResult, series_id: str, channel: str, mc_passes: int) -> pd.DataFrame:
+    """Windows: ``pipeline.predict_grid`` over every window of one user series, in the user's clock."""
+    g = pipeline.predict_grid(_res.fitted, _res.data, model_ids(key, _res, series_id), [channel],
+                              n_points=grid_points(), mc_passes=mc_passes if _res.has_twin else 0)
+    return user_clock.to_user(_res.data, g).sort_values("time", kind="stable").reset_index(drop=True)
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def grid(key: str, _res: FitResult, series_id: str, channel: str, mc_passes: int,
          n_points: int | None = None) -> pd.DataFrame:
@@ -195,37 +222,21 @@ def grid(key: str, _res: FitResult, series_id: str, channel: str, mc_passes: int
                                  mc_passes=mc_passes if _res.has_twin else 0)
 
 
-@dataclass(frozen=True)
-class BandInputs:
-    """What ``charts.band_figure`` draws for one series and channel (the view and the report
-    both build the chart from this)."""
-
-    grid: pd.DataFrame  # the grid with ``lower, upper`` (and MC-Dropout's) at the level
-    points: pd.DataFrame  # the series' observations of the channel that are context or held out
-    series_id: str
-    channel: str
-    level: float
-    band_label: str  # "conformal" or "scaled Gaussian"
-    show_mc: bool
-    cutoff: float | None  # forecast cut-off (model time), None for interpolation
-
-    def figure_arguments(self) -> dict[str, Any]:
-        return {"series_id": self.series_id, "channel": self.channel, "level": self.level,
-                "band_label": self.band_label, "show_mc": self.show_mc, "cutoff": self.cutoff}
-
-
 def band_inputs(key: str, res: FitResult, series_id: str, channel: str, level: float, kind: str,
                 mc_passes: int, show_mc: bool = True) -> BandInputs:
     """The cached grid with its bands at ``level`` of ``kind`` (no model pass when only the
-    level or kind moves) and the observations to draw with it."""
+    level or kind moves) and the observations to draw with it. Few series (windows): the
+    user's series over all its windows, in the user's clock."""
     show_mc = show_mc and res.has_twin
-    g = pipeline.with_bands(grid(key, res, series_id, channel, mc_passes if show_mc else 0), res.fitted, level,
-                            kind)
-    pts = model_points(key, res)
+    passes = mc_passes if show_mc else 0
+    windows = user_clock.windowed(res.data)
+    frame = user_grid(key, res, series_id, channel, passes) if windows else grid(key, res, series_id, channel, passes)
+    g = pipeline.with_bands(frame, res.fitted, level, kind)
+    pts = user_points(key, res) if windows else model_points(key, res)
     here = pts[(pts["series_id"] == series_id) & (pts["channel"] == channel) & (pts["role"] != "unused")]
     f = res.fitted
-    return BandInputs(g, here, series_id, channel, level, "conformal" if kind == "conformal" else "scaled Gaussian",
-                      show_mc, f.task.cutoff if f.task.kind == "forecast" else None)
+    cutoff = f.task.cutoff if f.task.kind == "forecast" and not windows else None
+    return BandInputs(g, here, series_id, channel, level, BAND_LABELS[kind], show_mc, cutoff, time_axis(res))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -283,9 +294,32 @@ def channel_coverage(key: str, _res: FitResult, mc_passes: int, level: float) ->
     return pipeline.channel_coverage(_res.fitted, evaluation(key, _res, mc_passes)[1], level)
 
 
-def prediction_csv(pred: pd.DataFrame) -> bytes:
-    """The per-query predictions (PRED.csv contract of ``levy evaluate``)."""
-    return pred[[c for c in pipeline.PRED_COLUMNS if c in pred.columns]].to_csv(index=False).encode()
+def prediction_csv(pred: pd.DataFrame, res: FitResult | None = None) -> bytes:
+    """The per-query predictions (PRED.csv contract of ``levy evaluate``); with ``res`` of a
+    few-series fit, in the user's ids and clock (and each query's forecast ``origin`` on
+    rolling origins), as ``levy evaluate --predictions`` writes them."""
+    cols = [c for c in pipeline.PRED_COLUMNS if c in pred.columns]
+    if res is None or not user_clock.windowed(res.data):
+        return pred[cols].to_csv(index=False).encode()
+    user = user_clock.to_user(res.data, pred)
+    user["time"] = to_user_time(user["series_id"], user["time"], res.obs).to_numpy()
+    if "origin" in user:
+        user["origin"] = to_user_time(user["series_id"], user["origin"], res.obs).to_numpy()
+        cols.insert(3, "origin")
+    return user[cols].to_csv(index=False).encode()
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def user_frame(obs_hash: str, _obs: Observations) -> pd.DataFrame:
+    """The observations with ``when``, each time in the user's clock (the Data panel)."""
+    frame = _obs.frame.reset_index(drop=True)
+    return frame.assign(when=user_clock.display_times(_obs, frame["series_id"].astype(str).to_numpy(),
+                                                      frame["time"].to_numpy()).to_numpy())
+
+
+def data_time_axis(obs: Observations) -> str:
+    """The Data panel's time axis title: the user's clock."""
+    return user_clock.data_time_label(obs)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -311,6 +345,153 @@ def draws(key: str, _res: FitResult, series_id: str, channel: str, time_: float,
 def query_crps(out: dict[str, Any], y_true: float, n_sampler: int = 50) -> dict[str, float]:
     """``pipeline.query_crps``: closed form vs the first ``n_sampler`` scaled draws."""
     return pipeline.query_crps(out, y_true, n_sampler)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def heldout_queries(key: str, _res: FitResult, series_id: str, origin: float | None = None) -> pd.DataFrame:
+    """``heldout_predictions`` of one user series in the user's ids and clock: over all its
+    windows; on rolling origins those of one test origin (``origin``, user hours; default the
+    latest), with ``origin``."""
+    data = _res.data
+    if not user_clock.windowed(data):
+        return heldout_predictions(key, _res, series_id)
+    ids = model_ids(key, _res, series_id)
+    if user_clock.on_origins(data):
+        origins = user_clock.series_test_origins(data, series_id)
+        at = float(origin) if origin is not None else (origins[-1] if origins else None)
+        ids = [] if at is None else [user_clock.model_query(data, series_id, at, at)[0]]
+    parts = [heldout_predictions(key, _res, m) for m in ids]
+    return user_clock.to_user(data, pd.concat(parts, ignore_index=True) if parts else heldout_predictions(key, _res, ""))
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def user_test_predictions(key: str, _res: FitResult) -> pd.DataFrame:
+    """``test_predictions`` in the user's ids and clock (with ``origin`` on rolling origins)."""
+    return user_clock.to_user(_res.data, test_predictions(key, _res))
+
+
+def query_attention(key: str, res: FitResult, series_id: str, channel: str, time_: float,
+                    origin: float | None = None) -> pd.DataFrame:
+    """``attention`` of a query given in the user's id and hours (and origin), with the
+    observations it drew on in the user's clock."""
+    model_id, t = user_clock.model_query(res.data, series_id, time_, origin)
+    att = attention(key, res, model_id, channel, t)
+    return user_clock.to_user(res.data, att.assign(series_id=model_id)) if user_clock.windowed(res.data) else att
+
+
+def query_draws(key: str, res: FitResult, series_id: str, channel: str, time_: float, n_draws: int,
+                origin: float | None = None) -> dict[str, Any]:
+    """``draws`` at a query given in the user's id and hours (and origin)."""
+    model_id, t = user_clock.model_query(res.data, series_id, time_, origin)
+    return draws(key, res, model_id, channel, t, n_draws)
+
+
+# ----------------------------------------------------------------------------- rolling origins
+
+
+def band_kinds(res: FitResult) -> list[str]:
+    """The band types a view offers (labels of ``state.BAND_KINDS``): the adaptive conformal
+    band first where the fit walked it (rolling origins)."""
+    base = ["Scaled Gaussian", "Conformal"]
+    return ["Adaptive conformal", "Conformal", "Scaled Gaussian"] if res.fitted.adaptive.get("levy") else base
+
+
+def adaptive_levels(res: FitResult) -> list[float]:
+    """The levels the adaptive conformal walk holds (rolling origins), ascending."""
+    return sorted(float(level) for level in res.fitted.adaptive.get("levy", {}))
+
+
+def parse_horizon(obs: Observations, text: str) -> float:
+    """``levy_core.data.parse_duration`` in the data's unit: hours, or ``DataError`` saying why not."""
+    return parse_duration(text, obs.report.input_time_unit)
+
+
+def horizon_text(hours: float | None) -> str:
+    """Hours as a duration the horizon box reads back ("33.5h", "2.5d")."""
+    return "" if hours is None else user_clock.duration_text(hours)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def auto_horizon(obs_hash: str, _obs: Observations) -> float | None:
+    """The horizon a few-series forecast gets when none is given (``plan_origins``; None
+    when the series are too short for one)."""
+    try:
+        return plan_origins(_obs.frame).horizon
+    except DataError:
+        return None
+
+
+def future_points() -> int:
+    """Steps of the forecast past the end of the data."""
+    return 60 if fast() else 120
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def future(key: str, _res: FitResult, series_id: str, channel: str, horizon: float, mc_passes: int) -> pd.DataFrame:
+    """``pipeline.predict_future`` of one series and channel up to ``horizon`` hours past its
+    last observation (the user's ids and hours, ``when``), + MC-Dropout with T passes."""
+    f = pipeline.predict_future(_res.fitted, _res.data, float(horizon), n_points=future_points(),
+                                series_ids=[series_id], channels=[channel],
+                                mc_passes=mc_passes if _res.has_twin else 0)
+    return user_clock.with_when(_res.data, f)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def history_points(key: str, _res: FitResult, series_id: str, channel: str) -> pd.DataFrame:
+    """``inputs.history_frame``: the series' observations of one channel, in the user's clock."""
+    return history_frame(_res.data, model_points(key, _res), series_id, channel)
+
+
+def future_inputs(key: str, res: FitResult, series_id: str, channel: str, level: float, kind: str,
+                  horizon: float, mc_passes: int, show_mc: bool = True) -> FutureInputs:
+    """The forecast past the end with its bands at ``level`` of ``kind`` (no model pass when
+    only those move) and the series' history."""
+    show_mc = show_mc and res.has_twin
+    frame = future(key, res, series_id, channel, float(horizon), mc_passes if show_mc else 0)
+    g = pipeline.with_bands(frame, res.fitted, level, kind)
+    _, last = res.data.clock.end_episode(series_id)
+    when = user_clock.display_times(res.obs, [series_id], [last]).iloc[0]
+    return FutureInputs(g, history_points(key, res, series_id, channel), series_id, channel, level,
+                        BAND_LABELS[kind], show_mc, float(horizon), when, time_axis(res))
+
+
+def future_chart(inputs: FutureInputs) -> go.Figure:
+    return charts.future_figure(inputs.grid, inputs.points, **inputs.figure_arguments())
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def backtest_predictions(key: str, _res: FitResult, mc_passes: int) -> pd.DataFrame:
+    """``evaluate``'s per-query frame on rolling origins in the user's ids and clock: each
+    query's ``origin`` (user hours), the adaptive (``lower_adaptive_90`` …) and split
+    conformal (``lower_90`` …) 90 % bands, ``when`` and ``origin_when``."""
+    return user_clock.to_user(_res.data, evaluation(key, _res, mc_passes)[1])
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def rolling_coverage(key: str, _res: FitResult, mc_passes: int, window: int = 10) -> pd.DataFrame:
+    """``pipeline.rolling_coverage`` of the backtest, each origin in the user's clock (``when``)."""
+    table = pipeline.rolling_coverage(evaluation(key, _res, mc_passes)[1], window=window)
+    owner = backtest_predictions(key, _res, mc_passes).drop_duplicates("origin").set_index("origin")["series_id"]
+    table = table.assign(series_id=owner.reindex(table["origin"]).to_numpy())
+    return user_clock.with_when(_res.data, table, column="origin")
+
+
+def test_origins(res: FitResult, series_id: str) -> list[float]:
+    """The user hours of one series' test origins, oldest first."""
+    return user_clock.series_test_origins(res.data, series_id)
+
+
+def origin_inputs(key: str, res: FitResult, mc_passes: int, series_id: str, channel: str,
+                  origin: float) -> OriginInputs:
+    """The backtest at one test origin (user hours) of one series and channel."""
+    queries, ctx = origin_frames(res.data, backtest_predictions(key, res, mc_passes), model_points(key, res),
+                                 series_id, channel, origin)
+    when = user_clock.display_times(res.obs, [series_id], [float(origin)]).iloc[0]
+    return OriginInputs(queries, ctx, series_id, channel, when, time_axis(res))
+
+
+def origin_chart(inputs: OriginInputs) -> go.Figure:
+    return charts.origin_band_figure(inputs.queries, inputs.context, **inputs.figure_arguments())
 
 
 # ----------------------------------------------------------------------------- report
@@ -342,17 +523,33 @@ def band_chart(inputs: BandInputs, **marks: Any) -> go.Figure:
     return charts.band_figure(inputs.grid, inputs.points, **inputs.figure_arguments(), **marks)
 
 
+def _report_band(key: str, res: FitResult, mc_passes: int, series_id: str, channel: str, level: float, kind: str,
+                 horizon: float | None) -> list[Figure]:
+    """The report's band of one series and channel (on rolling origins: past the end of the
+    data, and the coverage over time of the backtest)."""
+    if not res.on_origins:
+        return [("Predictive band", band_chart(band_inputs(key, res, series_id, channel, level, kind, mc_passes)),
+                 "Band, n_eff and tr Σ on one time axis: a wide band with small n_eff lacks evidence; "
+                 "with large tr Σ the observations it draws on disagree.")]
+    ahead = future_chart(future_inputs(key, res, series_id, channel, level, kind, horizon or res.fitted.task.horizon,
+                                       mc_passes))
+    coverage = charts.rolling_coverage_figure(rolling_coverage(key, res, mc_passes), time_axis=time_axis(res))
+    return [("Forecast past the end of the data", ahead,
+             "The band widens as the forecast moves away from the data (n_eff falls). Adaptive conformal: "
+             f"{GUARANTEE}."),
+            ("Backtest: coverage over time", coverage,
+             "Share of the last 10 test origins' queries inside each 90 % band; dotted: the nominal level.")]
+
+
 def build_report(key: str, res: FitResult, mc_passes: int, *, series_id: str | None = None,
-                 channel: str | None = None, level: float = 0.9, kind: str = "gaussian") -> str:
+                 channel: str | None = None, level: float = 0.9, kind: str = "gaussian",
+                 horizon: float | None = None) -> str:
     """The self-contained HTML report (``report.render_report``): plotly.js inlined once,
     every figure, the metrics tables and what was fitted, when and on what data."""
     result, _ = evaluation(key, res, mc_passes)
     figures = _report_figures(key, res, mc_passes, level)
     if series_id is not None and channel is not None:
-        band = band_chart(band_inputs(key, res, series_id, channel, level, kind, mc_passes))
-        figures.insert(0, ("Predictive band", band,
-                           "Band, n_eff and tr Σ on one time axis: a wide band with small n_eff lacks evidence; "
-                           "with large tr Σ the observations it draws on disagree."))
+        figures[:0] = _report_band(key, res, mc_passes, series_id, channel, level, kind, horizon)
     extra = {"softmax twin (no uncertainty)": result.get("softmax"), "50-draw sampler": result.get("sampler_50")}
     return render_report(description=res.describe(), n_test=result["n_test"], mc_passes=mc_passes,
                          figures=figures, metrics=metrics_table(result),

@@ -31,12 +31,14 @@ LEVEL = "level"
 BAND_KIND = "band_kind"
 MC_OVERLAY = "mc_overlay"
 MC_T = "mc_T"
-QUERY = "_query"  # selected query: {"series_id", "channel", "time"} or None
+QUERY = "_query"  # selected query: {"series_id", "channel", "time"[, "origin"]} (user ids and hours) or None
 IDENTITY_QUERY = "identity_query"
 N_DRAWS = "n_draws"
 
 # sidebar, "2 · Fit" (widget keys)
 FIT_TASK = "fit_task"
+FIT_TASK_FEW = "fit_task_few"  # the task radio for data with few series (forecast by default)
+FIT_HORIZON = "fit_horizon"  # prefix: + "_" + the data's hash; few series: forecast horizon (a duration)
 FIT_CUTOFF = "fit_cutoff"  # prefix: + "_" + the data's hash (the range depends on the data)
 FIT_HOLDOUT = "fit_holdout"
 FIT_SIZE = "fit_size"
@@ -64,6 +66,9 @@ TRAINING_CHART = "training_chart"
 TWIN_BUTTON_FIT = "twin_button_fit"
 # Predictive band panel (views/band.py) and its evidence rows (views/evidence.py)
 BAND_CHART = "band_chart"
+FUTURE_CHART = "future_chart"  # rolling origins: the band past the end of the data
+FUTURE_HORIZON = "future_horizon"  # prefix: + "_" + the fit key (text input: a duration)
+FUTURE_HOURS = "_future_hours"  # fit key -> (text, hours) of the last valid horizon
 EVIDENCE_SCATTER = "evidence_scatter"
 QUERY_PICK = "query_pick"
 # MC-Dropout panel
@@ -78,6 +83,10 @@ GUARANTEE_TABLE = "guarantee_table"
 CHANNEL_COVERAGE_CHART = "channel_coverage_chart"
 REPORT_DOWNLOAD = "report_download"
 PRED_DOWNLOAD = "pred_download"
+# Backtest panel (rolling origins)
+BACKTEST_ORIGIN = "backtest_origin"  # select_slider: a test origin (user hours)
+BACKTEST_CHART = "backtest_chart"
+ROLLING_CHART = "rolling_coverage_chart"
 # Trust ranking panel
 RANK_TABLE = "rank_table"  # st.dataframe selection event
 RANK_OPEN = "rank_open"  # selectbox: series to open
@@ -92,12 +101,14 @@ DRAWS_CHART = "draws_chart"
 SOURCE_SAMPLE = "Bundled sample"
 SOURCE_UPLOAD = "Upload a CSV"
 SOURCE_FILE = "File given at start"
-BAND_KINDS = {"Scaled Gaussian": "gaussian", "Conformal": "conformal"}
+BAND_KINDS = {"Scaled Gaussian": "gaussian", "Conformal": "conformal", "Adaptive conformal": "adaptive"}
+ADAPTIVE_KIND = "Adaptive conformal"  # offered (and the default) only for fits on rolling origins
 PANEL_DATA = "Data"
 PANEL_FIT = "Fit"
 PANEL_BAND = "Predictive band"
 PANEL_MC = "MC-Dropout"
 PANEL_CALIBRATION = "Calibration"
+PANEL_BACKTEST = "Backtest"
 PANEL_RANKING = "Trust ranking"
 PANEL_IDENTITY = "Check the identity"
 PANELS = [
@@ -106,6 +117,7 @@ PANELS = [
     PANEL_BAND,
     PANEL_MC,
     PANEL_CALIBRATION,
+    PANEL_BACKTEST,
     PANEL_RANKING,
     PANEL_IDENTITY,
 ]
@@ -117,7 +129,7 @@ def keyed(prefix: str, suffix: str) -> str:
     return f"{prefix}_{suffix}"
 
 
-_KEEP_ALIVE = (SERIES, CHANNEL, LEVEL, BAND_KIND, MC_OVERLAY, MC_T, IDENTITY_QUERY, N_DRAWS)
+_KEEP_ALIVE = (SERIES, CHANNEL, LEVEL, BAND_KIND, MC_OVERLAY, MC_T, IDENTITY_QUERY, N_DRAWS, BACKTEST_ORIGIN)
 
 
 def init(defaults: dict[str, Any]) -> None:
@@ -126,7 +138,7 @@ def init(defaults: dict[str, Any]) -> None:
     for key, value in defaults.items():
         if key not in ss:
             ss[key] = value
-    for key in (MAPPINGS, FAILURES):
+    for key in (MAPPINGS, FAILURES, FUTURE_HOURS):
         if key not in ss:
             ss[key] = {}
     for key in _KEEP_ALIVE:
@@ -138,13 +150,19 @@ def get(key: str, default: Any = None) -> Any:
     return st.session_state.get(key, default)
 
 
-def select_query(series_id: str, channel: str, time_: float, *, move_view: bool = True) -> None:
-    """Remember a query; with ``move_view`` the band view shows its series and channel.
+def select_query(series_id: str, channel: str, time_: float, *, move_view: bool = True,
+                 origin: float | None = None) -> None:
+    """Remember a query (the user's series id and hours; on rolling origins also the
+    forecast origin it was predicted from); with ``move_view`` the band view shows its series
+    and channel, and the backtest its origin.
 
     Call from widget callbacks (they run before the script, so setting widget keys is allowed).
     """
     ss = st.session_state
     ss[QUERY] = {"series_id": str(series_id), "channel": str(channel), "time": float(time_)}
+    if origin is not None:
+        ss[QUERY]["origin"] = float(origin)
+        ss[BACKTEST_ORIGIN] = float(origin)
     if move_view:
         ss[SERIES] = str(series_id)
         ss[CHANNEL] = str(channel)

@@ -6,7 +6,9 @@ panel: the Lévy model is always blue, MC-Dropout always vermillion.
 
 Modules: ``style`` (palette, fonts, ``apply_layout``, ``rgba``, ``pct``), ``band`` (the
 predictive band and its layer builders), ``evidence`` (held-out evidence × disagreement),
-``calibration`` (reliability, channel coverage, PIT, risk–coverage, timing), ``identity``
+``future`` (the forecast past the end of the data, rolling origins), ``backtest`` (one test
+origin's bands against what happened, coverage over time), ``calibration`` (reliability,
+channel coverage, PIT, risk–coverage, timing), ``identity``
 (operator draws vs closed-form σ̂), ``ranking`` (trust ranking), ``data`` (training
 curves, gaps, channel counts, a series' timeline). Everything public is re-exported here:
 ``from dashboard import charts; charts.band_figure(...)``.
@@ -14,6 +16,12 @@ curves, gaps, channel counts, a series' timeline). Everything public is re-expor
 
 from __future__ import annotations
 
+from dashboard.charts.backtest import (
+    add_forecast_and_truth,
+    add_origin_bands,
+    origin_band_figure,
+    rolling_coverage_figure,
+)
 from dashboard.charts.band import (
     add_attended,
     add_band,
@@ -46,6 +54,12 @@ from dashboard.charts.data import (
     training_figure,
 )
 from dashboard.charts.evidence import add_heldout_queries, add_highlight, heldout_scatter
+from dashboard.charts.future import (
+    add_history,
+    add_last_observation,
+    future_figure,
+    future_subplots,
+)
 from dashboard.charts.identity import (
     add_closed_form_density,
     add_draws_histogram,
@@ -75,6 +89,9 @@ from dashboard.charts.style import (
     method_colour,
     pct,
     rgba,
+    time_hover,
+    time_label,
+    x_of,
 )
 
 __all__ = [
@@ -99,6 +116,9 @@ __all__ = [
     "method_colour",
     "pct",
     "rgba",
+    "time_hover",
+    "time_label",
+    "x_of",
     # band
     "add_attended",
     "add_band",
@@ -116,6 +136,16 @@ __all__ = [
     "band_subplots",
     "has_mc",
     "style_band_figure",
+    # future (rolling origins)
+    "add_history",
+    "add_last_observation",
+    "future_figure",
+    "future_subplots",
+    # backtest (rolling origins)
+    "add_forecast_and_truth",
+    "add_origin_bands",
+    "origin_band_figure",
+    "rolling_coverage_figure",
     # evidence
     "add_heldout_queries",
     "add_highlight",

@@ -31,6 +31,8 @@ from dashboard.charts.style import (
     finite,
     pct,
     rgba,
+    time_hover,
+    x_of,
 )
 
 BAND_ROWS = 4
@@ -38,7 +40,7 @@ _MC_COLUMNS = {"mc_mean", "mc_lower", "mc_upper"}
 
 
 def _times(grid: pd.DataFrame) -> np.ndarray:
-    return grid["time"].to_numpy(np.float64)
+    return x_of(grid)
 
 
 def has_mc(grid: pd.DataFrame) -> bool:
@@ -114,7 +116,7 @@ def add_mean(fig: go.Figure, grid: pd.DataFrame, *, row: int = 1) -> go.Figure:
             name="Lévy mean",
             legendgroup="levy",
             customdata=custom,
-            hovertemplate="t = %{x:.2f} h<br>mean %{y:.4g}<br>band [%{customdata[0]:.4g}, "
+            hovertemplate=time_hover(grid) + "<br>mean %{y:.4g}<br>band [%{customdata[0]:.4g}, "
             "%{customdata[1]:.4g}]<br>σ̂ %{customdata[2]:.3g}<extra>Lévy</extra>",
         ),
         row=row,
@@ -133,7 +135,7 @@ def add_mc_mean(fig: go.Figure, grid: pd.DataFrame, *, row: int = 1) -> go.Figur
             line={"color": MC, "width": 1.6, "dash": "dash"},
             name="MC-Dropout mean",
             legendgroup="mc",
-            hovertemplate="t = %{x:.2f} h<br>mean %{y:.4g}<extra>MC-Dropout</extra>",
+            hovertemplate=time_hover(grid) + "<br>mean %{y:.4g}<extra>MC-Dropout</extra>",
         ),
         row=row,
         col=1,
@@ -154,7 +156,7 @@ def add_observations(fig: go.Figure, points: pd.DataFrame, *, row: int = 1) -> g
         p = points[points["role"] == role]
         fig.add_trace(
             go.Scatter(
-                x=p["time"],
+                x=x_of(p),
                 y=p["value"],
                 mode="markers",
                 name=name,
@@ -165,7 +167,7 @@ def add_observations(fig: go.Figure, points: pd.DataFrame, *, row: int = 1) -> g
                     "symbol": symbol,
                     "line": {"width": 0.5, "color": "white"},
                 },
-                hovertemplate=f"{name}<br>t = %{{x:.2f}} h<br>value %{{y:.4g}}<extra></extra>",
+                hovertemplate=f"{name}<br>{time_hover(p)}<br>value %{{y:.4g}}<extra></extra>",
             ),
             row=row,
             col=1,
@@ -181,7 +183,7 @@ def add_attended(fig: go.Figure, attended: pd.DataFrame | None, *, row: int = 1)
     w = attended["weight"].to_numpy(np.float64)
     fig.add_trace(
         go.Scatter(
-            x=attended["time"],
+            x=x_of(attended),
             y=attended["value"],
             mode="markers",
             name="drawn on by the query (size = attention weight)",
@@ -192,7 +194,7 @@ def add_attended(fig: go.Figure, attended: pd.DataFrame | None, *, row: int = 1)
                 "line": {"width": 2, "color": LEVY},
             },
             customdata=w,
-            hovertemplate="t = %{x:.2f} h<br>value %{y:.4g}<br>"
+            hovertemplate=time_hover(attended) + "<br>value %{y:.4g}<br>"
             "weight %{customdata:.3f}<extra>attended</extra>",
         ),
         row=row,
@@ -212,7 +214,7 @@ def add_selected_query(
         return fig
     fig.add_trace(
         go.Scatter(
-            x=[query["time"]],
+            x=[query.get("when", query["time"])],
             y=[qy],
             mode="markers",
             name="selected query",
@@ -222,7 +224,7 @@ def add_selected_query(
                 "color": HELDOUT,
                 "line": {"width": 1.5, "color": CONTEXT},
             },
-            hovertemplate="selected query<br>t = %{x:.2f} h<br>y %{y:.4g}<extra></extra>",
+            hovertemplate="selected query<br>y %{y:.4g}<extra></extra>",
         ),
         row=row,
         col=1,
@@ -255,7 +257,7 @@ def _add_line(
             mode="lines",
             line=line,
             name=name,
-            hovertemplate=f"t = %{{x:.2f}} h<br>{label}<extra>{group}</extra>",
+            hovertemplate=f"{time_hover(grid)}<br>{label}<extra>{group}</extra>",
         ),
         row=row,
         col=1,
@@ -273,7 +275,7 @@ def add_evidence_panel(fig: go.Figure, grid: pd.DataFrame, *, row: int = 2) -> g
             line={"color": EVIDENCE, "width": 2},
             name="n_eff (evidence)",
             customdata=grid["log_evidence"].to_numpy(np.float64),
-            hovertemplate="t = %{x:.2f} h<br>n_eff %{y:.3g}<br>log Λ %{customdata:.2f}"
+            hovertemplate=time_hover(grid) + "<br>n_eff %{y:.3g}<br>log Λ %{customdata:.2f}"
             "<extra>evidence</extra>",
         ),
         row=row,
@@ -366,7 +368,7 @@ def add_query_line(fig: go.Figure, query: Mapping[str, float] | None) -> go.Figu
     if query is None:
         return fig
     fig.add_vline(
-        x=float(query["time"]),
+        x=query.get("when", float(query["time"])),
         line={"color": HELDOUT, "width": 1.2, "dash": "dot"},
         row="all",
         col=1,
@@ -374,7 +376,8 @@ def add_query_line(fig: go.Figure, query: Mapping[str, float] | None) -> go.Figu
     return fig
 
 
-def style_band_figure(fig: go.Figure, *, title: str, channel: str, height: int = 900) -> go.Figure:
+def style_band_figure(fig: go.Figure, *, title: str, channel: str, height: int = 900,
+                      time_axis: str = TIME_AXIS) -> go.Figure:
     """Shared layout, the legend on the right and the four rows' axis titles."""
     apply_layout(fig, title, height=height, legend_top=False)
     fig.update_layout(
@@ -394,7 +397,7 @@ def style_band_figure(fig: go.Figure, *, title: str, channel: str, height: int =
     fig.update_yaxes(title_text="n_eff (obs., log)", type="log", row=2, col=1)
     fig.update_yaxes(title_text="tr Σ (units²)", row=3, col=1)
     fig.update_yaxes(title_text="log-σ̂ terms (ln units)", row=4, col=1)
-    fig.update_xaxes(title_text=TIME_AXIS, row=BAND_ROWS, col=1)
+    fig.update_xaxes(title_text=time_axis, row=BAND_ROWS, col=1)
     return fig
 
 
@@ -422,6 +425,7 @@ def band_figure(
     attended: pd.DataFrame | None = None,
     query: Mapping[str, float] | None = None,
     height: int = 900,
+    time_axis: str = TIME_AXIS,
 ) -> go.Figure:
     """The predictive band with evidence and disagreement under it on one time axis.
 
@@ -438,7 +442,10 @@ def band_figure(
     attended : DataFrame, optional
         Observations of this channel the selected query drew on: ``time, value, weight``.
     query : mapping, optional
-        The selected query: ``time`` and optionally ``value`` (observed) and ``mean``.
+        The selected query: ``time`` and optionally ``when``, ``value`` (observed) and ``mean``.
+    time_axis : str
+        The time axis title. Frames with a ``when`` column (the user's clock: date-times or
+        numbers in the data's unit) are drawn at ``when``, others at ``time`` (hours).
 
     Rows: 1 band (Lévy, optional MC-Dropout), 2 ``n_eff`` (log axis; hover shows
     ``log Λ``), 3 ``tr Σ``, 4 the two terms of ``log σ̂ = ½ log tr Σ + ½ log φ(Λ)`` and
@@ -465,4 +472,4 @@ def band_figure(
         f"Predictive band for series {series_id}, channel {channel} "
         f"({pct(level)} {band_label}), with evidence and disagreement"
     )
-    return style_band_figure(fig, title=title, channel=channel, height=height)
+    return style_band_figure(fig, title=title, channel=channel, height=height, time_axis=time_axis)

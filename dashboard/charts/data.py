@@ -8,7 +8,16 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboard.charts.style import CONTEXT, LEVY, MC, NEUTRAL, TIME_AXIS, apply_layout
+from dashboard.charts.style import (
+    CONTEXT,
+    LEVY,
+    MC,
+    NEUTRAL,
+    TIME_AXIS,
+    apply_layout,
+    time_hover,
+    x_of,
+)
 
 _MODELS = {"levy": ("Lévy", LEVY), "softmax": ("MC-Dropout twin", MC)}
 
@@ -91,23 +100,23 @@ def channel_counts_figure(frame: pd.DataFrame, *, max_bars: int = 40) -> go.Figu
     return fig
 
 
-def series_timeline(frame: pd.DataFrame, series_id: str) -> go.Figure:
-    """When each channel of one series was observed."""
+def series_timeline(frame: pd.DataFrame, series_id: str, *, time_axis: str = TIME_AXIS) -> go.Figure:
+    """When each channel of one series was observed (at ``when``, the user's clock, if given)."""
     part = frame[frame["series_id"].astype(str) == str(series_id)]
     fig = go.Figure(
         go.Scatter(
-            x=part["time"],
+            x=x_of(part),
             y=part["channel"].astype(str),
             mode="markers",
             marker={"color": CONTEXT, "size": 5, "symbol": "line-ns-open"},
             customdata=part["value"],
             name="observation",
-            hovertemplate="%{y} at t = %{x:.2f} h: %{customdata:.4g}<extra></extra>",
+            hovertemplate="%{y} at " + time_hover(part) + ": %{customdata:.4g}<extra></extra>",
         )
     )
     apply_layout(
         fig, f"Observation times of series {series_id}, per channel", height=300, legend_top=False
     )
-    fig.update_xaxes(title_text=TIME_AXIS)
+    fig.update_xaxes(title_text=time_axis)
     fig.update_yaxes(title_text="channel", type="category")
     return fig

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from dashboard.charts.style import CONTEXT, ERROR_SCALE, HELDOUT, apply_layout, rgba
 
 HOVER = (
-    "series %{customdata[0]}, %{customdata[1]}<br>t = %{customdata[2]:.2f} h<br>"
+    "series %{customdata[0]}, %{customdata[1]}<br>%{customdata[8]}<br>"
     "y %{customdata[3]:.4g} · ŷ %{customdata[4]:.4g} ± %{customdata[5]:.3g}<br>"
     "n_eff %{x:.3g} (log Λ %{customdata[6]:.2f}) · tr Σ %{y:.3g}<br>"
     "|error| %{customdata[7]:.3f} (normalised)<extra></extra>"
@@ -31,10 +31,23 @@ def scatter_xy(pred: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
+def _time_texts(pred: pd.DataFrame) -> list[str]:
+    """Each query's time for the hover: its ``when`` (the user's clock) or ``time`` in hours."""
+    if "when" not in pred.columns:
+        return [f"t = {t:.2f} h" for t in pred["time"].to_numpy(np.float64)]
+    when = pred["when"]
+    if pd.api.types.is_datetime64_any_dtype(when):
+        return [f"{pd.Timestamp(w):%Y-%m-%d %H:%M}" for w in when]
+    return [f"t = {float(w):.4g}" for w in when]
+
+
 def scatter_customdata(pred: pd.DataFrame) -> np.ndarray:
-    """``[series_id, channel, time, y_true, mean, pred_std, log_evidence, abs_error_norm]``."""
+    """``[series_id, channel, time, y_true, mean, pred_std, log_evidence, abs_error_norm,
+    time text, origin]`` (``origin``: the forecast origin on rolling origins, else NaN)."""
+    origin = pred["origin"] if "origin" in pred.columns else np.full(len(pred), np.nan)
     return np.column_stack(
         [pred["series_id"].astype(str), pred["channel"].astype(str)] + [pred[c] for c in _CUSTOM]
+        + [np.array(_time_texts(pred), dtype=object), origin]
     )
 
 
@@ -88,12 +101,16 @@ def series_mask(pred: pd.DataFrame, series_id: str) -> np.ndarray:
 
 
 def query_mask(pred: pd.DataFrame, selected: Mapping[str, object]) -> np.ndarray:
-    """The row(s) of the query ``{"series_id", "channel", "time"}``."""
-    return (
+    """The row(s) of the query ``{"series_id", "channel", "time"}`` (and ``"origin"`` when
+    both name one: on rolling origins one time is a query of several origins)."""
+    mask = (
         (pred["series_id"].astype(str) == str(selected["series_id"]))
         & (pred["channel"].astype(str) == str(selected["channel"]))
         & np.isclose(pred["time"].to_numpy(np.float64), float(selected["time"]))
     ).to_numpy()
+    if "origin" in pred.columns and selected.get("origin") is not None:
+        mask = mask & np.isclose(pred["origin"].to_numpy(np.float64), float(selected["origin"]))
+    return mask
 
 
 _RING = {"size": 11, "color": rgba(CONTEXT, 0.0), "line": {"width": 1.4, "color": CONTEXT}}
@@ -110,7 +127,8 @@ def heldout_scatter(
 
     ``pred`` columns: ``series_id, channel, time, y_true, mean, pred_std, n_eff,
     log_evidence, disagreement_norm, abs_error_norm`` (``*_norm``: per-channel min–max
-    scale, so channels share the axes). ``customdata`` = ``[series_id, channel, time]``.
+    scale, so channels share the axes); optional ``when`` (the user's clock, for the hover)
+    and ``origin``. ``customdata``: see ``scatter_customdata``.
     """
     fig = add_heldout_queries(go.Figure(), pred)
     if current_series is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 
 # Okabe & Ito (2008), "Color Universal Design": distinguishable under the common colour
@@ -91,6 +92,30 @@ def apply_layout(
     return fig
 
 
+def x_of(frame: pd.DataFrame, fallback: str = "time") -> np.ndarray:
+    """The time axis values of a frame: its ``when`` column (the user's clock: date-times or
+    numbers in the data's unit) when it has one, else ``fallback`` (hours)."""
+    if "when" in frame.columns:
+        return frame["when"].to_numpy()
+    return frame[fallback].to_numpy(np.float64)
+
+
+def time_label(value: object) -> str:
+    """One time for a title: a date-time to the minute, or a number."""
+    if isinstance(value, (pd.Timestamp, np.datetime64)):
+        return f"{pd.Timestamp(value):%Y-%m-%d %H:%M}"
+    return f"{float(value):.4g}"
+
+
+def time_hover(frame: pd.DataFrame, ref: str = "x") -> str:
+    """A hover template piece for the time ``%{ref}`` of values drawn by ``x_of(frame)``."""
+    if "when" not in frame.columns:
+        return f"t = %{{{ref}:.2f}} h"
+    if pd.api.types.is_datetime64_any_dtype(frame["when"]):
+        return f"%{{{ref}|%Y-%m-%d %H:%M}}"
+    return f"t = %{{{ref}:.4g}}"
+
+
 def finite(a: np.ndarray) -> np.ndarray:
     """Infinite band edges (conformal band wider than the data allow) are not drawn."""
     a = np.asarray(a, dtype=np.float64)
@@ -99,7 +124,7 @@ def finite(a: np.ndarray) -> np.ndarray:
 
 def band_polygon(
     t: np.ndarray, lower: np.ndarray, upper: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray]:  # t: hours, numbers or date-times
     """Closed outline (upper left→right, lower right→left) for a ``fill='toself'`` band."""
     return np.concatenate([t, t[::-1]]), np.concatenate([finite(upper), finite(lower)[::-1]])
 

@@ -71,6 +71,7 @@ def _export_section(res: services.FitResult, T: int, view: band.View, pred: pd.D
             channel=view.channel,
             level=view.level,
             kind=kind,
+            horizon=view.horizon,
         )
 
     c = st.columns(2)
@@ -86,13 +87,13 @@ def _export_section(res: services.FitResult, T: int, view: band.View, pred: pd.D
     )
     c[1].download_button(
         "Download the per-query predictions (CSV)",
-        data=services.prediction_csv(pred),
+        data=services.prediction_csv(pred, res),
         file_name="levy_test_predictions.csv",
         mime="text/csv",
         key=state.PRED_DOWNLOAD,
         on_click="ignore",
-        help="One row per test query: y_true, mean, σ̂, c·σ̂, the 90 % "
-        "conformal band, evidence, disagreement, MC-Dropout.",
+        help="One row per test query (the series ids and times as in your data): y_true, mean, "
+        "σ̂, c·σ̂, the 90 % conformal band, evidence, disagreement, MC-Dropout.",
     )
     st.caption(
         f"The report also shows the band of series {view.series_id}, channel {view.channel} at "

@@ -151,7 +151,7 @@ def _mapping_form(choice: Choice) -> None:
         st.rerun()
 
 
-def _preview(obs: Observations, label: str) -> None:
+def _preview(obs: Observations, obs_hash: str, label: str) -> None:
     st.subheader(f"Loaded: {label}")
     t0, t1 = obs.time_span
     gaps = obs.gaps()
@@ -197,18 +197,21 @@ def _preview(obs: Observations, label: str) -> None:
         if len(series) > 1
         else series[0]
     )
-    st.plotly_chart(charts.series_timeline(obs.frame, sid), key=state.TIMELINE)
+    frame, axis = services.user_frame(obs_hash, obs), services.data_time_axis(obs)
+    st.plotly_chart(charts.series_timeline(frame, sid, time_axis=axis), key=state.TIMELINE)
     st.caption(
         "How to read: one tick per observation; gaps and unaligned channels are normal here."
     )
-    st.dataframe(obs.frame[obs.frame["series_id"] == sid].head(500), width="stretch", height=240)
+    rows = frame[frame["series_id"] == sid].head(500)
+    table = rows[["series_id", "when", "channel", "value"]].rename(columns={"when": axis})
+    st.dataframe(table, width="stretch", height=240, hide_index=True)
 
 
 def render(choice: Choice, res: services.FitResult | None) -> None:
     if choice.source is not None:
         _mapping_form(choice)
-    if choice.obs is not None and choice.source is not None:
-        _preview(choice.obs, choice.source.label)
+    if choice.obs is not None and choice.source is not None and choice.obs_hash is not None:
+        _preview(choice.obs, choice.obs_hash, choice.source.label)
     elif res is not None:
         st.caption("The selected file could not be used; showing the data of the current model.")
-        _preview(res.obs, res.data_label)
+        _preview(res.obs, res.obs_hash, res.data_label)

@@ -14,6 +14,15 @@ from dashboard import charts, services, state
 from dashboard.views.band import View
 
 
+def _origin_of(cd: list | tuple) -> float | None:
+    """The forecast origin in a scatter point's customdata (rolling origins), else None."""
+    try:
+        value = float(cd[9]) if len(cd) > 9 and cd[9] is not None else None
+    except (TypeError, ValueError):
+        return None
+    return value if value is not None and value == value else None  # NaN: no origin
+
+
 def _on_scatter_select() -> None:
     event = st.session_state.get(state.EVIDENCE_SCATTER)
     points = event.get("selection", {}).get("points", []) if event else []
@@ -23,59 +32,75 @@ def _on_scatter_select() -> None:
         if isinstance(cd, (list, tuple)) and len(cd) >= 3:
             try:
                 err = float(cd[7]) if len(cd) > 7 else 0.0
-                hits.append((err, str(cd[0]), str(cd[1]), float(cd[2])))
+                hits.append((err, str(cd[0]), str(cd[1]), float(cd[2]), _origin_of(cd)))
             except (TypeError, ValueError):
                 continue
     if hits:  # a box may hold many: explain the worst-predicted one
-        _, sid, ch, t = max(hits)
-        state.select_query(sid, ch, t, move_view=True)
+        _, sid, ch, t, origin = max(hits, key=lambda h: h[0])
+        state.select_query(sid, ch, t, move_view=True, origin=origin)
 
 
-def _on_pick() -> None:
+def _origin_now(res: services.FitResult, view: View) -> float | None:
+    """Rolling origins: the test origin whose queries are offered (the backtest's, else the latest)."""
+    if not res.on_origins:
+        return None
+    origins = services.test_origins(res, view.series_id)
+    chosen = state.get(state.BACKTEST_ORIGIN)
+    return chosen if chosen in origins else (origins[-1] if origins else None)
+
+
+def _on_pick(origin: float | None) -> None:
     t = st.session_state.get(state.QUERY_PICK)
     if t is None:
         state.clear_query()
-    else:
-        state.select_query(
-            st.session_state[state.SERIES],
-            st.session_state[state.CHANNEL],
-            float(t),
-            move_view=False,
-        )
+        return
+    state.select_query(
+        st.session_state[state.SERIES],
+        st.session_state[state.CHANNEL],
+        float(t),
+        move_view=False,
+        origin=origin,
+    )
 
 
 def _pick_fallback(res: services.FitResult, view: View) -> None:
-    held = services.heldout_predictions(res.key, res, view.series_id)
+    origin = _origin_now(res, view)
+    held = services.heldout_queries(res.key, res, view.series_id, origin)
     here = held[held["channel"] == view.channel].sort_values("time")
     times = [float(t) for t in here["time"]]
     q = state.get(state.QUERY)
     current = None
-    if q and q["series_id"] == view.series_id and q["channel"] == view.channel:
+    if q and q["series_id"] == view.series_id and q["channel"] == view.channel and q.get("origin") == origin:
         current = next((t for t in times if abs(t - q["time"]) < 1e-9), None)
     st.session_state[state.QUERY_PICK] = current
     labels = {
-        float(t): f"t = {t:.3f} h · y = {y:.4g} · ŷ = {m:.4g}"
+        float(t): f"{services.time_text(res, view.series_id, t)} · y = {y:.4g} · ŷ = {m:.4g}"
         for t, y, m in zip(here["time"], here["y_true"], here["mean"], strict=True)
     }
+    at = "" if origin is None else f" forecast at {services.time_text(res, view.series_id, origin)}"
     st.selectbox(
-        f"…or pick a held-out query of series {view.series_id}, channel {view.channel}",
+        f"…or pick a held-out query of series {view.series_id}, channel {view.channel}{at}",
         [None, *times],
         key=state.QUERY_PICK,
         on_change=_on_pick,
-        format_func=lambda t: "(none)" if t is None else labels.get(t, f"{t:.3f}"),
-        help="Same as clicking an orange diamond on the band chart.",
+        args=(origin,),
+        format_func=lambda t: "(none)" if t is None else labels.get(t, services.time_text(res, view.series_id, t)),
+        help="Same as clicking an orange diamond on the band chart"
+        + (" (rolling origins: the queries of the origin open in the Backtest tab)." if origin is not None else "."),
     )
 
 
 def _explain(res: services.FitResult, q: dict, test: pd.DataFrame) -> None:
-    held = services.heldout_predictions(res.key, res, q["series_id"])
+    origin = q.get("origin")
+    held = services.heldout_queries(res.key, res, q["series_id"], origin)
     row = held[(held["channel"] == q["channel"]) & ((held["time"] - q["time"]).abs() < 1e-9)]
     if row.empty:
         return
     r = row.iloc[0]
+    made = "" if origin is None else f", forecast at {services.time_text(res, q['series_id'], origin)}"
     st.markdown(
-        f"**Selected query**: series {q['series_id']}, channel {q['channel']}, t = "
-        f"{q['time']:.3f} h"
+        f"**Selected query**: series {q['series_id']}, channel {q['channel']}, "
+        f"{services.time_text(res, q['series_id'], q['time'])}{made}"
     )
     c = st.columns(6)
     c[0].metric("Observed y", f"{r['y_true']:.4g}")
@@ -96,21 +121,18 @@ def _explain(res: services.FitResult, q: dict, test: pd.DataFrame) -> None:
         f"evidence term and ×{w['disagreement']:.2f} from the disagreement term — "
         f"{'wider' if wider else 'narrower'} mostly because of **{reasons[(wider, w['reason'])]}**."
     )
-    att = services.attention(res.key, res, q["series_id"], q["channel"], q["time"])
+    att = services.query_attention(res.key, res, q["series_id"], q["channel"], q["time"], origin)
     by_channel = att.groupby("channel")["weight"].sum().sort_values(ascending=False)
     shares = ", ".join(f"{ch} {100 * w:.0f} %" for ch, w in by_channel.head(6).items())
     st.markdown(
-        f"Attention weight by channel: {shares}. The band chart rings this channel's observations "
-        "(ring size = weight)."
+        f"Attention weight by channel: {shares}."
+        + ("" if origin is not None else " The band chart rings this channel's observations (ring size = weight).")
     )
-    top = att.sort_values("weight", ascending=False).head(10)[
-        ["time", "channel", "value", "weight"]
-    ]
-    st.dataframe(
-        top.style.format({"time": "{:.3f}", "value": "{:.4g}", "weight": "{:.3f}"}),
-        hide_index=True,
-        width="stretch",
-    )
+    time_col = "when" if "when" in att.columns else "time"
+    top = att.sort_values("weight", ascending=False).head(10)[[time_col, "channel", "value", "weight"]]
+    top = top.rename(columns={time_col: services.time_axis(res)})
+    formats = {"value": "{:.4g}", "weight": "{:.3f}"} | ({} if time_col == "when" else {"time (h)": "{:.3f}"})
+    st.dataframe(top.style.format(formats), hide_index=True, width="stretch")
     st.caption(
         "How to read: the ten context observations this query draws on most (Lévy weights p_i, "
         "averaged over heads); n_eff counts how many of them are fully compatible."
@@ -119,7 +141,7 @@ def _explain(res: services.FitResult, q: dict, test: pd.DataFrame) -> None:
 
 def render(res: services.FitResult, view: View) -> None:
     st.subheader("Evidence vs disagreement on held-out queries")
-    test = services.test_predictions(res.key, res)
+    test = services.user_test_predictions(res.key, res)
     if len(test):
         st.plotly_chart(
             charts.heldout_scatter(
@@ -134,8 +156,10 @@ def render(res: services.FitResult, view: View) -> None:
             "up = the observations it draws on disagree, colour = its actual error. Good "
             "uncertainty "
             "puts the bright (large-error) dots left or up. Click a dot (or box-select: the worst "
-            "in the box is taken) to open it in the band above; ringed dots are series "
-            f"{view.series_id}."
+            "in the box is taken) to "
+            + ("explain it below and open its forecast origin in the Backtest tab"
+               if res.on_origins else "open it in the band above")
+            + f"; ringed dots are series {view.series_id}."
         )
     else:
         st.info("No test series with held-out queries: the scatter needs a test split.")

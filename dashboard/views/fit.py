@@ -99,11 +99,14 @@ def _run_twin(res: services.FitResult) -> services.FitResult:
 
 def _adopt(res: services.FitResult, *, new_data: bool) -> services.FitResult:
     ss = st.session_state
+    before = services.cached_fit(ss[state.FIT_KEY]) if ss.get(state.FIT_KEY) else None
     ss[state.FIT_KEY] = res.key
     state.clear_query()
     if new_data:  # the band view starts again on the new data's first series
-        for key in (state.SERIES, state.CHANNEL, state.IDENTITY_QUERY):
+        for key in (state.SERIES, state.CHANNEL, state.IDENTITY_QUERY, state.BACKTEST_ORIGIN):
             ss.pop(key, None)
+    if before is None or before.on_origins != res.on_origins:  # each kind of fit has its default band
+        ss.pop(state.BAND_KIND, None)
     return res
 
 
@@ -118,8 +121,8 @@ def ensure_model(choice: Choice) -> services.FitResult | None:
     res = services.cached_fit(ss[state.FIT_KEY]) if ss.get(state.FIT_KEY) else None
     if res is not None and ss.pop(state.PENDING_TWIN, False) and not res.has_twin:
         res = _adopt(_run_twin(res), new_data=False)
-    if choice.error:
-        _show_failure(choice.error)
+    if choice.error or choice.settings_error:
+        _show_failure(choice.error or choice.settings_error or "")
         return res
     if choice.obs is None or choice.obs_hash is None:
         return res

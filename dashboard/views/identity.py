@@ -10,11 +10,11 @@ from dashboard.views import band
 DRAW_CHOICES = [500, 1000, 2000, 5000, 20000]
 
 
-def _follow_selected_query(view: band.View, times: list[float]) -> None:
+def _follow_selected_query(view: band.View, times: list[float], origin: float | None) -> None:
     """Preselect the query chosen in the band view (once per choice), else a middle one."""
     ss = st.session_state
     q = state.get(state.QUERY)
-    if q and q["series_id"] == view.series_id and q["channel"] == view.channel:
+    if q and q["series_id"] == view.series_id and q["channel"] == view.channel and q.get("origin") == origin:
         match = next((t for t in times if abs(t - q["time"]) < 1e-9), None)
         if match is not None and ss.get(state.IDENTITY_FROM_QUERY) != (q["series_id"], q["time"]):
             ss[state.IDENTITY_QUERY] = match
@@ -24,16 +24,17 @@ def _follow_selected_query(view: band.View, times: list[float]) -> None:
 
 
 def _query_controls(
-    view: band.View, times: list[float], y_of: dict[float, float]
+    res: services.FitResult, view: band.View, times: list[float], y_of: dict[float, float], at: str
 ) -> tuple[float, int]:
     """(query time, number of draws)."""
     c = st.columns([3, 2])
     t = c[0].selectbox(
-        f"Held-out query of series {view.series_id}, channel {view.channel}",
+        f"Held-out query of series {view.series_id}, channel {view.channel}{at}",
         times,
         key=state.IDENTITY_QUERY,
-        format_func=lambda x: f"t = {x:.3f} h (observed {y_of[x]:.4g})",
-        help="Defaults to the query selected in the band view.",
+        format_func=lambda x: f"{services.time_text(res, view.series_id, x)} (observed {y_of[x]:.4g})",
+        help="Defaults to the query selected in the band view"
+        + (" (rolling origins: among the queries of the origin open in the Backtest tab)." if at else "."),
     )
     n = c[1].select_slider("Draws", DRAW_CHOICES, key=state.N_DRAWS)
     return float(t), int(n)
@@ -80,10 +81,24 @@ def _test_split_summary(res: services.FitResult, view: band.View) -> None:
     )
 
 
+def _origin(res: services.FitResult, view: band.View) -> float | None:
+    """Rolling origins: the test origin whose queries are offered (the selected query's, the
+    backtest's, else the latest)."""
+    if not res.on_origins:
+        return None
+    origins = services.test_origins(res, view.series_id)
+    q = state.get(state.QUERY)
+    for chosen in ((q or {}).get("origin"), state.get(state.BACKTEST_ORIGIN)):
+        if chosen in origins:
+            return chosen
+    return origins[-1] if origins else None
+
+
 def render(res: services.FitResult) -> None:
     band.ensure_view_state(res)
     view = band.current_view(res)
-    held = services.heldout_predictions(res.key, res, view.series_id)
+    origin = _origin(res, view)
+    held = services.heldout_queries(res.key, res, view.series_id, origin)
     here = held[held["channel"] == view.channel].sort_values("time")
     if here.empty:
         st.info(
@@ -93,10 +108,11 @@ def render(res: services.FitResult) -> None:
         )
         return
     times = [float(t) for t in here["time"]]
-    _follow_selected_query(view, times)
+    _follow_selected_query(view, times, origin)
     y_of = dict(zip(times, here["y_true"], strict=True))
-    t, n = _query_controls(view, times, y_of)
-    out = services.draws(res.key, res, view.series_id, view.channel, float(t), int(n))
+    at = "" if origin is None else f", forecast at {services.time_text(res, view.series_id, origin)}"
+    t, n = _query_controls(res, view, times, y_of, at)
+    out = services.query_draws(res.key, res, view.series_id, view.channel, float(t), int(n), origin)
     crps = services.query_crps(out, float(y_of[float(t)]))
     _metrics(out, n, crps)
     st.plotly_chart(

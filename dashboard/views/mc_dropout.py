@@ -73,7 +73,8 @@ def _metrics_table(result: dict) -> None:
 
 
 def _band_overlay(res: services.FitResult, view: band.View) -> None:
-    st.subheader(f"Both bands on series {view.series_id}, channel {view.channel}")
+    where = " past the end of the data" if res.on_origins else ""
+    st.subheader(f"Both bands on series {view.series_id}, channel {view.channel}{where}")
     fig, _ = band.band_figure(res, view)
     st.plotly_chart(fig, key=state.MC_BAND_CHART)
     st.caption(

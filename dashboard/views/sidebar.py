@@ -25,6 +25,7 @@ class Choice:
     time_unit: str
     settings: services.FitSettings
     fit_clicked: bool
+    settings_error: str | None = None  # why a fit setting cannot be used (the model is kept)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -128,17 +129,40 @@ def _load(
 _TASKS = ["forecast", "interpolate"]
 
 
-def _task_radio(d: services.FitSettings) -> str:
+def _task_radio(d: services.FitSettings, few: bool) -> str:
+    """The task; with few series forecasting is the natural one (and the default), on its own
+    key so each kind of data keeps its own choice."""
     return st.sidebar.radio(
         "Task",
         _TASKS,
-        index=_TASKS.index(d.task),
-        key=state.FIT_TASK,
+        index=_TASKS.index("forecast" if few else d.task),
+        key=state.FIT_TASK_FEW if few else state.FIT_TASK,
         horizontal=True,
         format_func={"forecast": "Forecast", "interpolate": "Interpolation"}.get,
-        help="Forecast: predict everything after a history cut-off. Interpolation: predict a "
+        help="Forecast: predict what comes next (after a history cut-off; with fewer than 10 "
+        "series, from rolling forecast origins along each series). Interpolation: predict a "
         "random share of held-out observations from the rest.",
     )
+
+
+def _horizon_input(obs: Observations, obs_hash: str) -> tuple[float | None, str | None]:
+    """Few series: the forecast horizon as a duration → (hours or None for the default, error)."""
+    auto = services.auto_horizon(obs_hash, obs)
+    text = st.sidebar.text_input(
+        "Forecast horizon",
+        key=state.keyed(state.FIT_HORIZON, obs_hash[:12]),
+        placeholder=f"auto: {services.horizon_text(auto)}" if auto else "e.g. 36h, 2d, 2w",
+        help="How far ahead each forecast reaches: a duration such as 36h, 2d, 2w or 1y (a "
+        "bare number is in the data's time unit, not allowed for date-times). Empty: a tenth "
+        "of the series' span. With fewer than 10 series the model learns from rolling "
+        "forecast origins along each series' own past, so there is no cut-off to pick.",
+    )
+    if not text.strip():
+        return None, None
+    try:
+        return services.parse_horizon(obs, text), None
+    except DataError as exc:
+        return None, f"Forecast horizon {text!r}: {exc}"
 
 
 def _cutoff_slider(
@@ -164,9 +188,7 @@ def _cutoff_slider(
         value=min(max(default, lo), hi),
         step=max(round((hi - lo) / 200, 3), 0.001),
         key=state.keyed(state.FIT_CUTOFF, obs_hash[:12]),
-        help="Observations up to the cut-off are context; later ones are predicted. "
-        "With fewer than 10 series each series is cut into windows and the "
-        "cut-off is the time inside a window.",
+        help="Observations up to the cut-off are context; later ones are predicted.",
     )
 
 
@@ -224,23 +246,33 @@ def _model_controls(d: services.FitSettings) -> tuple[str, int, float, bool]:
     return size, int(epochs), float(budget), bool(twin)
 
 
+def _task_settings(
+    obs: Observations | None, obs_hash: str | None, d: services.FitSettings
+) -> tuple[dict, str | None]:
+    """The task's settings (task, cutoff, horizon, holdout_fraction) and a setting's error."""
+    few = obs is not None and services.few_series(obs)
+    task = _task_radio(d, few)
+    out = {"task": task, "cutoff": None, "horizon": None, "holdout_fraction": d.holdout_fraction}
+    error = None
+    if task == "forecast" and few and obs_hash is not None:
+        out["horizon"], error = _horizon_input(obs, obs_hash)
+    elif task == "forecast":
+        cutoff = _cutoff_slider(obs, obs_hash, d)
+        out["cutoff"] = None if cutoff is None else round(float(cutoff), 4)
+    else:
+        out["holdout_fraction"] = float(_holdout_slider(d))
+    return out, error
+
+
 def _fit_section(
     obs: Observations | None, obs_hash: str | None
-) -> tuple[services.FitSettings, bool]:
+) -> tuple[services.FitSettings, bool, str | None]:
     st.sidebar.header("2 · Fit")
     d = services.default_settings()
-    task = _task_radio(d)
-    cutoff: float | None = None
-    holdout = d.holdout_fraction
-    if task == "forecast":
-        cutoff = _cutoff_slider(obs, obs_hash, d)
-    else:
-        holdout = _holdout_slider(d)
+    task, error = _task_settings(obs, obs_hash, d)
     size, epochs, budget, twin = _model_controls(d)
     settings = services.FitSettings(
-        task=task,
-        cutoff=None if cutoff is None else round(float(cutoff), 4),
-        holdout_fraction=float(holdout),
+        **task,
         size=size,
         epochs=epochs,
         max_seconds=budget,
@@ -255,7 +287,7 @@ def _fit_section(
         width="stretch",
         help="Fit with these settings (cached: settings fitted before come back instantly).",
     )
-    return settings, clicked
+    return settings, clicked, error
 
 
 def render() -> Choice:
@@ -264,5 +296,5 @@ def render() -> Choice:
     time_unit = "hours"
     if src is not None:
         obs, obs_hash, mapping_json, time_unit, error = _load(src)
-    settings, clicked = _fit_section(obs, obs_hash)
-    return Choice(src, obs, obs_hash, error, mapping_json, time_unit, settings, clicked)
+    settings, clicked, settings_error = _fit_section(obs, obs_hash)
+    return Choice(src, obs, obs_hash, error, mapping_json, time_unit, settings, clicked, settings_error)

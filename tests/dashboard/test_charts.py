@@ -306,3 +306,58 @@ def test_timing_ranking_draws_training_data_figures():
     tl = charts.series_timeline(frame, "a")
     assert list(tl.data[0].x) == [0.0, 1.0, 2.0]
     _titled(tl)
+
+
+# ----------------------------------------------------------------------------- rolling origins
+
+
+def _future(n: int = 12) -> pd.DataFrame:
+    g = _grid(n)
+    g["time"] = 100.0 + np.linspace(1, 24, n)
+    g["when"] = pd.Timestamp("2024-04-04 22:00") + pd.to_timedelta(g["time"] - 100.0, unit="h")
+    return g
+
+
+def _history() -> pd.DataFrame:
+    t = np.array([10.0, 50.0, 90.0, 100.0])
+    return pd.DataFrame({"time": t, "value": [1.0, 2.0, 1.5, 1.2], "role": ["history", "context", "context", "context"],
+                         "when": pd.Timestamp("2024-04-04 22:00") + pd.to_timedelta(t - 100.0, unit="h")})
+
+
+def test_future_figure_draws_at_the_users_clock_past_the_last_observation():
+    last = pd.Timestamp("2024-04-04 22:00")
+    fig = charts.future_figure(_future(), _history(), series_id="s", channel="c", level=0.9,
+                               band_label="adaptive conformal", last=last, horizon_label="24 h",
+                               time_axis="time (UTC)")
+    band = _by_name(fig, "Lévy 90 % band (adaptive conformal)")
+    assert band.fill == "toself" and pd.Timestamp(min(band.x)) > last
+    assert _by_name(fig, "observations the forecast draws on").marker.color == charts.CONTEXT
+    assert _by_name(fig, "earlier observations")
+    assert "%Y-%m-%d" in _by_name(fig, "Lévy mean").hovertemplate
+    assert fig.layout.xaxis3.title.text == "time (UTC)" and "24 h" in fig.layout.title.text
+    assert any(a.text.startswith("last observation") for a in fig.layout.annotations)
+    assert pd.Timestamp(fig.layout.xaxis.range[0]) == pd.Timestamp("2024-04-02 20:00")  # opens on the context
+
+
+def test_origin_band_and_rolling_coverage_figures():
+    q = _future(8).assign(y_true=lambda d: d["mean"] + 0.1, lower_adaptive_90=lambda d: d["lower"],
+                          upper_adaptive_90=lambda d: d["upper"], lower_90=lambda d: d["lower"] - 0.1,
+                          upper_90=lambda d: d["upper"] + 0.1)
+    fig = charts.origin_band_figure(q, _history(), series_id="s", channel="c",
+                                    origin=pd.Timestamp("2024-04-04 22:00"), time_axis="time (UTC)")
+    names = [t.name for t in fig.data]
+    assert names[:2] == ["split conformal 90 % band", "adaptive conformal 90 % band"]  # adaptive on top
+    assert _by_name(fig, "adaptive conformal").fillcolor.startswith("rgba(0, 114, 178")
+    assert _by_name(fig, "what happened").marker.color == charts.HELDOUT
+    _titled(fig)
+    table = pd.DataFrame({
+        "origin": [1.0, 2.0] * 3, "when": list(pd.to_datetime(["2024-04-01", "2024-04-02"])) * 3,
+        "method": ["Lévy"] * 4 + ["MC-Dropout"] * 2,
+        "band": ["adaptive"] * 2 + ["split conformal"] * 2 + ["adaptive"] * 2,
+        "coverage": [0.9, 0.85, 0.8, 0.7, 0.95, 0.9], "n_queries": [10, 20] * 3})
+    cov = charts.rolling_coverage_figure(table, level=0.9, window=10, time_axis="time (UTC)")
+    assert _by_name(cov, "Lévy — adaptive").line.color == charts.LEVY
+    assert _by_name(cov, "Lévy — split conformal").line.dash == "dash"
+    assert _by_name(cov, "MC-Dropout — adaptive").line.color == charts.MC
+    assert _by_name(cov, "nominal level 90 %") and cov.layout.shapes[0].y0 == 0.9
+    _titled(cov)

@@ -429,7 +429,8 @@ def test_band_inputs_cutoff_and_mc(res: FitResult, fres: FitResult, pick: tuple[
 def test_band_chart_is_band_figure(res: FitResult, pick: tuple[str, str]):
     inputs = services.band_inputs(res.key, res, *pick, 0.8, "conformal", MC)
     assert inputs.figure_arguments() == {"series_id": pick[0], "channel": pick[1], "level": 0.8,
-                                         "band_label": "conformal", "show_mc": True, "cutoff": None}
+                                         "band_label": "conformal", "show_mc": True, "cutoff": None,
+                                         "time_axis": "time (h)"}
     direct = charts.band_figure(inputs.grid, inputs.points, **inputs.figure_arguments())
     assert services.band_chart(inputs).to_json() == direct.to_json()
 
@@ -514,7 +515,7 @@ def test_cache_resource_hits_return_the_same_object(sample: Sample, monkeypatch:
 
 
 def test_fit_key_differs_when_any_setting_differs(sample: Sample, settings: FitSettings):
-    other = {"task": "forecast", "cutoff": 12.0, "holdout_fraction": 0.3, "size": "medium", "epochs": 4,
+    other = {"task": "forecast", "cutoff": 12.0, "horizon": 36.0, "holdout_fraction": 0.3, "size": "medium", "epochs": 4,
              "max_seconds": 2.0, "train_twin": False, "mc_passes": 6, "seed": 1}
     assert set(other) == {f.name for f in dataclasses.fields(FitSettings)}  # every field is tried
     base = services.fit_key(sample.obs_hash, settings)

@@ -1,0 +1,98 @@
+"""Panel · Backtest (fits on rolling origins): did the bands hold over time?
+
+The latest test origins' 90 % bands — adaptive conformal, and split conformal for comparison —
+against what happened (one origin at a time, the latest first), each method's coverage over
+time (``pipeline.rolling_coverage``) with the nominal level, and the guarantee in use in
+words with the walk's long-run coverage and bound (``evaluate``'s result).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import charts, services, state
+from dashboard.views import band
+
+WINDOW = 10  # test origins per point of the coverage-over-time chart
+
+
+def _summary(result: dict) -> None:
+    lv = result["levy"]
+    st.subheader(f"Backtest on the {lv['test_origins']} latest forecast origins")
+    st.markdown(f"**Guarantee in use** (the adaptive band): {result.get('guarantee', services.GUARANTEE)}.")
+    c = st.columns(4)
+    c[0].metric("Test origins T", f"{lv['test_origins']}", help=f"step size γ = {lv['gamma']:g}")
+    c[1].metric("Adaptive 90 % band: coverage", f"{100 * lv['adaptive_coverage']['0.9']:.1f} %",
+                help="Share of all test queries inside the band, walked oldest origin first.")
+    c[2].metric("Long-run bound", f"± {100 * lv['adaptive_bound']['0.9']:.1f} points",
+                help="(max(α, 1 − α) + γ)/(γT): how far the walk's miss rate may stray from 10 % "
+                "over these T origins, whatever the data do.")
+    c[3].metric("Split conformal 90 %: coverage", f"{100 * lv['conformal_coverage']['0.9']:.1f} %",
+                help="Its guarantee assumes exchangeable episodes, which a drifting series is not.")
+
+
+def _origin_section(res: services.FitResult, view: band.View) -> None:
+    origins = services.test_origins(res, view.series_id)
+    if not origins:
+        st.info(f"Series {view.series_id} has no test origin.")
+        return
+    ss = st.session_state
+    if ss.get(state.BACKTEST_ORIGIN) not in origins:
+        ss[state.BACKTEST_ORIGIN] = origins[-1]
+    st.select_slider(
+        "Forecast origin (the latest on the right)",
+        options=origins,
+        key=state.BACKTEST_ORIGIN,
+        format_func=lambda o: services.time_text(res, view.series_id, o),
+        help="Each test origin is a forecast made with only the data up to it; the queries after "
+        "it are what happened.",
+    )
+    inputs = services.origin_inputs(res.key, res, view.mc_passes, view.series_id, view.channel,
+                                    float(ss[state.BACKTEST_ORIGIN]))
+    st.plotly_chart(services.origin_chart(inputs), key=state.BACKTEST_CHART)
+    st.caption(
+        "How to read: black dots are what the model saw at the origin (dashed line); right of it the "
+        "blue line is its forecast, the blue band the adaptive conformal 90 % band and the dashed "
+        "outline the split-conformal one; orange diamonds are what happened. Over many origins "
+        "about 1 in 10 diamonds should fall outside the band."
+    )
+
+
+def _coverage_section(res: services.FitResult, view: band.View) -> None:
+    table = services.rolling_coverage(res.key, res, view.mc_passes, WINDOW)
+    st.plotly_chart(
+        charts.rolling_coverage_figure(table, level=0.9, window=WINDOW, time_axis=services.time_axis(res)),
+        key=state.ROLLING_CHART,
+    )
+    st.caption(
+        f"How to read: at each test origin, the share of the queries of the last {WINDOW} origins "
+        "inside each method's 90 % band — solid the adaptive conformal band, dashed split conformal; "
+        "the dotted line is the nominal 90 %. The adaptive band reacts to a miss by widening and "
+        "to a run of hits by narrowing, so it comes back to the line where split conformal drifts "
+        "away with the series."
+    )
+
+
+def render(res: services.FitResult) -> None:
+    if not res.on_origins:
+        st.info(
+            "The backtest is for forecasts on rolling origins: fit a **Forecast** on data with fewer "
+            "than 10 series (e.g. the bundled *Single sensor series* sample). A fit on many series "
+            "is checked on held-out series in the Calibration tab."
+        )
+        return
+    band.ensure_view_state(res)
+    c = st.columns([2, 1.4, 3])
+    band.series_and_channel(res, c[0], c[1])
+    view = band.current_view(res)
+    with st.spinner("Walking the test origins …"):
+        result, _ = services.evaluation(res.key, res, view.mc_passes)
+    _summary(result)
+    _origin_section(res, view)
+    _coverage_section(res, view)
+    st.dataframe(services.backtest_table(result), hide_index=True)
+    st.caption(
+        "Per method and level: the adaptive band's coverage over all test queries, the bound on its "
+        "long-run distance from the level, its mean width (normalised units), and split conformal's "
+        "coverage on the same queries."
+    )
