@@ -10,9 +10,11 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import numbers
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
 
 import numpy as np
 import torch
@@ -40,12 +42,49 @@ class TrainConfig:
     max_seconds: float | None = None  # wall-clock budget per model (None: no limit)
     seed: int = 0  # seeds initialisation, shuffling and hold-outs
 
+    def __post_init__(self) -> None:
+        """Refuse settings that would train nothing or fail later: ValueError naming the field."""
+        _require_int("epochs", self.epochs, 1)
+        if self.batch_size is not None:
+            _require_int("batch_size", self.batch_size, 1, "or None (automatic)")
+        _require_real("lr", self.lr, positive=True)
+        _require_real("weight_decay", self.weight_decay)
+        _require_int("patience", self.patience, 0)
+        _require_real("nll_weight", self.nll_weight)
+        _require_real("channel_weighting", self.channel_weighting)
+        if self.max_seconds is not None:
+            _require_real("max_seconds", self.max_seconds, positive=True, extra="or None (no limit)")
+        _require_int("seed", self.seed, 0)
+
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> TrainConfig:
+    def from_dict(cls, data: Mapping[str, Any]) -> TrainConfig:
+        """The inverse of ``to_dict``; unknown keys and invalid values raise ValueError."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"train_config must be a mapping of settings, got {type(data).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(str(k) for k in data if k not in known)
+        if unknown:
+            raise ValueError(f"unknown train_config keys {unknown}; known keys: {sorted(known)}")
         return cls(**data)
+
+
+def _require_int(name: str, value: object, minimum: int, extra: str = "") -> None:
+    """ValueError unless ``value`` is a whole number (not a bool) ≥ ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"TrainConfig.{name} must be a whole number ≥ {minimum}{' ' + extra if extra else ''}, "
+                         f"got {value!r}")
+
+
+def _require_real(name: str, value: object, *, positive: bool = False, extra: str = "") -> None:
+    """ValueError unless ``value`` is a finite number (not a bool), > 0 if ``positive`` else ≥ 0."""
+    ok = not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
+    if not ok or (value <= 0 if positive else value < 0):  # type: ignore[operator]
+        bound = "> 0" if positive else "≥ 0"
+        raise ValueError(f"TrainConfig.{name} must be a finite number {bound}{' ' + extra if extra else ''}, "
+                         f"got {value!r}")
 
 
 @dataclass

@@ -32,7 +32,29 @@ Every user mistake raises :class:`DataError` (a :class:`ValueError`) whose messa
 the column, the first offending CSV lines (header = line 1, as a spreadsheet shows them)
 and what to do. Blank values are not mistakes: they are dropped and counted in the
 :class:`LoadReport`, as are exact duplicates of ``(series, channel, time)``, which are
-averaged.
+averaged. A column that the header names twice is refused when the mapping uses it.
+
+Separators and decimal marks
+----------------------------
+Comma, semicolon and tab separated files are read (the header line decides). In a
+semicolon or tab separated file, numbers written with decimal commas (``0,5;1,25``, the
+CSV a spreadsheet writes where the decimal mark is a comma) are read as 0.5 and 1.25;
+a file that mixes decimal commas with decimal points is refused ("decimal commas and
+decimal points mixed"), and so are decimal commas in a comma-separated file, never
+read as anything else (see :mod:`levy_core.data.decimals`).
+
+Limits
+------
+Hostile or mistaken input costs bounded time and memory and gets a message:
+
+* gzip is unpacked as a stream and refused past :data:`MAX_DECOMPRESSED_BYTES` (200 MB);
+* before parsing: at most :data:`MAX_COLUMNS` header fields, lines of at most
+  :data:`MAX_LINE_CHARS` characters and :data:`MAX_CELLS` cells (rows × fields);
+* at most :data:`MAX_ROWS` observations: rows of a long table, rows × channel columns
+  of a wide one;
+* values within ``±``:data:`MAX_ABS_VALUE` (1e100: their squares, summed over every
+  observation, stay finite), and times that the model's 32-bit arithmetic can resolve
+  at the series' spacing (see :mod:`levy_core.data.ranges`).
 
 The user's own clock
 --------------------
@@ -47,8 +69,9 @@ hours back in the user's clock (:func:`to_user_time`, :func:`user_time_label`).
 the cells left as text, for choosing a column mapping before the data are read.
 
 The package's modules, in the order the data pass through them: ``decode`` (bytes to
-text), ``reading`` (text to a table; the samples), ``columns`` (the mapping), ``cells``
-and ``times`` (parsing cells), ``frame`` (:func:`from_frame`), ``observations`` (the
+text), ``reading`` (text to a table; the samples), ``decimals`` (decimal commas),
+``columns`` (the mapping), ``cells`` and ``times`` (parsing cells), ``frame``
+(:func:`from_frame`), ``ranges`` (values and times too large), ``observations`` (the
 result), ``clock`` (the user's clock, both ways); ``messages`` and ``errors`` serve
 them all. :class:`ChannelScaler` lives in :mod:`levy_core.scaling` and is re-exported
 here for existing imports.
@@ -75,10 +98,21 @@ from levy_core.data.columns import (
     ColumnMapping,
     detect_mapping,
 )
+from levy_core.data.decode import MAX_DECOMPRESSED_BYTES
 from levy_core.data.errors import DataError
 from levy_core.data.frame import MAX_ROWS, SINGLE_CHANNEL, SINGLE_SERIES, from_frame
 from levy_core.data.observations import COLUMNS, LoadReport, Observations
-from levy_core.data.reading import SAMPLE_DIR, SAMPLES, load_sample, preview_table, read_csv
+from levy_core.data.ranges import MAX_ABS_VALUE
+from levy_core.data.reading import (
+    MAX_CELLS,
+    MAX_COLUMNS,
+    MAX_LINE_CHARS,
+    SAMPLE_DIR,
+    SAMPLES,
+    load_sample,
+    preview_table,
+    read_csv,
+)
 from levy_core.data.times import TIME_UNITS
 
 __all__ = [
@@ -87,7 +121,12 @@ __all__ = [
     "DATETIME",
     "DAYS_PER_YEAR",
     "DURATION_UNITS",
+    "MAX_ABS_VALUE",
+    "MAX_CELLS",
+    "MAX_COLUMNS",
     "MAX_DATETIME_HOURS",
+    "MAX_DECOMPRESSED_BYTES",
+    "MAX_LINE_CHARS",
     "MAX_ROWS",
     "SAMPLES",
     "SAMPLE_DIR",

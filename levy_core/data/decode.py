@@ -128,13 +128,14 @@ def decode_text(data: bytes | str, name: str) -> str:
         return data.decode("latin-1")
 
 
-def _gunzip(data: bytes, name: str, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
-    """Unpack gzipped bytes as a stream, at most ``limit`` bytes of them.
+def _gunzip(data: bytes, name: str) -> bytes:
+    """Unpack gzipped bytes as a stream, at most :data:`MAX_DECOMPRESSED_BYTES` of them.
 
     Several gzip members one after the other are read as one file, as :mod:`gzip`
     reads them. DataError when the stream is truncated or corrupt (bad header, bad
-    deflate data, bad CRC or length) or unpacks to more than ``limit`` bytes.
+    deflate data, bad CRC or length) or unpacks to more than the limit.
     """
+    limit = MAX_DECOMPRESSED_BYTES  # read at each call, so that tests may lower it
     chunks: list[bytes] = []
     total = 0
     try:

@@ -36,7 +36,6 @@ MAX_CELLS: int = 10 * MAX_ROWS
 """Most text cells (data rows × header fields) parsed from one CSV: 20 million, so that
 a long table of :data:`MAX_ROWS` rows may carry up to ten columns. Parsed text costs
 about 17 bytes a cell, so this bounds parsing at a few hundred MB."""
-_LINE_SCAN_CHARS = 1 << 22  # text scanned for long lines at a time
 
 SAMPLE_DIR: Path = Path(__file__).resolve().parent.parent.parent / "sample_data"
 """Folder of the bundled sample data sets."""
@@ -256,7 +255,7 @@ def check_text_shape(text: str, name: str, sep: str) -> list[str]:
         More than :data:`MAX_COLUMNS` header fields, or a line longer than
         :data:`MAX_LINE_CHARS` characters.
     """
-    if len(text) > MAX_LINE_CHARS and _longest_line(text) > MAX_LINE_CHARS:
+    if _has_long_line(text, MAX_LINE_CHARS):
         raise DataError(
             f"{name!r} has a line of more than {MAX_LINE_CHARS:,} characters, the longest "
             "accepted. Check that the file is a CSV table with one observation (or time "
@@ -277,18 +276,20 @@ def check_text_shape(text: str, name: str, sep: str) -> list[str]:
     return fields
 
 
-def _longest_line(text: str) -> int:
-    """Characters in the longest line of ``text``, scanned a few MB at a time."""
-    longest = carry = 0
-    for i in range(0, len(text), _LINE_SCAN_CHARS):
-        parts = text[i:i + _LINE_SCAN_CHARS].split("\n")
-        if len(parts) == 1:
-            carry += len(parts[0])
-            continue
-        inner = max(map(len, parts[1:-1]), default=0)
-        longest = max(longest, carry + len(parts[0]), inner)
-        carry = len(parts[-1])
-    return max(longest, carry)
+def _has_long_line(text: str, limit: int) -> bool:
+    """Whether a line of ``text`` is longer than ``limit`` characters.
+
+    Each step jumps to the last line break within ``limit + 1`` characters of the
+    current line's start: the lines before it are short enough, and a line without a
+    break in that window is too long. About ``len(text) / limit`` steps.
+    """
+    pos = 0
+    while len(text) - pos > limit:
+        last = text.rfind("\n", pos, pos + limit + 1)
+        if last < 0:
+            return True
+        pos = last + 1
+    return False
 
 
 def restore_duplicate_names(table: pd.DataFrame, header: list[str]) -> pd.DataFrame:

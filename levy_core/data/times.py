@@ -111,13 +111,30 @@ def parse_time(col: pd.Series, name: str, lines: np.ndarray, time_unit: str) -> 
         notes = []
         if time_unit != "hours":
             notes.append(f"time column {name!r} converted from {time_unit} to hours")
-        return ParsedTime(values * TIME_UNITS[time_unit], None, missing, notes, time_unit)
+        with np.errstate(over="ignore"):
+            hours = values * TIME_UNITS[time_unit]
+        _refuse_overflow(hours, present, col, name, lines)
+        return ParsedTime(hours, None, missing, notes, time_unit)
 
     text = col.astype(str).str.strip()[present]
     if text.str.match(CLOCK_RE).all():
         return _parse_clock(text, present, name)
     _refuse_decimal_commas(col, present, name, lines)
     return _parse_datetimes(col, present, name, lines, time_unit)
+
+
+def _refuse_overflow(
+    hours: np.ndarray, present: np.ndarray, col: pd.Series, name: str, lines: np.ndarray
+) -> None:
+    """Refuse finite times that overflow once converted to hours (1e307 days)."""
+    with np.errstate(invalid="ignore"):
+        over = np.flatnonzero(present & ~np.isfinite(hours))
+    if over.size:
+        raise DataError(
+            f"Column {name!r} (time) has {count(over.size, 'time')} too large to be counted "
+            f"in hours: {describe_lines(lines[over], col.iloc[over].tolist())}. Subtract an "
+            "offset so that times start near 0, or correct those times."
+        )
 
 
 def _refuse_decimal_commas(col: pd.Series, present: np.ndarray, name: str, lines: np.ndarray) -> None:
