@@ -240,3 +240,32 @@ def test_cli_refuses_a_corrupt_gzip(tmp_path: Path, capsys: pytest.CaptureFixtur
     err = capsys.readouterr().err
     assert "error: 'broken.csv.gz' looks gzipped but could not be unpacked" in err
     assert "Traceback" not in err
+
+
+# --------------------------------------------------------------------------------------
+# query files: the same decimal marks
+# --------------------------------------------------------------------------------------
+QUERY_CASES = [
+    pytest.param(EURO, "time;note\n1,5;a\n2;b\n", [1.5, 2.0], id="semicolon-queries-decimal-commas"),
+    pytest.param(EURO, 'time\n"1,25"\n', r"could not read 1 time as finite numbers.*decimal point",
+                 id="quoted-decimal-comma-query-not-a-date"),
+    pytest.param("time;value\n2024-01-01 00:00;1,25\n2024-01-02 00:00;3,5\n", 'time\n"1,25"\n',
+                 r"'time' \(the queries\) has 1 number with a decimal comma: line 2 \('1,25'\)",
+                 id="decimal-comma-query-for-date-time-data"),
+    pytest.param(EURO, "time;note\n1,5;a\n2.5;b\n", r"Decimal commas and decimal points mixed",
+                 id="mixed-marks-in-queries"),
+]
+
+
+@pytest.mark.parametrize(("data", "query", "expected"), QUERY_CASES)
+def test_hostile_queries(data: str, query: str, expected: list[float] | str) -> None:
+    from levy_core.data import read_queries
+
+    obs = read_csv(io.StringIO(data))
+    if isinstance(expected, str):
+        with pytest.raises(DataError) as err:
+            read_queries(io.StringIO(query), obs)
+        assert re.search(expected, str(err.value)), str(err.value)
+        assert "date-time" not in str(err.value)
+        return
+    assert read_queries(io.StringIO(query), obs)["time"].tolist() == expected

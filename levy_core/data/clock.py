@@ -21,8 +21,6 @@ offset meaning UTC).
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import numbers
 import os
@@ -35,12 +33,13 @@ from numpy.typing import ArrayLike
 
 from levy_core.data.cells import blank_mask, id_strings, missing_mask, parse_numbers
 from levy_core.data.columns import CHANNEL_ALIASES, SERIES_ALIASES, TIME_ALIASES, find_alias
+from levy_core.data.decimals import decimal_comma_mask, read_decimal_commas, refuse_decimal_commas
 from levy_core.data.decode import decode_text, read_source, sniff_separator
 from levy_core.data.errors import DataError
 from levy_core.data.frame import MAX_ROWS, require_filled
 from levy_core.data.messages import count, csv_lines, describe_lines, quote_list
 from levy_core.data.observations import Observations
-from levy_core.data.reading import parse_csv_text
+from levy_core.data.reading import MAX_CELLS, check_text_shape, parse_csv_text
 from levy_core.data.times import (
     CLOCK_RE,
     DATETIME,
@@ -386,30 +385,29 @@ def _query_table(source: str | os.PathLike[str] | IO[Any] | pd.DataFrame) -> pd.
     role columns."""
     if isinstance(source, pd.DataFrame):
         table, name, header = source.reset_index(drop=True), "The queries table", source.columns
+        max_rows = MAX_ROWS
     else:
         data, file_name = read_source(source)
         text = decode_text(data, file_name)
-        table = parse_csv_text(text, file_name, nrows=MAX_ROWS + 1)
-        name, header = f"The queries file {file_name!r}", _raw_header(text)
+        sep = sniff_separator(text)
+        # the header fields as written (pandas renames a repeated name to 'name.1')
+        header = check_text_shape(text, file_name, sep)
+        max_rows = min(MAX_ROWS, max(1, MAX_CELLS // max(1, len(header))))
+        table = parse_csv_text(text, file_name, nrows=max_rows + 1, sep=sep)
+        ids = {find_alias(list(map(str, table.columns)), a) for a in (SERIES_ALIASES, CHANNEL_ALIASES)}
+        table = read_decimal_commas(table, sep, skip={c for c in ids if c is not None})[0]
+        name = f"The queries file {file_name!r}"
     _refuse_repeated_columns([str(c) for c in header], name)
     if table.shape[1] == 0 or len(table) == 0:
         raise DataError(
             f"{name} has no queries: it needs a header and one row per query (a time and, "
             "where the data have several, a series id and a channel)."
         )
-    if len(table) > MAX_ROWS:
+    if len(table) > max_rows:
         raise DataError(
-            f"{name} has more than {MAX_ROWS:,} rows, the most accepted. Split the queries."
+            f"{name} has more than {max_rows:,} rows, the most accepted. Split the queries."
         )
     return table
-
-
-def _raw_header(text: str) -> list[str]:
-    """The header fields as written (pandas renames a repeated name to 'name.1')."""
-    for row in csv.reader(io.StringIO(text), delimiter=sniff_separator(text)):
-        if any(field.strip() for field in row):
-            return row
-    return []
 
 
 def _refuse_repeated_columns(header: list[str], name: str) -> None:
@@ -475,7 +473,8 @@ def _numeric_query_hours(
         idx = np.flatnonzero(bad)
         quoted = describe_lines(lines[idx], cells.iloc[idx].tolist())
         text = cells.iloc[idx].astype(str).str.strip()
-        if to_utc_stamps(text).notna().all() and not text.str.match(CLOCK_RE).any():
+        dates = to_utc_stamps(text).notna().all() and not text.str.match(CLOCK_RE).any()
+        if dates and not decimal_comma_mask(text).any():  # '1,25' reads as a date in year 1
             raise DataError(
                 f"Column {name!r} ({_QUERIES}) holds date-times ({quoted}), but the data's "
                 f"times are numbers in {unit}. Give query times as numbers in {unit} on the "
@@ -502,6 +501,7 @@ def _datetime_query_hours(
             f"times are date-times. Give query times as date-times such as "
             f"{_DATETIME_EXAMPLE}."
         )
+    refuse_decimal_commas(cells, np.ones(len(cells), dtype=bool), name, _QUERIES, lines)
     typed = pd.api.types.is_datetime64_any_dtype(cells)
     stamps = to_utc_stamps(cells if typed else cells.astype(str))  # no float 'epochs'
     clock = cells.astype(str).str.strip().str.match(CLOCK_RE).to_numpy(dtype=bool)

@@ -51,6 +51,42 @@ def decimal_comma_mask(col: pd.Series) -> np.ndarray:
     return text.str.match(DECIMAL_COMMA_RE).to_numpy(dtype=bool, na_value=False)
 
 
+def refuse_decimal_commas(
+    col: pd.Series, where: np.ndarray, name: str, role: str, lines: np.ndarray
+) -> None:
+    """Refuse numbers with decimal commas (0,5) where numbers or date-times are expected.
+
+    Some would otherwise be read as dates ('1,25' as 25 January of year 1).
+
+    Parameters
+    ----------
+    col : pandas.Series
+        The cells.
+    where : numpy.ndarray
+        bool, one per cell: the cells to look at (e.g. the non-empty ones).
+    name : str
+        Column name.
+    role : str
+        What the column holds ("time", "the queries"), for the message.
+    lines : numpy.ndarray
+        CSV line number of each cell.
+
+    Raises
+    ------
+    DataError
+        Naming the first lines and what to do.
+    """
+    commas = np.flatnonzero(decimal_comma_mask(col) & where)
+    if commas.size:
+        raise DataError(
+            f"Column {name!r} ({role}) has {count(commas.size, 'number')} with a decimal "
+            f"comma: {describe_lines(lines[commas], col.iloc[commas].tolist())}. Numbers such "
+            "as 0,5 are read only from a file separated by semicolons, with decimal commas "
+            "throughout; otherwise write them with decimal points (0.5), or export the file "
+            "with semicolons as the separator."
+        )
+
+
 def read_decimal_commas(
     df: pd.DataFrame, sep: str, skip: Collection[str] = ()
 ) -> tuple[pd.DataFrame, list[str]]:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from levy_core.data.cells import parse_numbers
-from levy_core.data.decimals import decimal_comma_mask
+from levy_core.data.decimals import refuse_decimal_commas
 from levy_core.data.errors import DataError
 from levy_core.data.messages import count, describe_lines
 
@@ -119,7 +119,7 @@ def parse_time(col: pd.Series, name: str, lines: np.ndarray, time_unit: str) -> 
     text = col.astype(str).str.strip()[present]
     if text.str.match(CLOCK_RE).all():
         return _parse_clock(text, present, name)
-    _refuse_decimal_commas(col, present, name, lines)
+    refuse_decimal_commas(col, present, name, "time", lines)
     return _parse_datetimes(col, present, name, lines, time_unit)
 
 
@@ -134,20 +134,6 @@ def _refuse_overflow(
             f"Column {name!r} (time) has {count(over.size, 'time')} too large to be counted "
             f"in hours: {describe_lines(lines[over], col.iloc[over].tolist())}. Subtract an "
             "offset so that times start near 0, or correct those times."
-        )
-
-
-def _refuse_decimal_commas(col: pd.Series, present: np.ndarray, name: str, lines: np.ndarray) -> None:
-    """Refuse numbers with decimal commas (0,5) where numbers or date-times are expected:
-    pandas would read some of them as dates ('1,25' as 25 January of year 1)."""
-    commas = np.flatnonzero(decimal_comma_mask(col) & present)
-    if commas.size:
-        raise DataError(
-            f"Column {name!r} (time) has {count(commas.size, 'number')} with a decimal "
-            f"comma: {describe_lines(lines[commas], col.iloc[commas].tolist())}. Numbers such "
-            "as 0,5 are read only from a file separated by semicolons, with decimal commas "
-            "throughout; otherwise write them with decimal points (0.5), or export the file "
-            "with semicolons as the separator."
         )
 
 
