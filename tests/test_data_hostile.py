@@ -269,3 +269,26 @@ def test_hostile_queries(data: str, query: str, expected: list[float] | str) -> 
         assert "date-time" not in str(err.value)
         return
     assert read_queries(io.StringIO(query), obs)["time"].tolist() == expected
+
+
+def test_values_at_the_bound_fit_and_predict_finite() -> None:
+    """What the bound protects: data up to ±MAX_ABS_VALUE go through the fit and the
+    evaluation in their own units without an overflow (1e160 would overflow there)."""
+    import warnings
+
+    from levy_core import pipeline
+    from levy_core.data import load_sample
+    from levy_core.train import TrainConfig
+
+    frame = load_sample("Synthetic multichannel").frame
+    frame = frame[frame["series_id"].isin(sorted(frame["series_id"].unique())[:40])].copy()
+    frame["value"] *= MAX_ABS_VALUE / frame["value"].abs().max()
+    frame.loc[frame.index[0], "value"] = -MAX_ABS_VALUE  # the widest range allowed
+    obs = from_frame(frame)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        fitted = pipeline.fit(obs, train=TrainConfig(epochs=1), train_twin=False)
+        result, pred = pipeline.evaluate(fitted, pipeline.prepare(fitted, obs), mc_passes=2)
+    numeric = pred.select_dtypes("number")
+    assert np.isfinite(numeric.to_numpy()).all()
+    assert np.isfinite(result["levy"]["mse"])

@@ -1,15 +1,17 @@
 """Numbers too large for what is done with them: values and times.
 
 **Values.** The model sees each channel min-max scaled to ``[0, 1]`` (float64, then
-float32), so it copes with any finite range; but the fit, the calibration and the
-metrics also work in the data's own units: spreads ``σ̂ · (max - min)``, squared errors
-``(prediction - value)²`` and their sums over all observations. With every value within
-``±MAX_ABS_VALUE`` (``1e100``), a squared difference of two values is at most
-``(2e100)² = 4e200``, and a sum of :data:`~levy_core.data.frame.MAX_ROWS` of them
+float32), so training copes with any finite range; but predictions are put back in the
+data's own units, and some of what is reported there is quadratic in the range: the
+disagreement ``(max - min)² · d``, squared errors ``(prediction - value)²`` and their sums
+over all observations. A range beyond ``1.3e154`` makes its square overflow (data of
+size 1e160 fit, then give ``inf`` disagreements with an overflow warning; 1e308 makes the
+range itself ``inf`` and training end in a ``FloatingPointError``). With every value
+within ``±MAX_ABS_VALUE`` (``1e100``), a squared difference of two values is at most
+``(2e100)² = 4e200`` and a sum of :data:`~levy_core.data.frame.MAX_ROWS` of them
 ``8e206``: far below float64's largest number (``1.8e308``), leaving a factor of 1e100
-for predictions outside the data's range and for squares of those sums. Beyond it
-training ends in a ``FloatingPointError`` or metrics in ``inf``; no measurement in any
-unit comes near it, so a bigger value is a mistake or a placeholder.
+for predictions outside the data's range and for products of such terms. No measurement
+in any unit comes near 1e100, so a bigger value is a mistake or a placeholder.
 
 **Times.** The model works in 32-bit floating point on times in hours as the
 :class:`~levy_core.data.Observations` hold them (numbers as given, date-times as hours
