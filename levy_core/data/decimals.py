@@ -121,7 +121,10 @@ def read_decimal_commas(
     """
     if sep not in DECIMAL_COMMA_SEPARATORS:
         return df, []
-    found = {i: _marks(df.iloc[:, i]) for i in range(df.shape[1]) if str(df.columns[i]) not in skip}
+    candidates = [i for i in range(df.shape[1]) if str(df.columns[i]) not in skip]
+    if not any(_has_comma(df.iloc[:, i]) for i in candidates):
+        return df, []  # the usual case, decided by a plain search
+    found = {i: _marks(df.iloc[:, i]) for i in candidates}
     commas = {i: f for i, f in found.items() if f is not None and f[0].any()}
     if not commas:
         return df, []
@@ -140,6 +143,13 @@ def read_decimal_commas(
             f"decimal comma read as decimals ({str(col.iloc[first]).strip()!r} = {fixed.iloc[0]})"
         )
     return out, notes
+
+
+def _has_comma(col: pd.Series) -> bool:
+    """Whether any text cell of ``col`` contains a comma."""
+    if not (pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col)):
+        return False
+    return bool(col.astype(str).str.contains(",", regex=False).any())
 
 
 def _marks(col: pd.Series) -> tuple[np.ndarray, np.ndarray] | None:
