@@ -83,7 +83,9 @@ def detect_season(frame: pd.DataFrame, max_period: float) -> float | None:
             n_changes += int(np.isfinite(changes).sum())
     if not curves:
         return None
-    acf = np.nanmean(np.vstack(curves), axis=0)
+    stacked = np.vstack(curves)
+    counts = np.isfinite(stacked).sum(axis=0)  # lags with too few pairs in every channel stay NaN
+    acf = np.where(counts > 0, np.nansum(stacked, axis=0) / np.maximum(counts, 1), np.nan)
     threshold = max(MIN_AUTOCORRELATION, NOISE_SE / np.sqrt(max(n_changes, 1)))
     peaks = [lag for lag in range(MIN_PERIOD_GAPS, max_lag)
              if acf[lag] >= acf[lag - 1] and acf[lag] >= acf[lag + 1] and acf[lag] >= threshold]
