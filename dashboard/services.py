@@ -12,6 +12,14 @@ Every expensive result is cached, keyed by the data's hash and the settings:
   (``st.cache_data``) by that fit key and their own arguments. The fitted model itself is
   passed as an unhashed ``_res`` argument: the key says which model it is.
 
+Few series: the model's series are windows or forecast episodes ("<id>@<k>") on relative
+clocks; the wrappers the views call (``series_options``, ``channel_options``,
+``band_inputs``, ``heldout_queries``, ``query_attention``, ``future_inputs``,
+``backtest_predictions``, ``rolling_coverage``, …) hand back the user's ids and clock,
+mapped by ``user_clock`` through ``ModelData.clock`` and ``to_user_time``; the model-space
+wrappers under them (``series_choices``, ``grid``, ``heldout_predictions``, ``attention``, …)
+stay as they were.
+
 No computation lives here: training, calibration, decoding, episodes and bands are
 ``levy_core``'s; tables are laid out by ``tables``, figures by ``charts``.
 """

@@ -9,6 +9,7 @@ nominal level is the dotted grey line.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -104,6 +105,8 @@ def rolling_coverage_figure(table: pd.DataFrame, *, level: float = 0.9, window: 
     apply_layout(fig, f"Coverage of the {pct(level)} bands over time (each point: the last {window} test origins)",
                  height=height)
     fig.update_xaxes(title_text=f"forecast origin, {time_axis}")
+    low = float(table["coverage"].min()) if len(table) else 0.0
+    bottom = min(0.5, np.floor(10 * (min(low, level) - 0.05)) / 10)  # room below the lowest line
     fig.update_yaxes(title_text=f"share inside the band (last {window} origins)", tickformat=".0%",
-                     range=[0, 1.02])
+                     range=[max(0.0, bottom), 1.02])
     return fig

@@ -51,7 +51,8 @@ def scatter_customdata(pred: pd.DataFrame) -> np.ndarray:
     )
 
 
-def add_heldout_queries(fig: go.Figure, pred: pd.DataFrame) -> go.Figure:
+def add_heldout_queries(fig: go.Figure, pred: pd.DataFrame, *,
+                        name: str = "held-out queries (test series)") -> go.Figure:
     """All held-out queries, coloured by ``abs_error_norm`` with a colour bar."""
     x, y = scatter_xy(pred)
     fig.add_trace(
@@ -59,7 +60,7 @@ def add_heldout_queries(fig: go.Figure, pred: pd.DataFrame) -> go.Figure:
             x=x,
             y=y,
             mode="markers",
-            name="held-out queries (test series)",
+            name=name,
             customdata=scatter_customdata(pred),
             hovertemplate=HOVER,
             marker={
@@ -122,6 +123,7 @@ def heldout_scatter(
     *,
     current_series: str | None = None,
     selected: Mapping[str, object] | None = None,
+    name: str = "held-out queries (test series)",
 ) -> go.Figure:
     """Held-out queries: evidence (``n_eff``, x) × disagreement (``tr Σ``, y), colour = |error|.
 
@@ -130,7 +132,7 @@ def heldout_scatter(
     scale, so channels share the axes); optional ``when`` (the user's clock, for the hover)
     and ``origin``. ``customdata``: see ``scatter_customdata``.
     """
-    fig = add_heldout_queries(go.Figure(), pred)
+    fig = add_heldout_queries(go.Figure(), pred, name=name)
     if current_series is not None:
         add_highlight(
             fig,

@@ -143,23 +143,27 @@ def render(res: services.FitResult, view: View) -> None:
     st.subheader("Evidence vs disagreement on held-out queries")
     test = services.user_test_predictions(res.key, res)
     if len(test):
+        several = len(services.series_options(res.key, res)) > 1  # one series: nothing to ring
         st.plotly_chart(
             charts.heldout_scatter(
-                test, current_series=view.series_id, selected=state.get(state.QUERY)
+                test, current_series=view.series_id if several else None, selected=state.get(state.QUERY),
+                name="held-out queries (test origins)" if res.on_origins else "held-out queries (test series)",
             ),
             key=state.EVIDENCE_SCATTER,
             on_select=_on_scatter_select,
             selection_mode=("points", "box"),
         )
         st.caption(
-            "How to read: each dot is a held-out query of a test series; left = little evidence, "
+            "How to read: each dot is a held-out query of a test "
+            + ("origin" if res.on_origins else "series")
+            + "; left = little evidence, "
             "up = the observations it draws on disagree, colour = its actual error. Good "
             "uncertainty "
             "puts the bright (large-error) dots left or up. Click a dot (or box-select: the worst "
             "in the box is taken) to "
             + ("explain it below and open its forecast origin in the Backtest tab"
                if res.on_origins else "open it in the band above")
-            + f"; ringed dots are series {view.series_id}."
+            + (f"; ringed dots are series {view.series_id}." if several else ".")
         )
     else:
         st.info("No test series with held-out queries: the scatter needs a test split.")

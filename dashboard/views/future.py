@@ -21,10 +21,10 @@ def horizon_control(res: services.FitResult, container) -> tuple[float, str | No
     default = res.fitted.task.horizon
     last_text, last_hours = ss[state.FUTURE_HOURS].get(res.key, (services.horizon_text(default), default))
     text = container.text_input(
-        "Horizon past the last observation",
+        "Forecast horizon",
         value=last_text,
         key=state.keyed(state.FUTURE_HORIZON, res.key),
-        help="How far ahead to forecast: a duration such as 36h, 3d, 2w or 1y (a bare number is in "
+        help="How far past the last observation to forecast: a duration such as 36h, 3d, 2w or 1y (a bare number is in "
         "the data's time unit, not allowed for date-times). The fit's own horizon is "
         f"{services.horizon_text(default)}; beyond it the model extrapolates further than it "
         "was trained to.",

@@ -205,6 +205,13 @@ def test_backtest_panel_shows_both_methods_over_time_and_the_guarantee():
     assert not at.exception
     table = [d.value for d in at.dataframe if "long-run bound" in d.value.columns][0]
     assert list(table["band"][:4]) == ["50 %", "80 %", "90 %", "95 %"]
+    # the report carries the forecast past the end and the coverage over time, offline
+    html = services.build_report(res.key, res, services.default_mc_passes(), series_id="series_0",
+                                 channel="temperature_c", level=0.9, kind="adaptive", horizon=48.0)
+    start = html.find("plotly.js v")  # the inlined library (its own text has "sprite@1" URLs)
+    assert services.report_is_offline(html) and start > 0
+    assert not PSEUDO.search(html[:start] + html[html.find("</script>", start):])
+    assert "Forecast past the end of the data" in html and "Backtest: coverage over time" in html
 
 
 def test_many_series_fits_keep_the_band_panel_and_explain_the_backtest():

@@ -6,7 +6,10 @@ waits for the first band on the bundled sample, uploads a long-form CSV, waits f
 refit and the charts, selects a held-out query by clicking it on the band chart and one on
 the evidence scatter, downloads the HTML report and opens it with the network blocked,
 asserts no exception element anywhere, and saves a screenshot of each panel into
-``docs/screenshots/`` (the README shows them).
+``docs/screenshots/`` (the README shows them). Then it opens the bundled one-series sample:
+a forecast on rolling origins, whose band runs past the last observation and widens
+(``future_band.png``), and whose Backtest panel shows both methods' coverage over time
+(``backtest.png``); no page text names a model pseudo-series.
 
 Skipped when /usr/bin/chromium (or the playwright package) is missing, unless
 ``LEVY_REQUIRE_BROWSER=1`` (CI), then it fails.
@@ -249,7 +252,7 @@ def test_dashboard_in_chromium(server, tmp_path):
                 str(csv)
             )
             try:  # the live progress bar while it fits (seconds long; not asserted)
-                page.get_by_text("calibration MSE", exact=False).first.wait_for(timeout=30_000)
+                page.get_by_text("early-stopping MSE", exact=False).first.wait_for(timeout=30_000)
                 page.wait_for_timeout(300)
                 SHOTS.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(SHOTS / "fitting.png"))
@@ -335,7 +338,56 @@ def test_dashboard_in_chromium(server, tmp_path):
             )
             offline.close()
 
+            # 6. one series: a forecast on rolling origins, the band past the end, the backtest
+            _one_series(page)
+
             assert page.locator(EXCEPTION).count() == 0
             assert not errors, errors
         finally:
             browser.close()
+
+
+PSEUDO = re.compile(r"\w@\d+|@end")  # a model-space pseudo-series id (never shown)
+FUTURE_DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].some(gd => gd._fullData &&
+    gd._fullData.some(t => t.name === 'observations the forecast draws on'))"""
+FUTURE_BAND = """() => {
+    const gd = document.querySelectorAll('.js-plotly-plot')[0];
+    const band = gd._fullData.find(t => t.name && t.name.startsWith('Lévy ') && t.name.includes('band'));
+    const obs = gd._fullData.find(t => t.name === 'observations the forecast draws on');
+    if (!band || !obs) return null;
+    const n = band.x.length / 2, t = x => new Date(x).getTime();
+    return {name: band.name, first: t(band.x[0]), end: t(band.x[n - 1]),
+            last_obs: Math.max(...obs.x.map(t)),
+            width_first: band.y[0] - band.y[2 * n - 1], width_last: band.y[n - 1] - band.y[n]}; }"""
+
+
+def _one_series(page) -> None:
+    """Open the bundled one-series sample: it is fitted as a forecast on rolling origins; the
+    band panel shows the band past the last observation, widening, and the Backtest panel
+    both methods' coverage over time; no view names a pseudo-series."""
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    sidebar.get_by_text("Bundled sample", exact=True).click()
+    _idle(page)
+    sidebar.locator('[data-testid="stSelectbox"]').filter(has_text="Sample").click()
+    page.get_by_role("option", name="Single sensor series").click()
+    page.get_by_text("on sample: Single sensor series", exact=False).first.wait_for(timeout=180_000)
+    page.get_by_role("tab", name="Predictive band", exact=True).click()
+    _idle(page)
+    page.wait_for_function(FUTURE_DRAWN, timeout=120_000)
+    band = page.evaluate(FUTURE_BAND)
+    assert band and "adaptive conformal" in band["name"], band
+    assert band["first"] > band["last_obs"], band  # past the last observation
+    assert band["width_last"] > band["width_first"], band  # widening with the horizon
+    assert page.get_by_text("Gibbs & Candès", exact=False).count() > 0
+    assert not PSEUDO.search(page.locator('[data-testid="stMain"]').inner_text())
+    page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTo(0, 0)")
+    _shot(page, "future_band")
+    page.set_viewport_size({"width": WIDTH, "height": 1400})
+    _tab(page, "Backtest", 2)
+    assert page.get_by_text("Guarantee in use", exact=False).count() > 0
+    names = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
+        .flatMap(gd => gd._fullData.map(t => t.name))""")
+    assert {"Lévy — adaptive", "Lévy — split conformal", "adaptive conformal 90 % band"} <= set(names)
+    assert not PSEUDO.search(page.locator('[data-testid="stMain"]').inner_text())
+    _shot(page, "backtest")
+    page.set_viewport_size({"width": WIDTH, "height": 1400})
