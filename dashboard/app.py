@@ -15,7 +15,8 @@ if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` from a fresh 
 
 import streamlit as st  # noqa: E402
 
-from dashboard import services, state  # noqa: E402
+from dashboard import services, state  # noqa
+from dashboard.markup import plain  # noqa: E402
 from dashboard.views import (  # noqa: E402
     backtest,
     band,
@@ -69,7 +70,7 @@ st.caption(
 choice = sidebar.render()
 res = fit.ensure_model(choice)
 if res is not None:
-    st.caption(res.describe())
+    st.caption(plain(res.describe()))
 
 tabs = st.tabs(state.PANELS, key=state.PANEL, on_change="rerun", default=state.DEFAULT_PANEL)
 for tab, name in zip(tabs, state.PANELS, strict=True):

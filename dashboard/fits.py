@@ -60,6 +60,65 @@ class FitSettings:
         return hashlib.sha1(payload.encode()).hexdigest()[:12]
 
 
+@dataclass(frozen=True)
+class SessionLimits:
+    """What one session may ask a shared server to fit (environment variables, read at
+    each call): ``LEVY_DASHBOARD_MAX_EPOCHS`` (default 500), ``LEVY_DASHBOARD_MAX_SECONDS``
+    per model (default 60), ``LEVY_DASHBOARD_SIZES`` (default "small,medium"),
+    ``LEVY_DASHBOARD_MAX_MC_PASSES`` (default 100)."""
+
+    max_epochs: int
+    max_seconds: float
+    sizes: tuple[str, ...]
+    max_mc_passes: int
+
+
+def session_limits() -> SessionLimits:
+    env = os.environ
+    try:
+        return SessionLimits(int(env.get("LEVY_DASHBOARD_MAX_EPOCHS", 500)),
+                             float(env.get("LEVY_DASHBOARD_MAX_SECONDS", 60.0)),
+                             tuple(s.strip() for s in env.get("LEVY_DASHBOARD_SIZES", "small,medium").split(",")
+                                   if s.strip()),
+                             int(env.get("LEVY_DASHBOARD_MAX_MC_PASSES", 100)))
+    except ValueError as exc:
+        raise ValueError(f"a LEVY_DASHBOARD_* limit is not a number ({exc}); fix the server's environment") from exc
+
+
+def check_limits(settings: FitSettings) -> None:
+    """Refuse settings beyond this server's per-session limits, naming the limit."""
+    lim = session_limits()
+    problems = []
+    if settings.epochs > lim.max_epochs:
+        problems.append(f"at most {lim.max_epochs} epochs (asked {settings.epochs})")
+    if not settings.max_seconds or settings.max_seconds > lim.max_seconds:
+        problems.append(f"a budget of at most {lim.max_seconds:g} s per model (asked {settings.max_seconds or 'none'})")
+    if settings.size not in lim.sizes:
+        problems.append(f"model size one of {', '.join(lim.sizes)} (asked {settings.size})")
+    if settings.mc_passes > lim.max_mc_passes:
+        problems.append(f"at most {lim.max_mc_passes} MC-Dropout passes (asked {settings.mc_passes})")
+    if problems:
+        raise ValueError("This server allows " + "; ".join(problems) + ". Lower the setting, or run your own "
+                         "dashboard (`levy dashboard`) where the limits are yours to set.")
+
+
+def for_this_session(hit: FitResult, data_label: str) -> FitResult:
+    """A stored fit as this session sees it: another session that uploaded the same bytes
+    under another name never shows its file name or fit time here."""
+    if hit.data_label == data_label:
+        return hit
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return dataclasses.replace(hit, data_label=data_label, fitted_at=now)
+
+
+def session_fit(key: str, provenance: tuple[str, str] | None) -> FitResult | None:
+    """The stored fit of ``key`` with this session's own provenance (data label, fit time)."""
+    hit = cached_fit(key)
+    if hit is None or provenance is None or (hit.data_label, hit.fitted_at) == tuple(provenance):
+        return hit
+    return dataclasses.replace(hit, data_label=provenance[0], fitted_at=provenance[1])
+
+
 def default_settings() -> FitSettings:
     """Short default fit: a few seconds on 2 CPU cores (tiny with ``LEVY_DASHBOARD_FAST=1``)."""
     return FitSettings(epochs=3, max_seconds=1.5, mc_passes=5) if fast() else FitSettings()
@@ -168,10 +227,11 @@ def recording(history: list[dict[str, Any]],
 def fit_model(obs: Observations, obs_hash: str, data_label: str, settings: FitSettings,
               progress: Callable[[Progress], None] | None = None) -> FitResult:
     """``pipeline.fit`` with the settings, cached by (data hash, settings)."""
+    check_limits(settings)
     key = fit_key(obs_hash, settings)
     hit = cached_fit(key)
     if hit is not None:
-        return hit
+        return for_this_session(hit, data_label)
     history: list[dict[str, Any]] = []
     forecast = settings.task == "forecast"
     task = TaskConfig(settings.task, cutoff=settings.cutoff if forecast else None,
@@ -193,7 +253,7 @@ def add_twin(res: FitResult, progress: Callable[[Progress], None] | None = None)
     key = res.key + "+twin"
     hit = cached_fit(key)
     if hit is not None:
-        return hit
+        return for_this_session(hit, res.data_label)
     history = [h for h in res.history if h["model"] != "softmax"]
     t0 = time.perf_counter()
     fitted = pipeline.add_twin(res.fitted, res.obs, mc_passes=res.settings.mc_passes,

@@ -38,6 +38,7 @@ from dashboard import charts, tables, user_clock
 from dashboard.fits import (
     FitResult,
     FitSettings,
+    SessionLimits,
     add_twin,
     cached_fit,
     default_mc_passes,
@@ -45,6 +46,9 @@ from dashboard.fits import (
     fast,
     fit_key,
     fit_model,
+    for_this_session,
+    session_fit,
+    session_limits,
 )
 from dashboard.inputs import (
     BAND_LABELS,
@@ -65,6 +69,7 @@ from dashboard.sources import (
 )
 from dashboard.tables import GUARANTEE_CAPTION, backtest_table, metrics_table
 from levy_core import pipeline
+from levy_core.csv_safety import to_safe_csv
 from levy_core.data import (
     ColumnMapping,
     DataError,
@@ -73,14 +78,13 @@ from levy_core.data import (
     parse_duration,
     preview_table,
     read_csv,
-    to_user_time,
 )
 from levy_core.origins import plan_origins
 from levy_core.tasks import MIN_SERIES_FOR_SERIES_SPLIT
 
 # re-exported: the views reach fits, sources and tables through services only
 __all__ = ["BAND_LABELS", "DEFAULT_SAMPLE", "GUARANTEE_CAPTION", "BandInputs", "DataSource", "FitResult",
-           "FitSettings", "FutureInputs", "OriginInputs", "add_twin", "backtest_table", "cached_fit", "default_mc_passes",
+           "FitSettings", "SessionLimits", "for_this_session", "session_fit", "session_limits", "FutureInputs", "OriginInputs", "add_twin", "backtest_table", "cached_fit", "default_mc_passes",
            "default_settings", "env_data_path", "fast", "fit_key", "fit_model", "metrics_table", "report_is_offline",
            "source_from_path", "source_from_sample", "source_from_upload"]
 GUARANTEE = pipeline.GUARANTEE  # the adaptive band's guarantee, in words (views name it)
@@ -303,18 +307,17 @@ def channel_coverage(key: str, _res: FitResult, mc_passes: int, level: float) ->
 
 
 def prediction_csv(pred: pd.DataFrame, res: FitResult | None = None) -> bytes:
-    """The per-query predictions (PRED.csv contract of ``levy evaluate``); with ``res`` of a
-    few-series fit, in the user's ids and clock (and each query's forecast ``origin`` on
-    rolling origins), as ``levy evaluate --predictions`` writes them."""
+    """The per-query predictions as ``levy evaluate --predictions`` writes them: in the user's
+    ids and clock with ``res`` (each query's forecast ``origin`` on rolling origins), cells a
+    spreadsheet would run as formulas neutralised."""
     cols = [c for c in pipeline.PRED_COLUMNS if c in pred.columns]
-    if res is None or not user_clock.windowed(res.data):
-        return pred[cols].to_csv(index=False).encode()
-    user = user_clock.to_user(res.data, pred)
-    user["time"] = to_user_time(user["series_id"], user["time"], res.obs).to_numpy()
-    if "origin" in user:
-        user["origin"] = to_user_time(user["series_id"], user["origin"], res.obs).to_numpy()
-        cols.insert(3, "origin")
-    return user[cols].to_csv(index=False).encode()
+    frame = pred[cols] if res is None else pipeline.user_predictions(pred, res.data, fill_missing=False)
+    return to_safe_csv(frame, index=False).encode()
+
+
+def ranking_csv(ranked: pd.DataFrame) -> bytes:
+    """The trust ranking as a CSV download, cells a spreadsheet would run neutralised."""
+    return to_safe_csv(ranked, index=False).encode()
 
 
 @st.cache_data(show_spinner=False, max_entries=8)

@@ -21,6 +21,7 @@ UPLOAD = "upload"  # file_uploader
 UPLOAD_SOURCE = "_upload_source"  # (file_id, DataSource) of the last uploaded file
 MAPPINGS = "_mappings"  # digest -> (mapping json or None, time unit): overrides from the Data panel
 FIT_KEY = "_fit_key"  # key of the current model in the services' fit store
+FIT_PROVENANCE = "_fit_provenance"  # (data label, fit time) as THIS session knows its model
 FAILURES = "_failures"  # attempt key -> error message (not retried until the user asks)
 PENDING_TWIN = "_pending_twin"  # True: train the MC-Dropout twin on the next run
 # panels and shared view controls

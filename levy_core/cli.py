@@ -157,7 +157,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     result = _json_safe(result)
     Path(args.json).write_text(json.dumps(result, indent=2))
     if args.predictions:
-        to_safe_csv(_user_predictions(pred, data, obs), args.predictions, index=False)
+        to_safe_csv(pipeline.user_predictions(pred, data), args.predictions, index=False)
     lv = result["levy"]
     line = (f"n_test {result['n_test']}: Lévy MSE {lv['mse']:.4g} CRPS {lv['crps']:.4g} "
             f"cov90 {lv['coverage']['0.9']:.3f} conformal90 {lv['conformal_coverage']['0.9']:.3f} "
@@ -172,21 +172,6 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                           "in the long run)" for k, v in lv["adaptive_coverage"].items()), file=sys.stderr)
     print(_guarantee_lines(pipeline.coverage_checks(fitted, pred)), file=sys.stderr)
     return 0
-
-
-def _user_predictions(pred: pd.DataFrame, data: pipeline.ModelData, obs: Observations) -> pd.DataFrame:
-    """The PRED.csv of ``levy evaluate``: the user's ids and clock (and each query's forecast
-    origin on rolling origins); the MC columns empty without a twin."""
-    user = data.clock.to_user(pred)
-    user["time"] = to_user_time(user["series_id"], user["time"], obs).to_numpy()
-    cols = list(pipeline.PRED_COLUMNS)
-    if "origin" in user:
-        user["origin"] = to_user_time(user["series_id"], user["origin"], obs).to_numpy()
-        cols.insert(3, "origin")
-    for c in cols:
-        if c not in user:  # no twin: the MC columns exist, empty
-            user[c] = float("nan")
-    return user[cols]
 
 
 def _guarantee_lines(checks) -> str:

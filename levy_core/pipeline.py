@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from levy_core.data import DataError, Observations
+from levy_core.data import DataError, Observations, to_user_time
 from levy_core.diagnostics import attention_weights, operator_draws, query_crps, width_factors
 from levy_core.evaluation import (
     LEVELS,
@@ -78,6 +78,7 @@ __all__ = [
     "rolling_coverage",
     "split_predictions",
     "timed",
+    "user_predictions",
     "width_factors",
     "with_bands",
 ]
@@ -98,6 +99,23 @@ def predict_user_queries(fitted: FittedModel, data: Observations | ModelData, qu
     pred = predict_queries(fitted, data, data.clock.queries_to_model(user), level=level, mc_passes=mc_passes)
     pred["series_id"], pred["time"] = user["series_id"].to_numpy(), user["time"].to_numpy()
     return pred
+
+
+def user_predictions(pred: pd.DataFrame, data: ModelData, *, fill_missing: bool = True) -> pd.DataFrame:
+    """``evaluate``'s per-query frame as PRED.csv holds it: :data:`PRED_COLUMNS` (and each
+    query's forecast ``origin`` on rolling origins) in the user's ids and clock — date-times
+    for date-time data, numbers in the data's unit otherwise. ``fill_missing``: the MC
+    columns exist (empty) without a twin; otherwise only the columns present."""
+    user = data.clock.to_user(pred)
+    user["time"] = to_user_time(user["series_id"], user["time"], data.obs).to_numpy()
+    cols = [c for c in PRED_COLUMNS if fill_missing or c in user.columns]
+    if "origin" in user:
+        user["origin"] = to_user_time(user["series_id"], user["origin"], data.obs).to_numpy()
+        cols.insert(3, "origin")
+    for c in cols:
+        if c not in user:
+            user[c] = float("nan")
+    return user[cols]
 
 
 def with_bands(frame: pd.DataFrame, fitted: FittedModel, level: float, kind: str) -> pd.DataFrame:

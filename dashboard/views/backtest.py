@@ -11,6 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import charts, services, state
+from dashboard.markup import plain
 from dashboard.views import band
 
 WINDOW = 10  # test origins per point of the coverage-over-time chart
@@ -38,7 +39,7 @@ def _summary(result: dict) -> None:
 def _origin_section(res: services.FitResult, view: band.View) -> None:
     origins = services.test_origins(res, view.series_id)
     if not origins:
-        st.info(f"Series {view.series_id} has no test origin.")
+        st.info(f"Series {plain(view.series_id)} has no test origin.")
         return
     ss = st.session_state
     if ss.get(state.BACKTEST_ORIGIN) not in origins:

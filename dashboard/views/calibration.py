@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, services, state
+from dashboard.markup import plain
 from dashboard.views import band
 
 
@@ -96,7 +97,7 @@ def _export_section(res: services.FitResult, T: int, view: band.View, pred: pd.D
         "σ̂, c·σ̂, the 90 % conformal band, evidence, disagreement, MC-Dropout.",
     )
     st.caption(
-        f"The report also shows the band of series {view.series_id}, channel {view.channel} at "
+        f"The report also shows the band of series {plain(view.series_id)}, channel {plain(view.channel)} at "
         f"{100 * view.level:.0f} % ({state.get(state.BAND_KIND).lower()})."
     )
 

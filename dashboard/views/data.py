@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from dashboard import charts, services, state
+from dashboard.markup import plain
 from dashboard.views.sidebar import Choice
 from levy_core.data import TIME_UNITS, ColumnMapping, DataError, Observations
 
@@ -51,11 +52,11 @@ def _describe_mapping(
     time_unit: str,
 ) -> None:
     if detected is not None:
-        st.markdown(f"Detected for **{name}**: `{detected.describe()}`")
+        st.markdown(f"Detected for **{plain(name)}**: {plain(detected.describe())}")
     else:
-        st.warning(f"Could not detect the columns of **{name}**: {why}")
+        st.warning(f"Could not detect the columns of **{plain(name)}**: {plain(why)}")
     if override is not None:
-        st.markdown(f"In use (your override): `{override.describe()}`; time unit: {time_unit}.")
+        st.markdown(f"In use (your override): {plain(override.describe())}; time unit: {plain(time_unit)}.")
 
 
 def _column_pickers(cols: list[str], current: ColumnMapping | None, d: str) -> dict[str, object]:
@@ -131,7 +132,7 @@ def _mapping_form(choice: Choice) -> None:
     try:
         raw = services.raw_table(src.digest, src.data, src.name)
     except DataError as exc:
-        st.error(f"{exc}", icon="🚫")
+        st.error(plain(exc), icon="🚫")
         return
     detected, why = services.detected_mapping(raw)
     override = services.mapping_from_json(choice.mapping_json)
@@ -152,7 +153,7 @@ def _mapping_form(choice: Choice) -> None:
 
 
 def _preview(obs: Observations, obs_hash: str, label: str) -> None:
-    st.subheader(f"Loaded: {label}")
+    st.subheader(f"Loaded: {plain(label)}")
     t0, t1 = obs.time_span
     gaps = obs.gaps()
     c = st.columns(5)
@@ -171,7 +172,7 @@ def _preview(obs: Observations, obs_hash: str, label: str) -> None:
             "averaged (see the load report)."
         )
     with st.expander("Load report"):
-        st.markdown("\n".join(f"- {m}" for m in notes))
+        st.markdown("\n".join(f"- {plain(m)}" for m in notes))
         if rep.time_origin:
             first = list(rep.time_origin.items())[:5]
             st.caption(

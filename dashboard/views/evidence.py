@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, services, state
+from dashboard.markup import plain
 from dashboard.views.band import View
 
 
@@ -79,7 +80,7 @@ def _pick_fallback(res: services.FitResult, view: View) -> None:
     }
     at = "" if origin is None else f" forecast at {services.time_text(res, view.series_id, origin)}"
     st.selectbox(
-        f"…or pick a held-out query of series {view.series_id}, channel {view.channel}{at}",
+        f"…or pick a held-out query of series {plain(view.series_id)}, channel {plain(view.channel)}{at}",
         [None, *times],
         key=state.QUERY_PICK,
         on_change=_on_pick,
@@ -99,7 +100,7 @@ def _explain(res: services.FitResult, q: dict, test: pd.DataFrame) -> None:
     r = row.iloc[0]
     made = "" if origin is None else f", forecast at {services.time_text(res, q['series_id'], origin)}"
     st.markdown(
-        f"**Selected query**: series {q['series_id']}, channel {q['channel']}, "
+        f"**Selected query**: series {plain(q['series_id'])}, channel {plain(q['channel'])}, "
         f"{services.time_text(res, q['series_id'], q['time'])}{made}"
     )
     c = st.columns(6)
@@ -163,7 +164,7 @@ def render(res: services.FitResult, view: View) -> None:
             "in the box is taken) to "
             + ("explain it below and open its forecast origin in the Backtest tab"
                if res.on_origins else "open it in the band above")
-            + (f"; ringed dots are series {view.series_id}." if several else ".")
+            + (f"; ringed dots are series {plain(view.series_id)}." if several else ".")
         )
     else:
         st.info("No test series with held-out queries: the scatter needs a test split.")

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, services, state
+from dashboard.markup import plain
 from dashboard.views.sidebar import Choice
 from levy_core.data import DataError
 from levy_core.train import Progress
@@ -58,7 +59,7 @@ def _show_failure(message: str) -> None:
     if text and text[-1] not in ".!?":
         text += "."
     hint = " Fix it in the Data tab (column mapping)." if "mapping" in text.lower() else ""
-    st.error(f"{text}{hint} The previous data and model are kept.", icon="🚫")
+    st.error(f"{plain(text)}{hint} The previous data and model are kept.", icon="🚫")
 
 
 def _run_fit(choice: Choice) -> services.FitResult | None:
@@ -101,6 +102,7 @@ def _adopt(res: services.FitResult, *, new_data: bool) -> services.FitResult:
     ss = st.session_state
     before = services.cached_fit(ss[state.FIT_KEY]) if ss.get(state.FIT_KEY) else None
     ss[state.FIT_KEY] = res.key
+    ss[state.FIT_PROVENANCE] = (res.data_label, res.fitted_at)
     state.clear_query()
     if new_data:  # the band view starts again on the new data's first series
         for key in (state.SERIES, state.CHANNEL, state.IDENTITY_QUERY, state.BACKTEST_ORIGIN):
@@ -118,7 +120,7 @@ def ensure_model(choice: Choice) -> services.FitResult | None:
     data and model stay.
     """
     ss = st.session_state
-    res = services.cached_fit(ss[state.FIT_KEY]) if ss.get(state.FIT_KEY) else None
+    res = services.session_fit(ss[state.FIT_KEY], ss.get(state.FIT_PROVENANCE)) if ss.get(state.FIT_KEY) else None
     if res is not None and ss.pop(state.PENDING_TWIN, False) and not res.has_twin:
         res = _adopt(_run_twin(res), new_data=False)
     if choice.error or choice.settings_error:
@@ -136,8 +138,9 @@ def ensure_model(choice: Choice) -> services.FitResult | None:
         _show_failure(ss[state.FAILURES][key])
         return res
     hit = services.cached_fit(key)
-    if hit is not None:
-        return _adopt(hit, new_data=not same_data)
+    if hit is not None:  # another session may have fitted it: this session's file name only
+        return _adopt(services.for_this_session(hit, choice.source.label if choice.source else hit.data_label),
+                      new_data=not same_data)
     new = _run_fit(choice)
     if new is None:
         return res
@@ -151,7 +154,7 @@ def request_twin() -> None:
 
 def render(res: services.FitResult) -> None:
     st.subheader("The current model")
-    st.write(res.describe())
+    st.markdown(plain(res.describe()))
     tr = res.fitted.training
     rows = {"Lévy": tr["levy"]}
     if tr.get("softmax"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import charts, services, state
+from dashboard.markup import plain
 from dashboard.views import band
 
 DRAW_CHOICES = [500, 1000, 2000, 5000, 20000]
@@ -29,7 +30,7 @@ def _query_controls(
     """(query time, number of draws)."""
     c = st.columns([3, 2])
     t = c[0].selectbox(
-        f"Held-out query of series {view.series_id}, channel {view.channel}{at}",
+        f"Held-out query of series {plain(view.series_id)}, channel {plain(view.channel)}{at}",
         times,
         key=state.IDENTITY_QUERY,
         format_func=lambda x: f"{services.time_text(res, view.series_id, x)} (observed {y_of[x]:.4g})",
@@ -102,7 +103,7 @@ def render(res: services.FitResult) -> None:
     here = held[held["channel"] == view.channel].sort_values("time")
     if here.empty:
         st.info(
-            f"Series {view.series_id}, channel {view.channel} has no held-out query; pick another "
+            f"Series {plain(view.series_id)}, channel {plain(view.channel)} has no held-out query; pick another "
             "in the "
             "Predictive band tab."
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import charts, services, state
+from dashboard.markup import plain
 from dashboard.views import band, fit
 
 
@@ -74,7 +75,7 @@ def _metrics_table(result: dict) -> None:
 
 def _band_overlay(res: services.FitResult, view: band.View) -> None:
     where = " past the end of the data" if res.on_origins else ""
-    st.subheader(f"Both bands on series {view.series_id}, channel {view.channel}{where}")
+    st.subheader(f"Both bands on series {plain(view.series_id)}, channel {plain(view.channel)}{where}")
     fig, _ = band.band_figure(res, view)
     st.plotly_chart(fig, key=state.MC_BAND_CHART)
     st.caption(

@@ -65,7 +65,7 @@ def render(res: services.FitResult) -> None:
     c[1].button("Open", on_click=_on_open_click, key=state.RANK_OPEN_BUTTON)
     c[2].download_button(
         "Download the ranking (CSV)",
-        data=ranked.to_csv(index=False).encode(),
+        data=services.ranking_csv(ranked),
         file_name="levy_trust_ranking.csv",
         mime="text/csv",
         key=state.RANK_DOWNLOAD,

@@ -207,9 +207,10 @@ def _holdout_slider(d: services.FitSettings) -> float:
 def _model_controls(d: services.FitSettings) -> tuple[str, int, float, bool]:
     """(model size, max epochs, budget per model in s, train the twin)."""
     sb = st.sidebar
+    limits = services.session_limits()
     size = sb.select_slider(
         "Model size",
-        options=list(services.MODEL_SIZES),
+        options=[s for s in services.MODEL_SIZES if s in limits.sizes] or list(services.MODEL_SIZES),
         value=d.size,
         key=state.FIT_SIZE,
         help=", ".join(
@@ -221,20 +222,20 @@ def _model_controls(d: services.FitSettings) -> tuple[str, int, float, bool]:
     epochs = c1.number_input(
         "Epochs (max)",
         min_value=1,
-        max_value=500,
-        value=d.epochs,
+        max_value=limits.max_epochs,
+        value=min(d.epochs, limits.max_epochs),
         step=1,
         key=state.FIT_EPOCHS,
         help="Early stopping (on held-out training series) may end sooner.",
     )
     budget = c2.number_input(
         "Budget per model (s)",
-        min_value=0.0,
-        max_value=3600.0,
-        value=float(d.max_seconds),
+        min_value=0.5,
+        max_value=float(limits.max_seconds),
+        value=min(float(d.max_seconds), float(limits.max_seconds)),
         step=1.0,
         key=state.FIT_BUDGET,
-        help="Wall-clock limit per model; 0 = no limit.",
+        help=f"Wall-clock limit per model (this server allows up to {limits.max_seconds:g} s).",
     )
     twin = sb.checkbox(
         "Train the MC-Dropout twin alongside",
