@@ -84,15 +84,18 @@ class FittedModel:
 
     def prediction_range(self, times: np.ndarray) -> tuple[float, float]:
         """The span of time one series is predicted over, from its observation ``times`` (h):
-        ``(cutoff, cutoff + horizon)`` for a forecast (to the series' last observation, or
-        5 % past the cut-off, when no horizon was set), its observed span for interpolation.
+        ``(cutoff, cutoff + horizon)`` for a forecast (to the series' last observation, or 5 %
+        of its history past the cut-off, when no horizon was set), its observed span for
+        interpolation.
         The one rule the grid and the ranking share."""
         if self.task.kind != "forecast":
             return float(times.min()), float(times.max())
         cutoff = float(self.task.cutoff)
         if self.task.horizon is not None:
             return cutoff, cutoff + float(self.task.horizon)
-        return cutoff, max(float(times.max()), cutoff + 0.05 * abs(cutoff), cutoff + 1e-6)
+        # past a series that ends before the cut-off: 5 % of its history (not of the clock's
+        # value, so a shifted clock gives the same range shifted)
+        return cutoff, max(float(times.max()), cutoff + 0.05 * max(cutoff - float(times.min()), 0.0), cutoff + 1e-6)
 
     def save(self, directory: str | Path) -> Path:
         """Write ``model.json`` (configs, split, scaler, calibration) and safetensors weights."""

@@ -91,10 +91,11 @@ def split_predictions(fitted: FittedModel, data: Observations | ModelData, role:
 
 
 def grid_times(fitted: FittedModel, times: np.ndarray, n_points: int) -> np.ndarray:
-    """A dense grid over what the band chart shows: from the series' start (or 0, the
-    model's origin, for a forecast) to the end of its prediction range."""
+    """A dense grid over what the band chart shows: from the series' first observation (or
+    the forecast origin, if earlier) to the end of its prediction range — relative to the
+    data, so a shifted clock gives the same grid shifted."""
     lo, hi = fitted.prediction_range(times)
-    start = min(0.0, float(times.min())) if fitted.task.kind == "forecast" else lo
+    start = min(lo, float(times.min()))
     return np.linspace(start, hi, n_points)
 
 

@@ -124,7 +124,10 @@ def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: in
         plan = split.origin_plan or {}
         time_scale = float(plan["history"] + plan["horizon"])
     else:
-        time_scale = float(max(frame.groupby("series_id")["time"].max().median(), 1e-6))
+        # the median span, not the latest time: a clock that starts before 0 (hours before
+        # an event) or far after it must give the same model as the same data from 0
+        times = frame.groupby("series_id")["time"]
+        time_scale = float(max((times.max() - times.min()).median(), 1e-6))
     season = resolve_season(task, split, user_frame, origin_of) if split.mode == "origin" else 0.0
     return FitData(split, task, scaler, channels, builder, train_ids, stop_ids, cal_ids,
                    builder.usable(split.test), time_scale, origin_of, season)

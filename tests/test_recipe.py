@@ -103,7 +103,8 @@ def test_prepare_fit_without_a_split_fits_the_scaler_on_the_training_series(obs:
     assert data.scaler == ChannelScaler.fit(obs.frame, split.train)
     assert data.scaler != ChannelScaler.fit(obs.frame), "the training series alone, not all of them"
     assert data.task.kind == "forecast" and data.task.cutoff is not None  # resolved
-    assert data.time_scale == float(obs.frame.groupby("series_id")["time"].max().median())
+    spans = obs.frame.groupby("series_id")["time"].agg(lambda t: t.max() - t.min())
+    assert data.time_scale == pytest.approx(float(spans.median()), rel=1e-12), "the median span, not the latest time"
 
 
 # ----------------------------------------------------------------------------- model_config
@@ -238,3 +239,27 @@ def test_column_mapping_round_trips_a_wide_mapping_and_refuses_unknown_keys() ->
     assert ColumnMapping.from_dict(long.to_dict()) == long
     with pytest.raises(ValueError, match=r"unknown column-mapping keys \['channels'\]"):
         ColumnMapping.from_dict({**d, "channels": ["HR"]})
+
+
+def test_a_shifted_clock_gives_the_same_model_and_band(obs: Observations) -> None:
+    """Hours before an event (a clock that starts at −24 h) or far after its origin: the
+    time scale follows the spans, so the fit and its band are those of the same data from 0
+    (to float32 rounding of the shifted times, ~1e-6 relative at these magnitudes)."""
+    from levy_core import pipeline
+    from levy_core.data import from_frame
+
+    def fitted_band(shift: float):
+        frame = obs.frame.assign(time=obs.frame["time"] + shift)
+        shifted = from_frame(frame)
+        task = TaskConfig("forecast", cutoff=24.0 + shift)
+        f = fit(shifted, task=task, train=TrainConfig(epochs=1, seed=0), train_twin=False)
+        grid = pipeline.predict_grid(f, shifted, shifted.series_ids[:3], n_points=6)
+        return f, grid
+
+    base, band = fitted_band(0.0)
+    for shift in (-24.0, 1000.0):
+        other, shifted_band = fitted_band(shift)
+        assert other.model_config.time_scale == pytest.approx(base.model_config.time_scale, rel=1e-12)
+        np.testing.assert_allclose(shifted_band["time"] - shift, band["time"], rtol=0, atol=1e-9 * (1 + abs(shift)))
+        for col in ("mean", "sigma", "lower_conf", "upper_conf"):
+            np.testing.assert_allclose(shifted_band[col], band[col], rtol=2e-3, atol=1e-4, err_msg=f"{col} {shift}")
