@@ -1,6 +1,6 @@
 """The self-contained HTML report: figures and tables in, one offline HTML page out.
 
-Pure layout: the caller (``services.build_report``) gathers the figures and tables.
+Pure layout: the caller (``origin_services.build_report``) gathers the figures and tables.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, services, state
+from dashboard import charts, origin_services, services, state
 from dashboard.markup import plain
 from dashboard.views import band
 
@@ -37,7 +37,7 @@ def _summary(result: dict) -> None:
 
 
 def _origin_section(res: services.FitResult, view: band.View) -> None:
-    origins = services.test_origins(res, view.series_id)
+    origins = origin_services.test_origins(res, view.series_id)
     if not origins:
         st.info(f"Series {plain(view.series_id)} has no test origin.")
         return
@@ -52,9 +52,9 @@ def _origin_section(res: services.FitResult, view: band.View) -> None:
         help="Each test origin is a forecast made with only the data up to it; the queries after "
         "it are what happened.",
     )
-    inputs = services.origin_inputs(res.key, res, view.mc_passes, view.series_id, view.channel,
+    inputs = origin_services.origin_inputs(res.key, res, view.mc_passes, view.series_id, view.channel,
                                     float(ss[state.BACKTEST_ORIGIN]))
-    st.plotly_chart(services.origin_chart(inputs), key=state.BACKTEST_CHART)
+    st.plotly_chart(origin_services.origin_chart(inputs), key=state.BACKTEST_CHART)
     st.caption(
         "How to read: black dots are what the model saw at the origin (dashed line); right of it the "
         "blue line is its forecast, the blue band the adaptive conformal 90 % band and the dashed "
@@ -64,7 +64,7 @@ def _origin_section(res: services.FitResult, view: band.View) -> None:
 
 
 def _coverage_section(res: services.FitResult, view: band.View) -> None:
-    table = services.rolling_coverage(res.key, res, view.mc_passes, WINDOW)
+    table = origin_services.rolling_coverage(res.key, res, view.mc_passes, WINDOW)
     st.plotly_chart(
         charts.rolling_coverage_figure(table, level=0.9, window=WINDOW, time_axis=services.time_axis(res)),
         key=state.ROLLING_CHART,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from dashboard import charts, services, state
+from dashboard import charts, origin_services, services, state
 
 
 @dataclass
@@ -39,10 +39,10 @@ def ensure_view_state(res: services.FitResult) -> None:
     chans = services.channel_options(res.key, res, ss[state.SERIES])
     if ss.get(state.CHANNEL) not in chans:
         ss[state.CHANNEL] = chans[0]
-    kinds = services.band_kinds(res)
+    kinds = origin_services.band_kinds(res)
     if ss.get(state.BAND_KIND) not in kinds:
         ss[state.BAND_KIND] = kinds[0]
-    levels = services.adaptive_levels(res) if res.on_origins else []
+    levels = origin_services.adaptive_levels(res) if res.on_origins else []
     if levels and ss.get(state.LEVEL) not in levels:
         ss[state.LEVEL] = min(levels, key=lambda v: abs(v - float(ss.get(state.LEVEL, 0.9))))
 
@@ -69,10 +69,10 @@ def mc_controls(res: services.FitResult, container=None) -> None:
 
 def level_and_kind(res: services.FitResult, level_col, kind_col) -> None:
     """The band level (on rolling origins: the levels the adaptive walk holds) and type."""
-    if res.on_origins and services.adaptive_levels(res):
+    if res.on_origins and origin_services.adaptive_levels(res):
         level_col.select_slider(
             "Band level",
-            options=services.adaptive_levels(res),
+            options=origin_services.adaptive_levels(res),
             key=state.LEVEL,
             format_func=lambda v: f"{100 * v:.0f} %",
             help="Nominal coverage of the central band; the adaptive band holds at the levels "
@@ -85,7 +85,7 @@ def level_and_kind(res: services.FitResult, level_col, kind_col) -> None:
         )
     kind_col.radio(
         "Band type",
-        services.band_kinds(res),
+        origin_services.band_kinds(res),
         key=state.BAND_KIND,
         horizontal=True,
         help="Scaled Gaussian: ŷ ± z·c·σ̂. Conformal: split-conformal quantile of |y−ŷ|/σ̂ among "
@@ -199,9 +199,9 @@ def band_figure(res: services.FitResult, view: View):
     """The band chart of the view and whether its band is infinite somewhere. On rolling
     origins: the forecast past the end of the data (``views/future.py`` draws its controls)."""
     if res.on_origins:
-        inputs = services.future_inputs(res.key, res, view.series_id, view.channel, view.level, view.kind,
+        inputs = origin_services.future_inputs(res.key, res, view.series_id, view.channel, view.level, view.kind,
                                         view.horizon or res.fitted.task.horizon, view.mc_passes, view.show_mc)
-        fig = services.future_chart(inputs)
+        fig = origin_services.future_chart(inputs)
     else:
         inputs = band_data(res, view)
         fig = charts.band_figure(inputs.grid, inputs.points, **inputs.figure_arguments(), **query_marks(res, view))

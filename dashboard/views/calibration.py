@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, services, state
+from dashboard import charts, origin_services, services, state
 from dashboard.markup import plain
 from dashboard.views import band
 
@@ -64,7 +64,7 @@ def _export_section(res: services.FitResult, T: int, view: band.View, pred: pd.D
     kind = view.kind
 
     def report() -> str:
-        return services.build_report(
+        return origin_services.build_report(
             res.key,
             res,
             T,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, services, state
+from dashboard import charts, origin_services, services, state
 from dashboard.markup import plain
 from dashboard.views.band import View
 
@@ -45,7 +45,7 @@ def _origin_now(res: services.FitResult, view: View) -> float | None:
     """Rolling origins: the test origin whose queries are offered (the backtest's, else the latest)."""
     if not res.on_origins:
         return None
-    origins = services.test_origins(res, view.series_id)
+    origins = origin_services.test_origins(res, view.series_id)
     chosen = state.get(state.BACKTEST_ORIGIN)
     return chosen if chosen in origins else (origins[-1] if origins else None)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import services, state
+from dashboard import origin_services, services, state
 from dashboard.views import band
 from levy_core.data import DataError
 
@@ -19,21 +19,21 @@ def horizon_control(res: services.FitResult, container) -> tuple[float, str | No
     """The horizon box → (hours to draw, the error of an unreadable entry or None)."""
     ss = st.session_state
     default = res.fitted.task.horizon
-    last_text, last_hours = ss[state.FUTURE_HOURS].get(res.key, (services.horizon_text(default), default))
+    last_text, last_hours = ss[state.FUTURE_HOURS].get(res.key, (origin_services.horizon_text(default), default))
     text = container.text_input(
         "Forecast horizon",
         value=last_text,
         key=state.keyed(state.FUTURE_HORIZON, res.key),
         help="How far past the last observation to forecast: a duration such as 36h, 3d, 2w or 1y (a bare number is in "
         "the data's time unit, not allowed for date-times). The fit's own horizon is "
-        f"{services.horizon_text(default)}; beyond it the model extrapolates further than it "
+        f"{origin_services.horizon_text(default)}; beyond it the model extrapolates further than it "
         "was trained to.",
     )
     try:
-        hours = services.parse_horizon(res.obs, text)
+        hours = origin_services.parse_horizon(res.obs, text)
     except DataError as exc:
         return last_hours, (f"Horizon {text!r}: {exc} The chart keeps the last valid horizon, "
-                            f"{services.horizon_text(last_hours)}.")
+                            f"{origin_services.horizon_text(last_hours)}.")
     ss[state.FUTURE_HOURS][res.key] = (text, hours)
     return hours, None
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, services, state
+from dashboard import charts, origin_services, services, state
 from dashboard.markup import plain
 from dashboard.views import band
 
@@ -87,7 +87,7 @@ def _origin(res: services.FitResult, view: band.View) -> float | None:
     backtest's, else the latest)."""
     if not res.on_origins:
         return None
-    origins = services.test_origins(res, view.series_id)
+    origins = origin_services.test_origins(res, view.series_id)
     q = state.get(state.QUERY)
     for chosen in ((q or {}).get("origin"), state.get(state.BACKTEST_ORIGIN)):
         if chosen in origins:

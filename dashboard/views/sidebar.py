@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from dashboard import services, state
+from dashboard import origin_services, services, state
 from levy_core.data import SAMPLES, DataError, Observations
 
 log = logging.getLogger(__name__)
@@ -147,11 +147,11 @@ def _task_radio(d: services.FitSettings, few: bool) -> str:
 
 def _horizon_input(obs: Observations, obs_hash: str) -> tuple[float | None, str | None]:
     """Few series: the forecast horizon as a duration → (hours or None for the default, error)."""
-    auto = services.auto_horizon(obs_hash, obs)
+    auto = origin_services.auto_horizon(obs_hash, obs)
     text = st.sidebar.text_input(
         "Forecast horizon",
         key=state.keyed(state.FIT_HORIZON, obs_hash[:12]),
-        placeholder=f"auto: {services.horizon_text(auto)}" if auto else "e.g. 36h, 2d, 2w",
+        placeholder=f"auto: {origin_services.horizon_text(auto)}" if auto else "e.g. 36h, 2d, 2w",
         help="How far ahead each forecast reaches: a duration such as 36h, 2d, 2w or 1y (a "
         "bare number is in the data's time unit, not allowed for date-times). Empty: a tenth "
         "of the series' span. With fewer than 10 series the model learns from rolling "
@@ -160,7 +160,7 @@ def _horizon_input(obs: Observations, obs_hash: str) -> tuple[float | None, str 
     if not text.strip():
         return None, None
     try:
-        return services.parse_horizon(obs, text), None
+        return origin_services.parse_horizon(obs, text), None
     except DataError as exc:
         return None, f"Forecast horizon {text!r}: {exc}"
 

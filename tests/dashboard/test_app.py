@@ -14,7 +14,7 @@ import pytest
 from dash_helpers import APP, figure, long_csv, wide_csv
 from streamlit.testing.v1 import AppTest
 
-from dashboard import services
+from dashboard import origin_services, services
 from dashboard.charts import LEVY, MC
 from dashboard.state import PANELS
 from levy_core import pipeline
@@ -209,7 +209,7 @@ def test_calibration_panel_report_and_csv():
     }
 
     res = services.cached_fit(at.session_state["_fit_key"])
-    html = services.build_report(
+    html = origin_services.build_report(
         res.key, res, 5, series_id=at.session_state["series"], channel=at.session_state["channel"]
     )
     assert services.report_is_offline(html)

@@ -19,7 +19,7 @@ import pytest
 from dash_helpers import APP, SAMPLE_DIR, csv_frame, figure
 from streamlit.testing.v1 import AppTest
 
-from dashboard import services
+from dashboard import origin_services, services
 from dashboard.state import PANELS
 from levy_core import pipeline
 
@@ -106,7 +106,7 @@ def test_forecast_on_one_series_shows_only_the_users_ids_and_clock():
     t = float(held[held["channel"] == at.session_state["channel"]]["time"].iloc[0])
     at.selectbox(key="query_pick").set_value(t).run()
     assert not at.exception
-    assert at.session_state["_query"]["origin"] == services.test_origins(res, "series_0")[-1]
+    assert at.session_state["_query"]["origin"] == origin_services.test_origins(res, "series_0")[-1]
     assert any("Selected query" in m.value and "UTC" in m.value for m in at.markdown)
     assert_no_pseudo_ids(at, "a selected query")
     show(at, "Check the identity")
@@ -206,7 +206,7 @@ def test_backtest_panel_shows_both_methods_over_time_and_the_guarantee():
     table = [d.value for d in at.dataframe if "long-run bound" in d.value.columns][0]
     assert list(table["band"][:4]) == ["50 %", "80 %", "90 %", "95 %"]
     # the report carries the forecast past the end and the coverage over time, offline
-    html = services.build_report(res.key, res, services.default_mc_passes(), series_id="series_0",
+    html = origin_services.build_report(res.key, res, services.default_mc_passes(), series_id="series_0",
                                  channel="temperature_c", level=0.9, kind="adaptive", horizon=48.0)
     start = html.find("plotly.js v")  # the inlined library (its own text has "sprite@1" URLs)
     assert services.report_is_offline(html) and start > 0

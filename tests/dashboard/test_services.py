@@ -25,7 +25,7 @@ import pytest
 import torch
 from dash_helpers import wide_csv
 
-from dashboard import charts, fits, services, tables
+from dashboard import charts, fits, origin_services, services, tables
 from dashboard.fits import FitResult, FitSettings
 from levy_core import pipeline
 from levy_core.data import ColumnMapping, DataError, Observations, preview_table
@@ -432,7 +432,7 @@ def test_band_chart_is_band_figure(res: FitResult, pick: tuple[str, str]):
                                          "band_label": "conformal", "show_mc": True, "cutoff": None,
                                          "time_axis": "time (h)"}
     direct = charts.band_figure(inputs.grid, inputs.points, **inputs.figure_arguments())
-    assert services.band_chart(inputs).to_json() == direct.to_json()
+    assert origin_services.band_chart(inputs).to_json() == direct.to_json()
 
 
 # ----------------------------------------------------------------------------- caching
@@ -622,8 +622,8 @@ def test_build_report(res: FitResult, pick: tuple[str, str]):
     result, _ = services.evaluation(res.key, res, MC)
     metrics_html = services.metrics_table(result).to_html(float_format=lambda v: f"{v:.4g}")
     guarantee_html = services.guarantee_table(res.key, res, MC).to_html(index=False)
-    plain = services.build_report(res.key, res, MC)
-    with_band = services.build_report(res.key, res, MC, series_id=pick[0], channel=pick[1], level=0.8)
+    plain = origin_services.build_report(res.key, res, MC)
+    with_band = origin_services.build_report(res.key, res, MC, series_id=pick[0], channel=pick[1], level=0.8)
     for page in (plain, with_band):
         assert services.report_is_offline(page) and "plotly.js v" in page
         assert metrics_html in page and guarantee_html in page
