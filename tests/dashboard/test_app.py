@@ -7,7 +7,9 @@ the previous data and model in place. Fits are tiny (``LEVY_DASHBOARD_FAST=1``, 
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import re
 
 import pytest
@@ -319,12 +321,30 @@ BAD_UPLOADS = {
     "bad times": (b"time,value\nyesterday,1\ntomorrow,2\n", "time"),
     "ragged rows": (b"time,value\n1,2\n3,4,5,6\n", "well-formed"),
     "too little to fit": (b"time,value\n1,2\n2,3\n", "too short"),
+    # hostile files (the shared-server issue): each named, none misread
+    "corrupt gzip": (gzip.compress(b"time,value\n1,2\n2,3\n")[:-6], "could not be unpacked"),
+    "gzip bomb": (None, "unpacks to more than 200 MB"),
+    "duplicated value column": (b"time,value,value\n1,2,3\n2,3,4\n3,4,5\n", "appears 2 times"),
+    "values beyond float range": (b"time,value\n1,1e308\n2,3\n3,4\n", "beyond"),
+    "decimal commas and points mixed": (b"time;value\n0,5;1.5\n1,25;2.5\n2,5;3.5\n", "mixed"),
 }
+
+
+def gzip_bomb(unpacked: int = 210_000_000) -> bytes:
+    """About 0.2 MB that unpacks past the 200 MB cap, written in chunks (never in memory)."""
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=9, mtime=0) as gz:
+        gz.write(b"time,value\n")
+        chunk = b"0,0\n" * (1 << 18)
+        for _ in range(unpacked // len(chunk) + 1):
+            gz.write(chunk)
+    return buf.getvalue()
 
 
 @pytest.mark.parametrize("case", list(BAD_UPLOADS))
 def test_malformed_upload_is_an_error_and_keeps_data_and_model(case: str):
     data, needle = BAD_UPLOADS[case]
+    data = gzip_bomb() if data is None else data
     at = start()
     key0 = at.session_state["_fit_key"]
     title0 = figure(at, "band_chart")["layout"]["title"]["text"]
