@@ -220,14 +220,19 @@ def seasonal_offset(batch: Batch, state: ChannelState, season: float, fallback: 
     return torch.where(usable, value, fallback)
 
 
-def generator_dropout(x: Tensor, p: float, generator: torch.Generator) -> Tensor:
+def generator_dropout(x: Tensor, p: float, generator: torch.Generator, shared: tuple[int, ...] = ()) -> Tensor:
     """Inverted dropout whose mask comes from ``generator`` alone (never the global RNG, never
     the module's train/eval mode): what MC-Dropout passes use, so concurrent calls on one
-    shared model cannot disturb each other."""
+    shared model cannot disturb each other. ``shared``: dimensions along which one mask is
+    reused — the query positions of a pass, so that each pass is a smooth function of the
+    query's time (each query's own mask, and so its mean and spread, is distributed as
+    without sharing; only the draws of neighbouring queries become common, and the band no
+    longer jitters between grid points by the Monte-Carlo error of T passes)."""
     if p <= 0:
         return x
     keep = 1.0 - p
-    mask = torch.rand(x.shape, generator=generator, device=x.device, dtype=x.dtype) < keep
+    shape = tuple(1 if i in shared else n for i, n in enumerate(x.shape))
+    mask = torch.rand(shape, generator=generator, device=x.device, dtype=x.dtype) < keep
     return x * mask / keep
 
 
@@ -358,7 +363,8 @@ class Backbone(nn.Module):
         q_feat = torch.cat([q_tok, horizon.unsqueeze(-1), since_last.unsqueeze(-1),
                             torch.log1p(horizon.abs()).unsqueeze(-1), torch.log1p(since_last.abs()).unsqueeze(-1)],
                            dim=-1)
-        query_features = drop(self.query_in(q_feat))
+        query = self.query_in(q_feat)  # (B, M, d): one mask per pass across the queries
+        query_features = self.dropout(query) if generator is None else generator_dropout(query, p, generator, (1,))
         return Encoded(self.index_channel(qc), self.index_channel(ch), values, query_features, q_tok,
                        since_last, self.offset(batch, state))
 
@@ -525,7 +531,7 @@ class SoftmaxTwin(nn.Module):
         data = (readout @ out[..., :R].unsqueeze(-1)).squeeze(-1).squeeze(-1)  # (B, H, M)
         heads = data + out[..., R] * prior_mean
         if generator is not None:
-            heads = generator_dropout(heads, self.cfg.dropout, generator)
+            heads = generator_dropout(heads, self.cfg.dropout, generator, (2,))  # (B, H, M): shared over M
         elif self.training and self.cfg.dropout > 0:
             keep = 1.0 - self.cfg.dropout
             mask = torch.rand(heads.shape, device=heads.device) < keep

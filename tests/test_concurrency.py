@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pytest
 import torch
 
@@ -106,3 +107,22 @@ def test_mc_dropout_gives_the_same_numbers_in_either_mode() -> None:
     in_train = twin.train().mc_dropout(batch, passes=4, generator_seed=3)
     assert twin.training, "the mode it was in is the mode it stays in"
     assert all(torch.equal(a, b) for a, b in zip(in_eval, in_train, strict=True))
+
+
+def test_mc_dropout_band_is_smooth_along_the_grid() -> None:
+    """One mask per pass across the queries: each pass is a smooth function of the query
+    time, so the MC band does not jitter between neighbouring grid points by its Monte-Carlo
+    error. With a fresh mask per query, about half of the steps of the spread reverse sign
+    (noise); here few do."""
+    from levy_core import pipeline
+    from levy_core.data import load_sample
+    from levy_core.tasks import TaskConfig
+    from levy_core.train import TrainConfig
+
+    obs = load_sample("Synthetic multichannel")
+    fitted = pipeline.fit(obs, task=TaskConfig("interpolate"), train=TrainConfig(epochs=2, seed=0), mc_passes=5)
+    grid = pipeline.predict_grid(fitted, obs, obs.series_ids[:2], n_points=200, mc_passes=20)
+    for _, g in grid.groupby(["series_id", "channel"]):
+        step = np.diff(g["mc_std"].to_numpy())
+        reversals = np.mean(np.sign(step[1:]) != np.sign(step[:-1]))
+        assert reversals < 0.25, f"the MC band jitters: {reversals:.0%} of its steps reverse"
