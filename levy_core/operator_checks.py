@@ -112,7 +112,11 @@ def nonfinite_queries(q: Tensor, k: Tensor, v: Tensor, key_weight: Tensor | None
 
     ``raise_error``: a ``ValueError`` naming the first non-finite argument instead."""
     named = _inputs(q, k, v, key_weight, decay, readout, prior)
-    if bool(torch.stack([torch.isfinite(t).all() for _, t, _, _ in named]).all()):
+    # common path: one pass and one device sync — a NaN or ±inf anywhere makes its tensor's
+    # sum non-finite (a finite sum proves every entry finite); a sum that overflows from
+    # large finite values only sends us to the exact check below
+    sums = torch.stack([t.sum().to(torch.float64) for _, t, _, _ in named])
+    if bool(torch.isfinite(sums).all()):
         return None
     bad = torch.zeros(q.shape[:-1], dtype=torch.bool, device=q.device)
     for name, t, reduce, per_query in named:
