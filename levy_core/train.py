@@ -208,7 +208,10 @@ def train_model(
     # plateaus early on).
     n_batches = math.ceil(len(train_ids) / batch_size)
     patience = max(cfg.patience, math.ceil(MIN_PATIENCE_STEPS / n_batches))
-    best = (math.inf, 0, copy.deepcopy(model.state_dict()))
+    # epoch 0 is a candidate too: an untrained model predicts its offset (the last value, or
+    # the seasonal naive value) with corrections near 0, so no epoch is kept that forecasts the
+    # early-stopping series worse than that simple forecaster (short histories overfit)
+    best = (evaluate_loss(model, builder, val_ids, 64, weights), 0, copy.deepcopy(model.state_dict()))
     history: list[dict] = []
     start = time.perf_counter()
     epoch = 0
