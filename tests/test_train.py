@@ -219,3 +219,20 @@ def test_masked_mse_ignores_padding() -> None:
     expected = ((pred - target) ** 2)[mask > 0].mean()
     torch.testing.assert_close(masked_mse(pred, target, mask), expected)
     assert masked_mse(pred, target, torch.zeros_like(mask)) == 0
+
+
+def test_the_untrained_model_is_kept_when_no_epoch_beats_it(problem, monkeypatch) -> None:
+    """Epoch 0 (the offset forecaster: corrections near 0) is a candidate: when every epoch
+    forecasts the early-stopping series worse (here a learning rate that wrecks the weights),
+    the initial weights come back, not the least bad epoch."""
+    builder, train_ids, val_ids = problem
+    monkeypatch.setattr(train, "MIN_PATIENCE_STEPS", 0)
+    model = new_model()
+    before = weights(model)
+    weighting = train.channel_weights(builder, train_ids, TrainConfig().channel_weighting)
+    initial = evaluate_loss(model, builder, val_ids, 64, weighting)
+    result = train_model(model, builder, train_ids, val_ids, TrainConfig(epochs=3, batch_size=4, patience=1, lr=5.0))
+    assert min(h["val_loss"] for h in result.history) > initial, "the wrecking learning rate should lose"
+    assert result.best_epoch == 0 and result.best_val_loss == pytest.approx(initial, rel=1e-12)
+    after = weights(model)
+    assert all(torch.equal(before[k], after[k]) for k in before), "the initial weights are restored"
