@@ -389,3 +389,15 @@ def test_far_times_round_trip(dt_obs: Observations) -> None:
     assert back.iloc[1] == pd.Timestamp("2024-01-01 09:15", tz="UTC")
     q = read_queries(pd.DataFrame({"channel": "HR", "id": "a", "time": back}), dt_obs)
     np.testing.assert_allclose(q["time"], hours)
+
+
+def test_the_nixtla_long_format_is_read_as_is() -> None:
+    """NeuralForecast / StatsForecast's ``unique_id, ds, y`` needs no mapping."""
+    from levy_core.data import read_csv
+
+    text = "unique_id,ds,y\nA,2024-01-01,1.5\nA,2024-01-02,2.5\nB,2024-01-01,3.0\nB,2024-01-03,4.0\n"
+    obs = read_csv(io.StringIO(text))
+    assert obs.report.mapping.series == "unique_id" and obs.report.mapping.time == "ds"
+    assert obs.report.mapping.value == "y"
+    assert obs.series_ids == ["A", "B"] and obs.frame["value"].tolist() == [1.5, 2.5, 3.0, 4.0]
+    assert obs.frame.loc[obs.frame["series_id"] == "B", "time"].tolist() == [0.0, 48.0]

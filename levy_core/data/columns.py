@@ -22,6 +22,7 @@ TIME_ALIASES: tuple[str, ...] = (
     "time_hours",
     "hours",
     "charttime",
+    "ds",  # NeuralForecast / StatsForecast long format: unique_id, ds, y
 )
 SERIES_ALIASES: tuple[str, ...] = (
     "series_id",
@@ -31,6 +32,7 @@ SERIES_ALIASES: tuple[str, ...] = (
     "patientid",
     "subject_id",
     "unit_id",
+    "unique_id",  # NeuralForecast / StatsForecast
 )
 CHANNEL_ALIASES: tuple[str, ...] = (
     "channel",
