@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from data_files import LONG_CSV, write
 
 from levy_core.data import (
     ColumnMapping,
@@ -19,21 +20,6 @@ from levy_core.data import (
     from_frame,
     read_csv,
 )
-
-LONG_CSV = """\
-patient_id,time_hours,parameter,value
-p2,1.5,HR,80
-p1,2.0,HR,72
-p1,0.5,Temp,37.2
-p1,0.5,HR,70
-p2,0.25,Temp,36.9
-"""
-
-
-def write(tmp_path: Path, text: str, name: str = "data.csv") -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 # --------------------------------------------------------------------------------------

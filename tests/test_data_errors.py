@@ -7,23 +7,9 @@ import io
 from pathlib import Path
 
 import pytest
+from data_files import LONG_CSV, write
 
 from levy_core.data import MAX_ROWS, ColumnMapping, DataError, read_csv
-
-LONG_CSV = """\
-patient_id,time_hours,parameter,value
-p2,1.5,HR,80
-p1,2.0,HR,72
-p1,0.5,Temp,37.2
-p1,0.5,HR,70
-p2,0.25,Temp,36.9
-"""
-
-
-def write(tmp_path: Path, text: str, name: str = "data.csv") -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 # --------------------------------------------------------------------------------------

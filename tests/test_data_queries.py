@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from data_files import write
 
 from levy_core.data import (
     SAMPLES,
@@ -46,12 +47,6 @@ NAIVE_CSV = (
 )
 NUMERIC_CSV = "id,time,channel,value\na,0,HR,1\na,3,SpO2,2\nb,10,HR,3\nb,12,HR,4\n"
 ONE_SERIES_CSV = "time,value\n0,1\n2,2\n5,3\n"
-
-
-def write(tmp_path: Path, text: str, name: str = "data.csv") -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def queries(text: str) -> io.StringIO:

@@ -7,18 +7,10 @@ import json
 
 import numpy as np
 import pytest
+from data_files import LONG_CSV
 
 from levy_core.data import DataError, read_csv
 from levy_core.scaling import ChannelScaler
-
-LONG_CSV = """\
-patient_id,time_hours,parameter,value
-p2,1.5,HR,80
-p1,2.0,HR,72
-p1,0.5,Temp,37.2
-p1,0.5,HR,70
-p2,0.25,Temp,36.9
-"""
 
 
 def test_scaler_round_trip() -> None:
