@@ -25,6 +25,7 @@ from dashboard.charts.backtest import (
 from dashboard.charts.band import (
     add_attended,
     add_band,
+    add_bands_and_means,
     add_cutoff,
     add_disagreement_panel,
     add_evidence_panel,
@@ -122,6 +123,7 @@ __all__ = [
     # band
     "add_attended",
     "add_band",
+    "add_bands_and_means",
     "add_cutoff",
     "add_disagreement_panel",
     "add_evidence_panel",

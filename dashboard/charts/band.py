@@ -412,6 +412,20 @@ def band_subplots() -> go.Figure:
     )
 
 
+def add_bands_and_means(fig: go.Figure, grid: pd.DataFrame, *, level: float, band_label: str,
+                        show_mc: bool, row: int = 1) -> go.Figure:
+    """The Lévy band and mean and, when asked and present, MC-Dropout's under them
+    (outlined, so the blue band stays blue)."""
+    mc = show_mc and has_mc(grid)
+    if mc:
+        add_mc_band(fig, grid, level=level, row=row)
+    add_band(fig, grid, level=level, band_label=band_label, row=row)
+    add_mean(fig, grid, row=row)
+    if mc:
+        add_mc_mean(fig, grid, row=row)
+    return fig
+
+
 def band_figure(
     grid: pd.DataFrame,
     points: pd.DataFrame,
@@ -452,14 +466,7 @@ def band_figure(
     their sum (``evidence_term + disagreement_term``; ``sigma`` is only shown on hover).
     """
     g = grid.sort_values("time")
-    mc = show_mc and has_mc(g)
-    fig = band_subplots()
-    if mc:  # under the Lévy band, outlined, so the blue band stays blue
-        add_mc_band(fig, g, level=level, row=1)
-    add_band(fig, g, level=level, band_label=band_label, row=1)
-    add_mean(fig, g, row=1)
-    if mc:
-        add_mc_mean(fig, g, row=1)
+    fig = add_bands_and_means(band_subplots(), g, level=level, band_label=band_label, show_mc=show_mc)
     add_observations(fig, points, row=1)
     add_attended(fig, attended, row=1)
     add_selected_query(fig, query, row=1)

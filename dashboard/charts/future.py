@@ -14,13 +14,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dashboard.charts.band import (
-    add_band,
+    add_bands_and_means,
     add_evidence_panel,
-    add_mc_band,
-    add_mc_mean,
-    add_mean,
     add_terms_panel,
-    has_mc,
 )
 from dashboard.charts.style import (
     CONTEXT,
@@ -124,14 +120,7 @@ def future_figure(
     The view opens on the context and the forecast; a double click shows the whole history.
     """
     g = grid.sort_values("time")
-    mc = show_mc and has_mc(g)
-    fig = future_subplots()
-    if mc:
-        add_mc_band(fig, g, level=level, row=1)
-    add_band(fig, g, level=level, band_label=band_label, row=1)
-    add_mean(fig, g, row=1)
-    if mc:
-        add_mc_mean(fig, g, row=1)
+    fig = add_bands_and_means(future_subplots(), g, level=level, band_label=band_label, show_mc=show_mc)
     add_history(fig, points, row=1)
     add_evidence_panel(fig, g, row=2)
     add_terms_panel(fig, g, row=3)
