@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -95,7 +96,16 @@ def seasonal_naive(train: pd.DataFrame, test: pd.DataFrame, season: pd.Timedelta
     return out
 
 
-def score(case: Case, work: Path, epochs: int, max_seconds: float, fold: int = 0) -> dict:
+def origin_coverage(backtest: pd.DataFrame) -> np.ndarray:
+    """Each test origin's own coverage by the adaptive 90 % band (``levy evaluate
+    --predictions`` on rolling origins), oldest first."""
+    y = backtest["y_true"]
+    inside = (backtest["lower_adaptive_90"] <= y) & (y <= backtest["upper_adaptive_90"])
+    return inside.groupby(backtest["origin"]).mean().to_numpy(np.float64)
+
+
+def score(case: Case, work: Path, epochs: int, max_seconds: float, fold: int = 0,
+          fit_args: tuple[str, ...] = ()) -> dict:
     """One fit and its future; ``fold`` k > 0 drops the last k futures first (an earlier
     forecast origin, the same protocol)."""
     end = case.frame["time"].max() - fold * case.future
@@ -109,8 +119,10 @@ def score(case: Case, work: Path, epochs: int, max_seconds: float, fold: int = 0
     queries = test[["time", "channel"]] if multi else test[["time"]]
     queries.assign(time=test["time"].dt.strftime("%Y-%m-%dT%H:%M:%SZ")).to_csv(work / "future.csv", index=False)
     t0 = time.perf_counter()
-    run([*LEVY, "fit", str(work / "train.csv"), "--task", "forecast", "--horizon", case.horizon, "--no-twin",
-         "--epochs", str(epochs), "--max-seconds", str(max_seconds), "--quiet", "--out", str(work / "model")])
+    fit_log = run([*LEVY, "fit", str(work / "train.csv"), "--task", "forecast", "--horizon", case.horizon,
+                   "--no-twin", "--epochs", str(epochs), "--max-seconds", str(max_seconds), "--quiet",
+                   "--out", str(work / "model"), *fit_args])
+    season = re.search(r"seasonal offset ([0-9.e+]+) h", fit_log)
     fit_seconds = time.perf_counter() - t0
     preds = {}
     for band in ("auto", "conformal"):
@@ -118,7 +130,8 @@ def score(case: Case, work: Path, epochs: int, max_seconds: float, fold: int = 0
              "--band", band, "--out", str(work / f"pred_{band}.csv")])
         preds[band] = pd.read_csv(work / f"pred_{band}.csv")
     run([*LEVY, "evaluate", str(work / "model"), str(work / "train.csv"), "--json", str(work / "eval.json"),
-         "--mc-passes", "0"])
+         "--mc-passes", "0", "--predictions", str(work / "eval.csv")])
+    per_origin = origin_coverage(pd.read_csv(work / "eval.csv"))
     backtest = json.loads((work / "eval.json").read_text())["levy"]
     y = test["value"].to_numpy()
     pred = preds["auto"]
@@ -136,7 +149,16 @@ def score(case: Case, work: Path, epochs: int, max_seconds: float, fold: int = 0
            "width_spearman": float(stats.spearmanr(horizon, width).statistic),
            "backtest_origins": backtest["test_origins"], "backtest_adaptive_90": backtest["adaptive_coverage"]["0.9"],
            "backtest_conformal_90": backtest["conformal_coverage"]["0.9"],
-           "width_growth": float(width[order[-quarter:]].mean() / width[order[:quarter]].mean())}
+           "width_growth": float(width[order[-quarter:]].mean() / width[order[:quarter]].mean()),
+           "season_used_h": float(season.group(1)) if season else 0.0,
+           # one future's coverage is one draw: how often a single backtest origin's own
+           # coverage falls in 0.80–0.97, and how widely it spreads
+           "origins_in_range": float(np.mean((per_origin >= 0.80) & (per_origin <= 0.97))),
+           "origin_coverage_sd": float(per_origin.std())}
+    if multi:  # which channel wins or loses: Lévy's and last value's MAE per channel
+        err = pd.DataFrame({"channel": test["channel"], "levy": np.abs(y - pred["mean"]), "lv": np.abs(y - lv)})
+        row["mae_by_channel"] = {ch: (round(float(g["levy"].mean()), 4), round(float(g["lv"].mean()), 4))
+                                 for ch, g in err.groupby("channel")}
     if case.season is not None:
         row["mae_seasonal_naive"] = float(np.mean(np.abs(y - seasonal_naive(train, test, case.season))))
     return row
@@ -149,6 +171,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=None, help="substrings of the case names to run")
     parser.add_argument("--folds", type=int, default=1, help="also forecast from the k-1 earlier end points "
                         "(each drops one more future): one origin's coverage is one correlated draw")
+    parser.add_argument("--fit-args", default="", help="extra `levy fit` arguments, e.g. '--season none'")
     args = parser.parse_args()
     rows = []
     for case in cases():
@@ -156,7 +179,7 @@ def main() -> None:
             continue
         for fold in range(args.folds):
             with tempfile.TemporaryDirectory() as tmp:
-                row = score(case, Path(tmp), args.epochs, args.max_seconds, fold)
+                row = score(case, Path(tmp), args.epochs, args.max_seconds, fold, tuple(args.fit_args.split()))
             row["fold"] = fold
             rows.append(row)
             print(row, flush=True)

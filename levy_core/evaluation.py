@@ -28,13 +28,14 @@ from levy_core.prepared import ModelData, as_model_data
 from levy_core.sampling import sample_levy_attention
 from levy_core.tasks import EpisodeBuilder
 
-__all__ = ["LEVELS", "PRED_COLUMNS", "RELIABILITY_LEVELS", "calibration_curves", "channel_coverage", "coverage_checks", "evaluate",
+__all__ = ["ADAPTIVE_BAND_COLUMNS", "LEVELS", "PRED_COLUMNS", "RELIABILITY_LEVELS", "calibration_curves", "channel_coverage", "coverage_checks", "evaluate",
            "evaluate_episodes", "method_metrics", "sampler_draws", "timed"]
 
 LEVELS = (0.5, 0.8, 0.9, 0.95)
 RELIABILITY_LEVELS = np.round(np.concatenate([np.arange(0.05, 0.951, 0.05), [0.99]]), 2)
 PRED_COLUMNS = ["series_id", "channel", "time", "y_true", "mean", "sigma", "pred_std", "lower_90", "upper_90",
                 "log_evidence", "disagreement", "n_eff", "mc_mean", "mc_std"]
+ADAPTIVE_BAND_COLUMNS = ["lower_adaptive_90", "upper_adaptive_90", "mc_lower_adaptive_90", "mc_upper_adaptive_90"]
 
 
 def method_metrics(y: np.ndarray, p: Predictive, seconds: float) -> dict[str, Any]:

@@ -23,6 +23,7 @@ import pandas as pd
 from levy_core.data import DataError, Observations, to_user_time
 from levy_core.diagnostics import attention_weights, operator_draws, query_crps, width_factors
 from levy_core.evaluation import (
+    ADAPTIVE_BAND_COLUMNS,
     LEVELS,
     PRED_COLUMNS,
     calibration_curves,
@@ -102,8 +103,8 @@ def predict_user_queries(fitted: FittedModel, data: Observations | ModelData, qu
 
 
 def user_predictions(pred: pd.DataFrame, data: ModelData, *, fill_missing: bool = True) -> pd.DataFrame:
-    """``evaluate``'s per-query frame as PRED.csv holds it: :data:`PRED_COLUMNS` (and each
-    query's forecast ``origin`` on rolling origins) in the user's ids and clock — date-times
+    """``evaluate``'s per-query frame as PRED.csv holds it: :data:`PRED_COLUMNS` (and, on
+    rolling origins, each query's forecast ``origin`` and the adaptive walk's 90 % bands) in the user's ids and clock — date-times
     for date-time data, numbers in the data's unit otherwise. ``fill_missing``: the MC
     columns exist (empty) without a twin; otherwise only the columns present."""
     user = data.clock.to_user(pred)
@@ -115,6 +116,8 @@ def user_predictions(pred: pd.DataFrame, data: ModelData, *, fill_missing: bool 
     for c in cols:
         if c not in user:
             user[c] = float("nan")
+    # rolling origins: the adaptive walk's 90 % bands (data units) beside split conformal's
+    cols += [c for c in ADAPTIVE_BAND_COLUMNS if c in user.columns]
     return user[cols]
 
 

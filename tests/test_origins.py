@@ -5,6 +5,7 @@ ids and clock in every output."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -159,3 +160,23 @@ def test_outputs_are_in_the_users_ids_and_clock(drift, tmp_path) -> None:
     assert q["time"].tolist() == [390.5, 420.0], "reported at the times asked, in the data's unit"
     future = pd.read_csv(outputs["future"])
     assert future["time"].min() > obs.frame["time"].max()
+
+
+def test_evaluate_predictions_carry_the_adaptive_walks_band(drift, tmp_path) -> None:
+    """On rolling origins PRED.csv holds the band the walk gave each test origin (data
+    units), not only split conformal's: what a backtest is judged on."""
+    obs, fitted = drift
+    model_dir, data, pred_path = tmp_path / "model", tmp_path / "data.csv", tmp_path / "pred.csv"
+    fitted.save(model_dir)
+    obs.frame.to_csv(data, index=False)
+    assert main(["evaluate", str(model_dir), str(data), "--json", str(tmp_path / "e.json"), "--predictions",
+                 str(pred_path), "--mc-passes", "0"]) == 0
+    pred = pd.read_csv(pred_path)
+    assert {"origin", "lower_adaptive_90", "upper_adaptive_90"} <= set(pred.columns)
+    assert (pred["lower_adaptive_90"] <= pred["upper_adaptive_90"]).all()
+    y = pred["y_true"]
+    walked = float(((pred["lower_adaptive_90"] <= y) & (y <= pred["upper_adaptive_90"])).mean())
+    result = json.loads((tmp_path / "e.json").read_text())
+    # the walk's coverage is pooled over its queries: the written band must give it back
+    # (up to a query on the band's edge after the round trip through data units)
+    assert walked == pytest.approx(result["levy"]["adaptive_coverage"]["0.9"], abs=1.0 / len(pred))
