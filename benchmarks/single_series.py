@@ -183,15 +183,24 @@ def main() -> None:
             row["fold"] = fold
             rows.append(row)
             print(row, flush=True)
-    if args.folds > 1:
-        folds = pd.DataFrame(rows)
+    print_tables(rows)
+
+
+def print_tables(rows: list[dict]) -> None:
+    """The README's tables from the benchmark's rows: over the end points when there are
+    several (``fold`` > 0), then the last future's."""
+    folds = pd.DataFrame(rows)
+    if folds["fold"].max() > 0:
         print("\n| series | futures | 90 % coverage of each future, adaptive | mean | split conformal, mean | "
+              "test origins whose own coverage is in 0.80–0.97, mean | season used (h) | "
               "MAE Lévy / last value / seasonal naive, mean |")
-        print("|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|")
         for name, g in folds.groupby("series", sort=False):
-            naive = f"{g['mae_seasonal_naive'].mean():.4g}" if "mae_seasonal_naive" in g else "–"
+            naive = (f"{g['mae_seasonal_naive'].mean():.4g}" if "mae_seasonal_naive" in g
+                     and g["mae_seasonal_naive"].notna().all() else "–")
             print(f"| {name} | {len(g)} | {' / '.join(f'{c:.2f}' for c in g['coverage_adaptive'])} | "
                   f"{g['coverage_adaptive'].mean():.3f} | {g['coverage_conformal'].mean():.3f} | "
+                  f"{g['origins_in_range'].mean():.2f} | {' / '.join(f'{v:g}' for v in g['season_used_h'])} | "
                   f"{g['mae_levy'].mean():.4g} / {g['mae_last_value'].mean():.4g} / {naive} |")
         rows = [r for r in rows if r["fold"] == 0]
     print("\n| series | train / future points | future: 90 % coverage, adaptive / split conformal | "
@@ -204,7 +213,6 @@ def main() -> None:
               f"{r['coverage_conformal']:.3f} | {r['backtest_adaptive_90']:.3f} / {r['backtest_conformal_90']:.3f} "
               f"({r['backtest_origins']} origins) | {r['mae_levy']:.4g} | {r['mae_last_value']:.4g} | {naive} | "
               f"{r['width_spearman']:.2f}, ×{r['width_growth']:.2f} | {r['fit_s']:.0f} s |")
-
 
 if __name__ == "__main__":
     main()
