@@ -144,11 +144,11 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     pred = _predictions(args, fitted, obs, levels[0])
     if args.format == "nixtla" or len(levels) > 1:
         return _write_levels(args, fitted, obs, pred, levels)
-    args.level = levels[0]
-    kind = _band_kind(args.band, fitted, args.level)
+    level = levels[0]
+    kind = _band_kind(args.band, fitted, level)
     suffix = {"conformal": "conf", "gaussian": "gauss", "adaptive": "adaptive"}[kind]
     if f"lower_{suffix}" not in pred:
-        raise ValueError(f"--band {kind} is not available for this model at level {args.level}; "
+        raise ValueError(f"--band {kind} is not available for this model at level {level}; "
                          "use --band conformal or gaussian")
     pred = pred.rename(columns={f"lower_{suffix}": "lower", f"upper_{suffix}": "upper"})
     pred["time"] = to_user_time(pred["series_id"], pred["time"], obs).to_numpy()
@@ -156,7 +156,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
             "lower", "upper", "log_evidence", "disagreement", "n_eff"]
     pred = pred.rename(columns={"horizon": "horizon_hours"})
     to_safe_csv(pred[cols], args.out, index=False)
-    print(f"wrote {len(pred)} predictions to {args.out} ({100 * args.level:.0f} % {kind} band"
+    print(f"wrote {len(pred)} predictions to {args.out} ({100 * level:.0f} % {kind} band"
           + (f"; {GUARANTEE}" if kind == "adaptive" else "") + ")", file=sys.stderr)
     return 0
 
