@@ -30,6 +30,7 @@ from levy_core.data import (
     parse_duration,
     read_queries,
     to_user_time,
+    user_time_unit,
 )
 from levy_core.drift import DriftReport
 from levy_core.nixtla import BAND_KINDS, band_levels, level_bands, nixtla_frame
@@ -76,6 +77,8 @@ class LevyForecaster:
         The fitted model (None before :meth:`fit` or :meth:`load`).
     observations : Observations or None
         The data it was fitted on (None after :meth:`load`: pass ``df=`` to predict).
+    mapping : ColumnMapping or None
+        The column mapping given to :meth:`fit` (None: detected on each frame).
     """
 
     def __init__(self, *, size: str = "small", epochs: int = 40, seed: int = 0, season: str | float = "auto",
@@ -94,15 +97,18 @@ class LevyForecaster:
         self.time_unit, self.progress = time_unit, progress
         self.fitted: pipeline.FittedModel | None = None
         self.observations: Observations | None = None
+        self.mapping: ColumnMapping | None = None
 
     def fit(self, df: pd.DataFrame, *, mapping: ColumnMapping | None = None) -> LevyForecaster:
         """Fit (split, train, calibrate) on ``df`` and return ``self``.
 
         ``df``: long (``unique_id, ds, y`` or ``series_id, time, channel, value`` and the
         other aliases of :mod:`levy_core.data`) or wide, ``ds`` date-times or numbers;
-        ``mapping`` overrides the detected columns. ``DataError`` for unusable data.
+        ``mapping`` overrides the detected columns (and is kept for the frames given to
+        :meth:`predict` and :meth:`drift`). ``DataError`` for unusable data.
         """
-        obs = self._read(df, mapping)
+        self.mapping = mapping
+        obs = self._read(df)
         unit = obs.report.input_time_unit
         task = TaskConfig(self.task, cutoff=self.cutoff, horizon=self._hours(self.horizon, unit),
                           season=_season_hours(self.season, unit))
@@ -179,10 +185,11 @@ class LevyForecaster:
         forecaster.fitted = pipeline.load_model(directory)
         return forecaster
 
-    def _read(self, df: pd.DataFrame, mapping: ColumnMapping | None = None) -> Observations:
+    def _read(self, df: pd.DataFrame) -> Observations:
+        """``df`` as observations, read with the fit's column mapping (detected when none)."""
         if not isinstance(df, pd.DataFrame):
             raise DataError(f"expected a pandas DataFrame of observations, got {type(df).__name__}")
-        return from_frame(df, mapping=mapping, time_unit=self.time_unit)
+        return from_frame(df, mapping=self.mapping, time_unit=self.time_unit)
 
     def _observations(self, df: pd.DataFrame | None) -> Observations:
         if df is not None:
@@ -212,7 +219,6 @@ def _season_hours(season: str | float, unit: str) -> float | None:
 def _user_times(pred: pd.DataFrame, obs: Observations) -> pd.Series:
     """Prediction times in the user's clock; date-times naive when the input's were."""
     times = to_user_time(pred["series_id"], pred["time"], obs)
-    if obs.report.input_time_unit == DATETIME or obs.report.time_origin is not None:
-        if not obs.report.input_has_offsets:
-            times = times.dt.tz_localize(None)
+    if user_time_unit(obs) == DATETIME and not obs.report.input_has_offsets:
+        times = times.dt.tz_localize(None)  # naive in, naive out: the user's frames join on it
     return times

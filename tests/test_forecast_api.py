@@ -12,7 +12,7 @@ import pytest
 
 from levy_core import LevyForecaster
 from levy_core.cli import main
-from levy_core.data import DataError, Observations
+from levy_core.data import ColumnMapping, DataError, Observations
 
 EPOCHS = 2
 
@@ -146,3 +146,14 @@ def test_what_it_refuses(forecaster: LevyForecaster) -> None:
         LevyForecaster(size="huge")
     with pytest.raises(ValueError, match="epochs"):
         LevyForecaster(epochs=0)
+
+
+def test_the_fit_mapping_reads_later_frames(forecaster, nixtla_df, new_obs) -> None:
+    """Columns no alias names: the mapping given to fit also reads the frames predicted from."""
+    names = {"unique_id": "stay", "ds": "hours_in", "channel": "signal", "y": "reading"}
+    mapping = ColumnMapping(time="hours_in", value="reading", series="stay", channel="signal")
+    f = LevyForecaster(epochs=EPOCHS, seed=0).fit(nixtla_df.rename(columns=names), mapping=mapping)
+    pd.testing.assert_frame_equal(f.predict(h=6, level=[90]), forecaster.predict(h=6, level=[90]))
+    new = new_obs.frame.rename(columns={"series_id": "stay", "time": "hours_in", "channel": "signal",
+                                        "value": "reading"})
+    assert set(f.predict(h=6, df=new)["unique_id"]) == set(new_obs.series_ids)
