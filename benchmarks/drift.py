@@ -24,18 +24,27 @@ from levy_core.drift import MIN_VALUES, check_drift, reference_from
 SAMPLES = ("PhysioNet 2012 ICU (300 patients)", "Synthetic multichannel")
 
 
-def split_flags(obs: Observations, splits: int, n_new: int | None, seed: int = 0) -> dict[str, int]:
-    """Channel flags over random 60/20 splits of ``obs`` by series, by kind."""
+def split_flags(obs: Observations, splits: int, n_new: int | None, seed: int = 0) -> tuple[dict[str, int], float]:
+    """Channel flags over random 60/20 splits of ``obs`` by series, by kind; and the largest
+    distance of a single new value beyond its channel's training range, in training ranges
+    (channels with ``MIN_VALUES`` training values): why values are not the unit counted."""
     rng = np.random.default_rng(seed)
     ids = np.array(obs.series_ids)
     counts: dict[str, int] = {}
+    farthest = 0.0
     for _ in range(splits):
         perm = rng.permutation(ids)
         train, new = perm[: int(0.6 * len(ids))], perm[int(0.8 * len(ids)):]
-        report = check_drift(reference_from(obs.subset(train).frame), obs.subset(new[:n_new] if n_new else new))
-        for kind in report.flags["kind"]:
+        ref = reference_from(obs.subset(train).frame)
+        new_obs = obs.subset(new[:n_new] if n_new else new)
+        for kind in check_drift(ref, new_obs).flags["kind"]:
             counts[kind] = counts.get(kind, 0) + 1
-    return counts
+        checked = {c: r for c, r in ref.channels.items() if r.n_values >= MIN_VALUES and r.maximum > r.minimum}
+        frame = new_obs.frame[new_obs.frame["channel"].isin(checked)]
+        lo, hi = (frame["channel"].map({c: getattr(r, side) for c, r in checked.items()}) for side in ("minimum", "maximum"))
+        beyond = np.maximum(frame["value"] - hi, lo - frame["value"]) / (hi - lo)
+        farthest = max(farthest, float(beyond.max()) if len(beyond) else 0.0)
+    return counts, farthest
 
 
 def detection(obs: Observations) -> list[str]:
@@ -65,8 +74,9 @@ def main() -> None:
     args = parser.parse_args()
     for name in SAMPLES:
         obs = load_sample(name)
-        flags = split_flags(obs, args.splits, args.new)
-        print(f"{name}: over {args.splits} random splits, channels flagged (false alarms): {flags or 'none'}")
+        flags, farthest = split_flags(obs, args.splits, args.new)
+        print(f"{name}: over {args.splits} random splits, channels flagged (false alarms): {flags or 'none'}; "
+              f"farthest single new value beyond its training range: {farthest:.2f} ranges")
         for line in detection(obs):
             print(f"  {line}")
 
