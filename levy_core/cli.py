@@ -30,6 +30,7 @@ from levy_core.data import (
     read_queries,
     to_user_time,
 )
+from levy_core.nixtla import band_kind, band_levels, level_bands, level_label, nixtla_frame
 from levy_core.over_time import GUARANTEE
 from levy_core.pipeline import ModelLoadError
 from levy_core.tasks import TaskConfig
@@ -77,6 +78,15 @@ def _report_load(obs) -> None:
         print(f"note: {msg}", file=sys.stderr)
 
 
+def _warn_drift(fitted: pipeline.FittedModel, obs: Observations) -> None:
+    """Each drift flag as ``warning: …`` on stderr (a model without drift statistics: a note)."""
+    report = pipeline.drift_report(fitted, obs)
+    if not report.checked:
+        print(f"note: drift {report.note}", file=sys.stderr)
+    for msg in report.flags["message"]:
+        print(f"warning: {msg}", file=sys.stderr)
+
+
 def _cmd_fit(args: argparse.Namespace) -> int:
     obs = _load_data(args.data, args.time_unit)
     _report_load(obs)
@@ -104,22 +114,21 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 def _band_kind(requested: str, fitted: pipeline.FittedModel, level: float) -> str:
     """``auto``: the adaptive band where the fit walked it at this level (rolling origins),
     split conformal otherwise."""
-    if requested != "auto":
-        return requested
-    return "adaptive" if str(level) in fitted.adaptive.get("levy", {}) else "conformal"
+    return band_kind(requested, fitted, level)
 
 
-def _predictions(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Observations) -> pd.DataFrame:
+def _predictions(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Observations,
+                 level: float) -> pd.DataFrame:
     """The predictions ``levy predict`` writes, in the user's ids and hours."""
     data = pipeline.prepare(fitted, obs)
     if args.queries and args.horizon:
         raise ValueError("give either --queries or --horizon, not both")
     if args.queries:
-        return pipeline.predict_user_queries(fitted, data, read_queries(args.queries, obs), level=args.level)
+        return pipeline.predict_user_queries(fitted, data, read_queries(args.queries, obs), level=level)
     if args.horizon:
         hours = parse_duration(args.horizon, obs.report.input_time_unit)
-        return pipeline.predict_future(fitted, data, hours, n_points=args.points, level=args.level)
-    pred = pipeline.predict_grid(fitted, data, n_points=args.points, level=args.level)
+        return pipeline.predict_future(fitted, data, hours, n_points=args.points, level=level)
+    pred = pipeline.predict_grid(fitted, data, n_points=args.points, level=level)
     skipped = pred.attrs.get("skipped_series", [])
     if skipped:
         print(f"note: skipped {len(skipped)} series with no observation to predict from: {skipped[:5]}",
@@ -128,15 +137,18 @@ def _predictions(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Ob
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
-    if not 0 < args.level < 1:
-        raise ValueError(f"--level must lie strictly between 0 and 1 (e.g. 0.9 for a 90 % band), got {args.level}")
+    levels = band_levels(args.level)  # ValueError: not a fraction in (0, 1) or a percent in [10, 100)
     fitted = pipeline.load_model(args.model)
     obs = _load_data(args.data, args.time_unit)
-    pred = _predictions(args, fitted, obs)
-    kind = _band_kind(args.band, fitted, args.level)
+    _warn_drift(fitted, obs)
+    pred = _predictions(args, fitted, obs, levels[0])
+    if args.format == "nixtla" or len(levels) > 1:
+        return _write_levels(args, fitted, obs, pred, levels)
+    level = levels[0]
+    kind = _band_kind(args.band, fitted, level)
     suffix = {"conformal": "conf", "gaussian": "gauss", "adaptive": "adaptive"}[kind]
     if f"lower_{suffix}" not in pred:
-        raise ValueError(f"--band {kind} is not available for this model at level {args.level}; "
+        raise ValueError(f"--band {kind} is not available for this model at level {level}; "
                          "use --band conformal or gaussian")
     pred = pred.rename(columns={f"lower_{suffix}": "lower", f"upper_{suffix}": "upper"})
     pred["time"] = to_user_time(pred["series_id"], pred["time"], obs).to_numpy()
@@ -144,14 +156,37 @@ def _cmd_predict(args: argparse.Namespace) -> int:
             "lower", "upper", "log_evidence", "disagreement", "n_eff"]
     pred = pred.rename(columns={"horizon": "horizon_hours"})
     to_safe_csv(pred[cols], args.out, index=False)
-    print(f"wrote {len(pred)} predictions to {args.out} ({100 * args.level:.0f} % {kind} band"
+    print(f"wrote {len(pred)} predictions to {args.out} ({100 * level:.0f} % {kind} band"
           + (f"; {GUARANTEE}" if kind == "adaptive" else "") + ")", file=sys.stderr)
+    return 0
+
+
+def _write_levels(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Observations, pred: pd.DataFrame,
+                  levels: list[float]) -> int:
+    """``levy predict`` at several levels (``lower_<L>, upper_<L>`` per level) or in
+    NeuralForecast's convention (``--format nixtla``: ``unique_id, ds, Lévy, Lévy-lo-90, …``)."""
+    bands, kinds = level_bands(pred, fitted, levels, args.band)
+    times = to_user_time(pred["series_id"], pred["time"], obs)
+    if args.format == "nixtla":
+        out = nixtla_frame(pred, times, bands, levels, fitted)
+    else:
+        out = pred.rename(columns={"horizon": "horizon_hours"})
+        out["time"] = times.to_numpy()
+        cols = ["series_id", "channel", "time", *(["horizon_hours"] if "horizon_hours" in out else []), "mean",
+                "sigma"]
+        out = pd.concat([out[cols].reset_index(drop=True), bands.reset_index(drop=True),
+                         out[["log_evidence", "disagreement", "n_eff"]].reset_index(drop=True)], axis=1)
+    to_safe_csv(out, args.out, index=False)
+    shown = ", ".join(f"{level_label(level)} % {kind}" for level, kind in zip(levels, kinds, strict=True))
+    print(f"wrote {len(out)} predictions to {args.out} ({shown} band{'s' if len(levels) > 1 else ''}"
+          + (f"; {GUARANTEE}" if "adaptive" in kinds else "") + ")", file=sys.stderr)
     return 0
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     fitted = pipeline.load_model(args.model)
     obs = _load_data(args.data, args.time_unit)
+    _warn_drift(fitted, obs)
     data = pipeline.prepare(fitted, obs)
     result, pred = pipeline.evaluate(fitted, data, mc_passes=args.mc_passes)
     result = _json_safe(result)
@@ -201,6 +236,7 @@ def _json_safe(obj):
 def _cmd_rank(args: argparse.Namespace) -> int:
     fitted = pipeline.load_model(args.model)
     obs = _load_data(args.data, args.time_unit)
+    _warn_drift(fitted, obs)
     ranked, seconds = pipeline.rank(fitted, obs)
     to_safe_csv(ranked, args.out, index=False)
     print(f"scored {len(ranked)} series in {seconds:.2f} s")
@@ -316,7 +352,10 @@ def _parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("predict", help="predictions with σ̂ and bands on a dense grid or given queries")
     _add_model_and_data(pr)
     pr.add_argument("--out", required=True)
-    pr.add_argument("--level", type=float, default=0.9)
+    pr.add_argument("--level", type=float, nargs="+", default=[0.9], help="band level(s): fractions (0.9) or "
+                    "percents as NeuralForecast writes them (90); several give one band each (lower_80, upper_80, …)")
+    pr.add_argument("--format", choices=["levy", "nixtla"], default="levy", help="nixtla: NeuralForecast / "
+                    "StatsForecast's columns unique_id, ds, [channel,] Lévy, Lévy-lo-90, Lévy-hi-90, … per level")
     pr.add_argument("--band", choices=["auto", "gaussian", "conformal", "adaptive"], default="auto",
                     help="auto: adaptive conformal for a fit on rolling origins (few series), split "
                     "conformal otherwise")

@@ -24,6 +24,7 @@ from safetensors.torch import save_model as save_weights
 from levy_core.adaptive import AdaptiveConformal
 from levy_core.baselines import LastValueForecaster
 from levy_core.calibrate import Calibrator
+from levy_core.drift import DriftReference
 from levy_core.model import LevyModel, ModelConfig, SoftmaxTwin
 from levy_core.predictive import Predictive, predictives
 from levy_core.scaling import ChannelScaler
@@ -70,6 +71,8 @@ class FittedModel:
     last_value_calibration: Calibrator | None = None
     # origin mode: ACI state after the walk over the test origins, per method and level
     adaptive: dict[str, dict[str, AdaptiveConformal]] = field(default_factory=dict)
+    # per-channel training statistics new data are checked against (None: saved before they were recorded)
+    drift: DriftReference | None = None
 
     @property
     def mean_kappa(self) -> float:
@@ -122,6 +125,7 @@ class FittedModel:
             "last_value_calibration": self.last_value_calibration.to_dict() if self.last_value_calibration else None,
             "adaptive": {key: {level: aci.to_dict() for level, aci in by_level.items()}
                          for key, by_level in self.adaptive.items()},
+            "drift": self.drift.to_dict() if self.drift is not None else None,
         }
         (out / "model.json").write_text(json.dumps(meta, indent=1))
         return out
@@ -235,6 +239,8 @@ def _from_meta(meta: dict[str, Any], path: Path) -> FittedModel:
         last_value_calibration=calibrator("last_value_calibration"),
         adaptive={str(key): {str(level): AdaptiveConformal.from_dict(state) for level, state in by_level.items()}
                   for key, by_level in (meta.get("adaptive") or {}).items()},
+        # absent from models saved before drift statistics were recorded: they still load
+        drift=DriftReference.from_dict(meta["drift"], meta["channels"]) if meta.get("drift") is not None else None,
     )
     levy = LevyModel(cfg)
     _load_weights(levy, path / "levy.safetensors")

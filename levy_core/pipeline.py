@@ -22,6 +22,7 @@ import pandas as pd
 
 from levy_core.data import DataError, Observations, to_user_time
 from levy_core.diagnostics import attention_weights, operator_draws, query_crps, width_factors
+from levy_core.drift import DriftReport, check_drift
 from levy_core.evaluation import (
     ADAPTIVE_BAND_COLUMNS,
     LEVELS,
@@ -64,6 +65,7 @@ __all__ = [
     "channel_coverage",
     "coverage_checks",
     "cutoff_range",
+    "drift_report",
     "evaluate",
     "evaluate_episodes",
     "fit",
@@ -100,6 +102,13 @@ def predict_user_queries(fitted: FittedModel, data: Observations | ModelData, qu
     pred = predict_queries(fitted, data, data.clock.queries_to_model(user), level=level, mc_passes=mc_passes)
     pred["series_id"], pred["time"] = user["series_id"].to_numpy(), user["time"].to_numpy()
     return pred
+
+
+def drift_report(fitted: FittedModel, data: Observations | ModelData) -> DriftReport:
+    """How ``data`` differs from what ``fitted`` learned from, per channel: values outside
+    the training range and sampling far sparser or denser (``levy_core.drift``); a report
+    that says "not checked" for a model saved before drift statistics were recorded."""
+    return check_drift(fitted.drift, data.obs if isinstance(data, ModelData) else data)
 
 
 def user_predictions(pred: pd.DataFrame, data: ModelData, *, fill_missing: bool = True) -> pd.DataFrame:

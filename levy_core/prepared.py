@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from levy_core.data import DataError, Observations
+from levy_core.drift import refuse_unknown_channels
 from levy_core.modelfile import FittedModel
 from levy_core.tasks import EpisodeBuilder, SeriesClock
 
@@ -98,7 +99,9 @@ class ModelData:
 
 
 def prepare(fitted: FittedModel, obs: Observations) -> ModelData:
-    """``obs`` in ``fitted``'s series space, normalised with its scaler (built once)."""
+    """``obs`` in ``fitted``'s series space, normalised with its scaler (built once).
+    ``DataError`` naming any channel the model was never trained on (and those it knows)."""
+    refuse_unknown_channels(obs.channels, fitted.channels)
     clock = fitted.split.clock(obs.frame)
     frame = clock.frame_to_model(obs.frame)
     builder = EpisodeBuilder(frame, fitted.channels, fitted.task, seed=fitted.train_config.seed,

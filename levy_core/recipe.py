@@ -25,6 +25,7 @@ import torch
 from levy_core.baselines import LastValueForecaster
 from levy_core.calibrate import Calibrator
 from levy_core.data import DataError, Observations
+from levy_core.drift import DriftReference, reference_from
 from levy_core.model import LevyModel, ModelConfig, SoftmaxTwin
 from levy_core.modelfile import FittedModel
 from levy_core.over_time import fit_adaptive
@@ -43,8 +44,8 @@ from levy_core.tasks import (
 )
 from levy_core.train import Progress, TrainConfig, TrainResult, train_model
 
-__all__ = ["MODEL_SIZES", "FitData", "add_twin", "assemble", "calibrate", "cutoff_range", "fit", "prepare_fit",
-           "train_levy_model", "train_twin_model"]
+__all__ = ["MODEL_SIZES", "FitData", "add_twin", "assemble", "calibrate", "cutoff_range", "drift_reference", "fit",
+           "prepare_fit", "train_levy_model", "train_twin_model"]
 
 # One architecture at three widths: "small" keeps the dashboard's default fit within its
 # budget; the others are for users who can wait (on PhysioNet, medium was no better than
@@ -258,7 +259,19 @@ def fit(obs: Observations, *, task: TaskConfig | None = None, train: TrainConfig
     cfg = data.model_config(size, phi)
     levy = train_levy_model(data, cfg, train, progress=progress)
     twin = train_twin_model(data, cfg, train, progress=progress) if train_twin else None
-    return assemble(data, cfg, train, levy, twin, mc_passes=mc_passes, data_hash=obs.content_hash())
+    fitted = assemble(data, cfg, train, levy, twin, mc_passes=mc_passes, data_hash=obs.content_hash())
+    fitted.drift = drift_reference(obs, data.split)
+    return fitted
+
+
+def drift_reference(obs: Observations, split: Split) -> DriftReference:
+    """The per-channel statistics new data are checked against (``levy_core.drift``), in
+    the user's units and clock: of the training split's series in a many-series fit (as the
+    scaler), of every series in a few-series fit (each is split in time, not by series)."""
+    frame = obs.frame
+    if split.mode == "series":
+        frame = frame[frame["series_id"].isin(set(split.train))]
+    return reference_from(frame)
 
 
 def add_twin(fitted: FittedModel, obs: Observations, *, mc_passes: int = 20,
