@@ -131,7 +131,8 @@ def _checked_members(archive: zipfile.ZipFile, name: str) -> dict[str, zipfile.Z
     folders = {i.filename.rstrip("/") for i in infos if i.is_dir()}
     prefixes = {f.filename.rpartition("/")[0] for f in files}
     if len(prefixes) > 1 or len(folders - prefixes) > 0 or any("/" in p for p in prefixes | folders):
-        raise ModelLoadError(f"{name} spreads its files over several folders ({sorted(prefixes | folders)}); {_HOW}")
+        raise ModelLoadError(f"{name} keeps its files in several folders or a nested one ({sorted(prefixes | folders)}): "
+                             f"a model zip holds them at its top level or in one folder; {_HOW}")
     members: dict[str, zipfile.ZipInfo] = {}
     for info in files:
         file_name = info.filename.rpartition("/")[2]

@@ -69,6 +69,15 @@ class CoverageMonitor:
         channels = list(dict.fromkeys(self.by_channel.loc[~self.by_channel["holds"].astype(bool), "channel"]))
         return levels, channels
 
+    def verdicts(self) -> str:
+        """Per level, as ``levy evaluate`` prints them: ``"50 % 0.503 holds [holds], …"``
+        (per-series s.e.; "?" with one series; the binomial verdict in brackets)."""
+        parts = []
+        for r in self.checks.itertuples():
+            series = "?" if r.holds_series is None else ("holds" if r.holds_series else "OUTSIDE")
+            parts.append(f"{100 * r.level:.0f} % {r.coverage:.3f} {series} [{'holds' if r.holds_binomial else 'outside'}]")
+        return ", ".join(parts)
+
     def summary(self) -> str:
         """The verdict in one or two plain sentences."""
         if not self.observed:

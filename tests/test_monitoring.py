@@ -60,6 +60,14 @@ def test_a_channel_whose_future_changed_is_named(fitted, new_obs, monitored) -> 
     assert "does not hold everywhere" in drifted.summary() and "noisy" in drifted.summary()
 
 
+def test_the_verdict_line_reads_as_levy_evaluate_prints_it(monitored) -> None:
+    parts = monitored.verdicts().split(", ")
+    assert len(parts) == len(LEVELS)
+    for part, row in zip(parts, monitored.checks.itertuples(), strict=True):
+        series = "holds" if row.holds_series else "OUTSIDE"
+        assert part == f"{100 * row.level:.0f} % {row.coverage:.3f} {series} [{'holds' if row.holds_binomial else 'outside'}]"
+
+
 def test_the_summary_says_when_the_band_holds(monitored) -> None:
     levels, channels = monitored.failing()
     text = monitored.summary()

@@ -25,6 +25,7 @@ def render(res: services.FitResult) -> None:
     levels, channels = monitor.failing()
     (st.success if not levels and not channels else st.warning)(plain(monitor.summary()))
     st.caption(plain(monitor.note))
+    st.markdown(f"**Verdicts, as `levy evaluate` prints them** — Lévy: {plain(monitor.verdicts())}")
     by_level, by_channel, (at_level, level) = services.monitoring_tables(monitor, float(state.get(state.LEVEL, 0.9)))
     st.dataframe(by_level, hide_index=True, key=state.MONITOR_TABLE)
     st.caption("How to read: the verdicts `levy evaluate` gives. " + services.GUARANTEE_CAPTION)

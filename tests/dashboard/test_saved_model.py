@@ -173,7 +173,7 @@ def test_an_opened_model_is_its_sessions_own_and_closes_back_to_the_fit(saved) -
     mine = upload(mine, "private.zip", data, key="model_upload")
     other = start()
     assert "_opened_model" not in other.session_state and "private.zip" not in texts(other)
-    assert all(not k.startswith("opened-") for k in fits._fit_store()), "not in the shared store"
+    assert fits.cached_fit(mine.session_state["_opened_result"].key) is None, "not in the shared store"
     mine.button(key="close_model").click().run()
     assert "_opened_model" not in mine.session_state
     assert mine.session_state["_fit_key"] == own_fit and "opened from" not in texts(mine)
