@@ -41,7 +41,7 @@ class CoverageMonitor:
         The data is not the data the model was fitted on (then every series is scored;
         otherwise its test split).
     n_queries, n_series : int
-        Observed queries and the series they come from.
+        Observed queries and the model-space series they come from (``unit``).
     checks : DataFrame
         :func:`~levy_core.evaluation.coverage_checks` of the Lévy band, one row per level.
     by_channel : DataFrame
@@ -50,6 +50,9 @@ class CoverageMonitor:
         otherwise) and whether it does.
     note : str
         What was scored, or why nothing could be.
+    unit : str
+        What ``n_series`` counts: "series", or the "forecast origins" / "windows" a model
+        fitted on few series cuts each series into.
     """
 
     observed: bool
@@ -59,6 +62,7 @@ class CoverageMonitor:
     checks: pd.DataFrame
     by_channel: pd.DataFrame
     note: str
+    unit: str = "series"
 
     def failing(self) -> tuple[list[float], list[str]]:
         """(levels whose band is outside its window, channels outside theirs at some level)."""
@@ -83,7 +87,7 @@ class CoverageMonitor:
         if not self.observed:
             return self.note
         levels, channels = self.failing()
-        where = f"{self.n_queries:,} observed queries of {self.n_series:,} series"
+        where = f"{self.n_queries:,} observed queries of {self.n_series:,} {self.unit}"
         if not levels and not channels:
             return (f"The band still holds: on {where}, its coverage lies in its window at every level "
                     f"({', '.join(f'{100 * lv:.0f} %' for lv in self.checks['level'])}) and in every channel.")
@@ -131,11 +135,12 @@ def monitor_coverage(fitted: FittedModel, data: Observations | ModelData, *, lev
     checks = coverage_checks(fitted, pred, levels=levels, z=z)
     checks = checks[checks["method"] == checks["method"].iloc[0]].reset_index(drop=True)  # the Lévy band
     n_series = int(pred["series_id"].nunique())
-    what = "every series of the new data" if not data.same_data else "the test split of the data it was fitted on"
-    note = (f"Scored {len(pred):,} observed queries of {n_series:,} series ({what}) with the model's conformal "
+    unit = {"origin": "forecast origins", "window": "windows"}.get(fitted.split.mode, "series")
+    what = "all of the new data" if not data.same_data else "the test split of the data it was fitted on"
+    note = (f"Scored {len(pred):,} observed queries of {n_series:,} {unit} ({what}) with the model's conformal "
             f"band at {', '.join(f'{100 * lv:.0f} %' for lv in levels)}.")
     return CoverageMonitor(True, not data.same_data, int(len(pred)), n_series, checks,
-                           _channel_checks(fitted, pred, levels, z), note)
+                           _channel_checks(fitted, pred, levels, z), note, unit)
 
 
 def _nothing_observed(fitted: FittedModel, data: ModelData) -> CoverageMonitor:

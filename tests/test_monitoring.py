@@ -91,3 +91,14 @@ def test_on_the_fitted_data_it_checks_the_test_split(fitted, fit_obs) -> None:
     assert own.observed and not own.new_data
     assert own.n_series == len(fitted.split.test)
     assert "test split" in own.note
+
+
+def test_a_model_on_rolling_origins_counts_forecast_origins() -> None:
+    from levy_core.data import load_sample
+    from levy_core.train import TrainConfig
+
+    obs = load_sample("Single sensor series")
+    fitted = pipeline.fit(obs, train=TrainConfig(epochs=1, max_seconds=2.0, seed=0), train_twin=False)
+    own = monitor_coverage(fitted, obs)
+    assert fitted.split.mode == "origin" and own.unit == "forecast origins"
+    assert own.n_series == len(fitted.split.test) and "forecast origins (the test split" in own.note
