@@ -20,7 +20,7 @@ def render(res: services.FitResult) -> None:
     with st.spinner("Scoring the observed queries …"):
         monitor = services.monitoring(res.key, res)
     if not monitor.observed:
-        st.info(plain(monitor.summary()), icon="🕒")
+        st.info(plain(monitor.summary()))
         return
     levels, channels = monitor.failing()
     (st.success if not levels and not channels else st.warning)(plain(monitor.summary()))

@@ -341,8 +341,7 @@ def _model_section() -> None:
     if opened is not None:
         sb.success(
             f"In use: the saved model {plain(opened.name)}. Data you load is scored with it, not "
-            "refitted; **Fit** replaces it with a new fit.",
-            icon="📦",
+            "refitted; **Fit** replaces it with a new fit."
         )
         sb.button("Close the saved model", key=state.CLOSE_MODEL, on_click=_close_model, width="stretch")
 
