@@ -102,8 +102,12 @@ def load_model_zip(data: bytes, *, name: str = "the zip") -> FittedModel:
     """
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise ModelLoadError(f"{name}: expected the zip's bytes, got {type(data).__name__}")
+    data = bytes(data)
+    entries = _declared_entries(data)
+    if entries is not None and entries > MAX_MEMBERS:  # before zipfile builds an object per entry
+        raise ModelLoadError(f"{name} holds {entries:,} entries; {_HOW}")
     try:
-        archive = zipfile.ZipFile(io.BytesIO(bytes(data)))
+        archive = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
         raise ModelLoadError(f"{name} is not a zip file or is corrupt ({exc}); {_HOW}") from exc
     with archive:
@@ -116,6 +120,16 @@ def load_model_zip(data: bytes, *, name: str = "the zip") -> FittedModel:
                 return load_model(folder)
             except ModelLoadError as exc:  # name the upload, not the private folder
                 raise ModelLoadError(str(exc).replace(str(folder), name)) from exc
+
+
+def _declared_entries(data: bytes) -> int | None:
+    """The entry count the end-of-central-directory record declares (None: no such record;
+    0xFFFF: a zip64 archive, which no model zip needs)."""
+    tail = data[-(22 + 0xFFFF):]  # the record (22 bytes) and at most a 64 KiB comment
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or len(tail) - at < 22:
+        return None  # zipfile says it is not a zip
+    return int.from_bytes(tail[at + 10:at + 12], "little")
 
 
 def _checked_members(archive: zipfile.ZipFile, name: str) -> dict[str, zipfile.ZipInfo]:

@@ -204,6 +204,26 @@ def test_weights_larger_than_their_bound_are_refused(files, monkeypatch) -> None
         load_model_zip(make_zip(files))
 
 
+def test_a_zip_of_a_million_empty_entries_is_refused_before_it_is_parsed(monkeypatch) -> None:
+    few = make_zip({f"x{i}": b"" for i in range(3)})
+    end = few.rindex(b"PK\x05\x06")
+    claims = few[:end + 8] + struct.pack("<HH", 0xFFFF, 0xFFFF) + few[end + 12:]  # the zip64 marker
+    parsed = []
+    monkeypatch.setattr(zipfile, "ZipFile", lambda *a, **k: parsed.append(a))
+    with pytest.raises(ModelLoadError, match="holds 65,535 entries"):
+        load_model_zip(claims)
+    assert parsed == []
+
+
+def test_a_directory_with_a_linked_file_is_not_zipped(fitted_dir, tmp_path) -> None:
+    copy = tmp_path / "model"
+    copy.mkdir()
+    (copy / "model.json").symlink_to(fitted_dir / "model.json")
+    (copy / "levy.safetensors").write_bytes((fitted_dir / "levy.safetensors").read_bytes())
+    with pytest.raises(ModelLoadError, match="is a symbolic link"):
+        model_zip_bytes(copy)
+
+
 def test_anything_but_bytes_is_refused() -> None:
     with pytest.raises(ModelLoadError, match="expected the zip's bytes, got str"):
         load_model_zip("model.zip")  # type: ignore[arg-type]
