@@ -185,3 +185,9 @@ def select_query(series_id: str, channel: str, time_: float, *, move_view: bool 
 
 def clear_query() -> None:
     st.session_state[QUERY] = None
+
+
+def close_saved_model() -> None:
+    """Back to fitting: the session's own fit, if it has one, is the model again."""
+    for key in (OPENED_MODEL, OPENED_RESULT):
+        st.session_state.pop(key, None)

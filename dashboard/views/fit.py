@@ -131,7 +131,9 @@ def _apply_saved_model(choice: Choice, fitted: services.FitResult | None) -> ser
         return current
     label = choice.source.label
     if current is not None and current.key == services.opened_key(opened, choice.obs_hash):
-        return current if current.data_label == label else dataclasses.replace(current, data_label=label)
+        if current.data_label != label:  # the same bytes under another name
+            current = ss[state.OPENED_RESULT] = dataclasses.replace(current, data_label=label)
+        return current
     try:
         res = services.apply_model(opened, choice.obs, choice.obs_hash, label)
     except (DataError, ValueError) as exc:
@@ -157,8 +159,7 @@ def ensure_model(choice: Choice) -> services.FitResult | None:
     if ss.get(state.OPENED_MODEL) is not None:
         if not choice.fit_clicked:
             return _apply_saved_model(choice, res)
-        for key in (state.OPENED_MODEL, state.OPENED_RESULT):  # Fit: a new fit replaces the saved model
-            ss.pop(key, None)
+        state.close_saved_model()  # Fit: a new fit replaces the saved model
     if res is not None and ss.pop(state.PENDING_TWIN, False) and not res.has_twin:
         res = _adopt(_run_twin(res), new_data=False)
     if choice.error or choice.settings_error:

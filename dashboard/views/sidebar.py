@@ -292,11 +292,6 @@ def _fit_section(
     return settings, clicked, error
 
 
-def _close_model() -> None:
-    for key in (state.OPENED_MODEL, state.OPENED_RESULT):
-        st.session_state.pop(key, None)
-
-
 def _open_uploaded_model() -> None:
     """Open a newly uploaded zip once. A refused one (tampered, foreign) leaves the model in
     use, fitted or opened, as it was; the message stays until another zip is opened."""
@@ -343,7 +338,7 @@ def _model_section() -> None:
             f"In use: the saved model {plain(opened.name)}. Data you load is scored with it, not "
             "refitted; **Fit** replaces it with a new fit."
         )
-        sb.button("Close the saved model", key=state.CLOSE_MODEL, on_click=_close_model, width="stretch")
+        sb.button("Close the saved model", key=state.CLOSE_MODEL, on_click=state.close_saved_model, width="stretch")
 
 
 def render() -> Choice:
