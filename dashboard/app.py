@@ -27,6 +27,7 @@ from dashboard.views import (  # noqa: E402
     future,
     identity,
     mc_dropout,
+    monitoring,
     ranking,
     sidebar,
 )
@@ -45,6 +46,7 @@ MODEL_PANELS = {
     state.PANEL_CALIBRATION: calibration.render,
     state.PANEL_BACKTEST: backtest.render,
     state.PANEL_RANKING: ranking.render,
+    state.PANEL_MONITORING: monitoring.render,
     state.PANEL_IDENTITY: identity.render,
 }
 assert set(MODEL_PANELS) | {state.PANEL_DATA} == set(state.PANELS)

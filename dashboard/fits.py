@@ -140,7 +140,8 @@ class FitResult:
     data_label: str
     history: list[dict[str, Any]]
     seconds: float
-    fitted_at: str  # ISO 8601 UTC
+    fitted_at: str  # ISO 8601 UTC ("" for a model opened from a zip)
+    opened_from: str = ""  # the zip a saved model was opened from (no training in this session)
 
     @property
     def obs(self) -> Observations:
@@ -169,6 +170,11 @@ class FitResult:
         f, o, n = self.fitted, self.obs, self.fitted.training["n_series"]
         unit = {"origin": "forecast origins", "window": "windows"}.get(f.split.mode, "series")
         twin = " and its MC-Dropout twin" if self.has_twin else ""
+        if self.opened_from:
+            return (f"Saved Lévy model ({self.settings.size}){twin} opened from {self.opened_from}, applied without "
+                    f"refitting to {self.data_label} ({o.n_series} series, {o.n_channels} channels, {o.n_obs:,} "
+                    f"observations; {'the data it was fitted on' if self.data.same_data else 'new data'}), task: "
+                    f"{self._task_text()}; calibration scale c = {f.levy_calibration.scale_:.3g}.")
         return (f"Lévy model ({self.settings.size}){twin} fitted {self.fitted_at} on {self.data_label} "
                 f"({o.n_series} series, {o.n_channels} channels, {o.n_obs:,} observations; split by "
                 f"{f.split.mode}: {n['train']} train / {n.get('stopping', 0)} early-stopping / "

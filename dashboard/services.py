@@ -56,6 +56,7 @@ from dashboard.inputs import (
     OriginInputs,
 )
 from dashboard.report import report_is_offline
+from dashboard.saved_models import OpenedModel, apply_model, open_model, opened_key
 from dashboard.sources import (
     DEFAULT_SAMPLE,
     DataSource,
@@ -75,10 +76,12 @@ from levy_core.data import (
     preview_table,
     read_csv,
 )
+from levy_core.modelzip import model_zip_bytes
+from levy_core.monitoring import CoverageMonitor, monitor_coverage
 from levy_core.tasks import MIN_SERIES_FOR_SERIES_SPLIT
 
 # re-exported: the views reach fits, sources and tables through services only
-__all__ = ["BAND_LABELS", "DEFAULT_SAMPLE", "GUARANTEE_CAPTION", "BandInputs", "DataSource", "FitResult",
+__all__ = ["BAND_LABELS", "CoverageMonitor", "OpenedModel", "apply_model", "open_model", "opened_key", "DEFAULT_SAMPLE", "GUARANTEE_CAPTION", "BandInputs", "DataSource", "FitResult",
            "FitSettings", "SessionLimits", "for_this_session", "session_fit", "session_limits", "FutureInputs", "OriginInputs", "add_twin", "backtest_table", "cached_fit", "default_mc_passes",
            "default_settings", "env_data_path", "fast", "fit_key", "fit_model", "metrics_table", "report_is_offline",
            "source_from_path", "source_from_sample", "source_from_upload"]
@@ -390,3 +393,27 @@ def query_draws(key: str, res: FitResult, series_id: str, channel: str, time_: f
     """``draws`` at a query given in the user's id and hours (and origin)."""
     model_id, t = user_clock.model_query(res.data, series_id, time_, origin)
     return draws(key, res, model_id, channel, t, n_draws)
+
+
+# ----------------------------------------------------------------------------- saved models and monitoring
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def model_zip(key: str, _res: FitResult) -> bytes:
+    """``levy_core.modelzip.model_zip_bytes``: the model directory as one zip (the download)."""
+    return model_zip_bytes(_res.fitted)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def monitoring(key: str, _res: FitResult) -> CoverageMonitor:
+    """``levy_core.monitoring.monitor_coverage``: the band's coverage per level and channel on
+    the observed queries of the data (every series of new data; the test split otherwise)."""
+    return monitor_coverage(_res.fitted, _res.data)
+
+
+def monitoring_tables(monitor: CoverageMonitor,
+                      level: float) -> tuple[pd.DataFrame, pd.DataFrame, tuple[pd.DataFrame, float]]:
+    """(verdict per level, verdict per channel and level, (coverage per channel, level) at
+    the checked level nearest ``level``, for the chart), laid out by ``tables``."""
+    return (tables.guarantee_table(monitor.checks, coverage_label="coverage on this data"),
+            tables.channel_verdict_table(monitor.by_channel), tables.channel_coverage_at(monitor.by_channel, level))

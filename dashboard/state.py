@@ -24,6 +24,13 @@ FIT_KEY = "_fit_key"  # key of the current model in the services' fit store
 FIT_PROVENANCE = "_fit_provenance"  # (data label, fit time) as THIS session knows its model
 FAILURES = "_failures"  # attempt key -> error message (not retried until the user asks)
 PENDING_TWIN = "_pending_twin"  # True: train the MC-Dropout twin on the next run
+# sidebar, "3 · Saved model": an opened model is this session's own (never in the shared store)
+MODEL_UPLOAD = "model_upload"  # file_uploader: a model zip
+MODEL_UPLOAD_SEEN = "_model_upload_seen"  # file id of the last zip handled (opened or refused)
+MODEL_ERROR = "_model_error"  # why the last zip was refused (shown until another is opened)
+OPENED_MODEL = "_opened_model"  # services.OpenedModel, or absent: the model in use instead of a fit
+OPENED_RESULT = "_opened_result"  # FitResult of the opened model on the data it was last applied to
+CLOSE_MODEL = "close_model"  # button: back to fitting
 # panels and shared view controls
 PANEL = "panel"  # st.tabs key (lazy tabs: only the open one runs)
 SERIES = "series"
@@ -65,6 +72,7 @@ TIMELINE = "timeline"
 # Fit panel
 TRAINING_CHART = "training_chart"
 TWIN_BUTTON_FIT = "twin_button_fit"
+MODEL_DOWNLOAD = "model_download"  # download_button: the model as a zip
 # Predictive band panel (views/band.py) and its evidence rows (views/evidence.py)
 BAND_CHART = "band_chart"
 FUTURE_CHART = "future_chart"  # rolling origins: the band past the end of the data
@@ -95,6 +103,10 @@ RANK_OPEN_BUTTON = "rank_open_button"
 RANK_DOWNLOAD = "rank_download"
 RANKING_CHART = "ranking_chart"
 RANKED_IDS = "_ranked_ids"  # series ids in table order (maps a selected row to its series)
+# Monitoring panel
+MONITOR_TABLE = "monitor_table"
+MONITOR_CHANNELS = "monitor_channels"
+MONITOR_CHART = "monitor_chart"
 # Check the identity panel
 IDENTITY_FROM_QUERY = "_identity_from_query"  # (series, time) last copied from QUERY
 DRAWS_CHART = "draws_chart"
@@ -112,6 +124,7 @@ PANEL_CALIBRATION = "Calibration"
 PANEL_BACKTEST = "Backtest"
 PANEL_RANKING = "Trust ranking"
 PANEL_IDENTITY = "Check the identity"
+PANEL_MONITORING = "Monitoring"
 PANELS = [
     PANEL_DATA,
     PANEL_FIT,
@@ -120,6 +133,7 @@ PANELS = [
     PANEL_CALIBRATION,
     PANEL_BACKTEST,
     PANEL_RANKING,
+    PANEL_MONITORING,
     PANEL_IDENTITY,
 ]
 DEFAULT_PANEL = PANEL_BAND
@@ -171,3 +185,9 @@ def select_query(series_id: str, channel: str, time_: float, *, move_view: bool 
 
 def clear_query() -> None:
     st.session_state[QUERY] = None
+
+
+def close_saved_model() -> None:
+    """Back to fitting: the session's own fit, if it has one, is the model again."""
+    for key in (OPENED_MODEL, OPENED_RESULT):
+        st.session_state.pop(key, None)

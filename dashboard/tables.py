@@ -10,7 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["GUARANTEE_CAPTION", "METRIC_ROWS", "backtest_table", "guarantee_table", "metrics_table", "timing_rows"]
+__all__ = ["GUARANTEE_CAPTION", "METRIC_ROWS", "backtest_table", "channel_coverage_at", "channel_verdict_table",
+           "guarantee_table", "metrics_table", "timing_rows"]
 
 METRIC_ROWS: list[tuple[str, str]] = [
     ("mse", "MSE (normalised)"),
@@ -74,14 +75,14 @@ def _window(row: pd.Series) -> str:
     return f"{100 * lo:.1f} – {100 * hi:.1f} %"
 
 
-def guarantee_table(checks: pd.DataFrame) -> pd.DataFrame:
+def guarantee_table(checks: pd.DataFrame, coverage_label: str = "coverage on the test split") -> pd.DataFrame:
     """``pipeline.coverage_checks`` for people: per method and level, the conformal band's
     coverage, the window a valid band lies in (per-series s.e.) and both verdicts."""
     return pd.DataFrame(
         {
             "method": checks["method"],
             "band": [f"{100 * lv:.0f} %" for lv in checks["level"]],
-            "coverage on the test split": [f"{100 * c:.1f} %" for c in checks["coverage"]],
+            coverage_label: [f"{100 * c:.1f} %" for c in checks["coverage"]],
             "window (per-series s.e.)": checks.apply(_window, axis=1),
             "verdict": [_verdict(v) for v in checks["holds_series"]],
             "if queries were independent": [_verdict(v) for v in checks["holds_binomial"]],
@@ -108,3 +109,32 @@ def backtest_table(result: dict[str, Any]) -> pd.DataFrame:
                 "split conformal: coverage": "–" if split is None else f"{100 * split:.1f} %",
             })
     return pd.DataFrame(rows)
+
+
+def channel_verdict_table(by_channel: pd.DataFrame) -> pd.DataFrame:
+    """``CoverageMonitor.by_channel`` for people: one row per channel, one column per level,
+    each cell the coverage, the verdict and, when outside, the window."""
+    def cell(row: pd.Series) -> str:
+        text = f"{100 * row['coverage']:.1f} % {_verdict(bool(row['holds']))}"
+        if not row["holds"]:
+            text += f" ({100 * max(0.0, row['lower']):.1f} – {100 * min(1.0, row['upper']):.1f} %)"
+        return text
+
+    if by_channel.empty:
+        return pd.DataFrame(columns=["channel", "observed queries"])
+    cells = by_channel.assign(cell=by_channel.apply(cell, axis=1), band=[f"{100 * lv:.0f} %" for lv in by_channel["level"]])
+    table = cells.pivot(index="channel", columns="band", values="cell")
+    table = table[[f"{100 * lv:.0f} %" for lv in pd.unique(by_channel["level"])]]
+    counts = by_channel.drop_duplicates("channel").set_index("channel")["n"]
+    return table.assign(**{"observed queries": counts}).reset_index().rename_axis(columns=None)
+
+
+def channel_coverage_at(by_channel: pd.DataFrame, level: float) -> tuple[pd.DataFrame, float]:
+    """The rows of one level as ``charts.channel_coverage_figure`` draws them (channel,
+    method, coverage, n), and that level: the checked level nearest ``level``."""
+    if by_channel.empty:
+        return pd.DataFrame(columns=["channel", "method", "coverage", "n"]), level
+    nearest = float(min(pd.unique(by_channel["level"]), key=lambda lv: abs(lv - level)))
+    rows = by_channel[by_channel["level"] == nearest]
+    return pd.DataFrame({"channel": rows["channel"], "method": "Lévy", "coverage": rows["coverage"],
+                         "n": rows["n"]}), nearest

@@ -61,9 +61,9 @@ def reliability_figure(curves: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> g
     return fig
 
 
-def channel_coverage_figure(table: pd.DataFrame, level: float) -> go.Figure:
+def channel_coverage_figure(table: pd.DataFrame, level: float, queries: str = "test queries") -> go.Figure:
     """Coverage of the conformal band per channel, one bar per method; ``table`` has columns
-    channel, method ("Lévy" / "MC-Dropout"), coverage, n (test queries of that channel)."""
+    channel, method ("Lévy" / "MC-Dropout"), coverage, n (``queries`` of that channel)."""
     fig = go.Figure()
     channels = sorted(table["channel"].unique(), key=str.lower, reverse=True)  # A at the top
     for method, rows in table.groupby("method", sort=False):
@@ -76,7 +76,7 @@ def channel_coverage_figure(table: pd.DataFrame, level: float) -> go.Figure:
                 name=method,
                 marker={"color": METHOD_COLOURS.get(method, NEUTRAL)},
                 customdata=rows["n"],
-                hovertemplate="%{y}: %{x:.1%} of %{customdata} test queries<extra>"
+                hovertemplate="%{y}: %{x:.1%} of %{customdata} " + queries + "<extra>"
                 + method
                 + "</extra>",
             )
@@ -89,7 +89,7 @@ def channel_coverage_figure(table: pd.DataFrame, level: float) -> go.Figure:
     )
     fig.update_layout(barmode="group", bargap=0.25)
     fig.update_xaxes(
-        title_text="share of the channel's test queries inside the band",
+        title_text=f"share of the channel's {queries} inside the band",
         tickformat=".0%",
         range=[0, 1.02],
     )

@@ -98,17 +98,51 @@ def _run_twin(res: services.FitResult) -> services.FitResult:
     return out
 
 
-def _adopt(res: services.FitResult, *, new_data: bool) -> services.FitResult:
+def _reset_views(before: services.FitResult | None, res: services.FitResult, *, new_data: bool) -> None:
     ss = st.session_state
-    before = services.cached_fit(ss[state.FIT_KEY]) if ss.get(state.FIT_KEY) else None
-    ss[state.FIT_KEY] = res.key
-    ss[state.FIT_PROVENANCE] = (res.data_label, res.fitted_at)
     state.clear_query()
     if new_data:  # the band view starts again on the new data's first series
         for key in (state.SERIES, state.CHANNEL, state.IDENTITY_QUERY, state.BACKTEST_ORIGIN):
             ss.pop(key, None)
     if before is None or before.on_origins != res.on_origins:  # each kind of fit has its default band
         ss.pop(state.BAND_KIND, None)
+
+
+def _adopt(res: services.FitResult, *, new_data: bool) -> services.FitResult:
+    ss = st.session_state
+    before = services.cached_fit(ss[state.FIT_KEY]) if ss.get(state.FIT_KEY) else None
+    ss[state.FIT_KEY] = res.key
+    ss[state.FIT_PROVENANCE] = (res.data_label, res.fitted_at)
+    _reset_views(before, res, new_data=new_data)
+    return res
+
+
+def _apply_saved_model(choice: Choice, fitted: services.FitResult | None) -> services.FitResult | None:
+    """The opened model on the sidebar's data, without refitting (the data's first
+    application prepares it; later runs reuse it). A data set it cannot score is refused
+    with a message, and the model stays open on the data it had."""
+    ss = st.session_state
+    opened: services.OpenedModel = ss[state.OPENED_MODEL]
+    current: services.FitResult | None = ss.get(state.OPENED_RESULT)
+    if choice.error:
+        _show_failure(choice.error)
+        return current
+    if choice.obs is None or choice.obs_hash is None or choice.source is None:
+        return current
+    label = choice.source.label
+    if current is not None and current.key == services.opened_key(opened, choice.obs_hash):
+        if current.data_label != label:  # the same bytes under another name
+            current = ss[state.OPENED_RESULT] = dataclasses.replace(current, data_label=label)
+        return current
+    try:
+        res = services.apply_model(opened, choice.obs, choice.obs_hash, label)
+    except (DataError, ValueError) as exc:
+        log.warning("saved model refused the data: %s", exc)
+        _show_failure(f"The saved model {opened.name} cannot score {label}: {str(exc).rstrip('.')}. Load data with "
+                      "its channels, or close the saved model (sidebar, 3 · Saved model)")
+        return current
+    _reset_views(current or fitted, res, new_data=True)
+    ss[state.OPENED_RESULT] = res
     return res
 
 
@@ -116,11 +150,16 @@ def ensure_model(choice: Choice) -> services.FitResult | None:
     """Keep, fetch or fit the model for the sidebar's choice; returns the current model.
 
     New data is fitted automatically (so the first band appears with no clicks); changed
-    settings wait for the Fit button. Any problem is shown as ``st.error`` and the previous
-    data and model stay.
+    settings wait for the Fit button. With a saved model open, the data is scored by it
+    instead (no fit) until Fit is pressed or the model is closed. Any problem is shown as
+    ``st.error`` and the previous data and model stay.
     """
     ss = st.session_state
     res = services.session_fit(ss[state.FIT_KEY], ss.get(state.FIT_PROVENANCE)) if ss.get(state.FIT_KEY) else None
+    if ss.get(state.OPENED_MODEL) is not None:
+        if not choice.fit_clicked:
+            return _apply_saved_model(choice, res)
+        state.close_saved_model()  # Fit: a new fit replaces the saved model
     if res is not None and ss.pop(state.PENDING_TWIN, False) and not res.has_twin:
         res = _adopt(_run_twin(res), new_data=False)
     if choice.error or choice.settings_error:
@@ -152,6 +191,26 @@ def request_twin() -> None:
     st.session_state[state.PENDING_TWIN] = True
 
 
+def _download_section(res: services.FitResult) -> None:
+    """The model as one zip, to open later in the sidebar (3 · Saved model) or with the CLI."""
+    st.download_button(
+        "Download the fitted model (zip)",
+        data=lambda: services.model_zip(res.key, res),
+        file_name="levy_model.zip",
+        mime="application/zip",
+        key=state.MODEL_DOWNLOAD,
+        on_click="ignore",
+        help="model.json (configs, split, scaler, calibration) and safetensors weights — no pickle. Open it "
+        "in the sidebar (3 · Saved model) to score new data without refitting, or unzip it and run "
+        "`levy predict DIR DATA` / `levy rank DIR DATA`.",
+    )
+    st.caption(
+        "Open the zip later (sidebar, 3 · Saved model) to apply this model to new data without refitting: "
+        "its band, evidence vs disagreement, trust ranking and, where the new data has observed "
+        "futures, the Monitoring tab."
+    )
+
+
 def render(res: services.FitResult) -> None:
     st.subheader("The current model")
     st.markdown(plain(res.describe()))
@@ -176,8 +235,9 @@ def render(res: services.FitResult) -> None:
             "kept; the calibration split is never looked at, so its conformal scores stay "
             "untouched), dotted is training."
         )
-    if not res.has_twin:
+    if not res.has_twin and not res.opened_from:
         st.button("Train the MC-Dropout twin now", on_click=request_twin, key=state.TWIN_BUTTON_FIT)
+    _download_section(res)
     with st.expander("Settings and split"):
         st.json(
             {

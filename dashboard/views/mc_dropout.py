@@ -86,6 +86,10 @@ def _band_overlay(res: services.FitResult, view: band.View) -> None:
 
 
 def render(res: services.FitResult) -> None:
+    if not res.has_twin and res.opened_from:
+        st.info("This saved model was fitted without its MC-Dropout twin, and an opened model is never "
+                "retrained: close it (sidebar, 3 · Saved model) and fit to compare with MC-Dropout.")
+        return
     if not res.has_twin:
         _offer_twin()
         return

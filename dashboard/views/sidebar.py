@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from dashboard import origin_services, services, state
+from dashboard.markup import plain
 from levy_core.data import SAMPLES, DataError, Observations
 
 log = logging.getLogger(__name__)
@@ -291,6 +292,55 @@ def _fit_section(
     return settings, clicked, error
 
 
+def _open_uploaded_model() -> None:
+    """Open a newly uploaded zip once. A refused one (tampered, foreign) leaves the model in
+    use, fitted or opened, as it was; the message stays until another zip is opened."""
+    ss = st.session_state
+    up = ss.get(state.MODEL_UPLOAD)
+    if up is None:
+        return
+    file_id = getattr(up, "file_id", None) or f"{up.name}:{up.size}"
+    if ss.get(state.MODEL_UPLOAD_SEEN) == file_id:
+        return
+    ss[state.MODEL_UPLOAD_SEEN] = file_id
+    try:
+        opened = services.open_model(up.name, up.getvalue())
+    except ValueError as exc:  # ModelLoadError: what is wrong with the zip
+        ss[state.MODEL_ERROR] = str(exc)
+        return
+    except Exception as exc:  # noqa: BLE001 - never let an upload crash the app
+        log.exception("unexpected error opening %s", up.name)
+        ss[state.MODEL_ERROR] = f"Could not open {up.name!r} ({type(exc).__name__}); it is not a saved model zip"
+        return
+    ss.pop(state.MODEL_ERROR, None)
+    ss[state.OPENED_MODEL] = opened
+    ss.pop(state.OPENED_RESULT, None)
+
+
+def _model_section() -> None:
+    sb = st.sidebar
+    sb.header("3 · Saved model")
+    sb.file_uploader(
+        "Open a saved model (.zip)",
+        type=["zip"],
+        key=state.MODEL_UPLOAD,
+        help="A zip from “Download the fitted model” (Fit tab), or of a `levy fit --out DIR` folder: "
+        "model.json and safetensors weights only (anything else is refused). The data in the sidebar "
+        "is then scored with it, without refitting.",
+    )
+    _open_uploaded_model()
+    error = state.get(state.MODEL_ERROR)
+    if error:
+        sb.error(f"Model zip refused: {plain(error)}. The current model is kept.", icon="🚫")
+    opened = state.get(state.OPENED_MODEL)
+    if opened is not None:
+        sb.success(
+            f"In use: the saved model {plain(opened.name)}. Data you load is scored with it, not "
+            "refitted; **Fit** replaces it with a new fit."
+        )
+        sb.button("Close the saved model", key=state.CLOSE_MODEL, on_click=state.close_saved_model, width="stretch")
+
+
 def render() -> Choice:
     src, error = _data_section()
     obs = obs_hash = mapping_json = None
@@ -298,4 +348,5 @@ def render() -> Choice:
     if src is not None:
         obs, obs_hash, mapping_json, time_unit, error = _load(src)
     settings, clicked, settings_error = _fit_section(obs, obs_hash)
+    _model_section()
     return Choice(src, obs, obs_hash, error, mapping_json, time_unit, settings, clicked, settings_error)

@@ -6,7 +6,11 @@ waits for the first band on the bundled sample, uploads a long-form CSV, waits f
 refit and the charts, selects a held-out query by clicking it on the band chart and one on
 the evidence scatter, downloads the HTML report and opens it with the network blocked,
 asserts no exception element anywhere, and saves a screenshot of each panel into
-``docs/screenshots/`` (the README shows them). Then it opens the bundled one-series sample:
+``docs/screenshots/`` (the README shows them). It downloads the fitted model as a zip and, in
+a fresh session, sees tampered zips (a pickle inside, a path out of the folder, a huge
+model.json) refused with a message, opens the real one and applies it to a new upload
+without refitting: the band, the trust ranking and the Monitoring verdicts
+(``saved_model_band.png``, ``monitoring.png``). Then it opens the bundled one-series sample:
 a forecast on rolling origins, whose band runs past the last observation and widens
 (``future_band.png``), and whose Backtest panel shows both methods' coverage over time
 (``backtest.png``); no page text names a model pseudo-series.
@@ -18,18 +22,21 @@ Skipped when /usr/bin/chromium (or the playwright package) is missing, unless
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import signal
 import socket
 import subprocess
 import time
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from levy_core.cli import streamlit_command
+from levy_core.modelfile import MAX_MODEL_JSON_BYTES
 
 pytestmark = pytest.mark.e2e
 
@@ -216,9 +223,22 @@ def _selected_text(page) -> str:
     return page.locator('[data-testid="stMarkdown"]', has_text="Selected query").first.inner_text()
 
 
-def _long_csv(path: Path, n_series: int = 16) -> Path:
+def _data_uploader(page):
+    return page.locator('[data-testid="stFileUploader"]').filter(has_text="Upload a CSV").locator(
+        'input[type="file"]'
+    )
+
+
+def _model_uploader(page):
+    return page.locator('[data-testid="stFileUploader"]').filter(has_text="Open a saved model").locator(
+        'input[type="file"]'
+    )
+
+
+def _long_csv(path: Path, n_series: int = 16, *, first: bool = False) -> Path:
     df = pd.read_csv(ROOT / "sample_data" / "synthetic_multichannel.csv", dtype={"series_id": str})
-    keep = sorted(df["series_id"].unique())[-n_series:]
+    ids = sorted(df["series_id"].unique())
+    keep = ids[:n_series] if first else ids[-n_series:]
     df = df[df["series_id"].isin(keep)].rename(
         columns={"series_id": "patient_id", "channel": "variable"}
     )
@@ -247,9 +267,7 @@ def test_dashboard_in_chromium(server, tmp_path):
             assert page.get_by_text("on sample: Synthetic multichannel").count() > 0
 
             # 2. upload a CSV; the app refits on it and redraws
-            page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(
-                str(csv)
-            )
+            _data_uploader(page).set_input_files(str(csv))
             # the live progress bar while it fits (the fit takes seconds: it must be seen)
             page.get_by_text("early-stopping MSE", exact=False).first.wait_for(timeout=30_000)
             page.wait_for_timeout(300)
@@ -335,7 +353,16 @@ def test_dashboard_in_chromium(server, tmp_path):
             )
             offline.close()
 
-            # 6. one series: a forecast on rolling origins, the band past the end, the backtest
+            # 6. the fitted model downloads as a zip; a fresh session refuses tampered zips, opens
+            # the real one and scores a new upload with it, without refitting
+            _tab(page, "Fit", 1)
+            with page.expect_download(timeout=120_000) as dl:
+                page.get_by_role("button", name="Download the fitted model (zip)").click()
+            model_zip = tmp_path / "levy_model.zip"
+            dl.value.save_as(model_zip)
+            _saved_model(browser, server, model_zip, tmp_path, errors)
+
+            # 7. one series: a forecast on rolling origins, the band past the end, the backtest
             _one_series(page)
 
             assert page.locator(EXCEPTION).count() == 0
@@ -388,3 +415,73 @@ def _one_series(page) -> None:
     assert not PSEUDO.search(page.locator('[data-testid="stMain"]').inner_text())
     _shot(page, "backtest")
     page.set_viewport_size({"width": WIDTH, "height": 1400})
+
+
+def _tampered_zips(model_zip: Path, folder: Path) -> list[tuple[Path, str]]:
+    """(zip, the message it is refused with): a pickle inside, a path that escapes the folder,
+    a model.json that would unpack to more than 64 MiB."""
+    with zipfile.ZipFile(model_zip) as z:
+        files = {name: z.read(name) for name in z.namelist()}
+    cases = [
+        ("pickled.zip", {**files, "weights.pkl": pickle.dumps({"w": [1.0]})}, "pickled files"),
+        ("escaping.zip", {**files, "../../etc/model.json": files["model.json"]}, "escapes the model"),
+        ("huge.zip", {**files, "model.json": b" " * (MAX_MODEL_JSON_BYTES + 1)}, "would unpack to"),
+    ]
+    out = []
+    for name, members, message in cases:
+        with zipfile.ZipFile(folder / name, "w", compression=zipfile.ZIP_DEFLATED) as z:
+            for member, data in members.items():
+                z.writestr(member, data)
+        out.append((folder / name, message))
+    return out
+
+
+def _saved_model(browser, server: str, model_zip: Path, tmp_path: Path, errors: list[str]) -> None:
+    """A fresh session (its own browser context): tampered zips are refused with a message and
+    the current model kept; the saved model opens and scores a new upload with no fit (no
+    progress bar): its band, the trust ranking of the new series and the Monitoring verdicts."""
+    context = browser.new_context(viewport={"width": WIDTH, "height": 1400})
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(server)
+        page.wait_for_selector(CHART, timeout=120_000)
+        _idle(page)
+        sidebar = page.locator('[data-testid="stSidebar"]')
+        for path, message in _tampered_zips(model_zip, tmp_path):
+            _model_uploader(page).set_input_files(str(path))
+            sidebar.get_by_text(message, exact=False).first.wait_for(timeout=60_000)
+            _idle(page)
+            assert sidebar.get_by_text("The current model is kept", exact=False).count() > 0
+            assert page.get_by_text("on sample: Synthetic multichannel").count() > 0, "the model is kept"
+        _model_uploader(page).set_input_files(str(model_zip))
+        sidebar.get_by_text("In use: the saved model levy_model.zip", exact=False).wait_for(timeout=60_000)
+        _idle(page)
+        assert sidebar.locator('[data-testid="stAlertContentError"]').count() == 0
+        _data_uploader(page).set_input_files(str(_long_csv(tmp_path / "new_ward.csv", 12, first=True)))
+        page.get_by_text("applied without refitting to upload: new_ward.csv", exact=False).first.wait_for(
+            timeout=120_000
+        )
+        _idle(page)
+        assert page.get_by_text("early-stopping MSE", exact=False).count() == 0, "no fit ran"
+        assert _drawn_charts(page) >= 2, "the band and evidence vs disagreement"
+        names = page.evaluate("""() => document.querySelectorAll('.js-plotly-plot')[0]
+            ._fullData.map(t => t.name)""")
+        assert "Lévy mean" in names and "held-out observations" in names, names
+        page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTo(0, 0)")
+        _shot(page, "saved_model_band")
+        page.set_viewport_size({"width": WIDTH, "height": 1400})
+        _tab(page, "Trust ranking", 1)
+        assert page.get_by_text("12 series ranked by trust", exact=False).count() == 1
+        _tab(page, "Monitoring", 1)
+        main = page.locator('[data-testid="stMain"]')
+        assert main.get_by_text("Monitoring: does the band still hold", exact=False).count() == 1
+        assert main.get_by_text("The band still holds", exact=False).count() + main.get_by_text(
+            "The band does not hold everywhere", exact=False).count() == 1
+        verdicts = main.locator('[data-testid="stDataFrame"]')
+        assert verdicts.count() == 2, "per level and per channel"
+        line = main.locator('[data-testid="stMarkdown"]', has_text="prints them").first.inner_text()
+        assert len(re.findall(r"\d+ % [01]\.\d{3} (?:holds|OUTSIDE) \[(?:holds|outside)\]", line)) == 4, line
+        _shot(page, "monitoring")
+    finally:
+        context.close()

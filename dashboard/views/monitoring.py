@@ -1,0 +1,40 @@
+"""Panel · Monitoring: does the model's band still hold on this data (per level, per channel)?"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import charts, services, state
+from dashboard.markup import plain
+
+
+def _what_is_checked(res: services.FitResult) -> str:
+    model = f"the saved model {res.opened_from}" if res.opened_from else "the model fitted here"
+    data = "every series (new data)" if not res.data.same_data else "its test split (the data it was fitted on)"
+    return f"Checking {model} on {res.data_label}: {data}."
+
+
+def render(res: services.FitResult) -> None:
+    st.subheader("Monitoring: does the band still hold on this data?")
+    st.caption(plain(_what_is_checked(res)))
+    with st.spinner("Scoring the observed queries …"):
+        monitor = services.monitoring(res.key, res)
+    if not monitor.observed:
+        st.info(plain(monitor.summary()))
+        return
+    levels, channels = monitor.failing()
+    (st.success if not levels and not channels else st.warning)(plain(monitor.summary()))
+    st.caption(plain(monitor.note))
+    st.markdown(f"**Verdicts, as `levy evaluate` prints them** — Lévy: {plain(monitor.verdicts())}")
+    by_level, by_channel, (at_level, level) = services.monitoring_tables(monitor, float(state.get(state.LEVEL, 0.9)))
+    st.dataframe(by_level, hide_index=True, key=state.MONITOR_TABLE)
+    st.caption("How to read: the verdicts `levy evaluate` gives. " + services.GUARANTEE_CAPTION)
+    st.markdown("**Per channel** — the coverage at each level and its verdict (the window when outside)")
+    st.dataframe(by_channel, hide_index=True, key=state.MONITOR_CHANNELS, width="stretch")
+    st.plotly_chart(charts.channel_coverage_figure(at_level, level, "observed queries"), key=state.MONITOR_CHART)
+    st.caption(
+        "How to read: each channel's share of observed queries inside the model's conformal band "
+        "(at the band panel's level, or the nearest level checked; dotted line). The band was "
+        "conformalized per channel on the calibration data: a channel far from the line no longer "
+        "behaves like the data the model was calibrated on."
+    )

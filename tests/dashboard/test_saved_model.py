@@ -1,0 +1,190 @@
+"""Saved models in the dashboard (``AppTest``): a fitted model is downloaded as a zip, opened
+in a fresh session with every cache cleared (nothing can come from the shared store), and
+applied to a new upload without refitting — band, evidence, trust ranking and the Monitoring
+verdicts work on it; a tampered zip is refused with a message and nothing is lost; an opened
+model is its session's own."""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+import zipfile
+
+import pandas as pd
+import pytest
+import streamlit as st
+from dash_helpers import APP, SAMPLE_DIR, figure
+from streamlit.testing.v1 import AppTest
+
+from dashboard import fits, services
+from levy_core.modelfile import MAX_MODEL_JSON_BYTES
+from levy_core.modelzip import load_model_zip
+
+
+def start() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def show(at: AppTest, panel: str) -> AppTest:
+    at.session_state["panel"] = panel
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def upload(at: AppTest, name: str, data: bytes, key: str = "upload") -> AppTest:
+    kind = "application/zip" if name.endswith(".zip") else "text/csv"
+    at.file_uploader(key=key).set_value((name, data, kind))
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def series_csv(first: int, last: int, *, before: float | None = None) -> bytes:
+    """Series ``first..last-1`` of the synthetic sample (observations up to ``before`` h)."""
+    df = pd.read_csv(SAMPLE_DIR / "synthetic_multichannel.csv", dtype={"series_id": str})
+    keep = sorted(df["series_id"].unique())[first:last]
+    df = df[df["series_id"].isin(keep)]
+    return (df if before is None else df[df["time"] <= before]).to_csv(index=False).encode()
+
+
+def zipped(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+    return buffer.getvalue()
+
+
+def texts(at: AppTest) -> str:
+    parts = [*at.markdown, *at.caption, *at.error, *at.warning, *at.success, *at.info,
+             *at.sidebar.error, *at.sidebar.success]
+    return " ".join(str(p.value) for p in parts).replace("\\", "")
+
+
+@pytest.fixture
+def saved() -> tuple[bytes, str]:
+    """A model fitted in one session on series 0-15 and downloaded, and its fit key; every
+    cache and the fit store are cleared afterwards."""
+    at = upload(start(), "train.csv", series_csv(0, 16))
+    at = show(at, "Fit")
+    assert any("Download the fitted model" in str(b.proto.label) for b in at.get("download_button"))
+    res = fits.cached_fit(at.session_state["_fit_key"])
+    data = services.model_zip(res.key, res)
+    assert load_model_zip(data).channels == res.fitted.channels
+    key = res.key
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    return data, key
+
+
+def test_a_saved_model_opens_in_a_fresh_session_and_scores_new_data_without_refitting(saved, monkeypatch) -> None:
+    data, fit_key = saved
+    at = start()  # a fresh session on the bundled sample (its default fit is the one fit allowed)
+    trained = []
+    monkeypatch.setattr(fits.pipeline, "fit", lambda *a, **k: trained.append(1))  # from here on, no fit
+    at = upload(at, "icu_model.zip", data, key="model_upload")
+    assert at.session_state["_opened_model"].name == "icu_model.zip"
+    at = upload(at, "new_ward.csv", series_csv(24, 36))
+    assert trained == [], "no fit: the saved model scores the new upload"
+    res = at.session_state["_opened_result"]
+    assert res.opened_from == "icu_model.zip" and not res.data.same_data and res.obs.n_series == 12
+    assert res.key.startswith("opened-") and fits.cached_fit(res.key) is None, "never in the shared store"
+    assert "opened from icu_model.zip" in texts(at) and "new_ward.csv" in texts(at)
+    band = figure(at, "band_chart")
+    assert any(t.get("name", "").startswith("Lévy") for t in band["data"])
+    assert figure(at, "evidence_scatter")["data"], "evidence vs disagreement on the opened model"
+    at = show(at, "Trust ranking")
+    ranked, _ = services.ranking(res.key, res)
+    assert sorted(ranked["series_id"]) == sorted(res.obs.series_ids)
+    at = show(at, "Monitoring")
+    monitor = services.monitoring(res.key, res)
+    assert monitor.observed and monitor.new_data and monitor.n_series == 12
+    verdicts, channels = (d.value for d in at.dataframe)  # per level, per channel
+    assert verdicts["band"].tolist() == ["50 %", "80 %", "90 %", "95 %"]
+    assert set(verdicts["verdict"]) <= {"holds", "outside"}
+    assert verdicts["verdict"].tolist() == ["holds" if v else "outside" for v in monitor.checks["holds_series"]]
+    assert sorted(channels["channel"]) == sorted(res.fitted.channels)
+    assert figure(at, "monitor_chart")["data"][0]["name"] == "Lévy"
+    assert (at.success or at.warning), "the verdict, said plainly"
+    assert trained == []
+
+
+def test_data_with_no_observed_future_is_said_plainly(monkeypatch) -> None:
+    at = upload(start(), "train.csv", series_csv(0, 16))
+    at.radio(key="fit_task").set_value("forecast")
+    at.button(key="fit_button").click().run()
+    res = fits.cached_fit(at.session_state["_fit_key"])
+    assert res.fitted.task.kind == "forecast"
+    data = services.model_zip(res.key, res)
+    fresh = upload(start(), "model.zip", data, key="model_upload")
+    fresh = upload(fresh, "so_far.csv", series_csv(24, 36, before=res.fitted.task.cutoff))
+    fresh = show(fresh, "Monitoring")
+    notes = [str(i.value).replace("\\", "") for i in fresh.info]
+    assert any("Nothing to monitor yet" in n and "cut-off (24 h)" in n for n in notes), notes
+    assert not fresh.get("plotly_chart")
+
+
+def pickle_inside(files: dict[str, bytes]) -> bytes:
+    return zipped({**files, "levy.pkl": pickle.dumps({"w": 1})})
+
+
+def escaping(files: dict[str, bytes]) -> bytes:
+    return zipped({**files, "../../model.json": files["model.json"]})
+
+
+def huge_json(files: dict[str, bytes]) -> bytes:
+    return zipped({**files, "model.json": b" " * (MAX_MODEL_JSON_BYTES + 1)})
+
+
+@pytest.mark.parametrize(("tamper", "message"), [
+    (pickle_inside, "pickled files"),
+    (escaping, "escapes the model's folder"),
+    (huge_json, "would unpack to"),
+    (lambda files: b"PK\x03\x04 not really a zip", "not a zip file or is corrupt"),
+    (lambda files: zipped({**files, "model.json": json.dumps({"format": "levy-model/2"}).encode()}), "damaged"),
+])
+def test_a_tampered_zip_is_refused_and_nothing_is_lost(saved, tamper, message) -> None:
+    data, _ = saved
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        files = {n: z.read(n) for n in z.namelist()}
+    at = start()
+    fit_key = at.session_state["_fit_key"]
+    at = upload(at, "model.zip", tamper(files), key="model_upload")
+    errors = [str(e.value).replace("\\", "") for e in at.sidebar.error]
+    assert any(message in e and "The current model is kept" in e for e in errors), errors
+    assert "_opened_model" not in at.session_state
+    assert at.session_state["_fit_key"] == fit_key and figure(at, "band_chart")["data"]
+    # an opened model is kept, too, when a second zip is refused
+    at = upload(at, "good.zip", data, key="model_upload")
+    assert at.session_state["_opened_model"].name == "good.zip" and not at.sidebar.error
+    at = upload(at, "evil.zip", tamper(files), key="model_upload")
+    assert at.session_state["_opened_model"].name == "good.zip"
+    assert any(message in str(e.value).replace("\\", "") for e in at.sidebar.error)
+
+
+def test_an_opened_model_is_its_sessions_own_and_closes_back_to_the_fit(saved) -> None:
+    data, _ = saved
+    mine = start()
+    own_fit = mine.session_state["_fit_key"]
+    mine = upload(mine, "private.zip", data, key="model_upload")
+    other = start()
+    assert "_opened_model" not in other.session_state and "private.zip" not in texts(other)
+    assert fits.cached_fit(mine.session_state["_opened_result"].key) is None, "not in the shared store"
+    mine.button(key="close_model").click().run()
+    assert "_opened_model" not in mine.session_state
+    assert mine.session_state["_fit_key"] == own_fit and "opened from" not in texts(mine)
+
+
+def test_new_data_with_a_channel_the_model_never_saw_is_refused_by_name(saved) -> None:
+    data, _ = saved
+    at = upload(start(), "model.zip", data, key="model_upload")
+    before = at.session_state["_opened_result"]
+    df = pd.read_csv(io.BytesIO(series_csv(24, 36)))
+    df.loc[df.index[:50], "channel"] = "lactate"
+    at = upload(at, "other.csv", df.to_csv(index=False).encode())
+    assert any("lactate" in str(e.value) and "cannot score" in str(e.value) for e in at.error), [e.value for e in at.error]
+    assert at.session_state["_opened_result"] is before, "the model stays open on the data it had"
