@@ -65,7 +65,7 @@ from dashboard.sources import (
     source_from_sample,
     source_from_upload,
 )
-from dashboard.tables import GUARANTEE_CAPTION, backtest_table, metrics_table
+from dashboard.tables import DRIFT_CAPTION, GUARANTEE_CAPTION, backtest_table, metrics_table
 from levy_core import pipeline
 from levy_core.csv_safety import to_safe_csv
 from levy_core.data import (
@@ -81,7 +81,7 @@ from levy_core.monitoring import CoverageMonitor, monitor_coverage
 from levy_core.tasks import MIN_SERIES_FOR_SERIES_SPLIT
 
 # re-exported: the views reach fits, sources and tables through services only
-__all__ = ["BAND_LABELS", "CoverageMonitor", "OpenedModel", "apply_model", "open_model", "opened_key", "DEFAULT_SAMPLE", "GUARANTEE_CAPTION", "BandInputs", "DataSource", "FitResult",
+__all__ = ["BAND_LABELS", "CoverageMonitor", "OpenedModel", "apply_model", "open_model", "opened_key", "DEFAULT_SAMPLE", "DRIFT_CAPTION", "GUARANTEE_CAPTION", "BandInputs", "DataSource", "FitResult",
            "FitSettings", "SessionLimits", "for_this_session", "session_fit", "session_limits", "FutureInputs", "OriginInputs", "add_twin", "backtest_table", "cached_fit", "default_mc_passes",
            "default_settings", "env_data_path", "fast", "fit_key", "fit_model", "metrics_table", "report_is_offline",
            "source_from_path", "source_from_sample", "source_from_upload"]
@@ -409,6 +409,15 @@ def monitoring(key: str, _res: FitResult) -> CoverageMonitor:
     """``levy_core.monitoring.monitor_coverage``: the band's coverage per level and channel on
     the observed queries of the data (every series of new data; the test split otherwise)."""
     return monitor_coverage(_res.fitted, _res.data)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def drift(key: str, _res: FitResult) -> tuple[pd.DataFrame, bool, str]:
+    """``levy_core.pipeline.drift_report``: channels whose values lie far outside the training
+    range or whose sampling is far sparser or denser than in training, laid out by
+    ``tables.drift_table``; with whether anything was checked and why not."""
+    report = pipeline.drift_report(_res.fitted, _res.data)
+    return tables.drift_table(report.flags), report.checked, report.note
 
 
 def monitoring_tables(monitor: CoverageMonitor,

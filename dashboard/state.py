@@ -107,6 +107,7 @@ RANKED_IDS = "_ranked_ids"  # series ids in table order (maps a selected row to 
 MONITOR_TABLE = "monitor_table"
 MONITOR_CHANNELS = "monitor_channels"
 MONITOR_CHART = "monitor_chart"
+MONITOR_DRIFT = "monitor_drift"
 # Check the identity panel
 IDENTITY_FROM_QUERY = "_identity_from_query"  # (series, time) last copied from QUERY
 DRAWS_CHART = "draws_chart"

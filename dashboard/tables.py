@@ -10,6 +10,8 @@ from typing import Any
 
 import pandas as pd
 
+from levy_core.drift import DENSITY_FACTOR, MIN_VALUES, RANGE_MARGIN, VALUE_SHARE
+
 __all__ = ["GUARANTEE_CAPTION", "METRIC_ROWS", "backtest_table", "channel_coverage_at", "channel_verdict_table",
            "guarantee_table", "metrics_table", "timing_rows"]
 
@@ -21,6 +23,13 @@ METRIC_ROWS: list[tuple[str, str]] = [
     ("mean_width_90", "mean width of the 90 % band (normalised)"),
     ("spearman_sigma_abs_error", "Spearman(σ, |error|)"),
 ]
+
+DRIFT_CAPTION = (
+    f"How to read: a channel is flagged when more than {VALUE_SHARE:.0%} of the series have their median "
+    f"beyond the training range by over {RANGE_MARGIN:.0%} of its width, or when it is observed over "
+    f"{DENSITY_FACTOR:g}× less or more often per hour than in training (each rule needs {MIN_VALUES} values "
+    "of the channel); `levy predict`, `levy evaluate` and `levy rank` print the same warnings."
+)
 
 GUARANTEE_CAPTION = (
     "Split conformal promises at least the band's level on average when series are exchangeable. "
@@ -138,3 +147,11 @@ def channel_coverage_at(by_channel: pd.DataFrame, level: float) -> tuple[pd.Data
     rows = by_channel[by_channel["level"] == nearest]
     return pd.DataFrame({"channel": rows["channel"], "method": "Lévy", "coverage": rows["coverage"],
                          "n": rows["n"]}), nearest
+
+
+def drift_table(flags: pd.DataFrame) -> pd.DataFrame:
+    """``levy_core.drift`` flags (one row per channel and kind) as the Monitoring panel
+    shows them: what was measured, in training and on this data, and what it means."""
+    return pd.DataFrame({"channel": flags["channel"], "drift": flags["kind"], "measured": flags["figure"],
+                         "training": flags["training"].map(lambda v: f"{v:.4g}"),
+                         "this data": flags["new"].map(lambda v: f"{v:.4g}"), "what it means": flags["message"]})

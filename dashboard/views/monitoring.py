@@ -14,9 +14,27 @@ def _what_is_checked(res: services.FitResult) -> str:
     return f"Checking {model} on {res.data_label}: {data}."
 
 
+def _render_drift(res: services.FitResult) -> None:
+    """Drift, said plainly: the band's guarantee assumed data like the calibration data."""
+    st.markdown("**Drift** — is this data like the data the model was trained and calibrated on?")
+    flags, checked, note = services.drift(res.key, res)
+    if not checked:
+        st.info(plain(note))
+    elif flags.empty:
+        st.success("No drift flagged: every channel's values lie near its training range and it is sampled "
+                   "about as often as in training.")
+    else:
+        st.warning(plain(f"{len(flags)} drift flag(s) on {flags['channel'].nunique()} channel(s): the band's "
+                         "guarantee assumed data like the calibration data, so read its coverage on these "
+                         "channels with care."))
+        st.dataframe(flags, hide_index=True, key=state.MONITOR_DRIFT, width="stretch")
+    st.caption(plain(services.DRIFT_CAPTION))
+
+
 def render(res: services.FitResult) -> None:
     st.subheader("Monitoring: does the band still hold on this data?")
     st.caption(plain(_what_is_checked(res)))
+    _render_drift(res)
     with st.spinner("Scoring the observed queries …"):
         monitor = services.monitoring(res.key, res)
     if not monitor.observed:

@@ -103,7 +103,7 @@ def test_a_saved_model_opens_in_a_fresh_session_and_scores_new_data_without_refi
     at = show(at, "Monitoring")
     monitor = services.monitoring(res.key, res)
     assert monitor.observed and monitor.new_data and monitor.n_series == 12
-    verdicts, channels = (d.value for d in at.dataframe)  # per level, per channel
+    verdicts, channels = (d.value for d in at.dataframe if "drift" not in d.value.columns)  # per level, channel
     assert verdicts["band"].tolist() == ["50 %", "80 %", "90 %", "95 %"]
     assert set(verdicts["verdict"]) <= {"holds", "outside"}
     assert verdicts["verdict"].tolist() == ["holds" if v else "outside" for v in monitor.checks["holds_series"]]
@@ -188,3 +188,20 @@ def test_new_data_with_a_channel_the_model_never_saw_is_refused_by_name(saved) -
     at = upload(at, "other.csv", df.to_csv(index=False).encode())
     assert any("lactate" in str(e.value) and "cannot score" in str(e.value) for e in at.error), [e.value for e in at.error]
     assert at.session_state["_opened_result"] is before, "the model stays open on the data it had"
+
+
+def test_monitoring_flags_drift_by_channel_and_says_when_there_is_none(saved) -> None:
+    """Series like the training ones: no drift said plainly; the same series with one
+    channel shifted by three training ranges: that channel is flagged, with the figures."""
+    data, _ = saved
+    at = show(upload(upload(start(), "model.zip", data, key="model_upload"), "like.csv", series_csv(24, 36)),
+              "Monitoring")
+    assert any("No drift flagged" in str(s.value) for s in at.success), texts(at)
+    df = pd.read_csv(io.BytesIO(series_csv(24, 36)))
+    channel = sorted(df["channel"].unique())[0]
+    span = df.loc[df["channel"] == channel, "value"].agg(["min", "max"])
+    df.loc[df["channel"] == channel, "value"] += 3 * float(span["max"] - span["min"])
+    at = show(upload(at, "shifted.csv", df.to_csv(index=False).encode()), "Monitoring")
+    assert any("drift flag" in str(w.value) for w in at.warning), texts(at)
+    flags = next(d.value for d in at.dataframe if "drift" in d.value.columns)
+    assert flags["channel"].tolist() == [channel] and flags["drift"].tolist() == ["values above the range"]
