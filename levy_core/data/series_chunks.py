@@ -96,12 +96,28 @@ class _BoundedLines(io.TextIOBase):
     def read(self, size: int | None = -1) -> str:
         """Up to ``size`` characters (a bounded piece when ``size`` is negative)."""
         piece = self._stream.read(size if size is not None and size >= 0 else 1 << 20)
-        last = piece.rfind("\n")
-        self._run = len(piece) - last - 1 if last >= 0 else self._run + len(piece)
-        if self._run > MAX_LINE_CHARS:
+        first = piece.find("\n")
+        if first < 0:
+            self._run += len(piece)
+        else:
+            too_long = self._run + first > MAX_LINE_CHARS or _has_long_line(piece, first + 1)
+            self._run = len(piece) - piece.rfind("\n") - 1
+        if self._run > MAX_LINE_CHARS or (first >= 0 and too_long):
             raise DataError(f"{self._name!r} has a line of more than {MAX_LINE_CHARS:,} characters, the longest "
                             "accepted. Check that the file is a CSV table with one observation per line.")
         return piece
+
+
+def _has_long_line(text: str, pos: int) -> bool:
+    """Whether a line of ``text`` from ``pos`` on (the last one excepted: it may go on) is
+    longer than :data:`MAX_LINE_CHARS`: about ``len(text) / MAX_LINE_CHARS`` jumps."""
+    end = text.rfind("\n") + 1
+    while end - pos > MAX_LINE_CHARS:
+        last = text.rfind("\n", pos, pos + MAX_LINE_CHARS + 1)
+        if last < 0:
+            return True
+        pos = last + 1
+    return False
 
 
 def _open_text(path: Path) -> tuple[io.TextIOBase, str, list[str]]:
@@ -206,6 +222,8 @@ class _Grouper:
 
     def add(self, table: pd.DataFrame, line: int) -> Iterator[tuple[pd.DataFrame, int]]:
         """Take a table; yield every chunk now complete (rows, line of the first row)."""
+        if table.empty:
+            return
         if self.buffer.empty:
             self.buffer, self.first_line = table.reset_index(drop=True), line
         else:
@@ -306,8 +324,10 @@ def iter_series_chunks(path: str | os.PathLike[str], *, chunk_series: int = DEFA
     if not p.is_file():
         raise DataError(f"{str(p)!r}: no such file; give the path of a CSV or Parquet file of observations.")
     grouper: _Grouper | None = None
-    chosen, sep, whole = mapping, None, []
+    chosen, sep, whole, n_chunks = mapping, None, [], 0
     for table, line, sep in _raw_tables(p, batch_rows):
+        if table.empty:
+            continue
         if chosen is None:
             chosen = detect_mapping(table.loc[:, ~table.columns.duplicated()])
         if chosen.series is None:  # one series: the whole file is one chunk, bounded by max_rows
@@ -321,14 +341,13 @@ def iter_series_chunks(path: str | os.PathLike[str], *, chunk_series: int = DEFA
         cells_per_row = len(chosen.wide_channels) if chosen.layout == "wide" else 1  # max_rows counts cells
         grouper = grouper or _Grouper(p.name, chosen.series, chunk_series, max(1, max_rows // cells_per_row))
         for rows, first in grouper.add(table, line):
+            n_chunks += 1
             yield _decode(rows, first, chosen, sep, time_unit, max_rows, totals)
-    if whole:
-        yield _decode(pd.concat(whole, ignore_index=True), 2, chosen, sep, time_unit, max_rows, totals)
-    elif grouper is None:
+    rest = [(pd.concat(whole, ignore_index=True), 2)] if whole else list(grouper.finish()) if grouper else []
+    if not rest and not n_chunks:
         raise DataError(f"{p.name!r} has no data rows. Give a file with a header and at least two observations.")
-    else:
-        for rows, first in grouper.finish():
-            yield _decode(rows, first, chosen, sep, time_unit, max_rows, totals)
+    for rows, first in rest:
+        yield _decode(rows, first, chosen, sep, time_unit, max_rows, totals)
 
 
 def _decode(rows: pd.DataFrame, first_line: int, mapping: ColumnMapping, sep: str | None, time_unit: str,
