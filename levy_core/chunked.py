@@ -38,7 +38,7 @@ __all__ = ["MERGE_FAN_IN", "RankSummary", "merge_ranked", "predict_file", "rank_
 
 MERGE_FAN_IN = 64
 """Most sorted runs merged at once (open files); more runs are merged in rounds."""
-RUN_BATCH_ROWS = 4096  # rows of each run in memory during a merge
+RUN_BATCH_ROWS = 1024  # rows of each run in memory during a merge (times MERGE_FAN_IN runs)
 OUT_BATCH_ROWS = 10_000  # ranked rows written at a time
 
 Progress = Callable[[int], None]

@@ -93,6 +93,11 @@ class _BoundedLines(io.TextIOBase):
     def readable(self) -> bool:
         return True
 
+    def close(self) -> None:
+        """Close the file underneath too."""
+        self._stream.close()
+        super().close()
+
     def read(self, size: int | None = -1) -> str:
         """Up to ``size`` characters (a bounded piece when ``size`` is negative)."""
         piece = self._stream.read(size if size is not None and size >= 0 else 1 << 20)
