@@ -54,11 +54,12 @@ class TableWriter:
         self.rows += len(frame)
 
     def close(self) -> None:
-        """Finish the file (a Parquet footer; an empty CSV with its header)."""
-        if self.parquet and self._writer is not None:
-            self._writer.close()
-        elif not self._started and self.columns is not None:
+        """Finish the file (a Parquet footer); with nothing written, a file of no rows."""
+        if not self._started and self.columns is not None:
             self.write(pd.DataFrame(columns=self.columns))
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
 
     def __enter__(self) -> TableWriter:
         return self

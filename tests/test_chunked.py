@@ -16,6 +16,7 @@ from levy_core.data import DataError, Observations, read_csv
 from levy_core.data import series_chunks as series_chunks_module
 from levy_core.data.series_chunks import ChunkTotals, UngroupedSeriesError, iter_series_chunks
 from levy_core.ranking import SCORE_COLUMNS
+from levy_core.table_writer import TableWriter
 from tests.data_files import write
 
 SORT = ["series_id", "time", "channel"]
@@ -181,3 +182,19 @@ def test_levy_rank_refuses_an_address_without_ray_and_a_missing_file(fitted_dir:
     assert "--address names a Ray cluster" in capsys.readouterr().err
     assert main(["rank", str(fitted_dir), str(tmp_path / "none.parquet"), "--out", str(tmp_path / "r.csv")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["t.csv", "t.parquet"])
+def test_table_writer_appends_frames_and_writes_an_empty_table_when_given_none(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    read = pd.read_parquet if name.endswith(".parquet") else pd.read_csv
+    with TableWriter(path) as w:
+        w.write(pd.DataFrame({"a": [1, 2], "b": ["=x", "y"]}))
+        w.write(pd.DataFrame({"b": ["z"], "a": [3]}))  # columns in the first frame's order
+    back = read(path)
+    assert back["a"].tolist() == [1, 2, 3] and w.rows == 3
+    csv_file = name.endswith(".csv")  # a CSV is opened in spreadsheets: its formulas are neutralised
+    assert back["b"].tolist() == ["'=x" if csv_file else "=x", "y", "z"]
+    with TableWriter(path, ["rank", "series_id"]):
+        pass
+    assert list(read(path).columns) == ["rank", "series_id"] and read(path).empty
