@@ -111,3 +111,13 @@ def test_a_row_group_too_big_to_decode_at_once_is_refused(tmp_path: Path, monkey
 def test_an_empty_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="has no rows"):
         read_parquet(to_parquet(tmp_path, long_table().iloc[:0]))
+
+
+def test_levy_rank_refuses_a_hostile_parquet_file_with_a_message(fitted_dir: Path, tmp_path: Path, capsys) -> None:
+    from levy_core.cli import main
+
+    table = pa.Table.from_pandas(long_table(), preserve_index=False).append_column("tags", pa.array([["a"]] * 5))
+    code = main(["rank", str(fitted_dir), str(to_parquet(tmp_path, table)), "--out", str(tmp_path / "r.csv")])
+    err = capsys.readouterr().err
+    assert code == 2 and "error: 'data.parquet' has columns of types" in err and "'tags (list<item: string>)'" in err
+    assert "Traceback" not in err and not (tmp_path / "r.csv").exists()
