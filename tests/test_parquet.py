@@ -119,5 +119,5 @@ def test_levy_rank_refuses_a_hostile_parquet_file_with_a_message(fitted_dir: Pat
     table = pa.Table.from_pandas(long_table(), preserve_index=False).append_column("tags", pa.array([["a"]] * 5))
     code = main(["rank", str(fitted_dir), str(to_parquet(tmp_path, table)), "--out", str(tmp_path / "r.csv")])
     err = capsys.readouterr().err
-    assert code == 2 and "error: 'data.parquet' has columns of types" in err and "'tags (list<item: string>)'" in err
+    assert code == 2 and "error: 'data.parquet' has columns of types" in err and "'tags (list<" in err
     assert "Traceback" not in err and not (tmp_path / "r.csv").exists()
