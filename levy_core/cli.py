@@ -229,7 +229,7 @@ def _cmd_rank(args: argparse.Namespace) -> int:
 
         n, seconds = rank_with_ray(args.model, args.data, args.out, workers=args.workers, address=args.address,
                                    time_unit=args.time_unit)
-        print(f"scored {n} series in {seconds:.2f} s on Ray ({args.workers} workers)")
+        print(f"scored {n} series in {seconds:.2f} s on Ray ({args.workers} worker{'s' * (args.workers > 1)})")
         return 0
     if args.address is not None:
         raise ValueError("--address names a Ray cluster: give it with --engine ray")
