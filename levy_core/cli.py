@@ -384,7 +384,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--engine", choices=["local", "ray"], default="local", help="local: in this process; ray: a "
                    "Ray Data pipeline (pip install 'levy-core[ray]') on a local Ray or the cluster at --address")
     r.add_argument("--address", default=None, help="--engine ray: the Ray cluster to connect to (e.g. "
-                   "ray://head:10001 or auto); default: start a local Ray")
+                   "HEAD:6379, or auto on a node of the cluster); default: start a local Ray")
     r.add_argument("--workers", type=_positive_int, default=2, help="--engine ray: scoring actors (one CPU each)")
     r.set_defaults(func=_cmd_rank)
 

@@ -16,7 +16,7 @@ brings every bucket, whole series only, to one actor, which decodes it with
 chunk. Any row order works (the in-process path needs each series' rows together).
 
 What a worker needs: ``levy-core`` installed (``pip install 'levy-core[ray]'``) and read
-access to DATA (a path every node sees, or a URI pyarrow reads, e.g. ``s3://…``). The
+access to DATA at the same path (a shared file system). The
 model is not read from disk by workers: its ``model.json`` and ``levy.safetensors`` travel
 as bytes in the actor's constructor, and each actor loads them once through
 :func:`~levy_core.modelfile.load_model` (the same checks: JSON and safetensors only).
@@ -141,14 +141,14 @@ def rank_with_ray(model: str | os.PathLike[str], data: str | os.PathLike[str], o
     model : str or path-like
         A model directory (``levy fit``); read here and shipped to the actors as bytes.
     data : str or path-like
-        A Parquet file (or a folder of them) every worker can read, long or wide layout.
+        A Parquet file every worker can read at this path, long or wide layout.
     out : str or path-like
         The ranking to write on the driver (``.parquet`` → Parquet, CSV otherwise):
         ``rank`` and :data:`~levy_core.ranking.SCORE_COLUMNS`.
     workers : int
         Scoring actors (one CPU each); also the CPUs of a local Ray.
     address : str, optional
-        An existing cluster (``ray://head:10001``, ``auto``); None starts a local Ray.
+        An existing cluster (``HEAD:6379``, ``auto``); None starts a local Ray.
     time_unit : str
         Unit of a numeric time column.
 
