@@ -124,8 +124,8 @@ def _start(ray: Any, address: str | None, workers: int) -> bool:
     """Connect to ``address`` or start a local Ray of ``workers`` CPUs; whether we started it."""
     if ray.is_initialized():
         return False
-    if address is None:  # a CPU per scoring actor and one for reading, shuffling and sorting
-        ray.init(num_cpus=workers + 1, include_dashboard=False, log_to_driver=False,
+    if address is None:  # a new local Ray (not a cluster this machine may run): a CPU per actor, one for the rest
+        ray.init(address="local", num_cpus=workers + 1, include_dashboard=False, log_to_driver=False,
                  logging_level="ERROR", configure_logging=True)
     else:
         ray.init(address=address, log_to_driver=False, logging_level="ERROR")

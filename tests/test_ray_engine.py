@@ -32,7 +32,7 @@ def local_ray():
         pytest.skip("ray is not installed (pip install 'levy-core[ray]')")
     import ray
 
-    ray.init(num_cpus=RAY_WORKERS + 1, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    ray.init(address="local", num_cpus=RAY_WORKERS + 1, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     yield ray
     ray.shutdown()
 
