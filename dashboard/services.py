@@ -65,7 +65,7 @@ from dashboard.sources import (
     source_from_sample,
     source_from_upload,
 )
-from dashboard.tables import DRIFT_CAPTION, GUARANTEE_CAPTION, backtest_table, metrics_table
+from dashboard.tables import GUARANTEE_CAPTION, backtest_table, metrics_table
 from levy_core import pipeline
 from levy_core.csv_safety import to_safe_csv
 from levy_core.data import (
@@ -76,6 +76,7 @@ from levy_core.data import (
     preview_table,
     read_csv,
 )
+from levy_core.drift import DENSITY_FACTOR, MIN_VALUES, RANGE_MARGIN, VALUE_SHARE
 from levy_core.modelzip import model_zip_bytes
 from levy_core.monitoring import CoverageMonitor, monitor_coverage
 from levy_core.tasks import MIN_SERIES_FOR_SERIES_SPLIT
@@ -85,6 +86,13 @@ __all__ = ["BAND_LABELS", "CoverageMonitor", "OpenedModel", "apply_model", "open
            "FitSettings", "SessionLimits", "for_this_session", "session_fit", "session_limits", "FutureInputs", "OriginInputs", "add_twin", "backtest_table", "cached_fit", "default_mc_passes",
            "default_settings", "env_data_path", "fast", "fit_key", "fit_model", "metrics_table", "report_is_offline",
            "source_from_path", "source_from_sample", "source_from_upload"]
+
+DRIFT_CAPTION = (
+    f"How to read: a channel is flagged when more than {VALUE_SHARE:.0%} of the series have their median "
+    f"beyond the training range by over {RANGE_MARGIN:.0%} of its width, or when it is observed over "
+    f"{DENSITY_FACTOR:g}× less or more often per hour than in training (each rule needs {MIN_VALUES} values "
+    "of the channel); `levy predict`, `levy evaluate` and `levy rank` print the same warnings."
+)
 GUARANTEE = pipeline.GUARANTEE  # the adaptive band's guarantee, in words (views name it)
 
 MODEL_SIZES = pipeline.MODEL_SIZES  # for the sidebar: views do not import the pipeline

@@ -10,8 +10,6 @@ from typing import Any
 
 import pandas as pd
 
-from levy_core.drift import DENSITY_FACTOR, MIN_VALUES, RANGE_MARGIN, VALUE_SHARE
-
 __all__ = ["GUARANTEE_CAPTION", "METRIC_ROWS", "backtest_table", "channel_coverage_at", "channel_verdict_table",
            "guarantee_table", "metrics_table", "timing_rows"]
 
@@ -23,13 +21,6 @@ METRIC_ROWS: list[tuple[str, str]] = [
     ("mean_width_90", "mean width of the 90 % band (normalised)"),
     ("spearman_sigma_abs_error", "Spearman(σ, |error|)"),
 ]
-
-DRIFT_CAPTION = (
-    f"How to read: a channel is flagged when more than {VALUE_SHARE:.0%} of the series have their median "
-    f"beyond the training range by over {RANGE_MARGIN:.0%} of its width, or when it is observed over "
-    f"{DENSITY_FACTOR:g}× less or more often per hour than in training (each rule needs {MIN_VALUES} values "
-    "of the channel); `levy predict`, `levy evaluate` and `levy rank` print the same warnings."
-)
 
 GUARANTEE_CAPTION = (
     "Split conformal promises at least the band's level on average when series are exchangeable. "

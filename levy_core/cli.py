@@ -21,18 +21,21 @@ from tqdm import tqdm
 
 from levy_core import pipeline
 from levy_core.calibrate import NotFittedError
+from levy_core.chunked import predict_file, rank_file
 from levy_core.csv_safety import to_safe_csv
 from levy_core.data import (
     DataError,
     Observations,
     parse_duration,
-    read_csv,
     read_queries,
     to_user_time,
 )
+from levy_core.data.series_chunks import DEFAULT_CHUNK_SERIES, read_observations
+from levy_core.drift import DriftReport, DriftTally
 from levy_core.nixtla import band_kind, band_levels, level_bands, level_label, nixtla_frame
 from levy_core.over_time import GUARANTEE
 from levy_core.pipeline import ModelLoadError
+from levy_core.table_writer import TableWriter
 from levy_core.tasks import TaskConfig
 from levy_core.train import Progress, TrainConfig
 
@@ -69,8 +72,13 @@ class EpochBars:
 
 def _load_data(path: str, time_unit: str = "hours") -> Observations:
     if not Path(path).is_file():
-        raise DataError(f"{path}: no such file; give the path of a CSV (or .csv.gz) of observations")
-    return read_csv(path, time_unit=time_unit)
+        raise DataError(f"{path}: no such file; give the path of a CSV (or .csv.gz) or Parquet file of observations")
+    return read_observations(path, time_unit=time_unit)
+
+
+def _series_bar(args: argparse.Namespace) -> tqdm:
+    """The progress bar of a chunked read on stderr: series done (off with --quiet)."""
+    return tqdm(desc=Path(args.data).name, unit=" series", file=sys.stderr, disable=args.quiet, dynamic_ncols=True)
 
 
 def _report_load(obs) -> None:
@@ -78,9 +86,8 @@ def _report_load(obs) -> None:
         print(f"note: {msg}", file=sys.stderr)
 
 
-def _warn_drift(fitted: pipeline.FittedModel, obs: Observations) -> None:
+def _warn_drift(report: DriftReport) -> None:
     """Each drift flag as ``warning: …`` on stderr (a model without drift statistics: a note)."""
-    report = pipeline.drift_report(fitted, obs)
     if not report.checked:
         print(f"note: drift {report.note}", file=sys.stderr)
     for msg in report.flags["message"]:
@@ -139,11 +146,36 @@ def _predictions(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Ob
 def _cmd_predict(args: argparse.Namespace) -> int:
     levels = band_levels(args.level)  # ValueError: not a fraction in (0, 1) or a percent in [10, 100)
     fitted = pipeline.load_model(args.model)
-    obs = _load_data(args.data, args.time_unit)
-    _warn_drift(fitted, obs)
+    kinds = [_band_kind(args.band, fitted, level) for level in levels]
+    drift = DriftTally(fitted.drift)
+    if args.queries:  # the queries name series anywhere in the file: read it whole
+        obs = _load_data(args.data, args.time_unit)
+        drift.add(obs)
+        with TableWriter(args.out) as out:
+            out.write(_prediction_table(args, fitted, obs, levels))
+        n = out.rows
+    else:  # chunks of whole series, each written as it is predicted
+        if not Path(args.data).is_file():
+            raise DataError(f"{args.data}: no such file; give the path of a CSV (or .csv.gz) or Parquet file")
+        with _series_bar(args) as bar:
+            n, totals = predict_file(args.data, args.out, lambda obs: _prediction_table(args, fitted, obs, levels),
+                                     chunk_series=args.chunk_series, time_unit=args.time_unit, progress=bar.update,
+                                     drift=drift)
+        print(f"note: {totals.describe()}", file=sys.stderr)
+    _warn_drift(drift.report())
+    shown = ", ".join(f"{level_label(level)} % {kind}" for level, kind in zip(levels, kinds, strict=True))
+    print(f"wrote {n} predictions to {args.out} ({shown} band{'s' if len(levels) > 1 else ''}"
+          + (f"; {GUARANTEE}" if "adaptive" in kinds else "") + ")", file=sys.stderr)
+    return 0
+
+
+def _prediction_table(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Observations,
+                      levels: list[float]) -> pd.DataFrame:
+    """The rows ``levy predict`` writes for ``obs``: the user's ids and clock; one level's
+    ``lower, upper``, or every level's (``--format nixtla``: NeuralForecast's columns)."""
     pred = _predictions(args, fitted, obs, levels[0])
     if args.format == "nixtla" or len(levels) > 1:
-        return _write_levels(args, fitted, obs, pred, levels)
+        return _level_table(args, fitted, obs, pred, levels)
     level = levels[0]
     kind = _band_kind(args.band, fitted, level)
     suffix = {"conformal": "conf", "gaussian": "gauss", "adaptive": "adaptive"}[kind]
@@ -155,38 +187,28 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     cols = ["series_id", "channel", "time", *(["horizon_hours"] if "horizon" in pred else []), "mean", "sigma",
             "lower", "upper", "log_evidence", "disagreement", "n_eff"]
     pred = pred.rename(columns={"horizon": "horizon_hours"})
-    to_safe_csv(pred[cols], args.out, index=False)
-    print(f"wrote {len(pred)} predictions to {args.out} ({100 * level:.0f} % {kind} band"
-          + (f"; {GUARANTEE}" if kind == "adaptive" else "") + ")", file=sys.stderr)
-    return 0
+    return pred[cols]
 
 
-def _write_levels(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Observations, pred: pd.DataFrame,
-                  levels: list[float]) -> int:
-    """``levy predict`` at several levels (``lower_<L>, upper_<L>`` per level) or in
+def _level_table(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Observations, pred: pd.DataFrame,
+                 levels: list[float]) -> pd.DataFrame:
+    """``levy predict``'s rows at several levels (``lower_<L>, upper_<L>`` per level) or in
     NeuralForecast's convention (``--format nixtla``: ``unique_id, ds, Lévy, Lévy-lo-90, …``)."""
-    bands, kinds = level_bands(pred, fitted, levels, args.band)
+    bands, _ = level_bands(pred, fitted, levels, args.band)
     times = to_user_time(pred["series_id"], pred["time"], obs)
     if args.format == "nixtla":
-        out = nixtla_frame(pred, times, bands, levels, fitted)
-    else:
-        out = pred.rename(columns={"horizon": "horizon_hours"})
-        out["time"] = times.to_numpy()
-        cols = ["series_id", "channel", "time", *(["horizon_hours"] if "horizon_hours" in out else []), "mean",
-                "sigma"]
-        out = pd.concat([out[cols].reset_index(drop=True), bands.reset_index(drop=True),
-                         out[["log_evidence", "disagreement", "n_eff"]].reset_index(drop=True)], axis=1)
-    to_safe_csv(out, args.out, index=False)
-    shown = ", ".join(f"{level_label(level)} % {kind}" for level, kind in zip(levels, kinds, strict=True))
-    print(f"wrote {len(out)} predictions to {args.out} ({shown} band{'s' if len(levels) > 1 else ''}"
-          + (f"; {GUARANTEE}" if "adaptive" in kinds else "") + ")", file=sys.stderr)
-    return 0
+        return nixtla_frame(pred, times, bands, levels, fitted)
+    out = pred.rename(columns={"horizon": "horizon_hours"})
+    out["time"] = times.to_numpy()
+    cols = ["series_id", "channel", "time", *(["horizon_hours"] if "horizon_hours" in out else []), "mean", "sigma"]
+    return pd.concat([out[cols].reset_index(drop=True), bands.reset_index(drop=True),
+                      out[["log_evidence", "disagreement", "n_eff"]].reset_index(drop=True)], axis=1)
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     fitted = pipeline.load_model(args.model)
     obs = _load_data(args.data, args.time_unit)
-    _warn_drift(fitted, obs)
+    _warn_drift(pipeline.drift_report(fitted, obs))
     data = pipeline.prepare(fitted, obs)
     result, pred = pipeline.evaluate(fitted, data, mc_passes=args.mc_passes)
     result = _json_safe(result)
@@ -234,12 +256,25 @@ def _json_safe(obj):
 
 
 def _cmd_rank(args: argparse.Namespace) -> int:
+    if not Path(args.data).is_file():
+        raise DataError(f"{args.data}: no such file; give the path of a CSV (or .csv.gz) or Parquet file")
+    if args.engine == "ray":  # ray is an optional extra: imported only here
+        from levy_core.ray_engine import rank_with_ray
+
+        n, seconds = rank_with_ray(args.model, args.data, args.out, workers=args.workers, address=args.address,
+                                   time_unit=args.time_unit)
+        print(f"scored {n} series in {seconds:.2f} s on Ray ({args.workers} worker{'s' * (args.workers > 1)})")
+        return 0
+    if args.address is not None:
+        raise ValueError("--address names a Ray cluster: give it with --engine ray")
     fitted = pipeline.load_model(args.model)
-    obs = _load_data(args.data, args.time_unit)
-    _warn_drift(fitted, obs)
-    ranked, seconds = pipeline.rank(fitted, obs)
-    to_safe_csv(ranked, args.out, index=False)
-    print(f"scored {len(ranked)} series in {seconds:.2f} s")
+    drift = DriftTally(fitted.drift)
+    with _series_bar(args) as bar:
+        summary = rank_file(fitted, args.data, args.out, chunk_series=args.chunk_series, time_unit=args.time_unit,
+                            progress=bar.update, drift=drift)
+    print(f"note: {summary.totals.describe()}", file=sys.stderr)
+    _warn_drift(drift.report())
+    print(f"scored {summary.n_series} series in {summary.seconds:.2f} s")
     return 0
 
 
@@ -265,7 +300,7 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def _add_data(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("data", help="CSV of observations (long or wide; .csv.gz accepted)")
+    parser.add_argument("data", help="CSV of observations (long or wide; .csv.gz accepted) or a .parquet file")
     parser.add_argument("--time-unit", default="hours", choices=["hours", "minutes", "seconds", "days"],
                         help="unit of numeric times (date-times are always read as such)")
 
@@ -273,6 +308,13 @@ def _add_data(parser: argparse.ArgumentParser) -> None:
 def _add_model_and_data(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="model directory written by `levy fit`")
     _add_data(parser)
+
+
+def _add_chunks(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--chunk-series", type=_positive_int, default=DEFAULT_CHUNK_SERIES,
+                        help="series read and processed at a time (memory stays that of one chunk); the rows of "
+                        "each series must be together in the file")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def _url_host(host: str) -> str:
@@ -364,6 +406,7 @@ def _parser() -> argparse.ArgumentParser:
                     "numbers in the data's unit; series_id / channel may be left out when the data has one)")
     pr.add_argument("--horizon", default=None, help="forecast each series past its last observation, e.g. 36h, "
                     "2w, 5y (a bare number is in the data's unit)")
+    _add_chunks(pr)
     pr.set_defaults(func=_cmd_predict)
 
     e = sub.add_parser("evaluate", help="score Lévy, MC-Dropout, softmax and the 50-draw sampler on the test split")
@@ -375,7 +418,13 @@ def _parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("rank", help="rank series by trust in one batched pass")
     _add_model_and_data(r)
-    r.add_argument("--out", required=True)
+    r.add_argument("--out", required=True, help="the ranking to write: .parquet for Parquet, CSV otherwise")
+    _add_chunks(r)
+    r.add_argument("--engine", choices=["local", "ray"], default="local", help="local: in this process; ray: a "
+                   "Ray Data pipeline (pip install 'levy-core[ray]') on a local Ray or the cluster at --address")
+    r.add_argument("--address", default=None, help="--engine ray: the Ray cluster to connect to (e.g. "
+                   "HEAD:6379, or auto on a node of the cluster); default: start a local Ray")
+    r.add_argument("--workers", type=_positive_int, default=2, help="--engine ray: scoring actors (one CPU each)")
     r.set_defaults(func=_cmd_rank)
 
     d = sub.add_parser("dashboard", help="start the dashboard (on DATA or a bundled sample)")

@@ -42,7 +42,7 @@ from levy_core.data import DataError, Observations
 from levy_core.data.messages import count, quote_list
 
 __all__ = ["DENSITY_FACTOR", "FLAG_COLUMNS", "MIN_VALUES", "NOT_RECORDED", "RANGE_MARGIN", "VALUE_SHARE", "ChannelReference",
-           "DriftReference", "DriftReport", "check_drift", "refuse_unknown_channels", "reference_from"]
+           "DriftReference", "DriftReport", "DriftTally", "check_drift", "refuse_unknown_channels", "reference_from"]
 
 RANGE_MARGIN = 0.1
 """How far beyond the training range (a share of its width) a series' median must lie."""
@@ -209,34 +209,81 @@ def check_drift(reference: DriftReference | None, obs: Observations) -> DriftRep
         Flags for values outside the training range and sampling far sparser or denser
         (rules: this module's docstring).
     """
-    if reference is None:
-        return DriftReport(pd.DataFrame(columns=FLAG_COLUMNS), checked=False, note=NOT_RECORDED)
-    frame = obs.frame
-    new = _channel_stats(frame)
-    medians = frame.groupby(["channel", "series_id"], sort=True)["value"].median()
-    rows: list[dict[str, Any]] = []
-    for channel, ref in reference.channels.items():
-        if channel not in new.index:
-            continue
-        rows += _value_flags(channel, ref, medians.loc[channel])
-        rows += _sampling_flags(channel, ref, new.loc[channel])
-    return DriftReport(pd.DataFrame(rows, columns=FLAG_COLUMNS))
+    return DriftTally(reference).add(obs).report()
 
 
-def _value_flags(channel: str, ref: ChannelReference, medians: pd.Series) -> list[dict[str, Any]]:
-    """Series whose median value lies far above / below the training range, if too many."""
+class DriftTally:
+    """:func:`check_drift` over data seen in chunks of whole series (``levy predict`` and
+    ``levy rank`` on big files): :meth:`add` each chunk, then :meth:`report`. What it keeps
+    per channel is a few counts — new series, series far above / below the range, the
+    extreme medians, observations, the summed series spans — so memory does not grow with
+    the series and the flags equal those of the whole data at once. Only the median gap,
+    shown in a sampling message beside the rule, is the median over chunks of each chunk's
+    median."""
+
+    def __init__(self, reference: DriftReference | None) -> None:
+        self.reference = reference
+        self.span = 0.0  # Σ series span (hours), any channel
+        self.counts: dict[str, dict[str, float]] = {}
+        self.gaps: dict[str, list[float]] = {}
+
+    def clear(self) -> None:
+        """Forget what was added (a file re-read whole after chunks that went wrong)."""
+        self.span, self.counts, self.gaps = 0.0, {}, {}
+
+    def add(self, obs: Observations) -> DriftTally:
+        """Count the series of ``obs`` (series already added must not reappear)."""
+        if self.reference is None:
+            return self
+        frame = obs.frame
+        times = frame.groupby("series_id", sort=False)["time"]
+        self.span += float((times.max() - times.min()).sum())
+        medians = frame.groupby(["channel", "series_id"], sort=True)["value"].median()
+        stats = _channel_stats(frame)
+        for channel, ref in self.reference.channels.items():
+            if channel not in stats.index:
+                continue
+            m = medians.loc[channel]
+            margin = RANGE_MARGIN * (ref.maximum - ref.minimum)
+            c = self.counts.setdefault(channel, {"series": 0, "above": 0, "below": 0, "highest": -math.inf,
+                                                 "lowest": math.inf, "n_values": 0})
+            c["series"] += len(m)
+            c["above"] += int((m > ref.maximum + margin).sum())
+            c["below"] += int((m < ref.minimum - margin).sum())
+            c["highest"], c["lowest"] = max(c["highest"], float(m.max())), min(c["lowest"], float(m.min()))
+            c["n_values"] += int(stats.loc[channel, "n_values"])
+            if np.isfinite(stats.loc[channel, "median_gap"]):
+                self.gaps.setdefault(channel, []).append(float(stats.loc[channel, "median_gap"]))
+        return self
+
+    def report(self) -> DriftReport:
+        """The flags for everything added (the rules: this module's docstring)."""
+        if self.reference is None:
+            return DriftReport(pd.DataFrame(columns=FLAG_COLUMNS), checked=False, note=NOT_RECORDED)
+        rows: list[dict[str, Any]] = []
+        for channel, c in self.counts.items():
+            ref = self.reference.channels[channel]
+            rows += _value_flags(channel, ref, c)
+            new = pd.Series({"n_values": c["n_values"], "rate": c["n_values"] / self.span if self.span > 0 else np.nan,
+                             "median_gap": float(np.median(self.gaps[channel])) if channel in self.gaps else np.nan})
+            rows += _sampling_flags(channel, ref, new)
+        return DriftReport(pd.DataFrame(rows, columns=FLAG_COLUMNS))
+
+
+def _value_flags(channel: str, ref: ChannelReference, counts: Mapping[str, float]) -> list[dict[str, Any]]:
+    """Series whose median value lies far above / below the training range, if too many
+    (``counts``: a :class:`DriftTally`'s of the channel)."""
     if ref.n_values < MIN_VALUES:
         return []
     out = []
     span = f"{ref.minimum:.4g} to {ref.maximum:.4g}"
-    margin = RANGE_MARGIN * (ref.maximum - ref.minimum)
-    for side, outside, extreme, bound in (("above", medians > ref.maximum + margin, medians.max(), ref.maximum),
-                                          ("below", medians < ref.minimum - margin, medians.min(), ref.minimum)):
-        n_out = int(outside.sum())
-        share = n_out / len(medians)
+    n_series = int(counts["series"])
+    for side, n_out, extreme, bound in (("above", int(counts["above"]), counts["highest"], ref.maximum),
+                                        ("below", int(counts["below"]), counts["lowest"], ref.minimum)):
+        share = n_out / n_series
         if n_out == 0 or share <= VALUE_SHARE:
             continue
-        message = (f"channel {channel!r}: {n_out} of {len(medians):,} new series ({100 * share:.0f} %) have "
+        message = (f"channel {channel!r}: {n_out} of {n_series:,} new series ({100 * share:.0f} %) have "
                    f"their typical (median) value far {side} the training range {span} "
                    f"({'highest' if side == 'above' else 'lowest'} median {extreme:.4g}); the band was calibrated on data like the training data, so it may not hold "
                    "here")

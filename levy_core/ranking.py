@@ -15,11 +15,14 @@ from levy_core.origins import OriginClock
 from levy_core.predict import chunks
 from levy_core.prepared import ModelData, as_model_data
 
-__all__ = ["rank", "warm_up"]
+__all__ = ["SCORE_COLUMNS", "order_by_trust", "rank", "score_series", "warm_up"]
 
 # 128 series a batch: measured faster than 32, 64, 256, 512 or 1024 on 2 CPU cores (the
 # batch's working set stays in cache), see benchmarks/rank.py
 RANK_BATCH_SERIES = 128
+SCORE_COLUMNS = ["series_id", "trust_score", "mean_sigma", "mean_log_evidence", "mean_n_eff", "mean_disagreement",
+                 "n_observations", "n_queries"]
+"""The columns of :func:`score_series` (``rank`` puts ``rank`` in front)."""
 
 
 @torch.no_grad()
@@ -42,6 +45,28 @@ def rank(fitted: FittedModel, data: Observations | ModelData, *, points_per_chan
     warm-up pass (kernel start-up) and without parsing.
     """
     warm_up(fitted)
+    scores, seconds = score_series(fitted, data, points_per_channel=points_per_channel, batch_series=batch_series)
+    return order_by_trust(scores), seconds
+
+
+def order_by_trust(scores: pd.DataFrame, first_rank: int = 1) -> pd.DataFrame:
+    """``scores`` (:data:`SCORE_COLUMNS`) sorted by trust (score, then series id) with a
+    ``rank`` column in front counting from ``first_rank``."""
+    df = scores.sort_values(["trust_score", "series_id"], kind="stable").reset_index(drop=True)
+    df.insert(0, "rank", np.arange(first_rank, first_rank + len(df)))
+    return df
+
+
+@torch.no_grad()
+def score_series(fitted: FittedModel, data: Observations | ModelData, *, points_per_channel: int = 2,
+                 batch_series: int = RANK_BATCH_SERIES) -> tuple[pd.DataFrame, float]:
+    """The trust score of every user series in ``data``, unsorted (what :func:`rank` ranks).
+
+    A series' score depends on that series alone, so scoring the data in pieces of whole
+    series (``levy_core.chunked``, ``levy_core.ray_engine``) gives the scores of the whole.
+    Returns the frame (:data:`SCORE_COLUMNS`, one row per user series) and the seconds it
+    took (preparing the episodes and the forward passes; no warm-up).
+    """
     t0 = time.perf_counter()
     data = as_model_data(fitted, data)
     builder = data.builder
@@ -74,8 +99,7 @@ def rank(fitted: FittedModel, data: Observations | ModelData, *, points_per_chan
             rows.append((sid, c * sig[b], sig[b], lev[b], nef[b], dsg[b], len(builder.series[sid].time),
                          int(denom[b])))
     seconds = time.perf_counter() - t0
-    df = pd.DataFrame(rows, columns=["series_id", "trust_score", "mean_sigma", "mean_log_evidence", "mean_n_eff",
-                                     "mean_disagreement", "n_observations", "n_queries"])
+    df = pd.DataFrame(rows, columns=SCORE_COLUMNS)
     if data.clock.windowed:  # the user's series, not the model's windows or episodes
         df["series_id"] = data.clock.user_series(df["series_id"].tolist())
         df = df.groupby("series_id", as_index=False).agg(
@@ -83,8 +107,6 @@ def rank(fitted: FittedModel, data: Observations | ModelData, *, points_per_chan
             mean_log_evidence=("mean_log_evidence", "mean"), mean_n_eff=("mean_n_eff", "mean"),
             mean_disagreement=("mean_disagreement", "mean"), n_observations=("n_observations", "sum"),
             n_queries=("n_queries", "sum"))
-    df = df.sort_values(["trust_score", "series_id"], kind="stable").reset_index(drop=True)
-    df.insert(0, "rank", np.arange(1, len(df) + 1))
     return df, seconds
 
 

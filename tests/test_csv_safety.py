@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core import cli
+from levy_core import cli, table_writer
 from levy_core.csv_safety import (
     DANGEROUS_PREFIXES,
     is_plain_number,
@@ -150,6 +150,7 @@ def _spy(monkeypatch: pytest.MonkeyPatch) -> list[pd.DataFrame]:
         return to_safe_csv(frame, *args, **kwargs)
 
     monkeypatch.setattr(cli, "to_safe_csv", recording)
+    monkeypatch.setattr(table_writer, "to_safe_csv", recording)  # predict and rank write through TableWriter
     return seen
 
 

@@ -21,6 +21,7 @@ from levy_core.drift import (
     MIN_VALUES,
     NOT_RECORDED,
     VALUE_SHARE,
+    DriftTally,
     check_drift,
     reference_from,
 )
@@ -95,6 +96,28 @@ def test_compressed_time_is_flagged_denser(reference, fresh) -> None:
 def test_half_the_observations_is_not_far_sparser(reference, fresh) -> None:
     half = fresh.sample(frac=0.5, random_state=0)
     assert check_drift(reference, from_frame(half)).flags.empty
+
+
+@pytest.mark.parametrize("n_chunks", [1, 3, 16])
+def test_chunks_of_whole_series_give_the_whole_files_flags(reference, fresh, n_chunks: int) -> None:
+    """``levy rank`` / ``levy predict`` on big files tally chunk by chunk: the same flags and
+    figures as the whole data at once (half the series shifted, every series thinned)."""
+    ids = sorted(fresh["series_id"].unique())
+    shifted = fresh["series_id"].isin(ids[::2])
+    data = fresh.assign(value=np.where(shifted, fresh["value"] + 3 * ranges(reference, fresh), fresh["value"]))
+    data = data[np.arange(len(data)) % 8 == 0]
+    whole = check_drift(reference, from_frame(data)).flags
+    tally = DriftTally(reference)
+    for part in np.array_split(np.array(ids), n_chunks):
+        tally.add(from_frame(data[data["series_id"].isin(part)]))
+    chunked = tally.report().flags
+    assert not whole.empty and set(whole["kind"]) >= {"values above the range", "sparser"}
+    figures = ["channel", "kind", "figure", "training", "new"]
+    pd.testing.assert_frame_equal(chunked[figures], whole[figures])
+    values = whole["kind"].str.startswith("values")
+    assert chunked.loc[values, "message"].tolist() == whole.loc[values, "message"].tolist()
+    tally.clear()
+    assert tally.report().flags.empty
 
 
 def test_channels_with_few_training_values_are_not_checked(fresh) -> None:
@@ -179,9 +202,12 @@ def shifted_csv(fit_obs: Observations, fitted, tmp_path: Path) -> Path:
 def test_cli_warns_on_drift_in_predict_evaluate_and_rank(capsys, fitted, fitted_dir, shifted_csv, tmp_path) -> None:
     commands = {"predict": ("--out", tmp_path / "p.csv", "--points", 2),
                 "evaluate": ("--json", tmp_path / "e.json", "--mc-passes", 2),
-                "rank": ("--out", tmp_path / "r.csv")}
+                "rank": ("--out", tmp_path / "r.csv"),
+                # a big file, read a few series at a time: the whole file's flags, said once
+                "rank ": ("--out", tmp_path / "r2.csv", "--chunk-series", 3),
+                "predict ": ("--out", tmp_path / "p2.csv", "--points", 2, "--chunk-series", 3)}
     for command, options in commands.items():
-        code, err = run(capsys, command, fitted_dir, shifted_csv, *options)
+        code, err = run(capsys, command.strip(), fitted_dir, shifted_csv, *options)
         assert code == 0, err
         warnings = [line for line in err.splitlines() if line.startswith("warning: ")]
         assert len(warnings) == len(fitted.channels), (command, err)

@@ -53,6 +53,7 @@ def from_frame(
     mapping: ColumnMapping | None = None,
     time_unit: str = "hours",
     max_rows: int = MAX_ROWS,
+    first_line: int = 2,
 ) -> Observations:
     """Turn a table into :class:`Observations` (the work behind :func:`read_csv`).
 
@@ -67,6 +68,9 @@ def from_frame(
         Unit of a numeric time column; converted to hours. Ignored for date-times.
     max_rows : int
         Largest number of rows accepted.
+    first_line : int
+        The line number that messages give row 0 (2: the line after the header); a
+        piece of a larger file read in chunks names the lines of the whole file.
 
     Returns
     -------
@@ -86,7 +90,7 @@ def from_frame(
         mapping = detect_mapping(df.loc[:, ~df.columns.duplicated()])
     _check_mapping(df, mapping)
     _check_size(df, mapping, max_rows)
-    lines = csv_lines(len(df))
+    lines = csv_lines(len(df)) + (first_line - 2)
     notes = _reading_notes(df, mapping)
     series = _series_ids(df, mapping, lines)
     time = parse_time(df[mapping.time], mapping.time, lines, time_unit)

@@ -1,0 +1,211 @@
+"""``levy rank --engine ray``: the same trust scores as a Ray Data pipeline.
+
+The pipeline::
+
+    read_parquet(DATA) → map_batches(bucket of each row's series) → groupby(bucket)
+      → map_groups(RankScorer: decode + score whole series; an actor per worker)
+      → sort(trust_score, series_id) → streamed to the driver, written with ranks
+
+Why buckets: a series' score needs all its rows, but Parquet row groups (Ray's read
+blocks) may split a series anywhere, and one group per series would score one series per
+forward pass. So each row is given a bucket, a stable hash of its series id modulo
+``n_buckets`` (about :data:`BUCKET_ROWS` rows each), and the shuffle of ``groupby``
+brings every bucket, whole series only, to one actor, which decodes it with
+:func:`~levy_core.data.from_frame` and scores it with
+:func:`~levy_core.ranking.score_series` in batches, exactly as the in-process path scores a
+chunk. Any row order works (the in-process path needs each series' rows together).
+
+What a worker needs: ``levy-core`` installed (``pip install 'levy-core[ray]'``) and read
+access to DATA at the same path (a shared file system). The
+model is not read from disk by workers: its ``model.json`` and ``levy.safetensors`` travel
+as bytes in the actor's constructor, and each actor loads them once through
+:func:`~levy_core.modelfile.load_model` (the same checks: JSON and safetensors only).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from levy_core.data import ColumnMapping, DataError, detect_mapping, from_frame
+from levy_core.data.parquet import is_parquet, iter_parquet_tables, parquet_rows
+from levy_core.modelfile import load_model
+from levy_core.ranking import SCORE_COLUMNS, score_series, warm_up
+from levy_core.table_writer import TableWriter
+
+__all__ = ["BUCKET_COLUMN", "BUCKET_ROWS", "MODEL_FILES", "RankScorer", "model_bytes", "rank_with_ray", "require_ray"]
+
+BUCKET_ROWS = 500_000
+"""Rows per bucket, on average: the memory one actor's call holds (tens of MB decoded)."""
+BUCKET_COLUMN = "__levy_bucket"
+MODEL_FILES = ("model.json", "levy.safetensors")
+"""What an actor needs of a model directory to score (the MC-Dropout twin is not used)."""
+OUT_BATCH_ROWS = 10_000
+
+
+def require_ray() -> Any:
+    """The ``ray`` module, or a ValueError saying how to install it."""
+    try:
+        import ray
+        import ray.data  # noqa: F401  (the Data library is the part needed)
+    except ImportError as exc:
+        raise ValueError("--engine ray needs Ray Data, an optional extra: pip install 'levy-core[ray]' "
+                         f"(or leave out --engine to rank in this process) [{exc}]") from exc
+    return ray
+
+
+def model_bytes(directory: str | os.PathLike[str]) -> dict[str, bytes]:
+    """The files of :data:`MODEL_FILES` of a model directory, checked by loading it here."""
+    load_model(directory)  # refuses anything that is not a model, before a cluster sees it
+    return {name: (Path(directory) / name).read_bytes() for name in MODEL_FILES}
+
+
+def add_bucket(batch: pd.DataFrame, column: str, n_buckets: int) -> pd.DataFrame:
+    """``batch`` with :data:`BUCKET_COLUMN`: a hash of the stripped series id (the same on
+    every worker and run, not Python's salted ``hash``) modulo ``n_buckets``."""
+    ids = batch[column].astype(str).str.strip().to_numpy(dtype=object)
+    return batch.assign(**{BUCKET_COLUMN: (pd.util.hash_array(ids) % np.uint64(n_buckets)).astype(np.int64)})
+
+
+class RankScorer:
+    """The actor of ``map_groups``: loads the model once (from bytes), then decodes and
+    scores one bucket of whole series per call.
+
+    Parameters
+    ----------
+    files : dict of str to bytes
+        :func:`model_bytes` of the model directory.
+    mapping : ColumnMapping
+        The column mapping detected once on the driver (every bucket decoded alike).
+    time_unit : str
+        Unit of a numeric time column.
+    """
+
+    def __init__(self, files: dict[str, bytes], mapping: ColumnMapping, time_unit: str) -> None:
+        import torch
+
+        torch.set_num_threads(1)  # one CPU per actor: Ray places them
+        with tempfile.TemporaryDirectory(prefix="levy-model-") as tmp:
+            for name, data in files.items():
+                if name not in MODEL_FILES:
+                    raise ValueError(f"unexpected model file {name!r}")
+                (Path(tmp) / name).write_bytes(data)
+            self.fitted = load_model(tmp)
+        self.mapping, self.time_unit = mapping, time_unit
+        warm_up(self.fitted)
+
+    def __call__(self, rows: pd.DataFrame) -> pd.DataFrame:
+        """One bucket's rows (whole series, any order) → one score row per series."""
+        table = rows.drop(columns=[BUCKET_COLUMN]).reset_index(drop=True)
+        obs = from_frame(table, mapping=self.mapping, time_unit=self.time_unit, max_rows=max(len(table), 2))
+        scores, _ = score_series(self.fitted, obs)
+        return scores[SCORE_COLUMNS]
+
+
+def _mapping(path: str) -> ColumnMapping:
+    table, _ = next(iter(iter_parquet_tables(path, batch_rows=10_000)), (None, 0))
+    if table is None or table.empty:
+        raise DataError(f"{Path(path).name!r} has no rows. Add at least two observations.")
+    mapping = detect_mapping(table.loc[:, ~table.columns.duplicated()])
+    if mapping.series is None:
+        raise DataError(f"{Path(path).name!r} has no series column: --engine ray spreads series over workers; "
+                        "rank one series without it")
+    return mapping
+
+
+def _start(ray: Any, address: str | None, workers: int) -> bool:
+    """Connect to ``address`` or start a local Ray of ``workers`` CPUs; whether we started it."""
+    if ray.is_initialized():
+        return False
+    if address is None:  # a new local Ray (not a cluster this machine may run): a CPU per actor, one for the rest
+        ray.init(address="local", num_cpus=workers + 1, include_dashboard=False, log_to_driver=False,
+                 logging_level="ERROR", configure_logging=True)
+    else:
+        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+    return True
+
+
+def rank_with_ray(model: str | os.PathLike[str], data: str | os.PathLike[str], out: str | os.PathLike[str], *,
+                  workers: int = 2, address: str | None = None, time_unit: str = "hours") -> tuple[int, float]:
+    """Rank the series of a Parquet file by trust on Ray; the same output as ``levy rank``.
+
+    Parameters
+    ----------
+    model : str or path-like
+        A model directory (``levy fit``); read here and shipped to the actors as bytes.
+    data : str or path-like
+        A Parquet file every worker can read at this path, long or wide layout.
+    out : str or path-like
+        The ranking to write on the driver (``.parquet`` → Parquet, CSV otherwise):
+        ``rank`` and :data:`~levy_core.ranking.SCORE_COLUMNS`.
+    workers : int
+        Scoring actors (one CPU each); also the CPUs of a local Ray.
+    address : str, optional
+        An existing cluster (``HEAD:6379``, ``auto``); None starts a local Ray.
+    time_unit : str
+        Unit of a numeric time column.
+
+    Returns
+    -------
+    (int, float)
+        Series ranked, and the pipeline's wall seconds (read, shuffle, score, sort, write;
+        without Ray's start-up).
+
+    Raises
+    ------
+    ValueError
+        Ray is not installed, or ``workers`` < 1.
+    DataError
+        What the in-process path refuses (checked on the driver for the file's layout and
+        in the actors for each bucket), or a file without a series column.
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    ray = require_ray()
+    if not is_parquet(data):
+        raise DataError(f"--engine ray reads Parquet; {Path(data).name!r} is not a .parquet file "
+                        "(convert it: pandas.read_csv(...).to_parquet(...), or rank it without --engine)")
+    n_rows = parquet_rows(data)  # checks the footer: columns, types, row group sizes
+    mapping, files = _mapping(str(data)), model_bytes(model)
+    started = _start(ray, address, workers)
+    try:
+        t0 = time.perf_counter()
+        n = _run(ray, str(data), out, files, mapping, time_unit, workers, max(workers, math.ceil(n_rows / BUCKET_ROWS)))
+        return n, time.perf_counter() - t0
+    except ray.exceptions.RayTaskError as exc:  # a DataError inside an actor: its message, no traceback
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, (DataError, ValueError)):
+            raise DataError(str(cause)) from None
+        raise
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _run(ray: Any, data: str, out: str | os.PathLike[str], files: dict[str, bytes], mapping: ColumnMapping,
+         time_unit: str, workers: int, n_buckets: int) -> int:
+    ctx = ray.data.DataContext.get_current()
+    # the sort-based shuffle runs as tasks; the hash shuffle's aggregator actors (200 by
+    # default) would hold CPUs the scoring actors wait for
+    ctx.shuffle_strategy = ray.data.context.ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
+    ds = ray.data.read_parquet(data, override_num_blocks=n_buckets)  # blocks to spread over the actors
+    ds = ds.map_batches(add_bucket, batch_format="pandas", fn_kwargs={"column": mapping.series,
+                                                                       "n_buckets": n_buckets})
+    scored = ds.groupby(BUCKET_COLUMN, num_partitions=n_buckets).map_groups(
+        RankScorer, batch_format="pandas", fn_constructor_kwargs={"files": files, "mapping": mapping,
+                                                                   "time_unit": time_unit},
+        concurrency=workers, num_cpus=1)
+    ranked = scored.sort(["trust_score", "series_id"])
+    with TableWriter(out, ["rank", *SCORE_COLUMNS]) as w:
+        for batch in ranked.iter_batches(batch_format="pandas", batch_size=OUT_BATCH_ROWS):
+            batch = batch[SCORE_COLUMNS].reset_index(drop=True)
+            batch.insert(0, "rank", np.arange(w.rows + 1, w.rows + 1 + len(batch)))
+            w.write(batch)
+        return w.rows
