@@ -140,6 +140,13 @@ def _explain(res: services.FitResult, q: dict, test: pd.DataFrame) -> None:
     )
 
 
+def _scatter_name(res: services.FitResult) -> str:
+    """What the scatter's dots are: new data is scored whole, fitted data on its test part."""
+    if not res.data.same_data:
+        return "held-out queries (every new series)"
+    return "held-out queries (test origins)" if res.on_origins else "held-out queries (test series)"
+
+
 def render(res: services.FitResult, view: View) -> None:
     st.subheader("Evidence vs disagreement on held-out queries")
     test = services.user_test_predictions(res.key, res)
@@ -148,7 +155,7 @@ def render(res: services.FitResult, view: View) -> None:
         st.plotly_chart(
             charts.heldout_scatter(
                 test, current_series=view.series_id if several else None, selected=state.get(state.QUERY),
-                name="held-out queries (test origins)" if res.on_origins else "held-out queries (test series)",
+                name=_scatter_name(res),
             ),
             key=state.EVIDENCE_SCATTER,
             on_select=_on_scatter_select,

@@ -96,7 +96,9 @@ def test_a_saved_model_opens_in_a_fresh_session_and_scores_new_data_without_refi
     assert "opened from icu_model.zip" in texts(at) and "new_ward.csv" in texts(at)
     band = figure(at, "band_chart")
     assert any(t.get("name", "").startswith("Lévy") for t in band["data"])
-    assert figure(at, "evidence_scatter")["data"], "evidence vs disagreement on the opened model"
+    scatter = figure(at, "evidence_scatter")["data"]
+    assert scatter, "evidence vs disagreement on the opened model"
+    assert any(t.get("name") == "held-out queries (every new series)" for t in scatter), "new data: every series"
     at = show(at, "Trust ranking")
     ranked, _ = services.ranking(res.key, res)
     assert sorted(ranked["series_id"]) == sorted(res.obs.series_ids)
