@@ -7,10 +7,26 @@ import json
 from pathlib import Path
 
 import pandas as pd
+from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "dashboard" / "app.py")
 SAMPLE_DIR = ROOT / "sample_data"
+
+
+def start() -> AppTest:
+    """The app, run once in a fresh session (the bundled sample's default fit)."""
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def show(at: AppTest, panel: str) -> AppTest:
+    """``at`` rerun on ``panel``."""
+    at.session_state["panel"] = panel
+    at.run()
+    assert not at.exception, at.exception
+    return at
 
 
 def long_csv(n_series: int = 12) -> bytes:

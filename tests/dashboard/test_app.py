@@ -13,7 +13,7 @@ import io
 import re
 
 import pytest
-from dash_helpers import APP, figure, long_csv, wide_csv
+from dash_helpers import figure, long_csv, show, start, wide_csv
 from streamlit.testing.v1 import AppTest
 
 from dashboard import origin_services, services
@@ -22,19 +22,6 @@ from dashboard.state import PANELS
 from levy_core import pipeline
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def start() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    assert not at.exception, at.exception
-    return at
-
-
-def show(at: AppTest, panel: str) -> AppTest:
-    at.session_state["panel"] = panel
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def upload(at: AppTest, name: str, data: bytes) -> AppTest:

@@ -16,7 +16,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from dash_helpers import APP, SAMPLE_DIR, csv_frame, figure
+from dash_helpers import APP, SAMPLE_DIR, csv_frame, figure, show
 from streamlit.testing.v1 import AppTest
 
 from dashboard import origin_services, services
@@ -37,13 +37,6 @@ def start_single() -> AppTest:
     at.run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
-    return at
-
-
-def show(at: AppTest, panel: str) -> AppTest:
-    at.session_state["panel"] = panel
-    at.run()
-    assert not at.exception, at.exception
     return at
 
 

@@ -14,25 +14,12 @@ import zipfile
 import pandas as pd
 import pytest
 import streamlit as st
-from dash_helpers import APP, SAMPLE_DIR, figure
+from dash_helpers import SAMPLE_DIR, figure, show, start
 from streamlit.testing.v1 import AppTest
 
 from dashboard import fits, services
 from levy_core.modelfile import MAX_MODEL_JSON_BYTES
 from levy_core.modelzip import load_model_zip
-
-
-def start() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    assert not at.exception, at.exception
-    return at
-
-
-def show(at: AppTest, panel: str) -> AppTest:
-    at.session_state["panel"] = panel
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def upload(at: AppTest, name: str, data: bytes, key: str = "upload") -> AppTest:

@@ -7,17 +7,11 @@ import io
 
 import pandas as pd
 import pytest
-from dash_helpers import APP, long_csv
+from dash_helpers import long_csv, start
 from streamlit.testing.v1 import AppTest
 
 from dashboard import fits, services
 from dashboard.markup import plain
-
-
-def start() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    assert not at.exception, at.exception
-    return at
 
 
 def upload(at: AppTest, name: str, data: bytes) -> AppTest:
