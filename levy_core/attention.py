@@ -276,14 +276,9 @@ def levy_attention(
 
 def _read_out(mean: Tensor, cov: Tensor, readout: Tensor) -> tuple[Tensor, Tensor]:
     """``A m`` (..., Q, P) and ``tr(A Σ Aᵀ)`` (..., Q) from the value-space mean (..., Q, D)
-    and the upper triangle of the covariance (..., Q, D(D+1)/2, see ``_covariance``):
-    ``tr(A Σ Aᵀ) = Σ_jk (AᵀA)_jk Σ_jk``, each off-diagonal pair counted twice."""
-    D = mean.shape[-1]
-    rows, cols = torch.triu_indices(D, D, device=mean.device)
+    and covariance (..., Q, D, D)."""
     mean_u = (readout @ mean.unsqueeze(-1)).squeeze(-1)
-    gram = (readout[..., rows] * readout[..., cols]).sum(-2)  # (..., Q, S): (AᵀA) on the triangle
-    pair = torch.where(rows == cols, 1.0, 2.0).to(gram.dtype)
-    disagreement = (gram * cov * pair).sum(-1).clamp_min(0.0)
+    disagreement = ((readout @ cov) * readout).sum((-2, -1)).clamp_min(0.0)
     return mean_u, disagreement
 
 
@@ -396,15 +391,17 @@ def _second_moment_columns(v_c: Tensor, full: bool) -> Tensor:
 
 def _covariance(mean_c: Tensor, second: Tensor, full: bool) -> Tensor:
     """From the pass's first and second moments of centred values: ``tr Σ`` (..., Q) or
-    the upper triangle of ``Σ`` (..., Q, D(D+1)/2, in ``triu_indices`` order; its diagonal
-    clamped at 0 against float rounding). Packed: the read-out needs only ``tr(A Σ Aᵀ)``,
-    and unpacking to (..., Q, D, D) cost more than the attention pass's kernel."""
+    ``Σ`` (..., Q, D, D) (its diagonal clamped at 0 against float rounding)."""
     if not full:
         return (second[..., 0] - torch.linalg.vector_norm(mean_c, dim=-1).square()).clamp_min(0.0)
     D = mean_c.shape[-1]
     rows, cols = torch.triu_indices(D, D, device=mean_c.device)
-    cov = second - mean_c[..., rows] * mean_c[..., cols]
-    return torch.where(rows == cols, cov.clamp_min(0.0), cov)
+    upper = mean_c.new_zeros(*mean_c.shape[:-1], D, D)
+    upper[..., rows, cols] = second
+    sym = upper + upper.transpose(-2, -1) - torch.diag_embed(torch.diagonal(upper, dim1=-2, dim2=-1))
+    cov = sym - mean_c.unsqueeze(-1) * mean_c.unsqueeze(-2)
+    diag = torch.diagonal(cov, dim1=-2, dim2=-1)
+    return cov - torch.diag_embed(diag - diag.clamp_min(0.0))
 
 
 def _all_masked(log_evidence: Tensor, key_weight: Tensor | None) -> Tensor:
@@ -503,7 +500,7 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | 
     n_q, n_k = q.shape[-2], k.shape[-2]
     if n_q == 0:  # nothing to attend from: empty outputs of the right shapes, in the graph
         zero = (q.sum() + k.sum() + v.sum() + kappa.sum()) * 0.0
-        second = q.new_zeros(*batch, 0, D * (D + 1) // 2) if full else q.new_zeros(*batch, 0)
+        second = q.new_zeros(*batch, 0, D, D) if full else q.new_zeros(*batch, 0)
         return q.new_zeros(*batch, 0, D) + zero, second + zero, q.new_zeros(*batch, 0) + zero
     v_c, v_bar = _centre(v, key_weight)
     moments = _second_moment_columns(v_c, full)  # (..., K, S)
