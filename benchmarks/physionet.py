@@ -177,12 +177,13 @@ def _epoch_line(p) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--epochs", type=int, default=25)
     parser.add_argument("--thin", type=float, default=1.0,
                         help="keep this share of each stay's observations (seeded), e.g. 0.2 for the sparse ablation")
-    parser.add_argument("--size", default="small", choices=sorted(pipeline.MODEL_SIZES))
+    parser.add_argument("--size", default="medium", choices=sorted(pipeline.MODEL_SIZES))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=int, default=32,
+                        help="series per step (32: what levy fit picks on a training file this size)")
     parser.add_argument("--patients", type=int, default=None, help="use only the first N patients (smoke runs)")
     args = parser.parse_args()
 

@@ -196,6 +196,39 @@ def test_nll_term_trains_finite(problem) -> None:
     assert all(math.isfinite(h["train_loss"]) for h in result.history)
 
 
+def test_the_nll_term_pulls_the_mean_by_the_error_alone(problem) -> None:
+    """β-NLL (β = 1): the NLL's gradient on each query's mean is ``nll_weight`` × its error
+    (the plain NLL's would be the error over the variance), while ``σ̂`` and ``c`` get one."""
+    builder, train_ids, _ = problem
+    model = new_model().train()
+    batch, _ = builder.batch(train_ids)
+    out = model(batch)
+    mean = out.mean.detach().requires_grad_(True)
+    log_c = torch.tensor(0.3, requires_grad=True)
+    w = 0.5
+    with_nll = train.training_loss(out._replace(mean=mean), batch, w, log_c)
+    (g_mean, g_c) = torch.autograd.grad(with_nll, (mean, log_c))
+    mask = batch.qry_mask
+    mse_grad = 2 * (mean - batch.target) * mask / mask.sum()
+    torch.testing.assert_close(g_mean, mse_grad + w * (mean - batch.target) * mask / mask.sum())
+    assert g_c.abs() > 0
+
+
+def test_prior_spread_never_changes_the_mean(problem) -> None:
+    """The prior's variance (what the NLL shapes besides the values' spread) enters σ̂ alone."""
+    builder, train_ids, _ = problem
+    model = new_model().eval()
+    batch, _ = builder.batch(train_ids)
+    before = model(batch)
+    heads = model.heads
+    with torch.no_grad():
+        for p in (heads.prior_spread, heads.prior_growth, *heads.prior_spread_proj.parameters()):
+            p.add_(torch.randn_like(p))
+    after = model(batch)
+    torch.testing.assert_close(after.mean, before.mean, rtol=0, atol=0)
+    assert not torch.allclose(after.sigma, before.sigma)
+
+
 def test_training_without_series_is_refused(problem) -> None:
     builder, _, val_ids = problem
     with pytest.raises(ValueError, match="no training series"):
