@@ -7,7 +7,9 @@
    DATA and every observation after 24 h as ``--queries``; ``levy predict DIR DATA
    --queries Q.csv --band conformal --level 0.9``.
 3. Beside it, the last value carried forward with a per-channel Gaussian spread fitted on
-   the training file (RMS of y − last over its own 24 h → rest episodes), scored the same way.
+   the training file (RMS of y − last over its own 24 h → rest episodes), and MC-Dropout
+   T=20 of the same fitted model (its twin, through the library: ``levy predict`` writes the
+   Lévy predictive), scored the same way.
 
 Scores, per channel in that channel's standard-deviation units (from the training file),
 then averaged over channels (every variable counts alike, as the protocol's MSE): MSE, MAE
@@ -34,7 +36,8 @@ import pandas as pd
 from physionet import load_protocol_frame, protocol_split
 
 from levy_core import metrics
-from levy_core.pipeline import load_model
+from levy_core.data import read_csv
+from levy_core.pipeline import load_model, predict_user_queries
 
 REPO = Path(__file__).resolve().parent.parent
 HISTORY = 24.0
@@ -126,10 +129,19 @@ def main() -> None:
     pred = pred.merge(truth, on=["series_id", "channel", "time"], how="inner", validate="one_to_one")
     pred["pred_std"] = load_model(model_dir).levy_calibration.predict_std(pred["sigma"].to_numpy())  # c·σ̂
     lv = last_value_predictive(train, context, truth)
+    # MC-Dropout T=20 of the same fitted model (its softmax twin; `levy predict` writes the
+    # Lévy predictive only), on the same data and queries, calibrated the same way
+    fitted = load_model(model_dir)
+    mc = predict_user_queries(fitted, read_csv(tmp / "context.csv"), queries[["series_id", "channel", "time"]],
+                              level=0.9, mc_passes=20)
+    mc = mc.rename(columns={"mean": "levy_mean"}).rename(columns={"mc_mean": "mean", "mc_std": "pred_std"})
+    mc = mc[["series_id", "channel", "time", "mean", "pred_std"]].merge(
+        truth, on=["series_id", "channel", "time"], how="inner", validate="one_to_one")
     sd = train.groupby("channel")["value"].std()
     sd = sd[sd > 0]  # a constant channel has no sd units to score in
-    pred, lv = pred[pred["channel"].isin(sd.index)], lv[lv["channel"].isin(sd.index)]
+    pred, lv, mc = (f[f["channel"].isin(sd.index)] for f in (pred, lv, mc))
     rows = [scores(pred, sd, "Lévy (levy predict, scaled Gaussian c·σ̂; conformal 90 % band)"),
+            scores(mc, sd, "MC-Dropout T=20 (the same fit's twin, scaled Gaussian)"),
             scores(lv, sd, "last value + per-channel Gaussian spread (fitted on the training file)")]
     print(f"train file: {args.train} ({train['series_id'].nunique()} stays); {len(unseen)} unseen stays, "
           f"{len(pred)} queries; fit {fit_s:.0f} s, predict {pred_s:.1f} s (wall, CLI)")
@@ -140,9 +152,10 @@ def main() -> None:
         cov = f"{r['coverage_90']:.3f}" if "coverage_90" in r else "-"
         print(f"| {r['method']} | {r['n']} | {r['mse_channels']:.4f} | {r['mae_channels']:.4f} | "
               f"{r['crps_channels']:.4f} | {r['mse_queries']:.4f} | {r['crps_queries']:.4f} | {cov} |")
-    a, b = rows
+    a, m, b = rows
     print(f"Lévy vs last value: MSE {100 * (a['mse_channels'] / b['mse_channels'] - 1):+.1f} %, "
-          f"CRPS {100 * (a['crps_channels'] / b['crps_channels'] - 1):+.1f} % (per channel, averaged)")
+          f"CRPS {100 * (a['crps_channels'] / b['crps_channels'] - 1):+.1f} % (per channel, averaged); "
+          f"vs MC-Dropout: CRPS {100 * (a['crps_channels'] / m['crps_channels'] - 1):+.1f} %")
 
     # far from the data: the same stays, every observed channel, at 10× and 100× the history
     pairs = context.groupby(["series_id", "channel"]).size().reset_index()[["series_id", "channel"]]

@@ -48,8 +48,8 @@ __all__ = ["MODEL_SIZES", "FitData", "add_twin", "assemble", "calibrate", "cutof
            "prepare_fit", "train_levy_model", "train_twin_model"]
 
 # One architecture at three widths: "small" keeps the dashboard's default fit within its
-# budget; the others are for users who can wait (on PhysioNet, medium was no better than
-# small in 25-30 epochs: see the README).
+# budget; the others are for users who can wait (the PhysioNet benchmark uses medium; see
+# the README).
 MODEL_SIZES: dict[str, dict[str, int]] = {
     "small": {"d_model": 32, "num_heads": 4, "head_dim": 16, "channel_layers": 1},
     "medium": {"d_model": 64, "num_heads": 4, "head_dim": 16, "channel_layers": 2},

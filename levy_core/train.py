@@ -1,7 +1,7 @@
 """Training: batched episodes over series, Adam, MSE on the closed-form mean, early stopping.
 
 The Lévy model trains with exact gradients of its expectation (the mean is a deterministic
-cosine-kernel attention); an optional Gaussian-NLL term uses ``σ̂`` with a learned global
+cosine-kernel attention); a β-NLL term (``training_loss``) uses ``σ̂`` with a learned global
 scale (the rate offset is not identifiable from the mean loss: the scale absorbs it).
 """
 
@@ -41,6 +41,7 @@ class TrainConfig:
     channel_weighting: float = 0.5  # a query's loss weight ∝ (its channel's share of observations)^-this: 0 every query alike, 1 every channel alike
     max_seconds: float | None = None  # wall-clock budget per model (None: no limit)
     seed: int = 0  # seeds initialisation, shuffling and hold-outs
+    ema_decay: float = 0.0  # > 0: validate and keep an exponential moving average of the weights (e.g. 0.995 per step)
 
     def __post_init__(self) -> None:
         """Refuse settings that would train nothing or fail later: ValueError naming the field."""
@@ -55,6 +56,9 @@ class TrainConfig:
         if self.max_seconds is not None:
             _require_real("max_seconds", self.max_seconds, positive=True, extra="or None (no limit)")
         _require_int("seed", self.seed, 0)
+        _require_real("ema_decay", self.ema_decay)
+        if self.ema_decay >= 1:
+            raise ValueError(f"TrainConfig.ema_decay must be a number in [0, 1), got {self.ema_decay!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -218,6 +222,8 @@ def train_model(
     # the seasonal naive value) with corrections near 0, so no epoch is kept that forecasts the
     # early-stopping series worse than that simple forecaster (short histories overfit)
     best = (evaluate_loss(model, builder, val_ids, 64, weights), 0, copy.deepcopy(model.state_dict()))
+    # the averaged weights are what is validated and kept (Polyak averaging); the raw ones train
+    ema = copy.deepcopy(model) if cfg.ema_decay > 0 else None
     history: list[dict] = []
     start = time.perf_counter()
     epoch = 0
@@ -242,13 +248,18 @@ def train_model(
                 continue
             skipped = 0
             opt.step()
+            if ema is not None:
+                with torch.no_grad():
+                    for avg, p in zip(ema.parameters(), model.parameters(), strict=True):
+                        avg.lerp_(p, 1.0 - cfg.ema_decay)
             losses.append(loss.detach().item())
         scheduler.step()
-        val = evaluate_loss(model, builder, val_ids, 64, weights)
+        kept = model if ema is None else ema
+        val = evaluate_loss(kept, builder, val_ids, 64, weights)
         if not math.isfinite(val):
             raise FloatingPointError(f"{label}: early-stopping loss became {val} at epoch {epoch}")
         if val < best[0]:
-            best = (val, epoch, copy.deepcopy(model.state_dict()))
+            best = (val, epoch, copy.deepcopy(kept.state_dict()))
         elapsed = time.perf_counter() - start
         train_loss = float(np.mean(losses)) if losses else math.nan
         history.append({"epoch": epoch, "train_loss": train_loss, "val_loss": val})

@@ -229,6 +229,40 @@ def test_prior_spread_never_changes_the_mean(problem) -> None:
     assert not torch.allclose(after.sigma, before.sigma)
 
 
+def test_ema_keeps_the_average_of_the_trained_weights(problem) -> None:
+    """With ``ema_decay`` the kept weights are the moving average, not the last step's: one
+    epoch without early stopping's epoch 0 winning, checked against the average by hand."""
+    builder, train_ids, val_ids = problem
+    decay = 0.5
+    raw, averaged = new_model(), new_model()
+    start = weights(averaged)
+    steps: list[dict[str, torch.Tensor]] = []
+    original_step = torch.optim.Adam.step
+
+    def recording_step(self, *args, **kwargs):
+        out = original_step(self, *args, **kwargs)
+        steps.append({n: p.detach().clone() for n, p in averaged.named_parameters()})
+        return out
+
+    torch.optim.Adam.step = recording_step
+    try:
+        result = train_model(averaged, builder, train_ids, val_ids,
+                             TrainConfig(epochs=1, batch_size=4, ema_decay=decay))
+    finally:
+        torch.optim.Adam.step = original_step
+    train_model(raw, builder, train_ids, val_ids, TrainConfig(epochs=1, batch_size=4))
+    if result.best_epoch == 0:
+        pytest.skip("epoch 0 kept: the untrained weights won early stopping")
+    expected = {n: start[n].clone() for n in steps[0]}
+    for s in steps:
+        for n in expected:
+            expected[n] = decay * expected[n] + (1 - decay) * s[n]
+    got = dict(averaged.named_parameters())
+    for n, value in expected.items():
+        torch.testing.assert_close(got[n].detach(), value)
+    assert any(not torch.equal(got[n].detach(), p.detach()) for n, p in raw.named_parameters())
+
+
 def test_training_without_series_is_refused(problem) -> None:
     builder, _, val_ids = problem
     with pytest.raises(ValueError, match="no training series"):

@@ -36,6 +36,9 @@ BAD = [
     ("max_seconds", math.inf),
     ("seed", -1),
     ("seed", 1.5),
+    ("ema_decay", -0.1),
+    ("ema_decay", 1.0),
+    ("ema_decay", math.nan),
 ]
 
 
@@ -59,6 +62,8 @@ GOOD = [
     ("max_seconds", None),
     ("max_seconds", 1e-6),
     ("seed", 0),
+    ("ema_decay", 0.0),
+    ("ema_decay", 0.995),
 ]
 
 
