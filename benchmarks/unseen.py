@@ -134,8 +134,8 @@ def main() -> None:
     fitted = load_model(model_dir)
     mc = predict_user_queries(fitted, read_csv(tmp / "context.csv"), queries[["series_id", "channel", "time"]],
                               level=0.9, mc_passes=20)
-    mc = mc.rename(columns={"mean": "levy_mean"}).rename(columns={"mc_mean": "mean", "mc_std": "pred_std"})
-    mc = mc[["series_id", "channel", "time", "mean", "pred_std"]].merge(
+    mc = mc[["series_id", "channel", "time", "mc_mean", "mc_std"]].rename(columns={"mc_mean": "mean", "mc_std": "pred_std"})
+    mc = mc.merge(
         truth, on=["series_id", "channel", "time"], how="inner", validate="one_to_one")
     sd = train.groupby("channel")["value"].std()
     sd = sd[sd > 0]  # a constant channel has no sd units to score in
