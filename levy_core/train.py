@@ -37,7 +37,8 @@ class TrainConfig:
     lr: float = 3e-3  # Adam learning rate
     weight_decay: float = 1e-5  # Adam weight decay
     patience: int = 6  # early stopping: epochs (and ≥ 200 steps) without improvement of the early-stopping loss
-    nll_weight: float = 0.5  # Lévy only: weight of the β-NLL term (β = 1) of c·σ̂ (trains the spread: prior variance, disagreement)
+    nll_weight: float = 0.5  # Lévy only: weight of the β-NLL term of c·σ̂ (trains the spread: prior variance, disagreement)
+    nll_beta: float = 1.0  # β of the β-NLL, in [0, 1]: 1 pulls the mean by the error alone, 0 is the plain NLL (error / variance)
     channel_weighting: float = 0.5  # a query's loss weight ∝ (its channel's share of observations)^-this: 0 every query alike, 1 every channel alike
     max_seconds: float | None = None  # wall-clock budget per model (None: no limit)
     seed: int = 0  # seeds initialisation, shuffling and hold-outs
@@ -52,6 +53,9 @@ class TrainConfig:
         _require_real("weight_decay", self.weight_decay)
         _require_int("patience", self.patience, 0)
         _require_real("nll_weight", self.nll_weight)
+        _require_real("nll_beta", self.nll_beta)
+        if self.nll_beta > 1:
+            raise ValueError(f"TrainConfig.nll_beta must be a number in [0, 1], got {self.nll_beta!r}")
         _require_real("channel_weighting", self.channel_weighting)
         if self.max_seconds is not None:
             _require_real("max_seconds", self.max_seconds, positive=True, extra="or None (no limit)")
@@ -147,20 +151,21 @@ def channel_weights(builder: EpisodeBuilder, ids: list[str], exponent: float) ->
 
 
 def training_loss(out: ModelOutput, batch: Batch, nll_weight: float, log_c: Tensor | None,
-          weights: Tensor | None = None) -> Tensor:
+                  weights: Tensor | None = None, nll_beta: float = 1.0) -> Tensor:
     """The weighted MSE of the mean plus, for a model with ``σ̂``, ``nll_weight`` × the
-    β-NLL (β = 1) of ``N(mean, (c·σ̂)²)``: each query's Gaussian NLL weighted by its own
-    variance, held constant (Seitzer et al., ICLR 2022). The plain NLL's gradient on the
-    mean is the error over the variance, tens of times the MSE's where ``σ̂`` is small: it
-    drives the mean away from the hard queries (PhysioNet protocol, 3 % worse: README).
-    Weighted, it is the error itself, while the variance still learns where errors are."""
+    β-NLL of ``N(mean, (c·σ̂)²)``: each query's Gaussian NLL weighted by its own variance
+    to the power β, held constant (Seitzer et al., ICLR 2022). The plain NLL's (β = 0)
+    gradient on the mean is the error over the variance, tens of times the MSE's where
+    ``σ̂`` is small: it drives the mean away from the hard queries (PhysioNet protocol, 3 %
+    worse: README). With β = 1 it is the error itself, while the variance still learns
+    where errors are; β between trades the mean for the ranking (README's ablation)."""
     if batch.target is None:
         raise ValueError("training batches need targets")
     mask = batch.qry_mask if weights is None else batch.qry_mask * weights[batch.qry_channel]
     loss = masked_mse(out.mean, batch.target, mask)
     if nll_weight > 0 and out.sigma is not None and log_c is not None:
         var = (log_c.exp() * out.sigma).pow(2) + 1e-6
-        nll = 0.5 * (torch.log(var) + (out.mean - batch.target).pow(2) / var) * var.detach()
+        nll = 0.5 * (torch.log(var) + (out.mean - batch.target).pow(2) / var) * var.detach().pow(nll_beta)
         loss = loss + nll_weight * (nll * mask).sum() / mask.sum().clamp_min(1.0)
     return loss
 
@@ -234,7 +239,7 @@ def train_model(
         losses = []
         for i in rng.permutation(len(batches)):
             batch, _ = builder.batch(batches[i], rng=rng)
-            loss = training_loss(model(batch), batch, cfg.nll_weight, log_c, weights)
+            loss = training_loss(model(batch), batch, cfg.nll_weight, log_c, weights, cfg.nll_beta)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             grad_norm = nn.utils.clip_grad_norm_(params, 1.0)

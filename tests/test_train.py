@@ -196,9 +196,11 @@ def test_nll_term_trains_finite(problem) -> None:
     assert all(math.isfinite(h["train_loss"]) for h in result.history)
 
 
-def test_the_nll_term_pulls_the_mean_by_the_error_alone(problem) -> None:
-    """β-NLL (β = 1): the NLL's gradient on each query's mean is ``nll_weight`` × its error
-    (the plain NLL's would be the error over the variance), while ``σ̂`` and ``c`` get one."""
+@pytest.mark.parametrize("beta", [1.0, 0.5, 0.0])
+def test_the_nll_term_pulls_the_mean_by_the_error_over_the_variance_to_one_minus_beta(problem, beta: float) -> None:
+    """β-NLL: the NLL's gradient on each query's mean is ``nll_weight`` × its error ×
+    var^(β−1) — the error alone at β = 1, the plain NLL's error over the variance at β = 0 —,
+    while ``c`` gets one too."""
     builder, train_ids, _ = problem
     model = new_model().train()
     batch, _ = builder.batch(train_ids)
@@ -206,11 +208,13 @@ def test_the_nll_term_pulls_the_mean_by_the_error_alone(problem) -> None:
     mean = out.mean.detach().requires_grad_(True)
     log_c = torch.tensor(0.3, requires_grad=True)
     w = 0.5
-    with_nll = train.training_loss(out._replace(mean=mean), batch, w, log_c)
+    with_nll = train.training_loss(out._replace(mean=mean), batch, w, log_c, nll_beta=beta)
     (g_mean, g_c) = torch.autograd.grad(with_nll, (mean, log_c))
     mask = batch.qry_mask
-    mse_grad = 2 * (mean - batch.target) * mask / mask.sum()
-    torch.testing.assert_close(g_mean, mse_grad + w * (mean - batch.target) * mask / mask.sum())
+    err = mean - batch.target
+    var = (log_c.exp() * out.sigma).pow(2) + 1e-6
+    expected = 2 * err * mask / mask.sum() + w * err * var.pow(beta - 1) * mask / mask.sum()
+    torch.testing.assert_close(g_mean, expected.detach(), rtol=1e-5, atol=1e-9)
     assert g_c.abs() > 0
 
 

@@ -36,6 +36,9 @@ BAD = [
     ("max_seconds", math.inf),
     ("seed", -1),
     ("seed", 1.5),
+    ("nll_beta", -0.5),
+    ("nll_beta", 1.5),
+    ("nll_beta", math.nan),
     ("ema_decay", -0.1),
     ("ema_decay", 1.0),
     ("ema_decay", math.nan),
@@ -64,6 +67,8 @@ GOOD = [
     ("seed", 0),
     ("ema_decay", 0.0),
     ("ema_decay", 0.995),
+    ("nll_beta", 0.0),
+    ("nll_beta", 0.5),
 ]
 
 
