@@ -214,5 +214,6 @@ def print_tables(rows: list[dict]) -> None:
               f"({r['backtest_origins']} origins) | {r['mae_levy']:.4g} | {r['mae_last_value']:.4g} | {naive} | "
               f"{r['width_spearman']:.2f}, ×{r['width_growth']:.2f} | {r['fit_s']:.0f} s |")
 
+
 if __name__ == "__main__":
     main()

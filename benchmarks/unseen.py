@@ -127,16 +127,15 @@ def main() -> None:
     pred = pd.read_csv(tmp / "pred.csv", dtype={"series_id": str})
     truth = queries.rename(columns={"value": "y_true"})
     pred = pred.merge(truth, on=["series_id", "channel", "time"], how="inner", validate="one_to_one")
-    pred["pred_std"] = load_model(model_dir).levy_calibration.predict_std(pred["sigma"].to_numpy())  # c·σ̂
+    fitted = load_model(model_dir)
+    pred["pred_std"] = fitted.levy_calibration.predict_std(pred["sigma"].to_numpy())  # c·σ̂
     lv = last_value_predictive(train, context, truth)
     # MC-Dropout T=20 of the same fitted model (its softmax twin; `levy predict` writes the
     # Lévy predictive only), on the same data and queries, calibrated the same way
-    fitted = load_model(model_dir)
     mc = predict_user_queries(fitted, read_csv(tmp / "context.csv"), queries[["series_id", "channel", "time"]],
                               level=0.9, mc_passes=20)
     mc = mc[["series_id", "channel", "time", "mc_mean", "mc_std"]].rename(columns={"mc_mean": "mean", "mc_std": "pred_std"})
-    mc = mc.merge(
-        truth, on=["series_id", "channel", "time"], how="inner", validate="one_to_one")
+    mc = mc.merge(truth, on=["series_id", "channel", "time"], how="inner", validate="one_to_one")
     sd = train.groupby("channel")["value"].std()
     sd = sd[sd > 0]  # a constant channel has no sd units to score in
     pred, lv, mc = (f[f["channel"].isin(sd.index)] for f in (pred, lv, mc))

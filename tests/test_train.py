@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from levy_core import train
 from levy_core.model import LevyModel, ModelConfig, SoftmaxTwin
@@ -240,20 +241,14 @@ def test_ema_keeps_the_average_of_the_trained_weights(problem) -> None:
     decay = 0.5
     raw, averaged = new_model(), new_model()
     start = weights(averaged)
-    steps: list[dict[str, torch.Tensor]] = []
-    original_step = torch.optim.Adam.step
-
-    def recording_step(self, *args, **kwargs):
-        out = original_step(self, *args, **kwargs)
-        steps.append({n: p.detach().clone() for n, p in averaged.named_parameters()})
-        return out
-
-    torch.optim.Adam.step = recording_step
+    steps: list[dict[str, torch.Tensor]] = []  # the raw weights after every optimiser step
+    hook = register_optimizer_step_post_hook(
+        lambda *_: steps.append({n: p.detach().clone() for n, p in averaged.named_parameters()}))
     try:
         result = train_model(averaged, builder, train_ids, val_ids,
                              TrainConfig(epochs=1, batch_size=4, ema_decay=decay))
     finally:
-        torch.optim.Adam.step = original_step
+        hook.remove()
     train_model(raw, builder, train_ids, val_ids, TrainConfig(epochs=1, batch_size=4))
     if result.best_epoch == 0:
         pytest.skip("epoch 0 kept: the untrained weights won early stopping")
