@@ -260,26 +260,41 @@ def levy_attention(
     kappa_t = as_kappa(kappa, q, k, v)
     bad = nonfinite_queries(q, k, v, key_weight, decay, readout, prior, raise_error=check_finite)
     if impl == "fused":  # the CPU kernel zeroes a NaN query's row: only finite inputs take it
-        mean, second, log_evidence = _fused(q, k, v, kappa_t, key_weight, decay, full=readout is not None,
-                                            flash=bad is None)
+        moments = _fused(q, k, v, kappa_t, key_weight, decay, full=readout is not None, flash=bad is None)
     elif impl == "reference":
-        mean, second, log_evidence = _reference(q, k, v, kappa_t, key_weight, decay, full=readout is not None)
+        moments = _reference(q, k, v, kappa_t, key_weight, decay, full=readout is not None)
     else:
         raise ValueError(f"impl must be 'fused' or 'reference', got {impl!r}")
-    if readout is not None:
-        mean, disagreement = _read_out(mean, second, readout)
-    else:
-        disagreement = second
-    out = _assemble(mean, disagreement, log_evidence, phi, prior)
+    mean, disagreement = _read_out(moments, readout)
+    out = _assemble(mean, disagreement, moments.log_evidence, phi, prior)
     return out if bad is None else poison(out, bad)
 
 
-def _read_out(mean: Tensor, cov: Tensor, readout: Tensor) -> tuple[Tensor, Tensor]:
-    """``A m`` (..., Q, P) and ``tr(A Σ Aᵀ)`` (..., Q) from the value-space mean (..., Q, D)
-    and covariance (..., Q, D, D)."""
-    mean_u = (readout @ mean.unsqueeze(-1)).squeeze(-1)
-    disagreement = ((readout @ cov) * readout).sum((-2, -1)).clamp_min(0.0)
-    return mean_u, disagreement
+class _Moments(NamedTuple):
+    """What one pass gives, per query: the first and second moments of the centred values
+    under the weights ``p_i`` and the evidence."""
+
+    mean_c: Tensor  # (..., Q, D) Σ p_i (v_i − v̄)
+    v_bar: Tensor  # (..., 1, D) the values' key mean v̄ (centring avoids cancellation)
+    second: Tensor  # (..., Q, 1) Σ p_i ‖v_i − v̄‖², or (..., Q, D(D+1)/2) the upper triangle of Σ p_i (v_i − v̄)(v_i − v̄)ᵀ
+    log_evidence: Tensor  # (..., Q) log Λ
+
+
+def _read_out(moments: _Moments, readout: Tensor | None) -> tuple[Tensor, Tensor]:
+    """The mean and ``tr Σ`` (..., Q) — or, with a read-out ``A`` (..., Q, P, D), the read-out
+    mean ``A m`` (..., Q, P) and ``tr(A Σ Aᵀ) = Σ_p (a_p S a_p − (a_p · m_c)²)`` straight from
+    the second-moment columns ``S`` (never a (Q, D, D) matrix)."""
+    mean_c, second = moments.mean_c, moments.second
+    if readout is None:
+        disagreement = second[..., 0] - torch.linalg.vector_norm(mean_c, dim=-1).square()
+        return mean_c + moments.v_bar, disagreement.clamp_min(0.0)
+    # a_i a_j in the columns' order, doubled off the diagonal (S_ij and S_ji share a column)
+    pairs = torch.cat([readout[..., i:i + 1] * torch.cat([readout[..., i:i + 1], 2.0 * readout[..., i + 1:]], dim=-1)
+                       for i in range(mean_c.shape[-1])], dim=-1)  # (..., Q, P, S)
+    quadratic = (pairs * second.unsqueeze(-2)).sum((-2, -1))
+    projected = readout @ mean_c.unsqueeze(-1)  # (..., Q, P, 1) A m_c
+    mean_u = (readout @ moments.v_bar.unsqueeze(-1)).squeeze(-1) + projected.squeeze(-1)
+    return mean_u, (quadratic - projected.square().sum((-2, -1))).clamp_min(0.0)
 
 
 def merge_prior(mean: Tensor, disagreement: Tensor, log_evidence: Tensor,
@@ -379,29 +394,15 @@ def log_intensity(q: Tensor, k: Tensor, kappa: Tensor, key_weight: Tensor | None
 
 
 def _second_moment_columns(v_c: Tensor, full: bool) -> Tensor:
-    """``‖v‖²`` (..., K, 1) or the upper triangle of ``v vᵀ`` (..., K, D(D+1)/2)."""
+    """``‖v‖²`` (..., K, 1) or the upper triangle of ``v vᵀ`` (..., K, D(D+1)/2), row by row
+    (``v_i v_i``, ``v_i v_{i+1}``, …: the order of ``torch.triu_indices``)."""
     if not full:
         moments = torch.linalg.vector_norm(v_c, dim=-1, keepdim=True).square()
-    else:
-        rows, cols = torch.triu_indices(v_c.shape[-1], v_c.shape[-1], device=v_c.device)
-        moments = v_c[..., rows] * v_c[..., cols]
-    check_value_range(v_c, moments)
-    return moments
-
-
-def _covariance(mean_c: Tensor, second: Tensor, full: bool) -> Tensor:
-    """From the pass's first and second moments of centred values: ``tr Σ`` (..., Q) or
-    ``Σ`` (..., Q, D, D) (its diagonal clamped at 0 against float rounding)."""
-    if not full:
-        return (second[..., 0] - torch.linalg.vector_norm(mean_c, dim=-1).square()).clamp_min(0.0)
-    D = mean_c.shape[-1]
-    rows, cols = torch.triu_indices(D, D, device=mean_c.device)
-    upper = mean_c.new_zeros(*mean_c.shape[:-1], D, D)
-    upper[..., rows, cols] = second
-    sym = upper + upper.transpose(-2, -1) - torch.diag_embed(torch.diagonal(upper, dim1=-2, dim2=-1))
-    cov = sym - mean_c.unsqueeze(-1) * mean_c.unsqueeze(-2)
-    diag = torch.diagonal(cov, dim1=-2, dim2=-1)
-    return cov - torch.diag_embed(diag - diag.clamp_min(0.0))
+        check_value_range(v_c, moments)
+        return moments
+    check_value_range(v_c)  # the largest |v_i v_j| is the largest v_i²
+    D = v_c.shape[-1]
+    return torch.cat([v_c[..., i:i + 1] * v_c[..., i:] for i in range(D)], dim=-1)
 
 
 def _all_masked(log_evidence: Tensor, key_weight: Tensor | None) -> Tensor:
@@ -412,14 +413,14 @@ def _all_masked(log_evidence: Tensor, key_weight: Tensor | None) -> Tensor:
 
 
 def _reference(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | None,
-               decay: TimeDecay | None, full: bool) -> tuple[Tensor, Tensor, Tensor]:
+               decay: TimeDecay | None, full: bool) -> _Moments:
     scores = log_intensity(q, k, kappa, key_weight, decay)  # (..., Q, K)
     log_evidence = _all_masked(torch.logsumexp(scores, dim=-1), key_weight)  # (..., Q)
     p = torch.softmax(scores, dim=-1)  # (..., Q, K)
     v_c, v_bar = _centre(v, key_weight)
     mean_c = p @ v_c  # (..., Q, D)
     second = p @ _second_moment_columns(v_c, full)  # (..., Q, 1 or S)
-    return mean_c + v_bar, _covariance(mean_c, second, full), log_evidence
+    return _Moments(mean_c, v_bar, second, log_evidence)
 
 
 def _nearest_key_distance(decay: TimeDecay, key_weight: Tensor | None) -> Tensor:
@@ -480,7 +481,7 @@ def _augment(q: Tensor, k: Tensor, v_c: Tensor, moments: Tensor, kappa: Tensor, 
 
 
 def _fused(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | None,
-           decay: TimeDecay | None, full: bool, flash: bool = True) -> tuple[Tensor, Tensor, Tensor]:
+           decay: TimeDecay | None, full: bool, flash: bool = True) -> _Moments:
     """One SDPA call on augmented inputs (the fast path; columns in ``_augment``).
 
     ``log Λ`` comes, by case: on CPU without autograd, from the flash kernel's own
@@ -500,8 +501,9 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | 
     n_q, n_k = q.shape[-2], k.shape[-2]
     if n_q == 0:  # nothing to attend from: empty outputs of the right shapes, in the graph
         zero = (q.sum() + k.sum() + v.sum() + kappa.sum()) * 0.0
-        second = q.new_zeros(*batch, 0, D, D) if full else q.new_zeros(*batch, 0)
-        return q.new_zeros(*batch, 0, D) + zero, second + zero, q.new_zeros(*batch, 0) + zero
+        S = D * (D + 1) // 2 if full else 1
+        return _Moments(q.new_zeros(*batch, 0, D) + zero, q.new_zeros(*batch, 1, D) + zero,
+                        q.new_zeros(*batch, 0, S) + zero, q.new_zeros(*batch, 0) + zero)
     v_c, v_bar = _centre(v, key_weight)
     moments = _second_moment_columns(v_c, full)  # (..., K, S)
     S = moments.shape[-1]
@@ -520,11 +522,10 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | 
                 lse = lse.reshape(*batch, n_q).to(dtype)  # log Λ + the decay's query-only shift
             if not needs_grad:
                 log_evidence = lse - terms.q_shift if terms is not None else lse
-                mean_c, second = out[..., :D], out[..., D:D + S]
-                return mean_c + v_bar, _covariance(mean_c, second, full), _all_masked(log_evidence, key_weight)
+                return _Moments(out[..., :D], v_bar, out[..., D:D + S], _all_masked(log_evidence, key_weight))
             # autograd: a null key scored at the (constant) log Λ just computed weighs ≈ ½, so
             # log Λ = c + log(1 − r) − log r is exact and its gradient well conditioned
-            return _null_key_pass(q, k, v_c, v_bar, moments, kappa, key_weight, terms, batch, lse, full)
+            return _null_key_pass(q, k, v_c, v_bar, moments, kappa, key_weight, terms, batch, lse)
         except RuntimeError:  # a kernel that refuses these inputs: take the public path
             pass
 
@@ -542,15 +543,15 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | 
     c = c.expand(*batch, n_q)
     if needs_grad:  # first the evidence without autograd, then the pass with a null key at it
         with torch.no_grad():
-            _, _, log_ev = _null_key_pass(q, k, v_c, v_bar, moments, kappa, key_weight, terms, batch, c, full)
+            log_ev = _null_key_pass(q, k, v_c, v_bar, moments, kappa, key_weight, terms, batch, c).log_evidence
         shift = terms.q_shift.detach() if terms is not None else 0.0
         c = torch.where(torch.isfinite(log_ev), log_ev + shift, c)
-    return _null_key_pass(q, k, v_c, v_bar, moments, kappa, key_weight, terms, batch, c, full)
+    return _null_key_pass(q, k, v_c, v_bar, moments, kappa, key_weight, terms, batch, c)
 
 
 def _null_key_pass(q: Tensor, k: Tensor, v_c: Tensor, v_bar: Tensor, moments: Tensor, kappa: Tensor,
-                   key_weight: Tensor | None, terms: _DecayTerms | None, batch: torch.Size, c: Tensor,
-                   full: bool) -> tuple[Tensor, Tensor, Tensor]:
+                   key_weight: Tensor | None, terms: _DecayTerms | None, batch: torch.Size,
+                   c: Tensor) -> _Moments:
     """The public SDPA pass with a null key of score ``c`` (..., Q) (in the pass's own
     scale, before the decay's query-only shift): ``r = e^c/(e^c + Λ)`` gives
     ``log Λ = c + log(1 − r) − log r``."""
@@ -566,4 +567,4 @@ def _null_key_pass(q: Tensor, k: Tensor, v_c: Tensor, v_bar: Tensor, moments: Te
     log_evidence = c.detach() + torch.log1p(-r) - torch.log(r.clamp_min(tiny))  # (..., Q)
     if terms is not None:
         log_evidence = log_evidence - terms.q_shift
-    return mean_c + v_bar, _covariance(mean_c, second, full), _all_masked(log_evidence, key_weight)
+    return _Moments(mean_c, v_bar, second, _all_masked(log_evidence, key_weight))

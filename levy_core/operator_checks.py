@@ -133,18 +133,26 @@ def nonfinite_queries(q: Tensor, k: Tensor, v: Tensor, key_weight: Tensor | None
     return bad
 
 
-def check_value_range(v_c: Tensor, moments: Tensor) -> None:
+def check_value_range(v_c: Tensor, moments: Tensor | None = None) -> None:
     """``ValueError`` when values whose deviations from their key mean are finite have
     second moments the dtype cannot hold (``|v − v̄|`` beyond about ``sqrt(max / K)``, 1.8e19
     / sqrt(K) in float32): ``disagreement`` (value units²) would be inf and σ̂ NaN beside a
     finite mean. The operator is equivariant (mean and σ̂ scale with v), so rescaling v,
-    or float64, is exact."""
-    limit = torch.finfo(moments.dtype).max / (v_c.shape[-2] + 1)  # + 1: the null key
-    if moments.numel() and bool(torch.isfinite(v_c).all()) and not bool((moments.abs() < limit).all()):
-        spread = float(v_c.abs().max())
+    or float64, is exact. ``moments``: the columns ``‖v‖²`` to check; without them, the
+    products ``v_i v_j``, whose largest magnitude is the largest ``v_i²``."""
+    limit = torch.finfo(v_c.dtype).max / (v_c.shape[-2] + 1)  # + 1: the null key
+    if not v_c.numel():
+        return
+    if moments is None:
+        spread = float(v_c.abs().amax())  # NaN or inf: not finite, left to propagate
+        too_large = math.isfinite(spread) and spread * spread >= limit
+    else:
+        too_large = bool(torch.isfinite(v_c).all()) and not bool((moments.abs() < limit).all())
+        spread = float(v_c.abs().max()) if too_large else 0.0
+    if too_large:
         raise ValueError(
-            f"v's deviations from their key mean reach {spread:.3g}: their squares overflow {moments.dtype} "
-            f"(largest {torch.finfo(moments.dtype).max:.3g} over {v_c.shape[-2]} keys), so the disagreement "
+            f"v's deviations from their key mean reach {spread:.3g}: their squares overflow {v_c.dtype} "
+            f"(largest {torch.finfo(v_c.dtype).max:.3g} over {v_c.shape[-2]} keys), so the disagreement "
             "and σ̂ cannot be represented; rescale v (mean and σ̂ scale with it) or pass float64")
 
 
