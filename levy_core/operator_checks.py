@@ -144,7 +144,7 @@ def check_value_range(v_c: Tensor, moments: Tensor | None = None) -> None:
     if not v_c.numel():
         return
     if moments is None:
-        spread = float(v_c.abs().amax())  # NaN or inf: not finite, left to propagate
+        spread = float(v_c.detach().abs().amax())  # NaN or inf: not finite, left to propagate
         too_large = math.isfinite(spread) and spread * spread >= limit
     else:
         too_large = bool(torch.isfinite(v_c).all()) and not bool((moments.abs() < limit).all())
