@@ -178,6 +178,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--epochs", type=int, default=25)
+    parser.add_argument("--patience", type=int, default=TrainConfig.patience,
+                        help="early stopping: epochs without improvement of the validation loss")
     parser.add_argument("--thin", type=float, default=1.0,
                         help="keep this share of each stay's observations (seeded), e.g. 0.2 for the sparse ablation")
     parser.add_argument("--size", default="medium", choices=sorted(pipeline.MODEL_SIZES))
@@ -216,11 +218,12 @@ def main() -> None:
         rows.append({"forecaster": name, "seed": "-", "mse": mse, "mae": mae, "train_s": 0.0, "epochs": 0})
     cfg = data.model_config(args.size, time_scale=48.0)
     train_cfg = TrainConfig()
-    print(f"model {cfg}; training {train_cfg} (epochs {args.epochs}, batch {args.batch_size})", flush=True)
+    print(f"model {cfg}; training {train_cfg} (epochs {args.epochs}, batch {args.batch_size}, patience "
+          f"{args.patience})", flush=True)
     uncertainty, validity, signal_rows = [], [], []
     for seed in args.seeds:
         tc = TrainConfig(**{**train_cfg.to_dict(), "epochs": args.epochs, "seed": seed,
-                            "batch_size": args.batch_size})
+                            "batch_size": args.batch_size, "patience": args.patience})
         trained = {}
         for label, step in (("Lévy", recipe.train_levy_model), ("softmax twin", recipe.train_twin_model)):
             model, result = step(data, cfg, tc, progress=_epoch_line)

@@ -19,7 +19,7 @@ stays queried at 10× and 100× the history past their end (σ̂ growth, n_eff).
 
 Usage::
 
-    python benchmarks/unseen.py --data-dir PATH/TO/physionet2012 [--train sample|protocol] [--n-unseen 400]
+    python benchmarks/unseen.py --data-dir PATH/TO/physionet2012 [--train sample|protocol] [--n-unseen 400] [--size small]
 """
 
 from __future__ import annotations
@@ -95,6 +95,8 @@ def main() -> None:
     parser.add_argument("--train", choices=["sample", "protocol"], default="sample")
     parser.add_argument("--n-unseen", type=int, default=400)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--size", choices=["small", "medium", "large"], default="small",
+                        help="levy fit --size (small: the default a user gets)")
     parser.add_argument("--model", type=Path, default=None, help="reuse a model directory fitted on the same file")
     args = parser.parse_args()
 
@@ -121,7 +123,8 @@ def main() -> None:
     queries[["series_id", "channel", "time"]].to_csv(tmp / "queries.csv", index=False)
 
     model_dir = args.model or tmp / "model"
-    fit_s = 0.0 if args.model else levy("fit", str(train_file), "--out", str(model_dir), "--seed", str(args.seed))
+    fit_s = 0.0 if args.model else levy("fit", str(train_file), "--out", str(model_dir), "--seed", str(args.seed),
+                                          "--size", args.size)
     pred_s = levy("predict", str(model_dir), str(tmp / "context.csv"), "--queries", str(tmp / "queries.csv"),
                   "--out", str(tmp / "pred.csv"), "--level", "0.9", "--band", "conformal")
     pred = pd.read_csv(tmp / "pred.csv", dtype={"series_id": str})
@@ -142,7 +145,8 @@ def main() -> None:
     rows = [scores(pred, sd, "Lévy (levy predict, scaled Gaussian c·σ̂; conformal 90 % band)"),
             scores(mc, sd, "MC-Dropout T=20 (the same fit's twin, scaled Gaussian)"),
             scores(lv, sd, "last value + per-channel Gaussian spread (fitted on the training file)")]
-    print(f"train file: {args.train} ({train['series_id'].nunique()} stays); {len(unseen)} unseen stays, "
+    print(f"train file: {args.train} ({train['series_id'].nunique()} stays, levy fit --size {args.size}); "
+          f"{len(unseen)} unseen stays, "
           f"{len(pred)} queries; fit {fit_s:.0f} s, predict {pred_s:.1f} s (wall, CLI)")
     print("| method | queries | MSE (channel sd², mean over channels) | MAE | CRPS | per-query MSE | per-query CRPS "
           "| 90 % conformal coverage |")
