@@ -351,7 +351,9 @@ class Backbone(nn.Module):
             channel_tokens = layer(channel_tokens) if generator is None else encoder_layer(layer, channel_tokens, drop)
 
         values = tokens + torch.gather(channel_tokens, 1, ch.unsqueeze(-1).expand(-1, -1, d))
-        padding = batch.ctx_mask <= 0
+        # a series with no observation attends over its padding (every key masked would be
+        # NaN): finite vectors that the cross-attention then weighs 0 (key weight 0)
+        padding = (batch.ctx_mask <= 0) & (batch.ctx_mask > 0).any(dim=1, keepdim=True)
         for layer in self.context:
             values = drop(layer(values, src_key_padding_mask=padding))  # no dropout inside: any mode
         values = drop(self.value_out(values))

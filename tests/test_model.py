@@ -47,9 +47,11 @@ def select(batch: Batch, b: int, n: int, m: int) -> Batch:
     return Batch(*ctx, *qry, batch.target[b : b + 1, :m] if batch.target is not None else None)
 
 
-@pytest.fixture(scope="module")
-def cfg() -> ModelConfig:
-    return ModelConfig(n_channels=N_CHANNELS)
+@pytest.fixture(scope="module", params=[0, 1], ids=["no-context-layer", "context-layer"])
+def cfg(request: pytest.FixtureRequest) -> ModelConfig:
+    """Both shipped depths: ``small`` has no self-attention over the observations, ``medium``
+    and ``large`` one layer."""
+    return ModelConfig(n_channels=N_CHANNELS, context_layers=request.param)
 
 
 @pytest.fixture(scope="module")
@@ -124,11 +126,12 @@ def explicit_atoms(levy: LevyModel, batch: Batch, b: int, m_real: int) -> tuple[
     return y, var.sqrt()
 
 
+@pytest.mark.parametrize("context_layers", [0, 1])
 @pytest.mark.parametrize("phi", ["rate", "count"])
-def test_prediction_and_sigma_from_explicit_atoms(phi: str) -> None:
+def test_prediction_and_sigma_from_explicit_atoms(phi: str, context_layers: int) -> None:
     """ŷ = b(q) + Σ_h Σ_atoms p u and σ̂² = Σ_h tr Σ_h φ(Λ_h), atoms listed by hand."""
     torch.manual_seed(3)
-    levy = LevyModel(ModelConfig(n_channels=N_CHANNELS, phi=phi)).eval()
+    levy = LevyModel(ModelConfig(n_channels=N_CHANNELS, phi=phi, context_layers=context_layers)).eval()
     batch = make_batch([(9, 4), (15, 6)], seed=3)
     with torch.no_grad():
         out = levy(batch)
@@ -138,14 +141,15 @@ def test_prediction_and_sigma_from_explicit_atoms(phi: str) -> None:
             torch.testing.assert_close(out.sigma[b, :m].double(), sigma, rtol=1e-3, atol=1e-6)
 
 
+@pytest.mark.parametrize("context_layers", [0, 1])
 @pytest.mark.parametrize("phi", ["rate", "count"])
-def test_monte_carlo_identity_through_the_whole_model(phi: str) -> None:
+def test_monte_carlo_identity_through_the_whole_model(phi: str, context_layers: int) -> None:
     """Draws of the sampled operator through offset, query read-out and prior (the
     pipeline's sampler): their mean → ŷ and their RMS deviation → σ̂, within 4 s.e."""
     from levy_core.sampling import sample_levy_attention
 
     torch.manual_seed(4)
-    levy = LevyModel(ModelConfig(n_channels=N_CHANNELS, phi=phi)).eval()
+    levy = LevyModel(ModelConfig(n_channels=N_CHANNELS, phi=phi, context_layers=context_layers)).eval()
     batch = make_batch([(9, 4), (6, 4)], seed=8)
     n = 20_000
     with torch.no_grad():
@@ -217,6 +221,23 @@ def test_far_from_the_data_evidence_falls_and_sigma_grows(seed: int, phi: str) -
     assert (out.n_eff[..., -1] < 1e-3 * out.n_eff[..., 0]).all()
     assert (out.sigma.diff(dim=-1) >= -1e-6 * out.sigma[..., :-1]).all()
     assert (out.sigma[:, -1] > 1.5 * out.sigma[:, 0]).all() and torch.isfinite(out.sigma).all()
+
+
+@pytest.mark.parametrize("kind", ["levy", "softmax"])
+def test_a_series_with_no_observation_gets_the_prior_not_nan(kind: str, levy: LevyModel, twin: SoftmaxTwin) -> None:
+    """Every key of one series masked (a new series, or one thinned to nothing): a finite
+    prediction from the prior (σ̂ finite, no evidence), and the other series' unchanged —
+    also through the self-attention over the observations, whose rows would be NaN."""
+    model = levy if kind == "levy" else twin
+    batch = make_batch([(6, 3), (4, 3)], seed=12)
+    empty = batch._replace(ctx_mask=batch.ctx_mask * torch.tensor([[1.0], [0.0]]))
+    with torch.no_grad():
+        out, alone = model(empty), model(select(batch, 0, 6, 3))
+    assert torch.isfinite(out.mean).all()
+    torch.testing.assert_close(out.mean[:1], alone.mean, rtol=1e-5, atol=1e-6)
+    if kind == "levy":
+        assert torch.isfinite(out.sigma).all() and (out.sigma[1] > 0).all()
+        assert (out.n_eff[1] == 0).all()
 
 
 @pytest.mark.parametrize("kind", ["levy", "softmax"])
