@@ -22,7 +22,7 @@ much was learned — the last observed value of each variable, and its training 
 
 Usage::
 
-    python benchmarks/physionet.py --data-dir PATH/TO/physionet2012 [--epochs 40] [--patience 10] [--seeds 0 1 2]
+    python benchmarks/physionet.py --data-dir PATH/TO/physionet2012 [--epochs 25] [--patience 6] [--seeds 0 1 2]
 
 ``PATH/TO/physionet2012`` holds ``set-a-long.csv.gz`` and ``set-a-static.csv`` (the files
 described in ``sample_data/README.md``; the bundled 300-patient sample is too small for this).
@@ -177,8 +177,8 @@ def _epoch_line(p) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--epochs", type=int, default=40)
-    parser.add_argument("--patience", type=int, default=10,
+    parser.add_argument("--epochs", type=int, default=25)
+    parser.add_argument("--patience", type=int, default=TrainConfig.patience,
                         help="early stopping: epochs without improvement of the validation loss")
     parser.add_argument("--thin", type=float, default=1.0,
                         help="keep this share of each stay's observations (seeded), e.g. 0.2 for the sparse ablation")

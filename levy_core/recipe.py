@@ -52,7 +52,7 @@ __all__ = ["MODEL_SIZES", "FitData", "add_twin", "assemble", "calibrate", "cutof
 # the README).
 MODEL_SIZES: dict[str, dict[str, int]] = {
     "small": {"d_model": 32, "num_heads": 4, "head_dim": 16, "channel_layers": 1},
-    "medium": {"d_model": 64, "num_heads": 4, "head_dim": 16, "channel_layers": 2, "context_layers": 1},
+    "medium": {"d_model": 64, "num_heads": 4, "head_dim": 16, "channel_layers": 2},
     "large": {"d_model": 96, "num_heads": 8, "head_dim": 16, "channel_layers": 2, "context_layers": 1},
 }
 
