@@ -18,13 +18,13 @@ import argparse
 import importlib.util
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
+from rank import model_on_the_sample, unseen_stays
 
 import levy_core.model as model_module
 from levy_core import attention, pipeline, ranking
@@ -59,16 +59,9 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         baseline = load_operator(args.rev, Path(tmp))
-        model = args.model
-        if model is None:
-            model = Path(tmp) / "model"
-            subprocess.run([sys.executable, "-m", "levy_core", "fit", str(SAMPLE), "--out", str(model), "--quiet"],
-                           check=True)
-        full = pd.read_csv(args.data_dir / "set-a-long.csv.gz")
-        seen = set(pd.read_csv(SAMPLE)["patient_id"].unique())
-        unseen = [p for p in sorted(full["patient_id"].unique()) if p not in seen][: args.stays]
+        model = model_on_the_sample(args.model, Path(tmp))
         path = Path(tmp) / "stays.csv"
-        full[full["patient_id"].isin(unseen)].to_csv(path, index=False)
+        unseen_stays(args.data_dir, args.stays).to_csv(path, index=False)
         fitted = pipeline.load_model(model)
         data = as_model_data(fitted, read_csv(path))
     operators = {f"operator at {args.rev}": baseline.levy_attention, "this revision": attention.levy_attention}

@@ -49,6 +49,24 @@ def rank_stays(cmd: list[str], n_written: int) -> tuple[float, float, int]:
     return wall, scoring, n
 
 
+def model_on_the_sample(model: Path | None, where: Path) -> Path:
+    """``model`` if given, else ``levy fit`` on the bundled sample into ``where/model``."""
+    if model is not None:
+        return model
+    model = where / "model"
+    subprocess.run([sys.executable, "-m", "levy_core", "fit", str(SAMPLE), "--out", str(model), "--quiet"],
+                   check=True)
+    return model
+
+
+def unseen_stays(data_dir: Path, n: int) -> pd.DataFrame:
+    """The rows of the first ``n`` set-A stays (by id) that the bundled sample does not hold."""
+    full = pd.read_csv(data_dir / "set-a-long.csv.gz")
+    seen = set(pd.read_csv(SAMPLE)["patient_id"].unique())
+    unseen = [p for p in sorted(full["patient_id"].unique()) if p not in seen][:n]
+    return full[full["patient_id"].isin(unseen)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", type=Path, required=True)
@@ -58,15 +76,11 @@ def main() -> None:
     levy = [sys.executable, "-m", "levy_core"]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        model = args.model
-        if model is None:
-            model = tmp / "model"
-            subprocess.run(levy + ["fit", str(SAMPLE), "--out", str(model), "--quiet"], check=True)
-        full = pd.read_csv(args.data_dir / "set-a-long.csv.gz")
-        seen = set(pd.read_csv(SAMPLE)["patient_id"].unique())
-        unseen = [p for p in sorted(full["patient_id"].unique()) if p not in seen][:3383]
-        files = {"big": (tmp / "rank_big.csv", full[full["patient_id"].isin(unseen)]),
-                 "small": (tmp / "rank_10.csv", full[full["patient_id"].isin(unseen[:10])])}
+        model = model_on_the_sample(args.model, tmp)
+        stays = unseen_stays(args.data_dir, 3383)
+        first_ten = stays["patient_id"].drop_duplicates().sort_values().iloc[:10]
+        files = {"big": (tmp / "rank_big.csv", stays),
+                 "small": (tmp / "rank_10.csv", stays[stays["patient_id"].isin(first_ten)])}
         written = {}
         for name, (path, rows) in files.items():
             rows.to_csv(path, index=False)

@@ -29,13 +29,11 @@ import argparse
 import cProfile
 import pstats
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-import pandas as pd
 import torch
+from rank import model_on_the_sample, unseen_stays
 
 from levy_core import pipeline
 from levy_core.data import read_csv
@@ -90,16 +88,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
-        model = args.model
-        if model is None:
-            model = Path(tmp) / "model"
-            subprocess.run([sys.executable, "-m", "levy_core", "fit", str(SAMPLE), "--out", str(model), "--quiet"],
-                           check=True)
-        full = pd.read_csv(args.data_dir / "set-a-long.csv.gz")
-        seen = set(pd.read_csv(SAMPLE)["patient_id"].unique())
-        unseen = [p for p in sorted(full["patient_id"].unique()) if p not in seen][: args.stays]
+        model = model_on_the_sample(args.model, Path(tmp))
         path = Path(tmp) / "stays.csv"
-        full[full["patient_id"].isin(unseen)].to_csv(path, index=False)
+        unseen_stays(args.data_dir, args.stays).to_csv(path, index=False)
         fitted = pipeline.load_model(model)
         obs = read_csv(path)
     plain = [pipeline.rank(fitted, obs)[1] for _ in range(args.reps)]

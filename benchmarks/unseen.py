@@ -37,7 +37,7 @@ from physionet import load_protocol_frame, protocol_split
 
 from levy_core import metrics
 from levy_core.data import read_csv
-from levy_core.pipeline import load_model, predict_user_queries
+from levy_core.pipeline import MODEL_SIZES, load_model, predict_user_queries
 
 REPO = Path(__file__).resolve().parent.parent
 HISTORY = 24.0
@@ -95,7 +95,7 @@ def main() -> None:
     parser.add_argument("--train", choices=["sample", "protocol"], default="sample")
     parser.add_argument("--n-unseen", type=int, default=400)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--size", choices=["small", "medium", "large"], default="small",
+    parser.add_argument("--size", choices=sorted(MODEL_SIZES), default="small",
                         help="levy fit --size (small: the default a user gets)")
     parser.add_argument("--model", type=Path, default=None, help="reuse a model directory fitted on the same file")
     args = parser.parse_args()

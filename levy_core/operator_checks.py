@@ -143,13 +143,12 @@ def check_value_range(v_c: Tensor, moments: Tensor | None = None) -> None:
     limit = torch.finfo(v_c.dtype).max / (v_c.shape[-2] + 1)  # + 1: the null key
     if not v_c.numel():
         return
-    if moments is None:
-        spread = float(v_c.detach().abs().amax())  # NaN or inf: not finite, left to propagate
-        too_large = math.isfinite(spread) and spread * spread >= limit
-    else:
-        too_large = bool(torch.isfinite(v_c).all()) and not bool((moments.abs() < limit).all())
-        spread = float(v_c.abs().max()) if too_large else 0.0
-    if too_large:
+    spread = float(v_c.detach().abs().amax())
+    if not math.isfinite(spread):  # NaN or inf values: left to propagate (or refused earlier)
+        return
+    # an overflowed ‖v‖² is inf, and inf >= limit
+    largest = spread * spread if moments is None else float(moments.detach().amax())
+    if largest >= limit:
         raise ValueError(
             f"v's deviations from their key mean reach {spread:.3g}: their squares overflow {v_c.dtype} "
             f"(largest {torch.finfo(v_c.dtype).max:.3g} over {v_c.shape[-2]} keys), so the disagreement "
