@@ -19,7 +19,7 @@ stays queried at 10× and 100× the history past their end (σ̂ growth, n_eff).
 
 Usage::
 
-    python benchmarks/unseen.py --data-dir PATH/TO/physionet2012 [--train sample|protocol] [--n-unseen 400] [--size small]
+    python benchmarks/unseen.py --data-dir PATH/TO/physionet2012 [--train sample|protocol] [--n-unseen 400] [--size auto]
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from physionet import load_protocol_frame, protocol_split
 
 from levy_core import metrics
 from levy_core.data import read_csv
-from levy_core.pipeline import MODEL_SIZES, load_model, predict_user_queries
+from levy_core.pipeline import MODEL_SIZES, load_model, predict_user_queries, size_name
 
 REPO = Path(__file__).resolve().parent.parent
 HISTORY = 24.0
@@ -95,8 +95,9 @@ def main() -> None:
     parser.add_argument("--train", choices=["sample", "protocol"], default="sample")
     parser.add_argument("--n-unseen", type=int, default=400)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--size", choices=sorted(MODEL_SIZES), default="small",
-                        help="levy fit --size (small: the default a user gets)")
+    parser.add_argument("--size", choices=["auto", *MODEL_SIZES], default="auto",
+                        help="levy fit --size (auto, the default a user gets: small on the sample, medium on "
+                        "the protocol's training split)")
     parser.add_argument("--model", type=Path, default=None, help="reuse a model directory fitted on the same file")
     args = parser.parse_args()
 
@@ -145,7 +146,8 @@ def main() -> None:
     rows = [scores(pred, sd, "Lévy (levy predict, scaled Gaussian c·σ̂; conformal 90 % band)"),
             scores(mc, sd, "MC-Dropout T=20 (the same fit's twin, scaled Gaussian)"),
             scores(lv, sd, "last value + per-channel Gaussian spread (fitted on the training file)")]
-    print(f"train file: {args.train} ({train['series_id'].nunique()} stays, levy fit --size {args.size}); "
+    size = size_name(fitted.model_config)
+    print(f"train file: {args.train} ({train['series_id'].nunique()} stays, levy fit --size {args.size}: {size}); "
           f"{len(unseen)} unseen stays, "
           f"{len(pred)} queries; fit {fit_s:.0f} s, predict {pred_s:.1f} s (wall, CLI)")
     print("| method | queries | MSE (channel sd², mean over channels) | MAE | CRPS | per-query MSE | per-query CRPS "

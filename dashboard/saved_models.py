@@ -42,19 +42,11 @@ def opened_key(opened: OpenedModel, obs_hash: str) -> str:
     return f"opened-{opened.digest[:16]}-{obs_hash[:16]}"
 
 
-def _size_name(fitted: FittedModel) -> str:
-    cfg = fitted.model_config.to_dict()
-    for name, size in pipeline.MODEL_SIZES.items():
-        if all(cfg.get(k) == v for k, v in size.items()):
-            return name
-    return "custom"
-
-
 def saved_settings(fitted: FittedModel) -> FitSettings:
     """The settings a saved model was fitted with, as far as its ``model.json`` records them."""
     task, train = fitted.task, fitted.train_config
     return FitSettings(task=task.kind, cutoff=task.cutoff, horizon=task.horizon,
-                       holdout_fraction=task.holdout_fraction, size=_size_name(fitted), epochs=train.epochs,
+                       holdout_fraction=task.holdout_fraction, size=pipeline.size_name(fitted.model_config), epochs=train.epochs,
                        max_seconds=float(train.max_seconds or 0.0), train_twin=fitted.twin is not None,
                        mc_passes=fitted.mc_passes, seed=train.seed)
 

@@ -109,7 +109,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
                           phi=args.phi, progress=None if args.quiet else EpochBars())
     out = fitted.save(args.out)
     tr = fitted.training
-    print(f"fitted in {time.perf_counter() - t0:.1f} s: split {fitted.split.mode} "
+    print(f"fitted a {pipeline.size_name(fitted.model_config)} model in {time.perf_counter() - t0:.1f} s: "
+          f"split {fitted.split.mode} "
           f"({tr['n_series']['train']}/{tr['n_series']['stopping']}/{tr['n_series']['calibration']}/"
           f"{tr['n_series']['test']} train/early-stopping/calibration/test series), task {fitted.task.kind}"
           + (f" (cut-off {fitted.task.cutoff:g} h)" if fitted.task.kind == "forecast" else "")
@@ -385,7 +386,9 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--epochs", type=_positive_int, default=40, help="training epochs per model (at least 1)")
     f.add_argument("--max-seconds", type=_positive_seconds, default=None,
                    help="training time budget per model, in seconds (finite, > 0)")
-    f.add_argument("--size", choices=["small", "medium", "large"], default="small")
+    f.add_argument("--size", choices=["auto", *pipeline.MODEL_SIZES], default="auto",
+                   help=f"model width; auto: medium on a file of at least {pipeline.AUTO_MEDIUM_MIN_SERIES:,} "
+                   "series (it pays there, at ~5x the fit time), small below")
     f.add_argument("--phi", choices=["rate", "count"], default="rate")
     f.add_argument("--no-twin", action="store_true", help="skip the softmax/MC-Dropout twin")
     f.add_argument("--quiet", action="store_true", help="no progress bar")

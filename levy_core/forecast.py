@@ -45,8 +45,9 @@ class LevyForecaster:
 
     Parameters
     ----------
-    size : {"small", "medium", "large"}
-        The model's width (``levy fit --size``).
+    size : {"auto", "small", "medium", "large"}
+        The model's width (``levy fit --size``); ``"auto"``: medium on a frame of at least
+        ``pipeline.AUTO_MEDIUM_MIN_SERIES`` series, small below.
     epochs : int
         Training epochs at most (early stopping may end sooner), at least 1.
     seed : int
@@ -81,13 +82,12 @@ class LevyForecaster:
         The column mapping given to :meth:`fit` (None: detected on each frame).
     """
 
-    def __init__(self, *, size: str = "small", epochs: int = 40, seed: int = 0, season: str | float = "auto",
+    def __init__(self, *, size: str = "auto", epochs: int = 40, seed: int = 0, season: str | float = "auto",
                  task: Literal["forecast", "interpolate"] = "forecast", horizon: str | float | None = None,
                  cutoff: float | None = None, max_seconds: float | None = None, twin: bool = False,
                  phi: Literal["rate", "count"] = "rate", time_unit: str = "hours",
                  progress: Callable[[Progress], None] | None = None) -> None:
-        if size not in pipeline.MODEL_SIZES:
-            raise ValueError(f"size must be one of {sorted(pipeline.MODEL_SIZES)}, got {size!r}")
+        pipeline.resolve_size(size, 0)  # ValueError for an unknown name, before any data is read
         if task not in ("forecast", "interpolate"):
             raise ValueError(f"task must be 'forecast' or 'interpolate', got {task!r}")
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:

@@ -46,9 +46,19 @@ from levy_core.predict import (
 from levy_core.predictive import add_bands
 from levy_core.prepared import ModelData, as_model_data, prepare
 from levy_core.ranking import rank
-from levy_core.recipe import MODEL_SIZES, add_twin, calibrate, cutoff_range, fit
+from levy_core.recipe import (
+    AUTO_MEDIUM_MIN_SERIES,
+    MODEL_SIZES,
+    add_twin,
+    calibrate,
+    cutoff_range,
+    fit,
+    resolve_size,
+    size_name,
+)
 
 __all__ = [
+    "AUTO_MEDIUM_MIN_SERIES",
     "FORMAT",
     "GUARANTEE",
     "LEVELS",
@@ -78,7 +88,9 @@ __all__ = [
     "prepare",
     "query_crps",
     "rank",
+    "resolve_size",
     "rolling_coverage",
+    "size_name",
     "split_predictions",
     "timed",
     "user_predictions",

@@ -44,8 +44,8 @@ from levy_core.tasks import (
 )
 from levy_core.train import Progress, TrainConfig, TrainResult, train_model
 
-__all__ = ["MODEL_SIZES", "FitData", "add_twin", "assemble", "calibrate", "cutoff_range", "drift_reference", "fit",
-           "prepare_fit", "train_levy_model", "train_twin_model"]
+__all__ = ["AUTO_MEDIUM_MIN_SERIES", "MODEL_SIZES", "FitData", "add_twin", "assemble", "calibrate", "cutoff_range", "drift_reference", "fit",
+           "prepare_fit", "resolve_size", "size_name", "train_levy_model", "train_twin_model"]
 
 # One architecture at three widths: "small" keeps the dashboard's default fit within its
 # budget; the others are for users who can wait (the PhysioNet benchmark uses medium; see
@@ -55,6 +55,32 @@ MODEL_SIZES: dict[str, dict[str, int]] = {
     "medium": {"d_model": 64, "num_heads": 4, "head_dim": 16, "channel_layers": 2},
     "large": {"d_model": 96, "num_heads": 8, "head_dim": 16, "channel_layers": 2, "context_layers": 1},
 }
+
+# size="auto" picks medium from this many series on: on PhysioNet, fitted on the 2,397-stay
+# training split, medium's CRPS on unseen stays is 3.7 % below the last value's and small's
+# 1.5 % above it, while on the 300-stay sample small already beats the last value (README,
+# "The user's path on stays it never saw"); below this, small keeps the fit quick.
+AUTO_MEDIUM_MIN_SERIES = 1000
+
+
+def resolve_size(size: str, n_series: int) -> str:
+    """The preset a fit uses: ``size`` itself, or for ``"auto"`` ``"medium"`` on a file of at
+    least ``AUTO_MEDIUM_MIN_SERIES`` series and ``"small"`` below. ValueError for an unknown name."""
+    if size == "auto":
+        return "medium" if n_series >= AUTO_MEDIUM_MIN_SERIES else "small"
+    if size not in MODEL_SIZES:
+        raise ValueError(f"size must be 'auto' or one of {sorted(MODEL_SIZES)}, got {size!r}")
+    return size
+
+
+def size_name(cfg: ModelConfig) -> str:
+    """The preset ``cfg``'s widths match (``"custom"`` for none), e.g. to report a fit's size."""
+    settings = cfg.to_dict()
+    defaults = ModelConfig(n_channels=cfg.n_channels).to_dict()
+    for name, preset in MODEL_SIZES.items():
+        if all(settings.get(k) == preset.get(k, defaults.get(k)) for k in set(preset) | {"context_layers"}):
+            return name
+    return "custom"
 
 
 @dataclass
@@ -231,7 +257,7 @@ def calibrate(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str], *, m
 
 
 def fit(obs: Observations, *, task: TaskConfig | None = None, train: TrainConfig | None = None,
-        size: str = "small", train_twin: bool = True, mc_passes: int = 20,
+        size: str = "auto", train_twin: bool = True, mc_passes: int = 20,
         phi: Literal["rate", "count"] = "rate",
         progress: Callable[[Progress], None] | None = None) -> FittedModel:
     """Split, normalise, train the Lévy model (and its twin), calibrate both.
@@ -242,7 +268,9 @@ def fit(obs: Observations, *, task: TaskConfig | None = None, train: TrainConfig
     task : TaskConfig, optional
         Default: forecast with the cut-off at the median series midpoint.
     train : TrainConfig, optional
-    size : {"small", "medium", "large"}
+    size : {"auto", "small", "medium", "large"}
+        ``"auto"``: medium on a file of at least ``AUTO_MEDIUM_MIN_SERIES`` series, small below
+        (:func:`resolve_size`).
     train_twin : bool
         Also train the softmax+dropout twin (needed for MC-Dropout and the softmax baseline).
     mc_passes : int
@@ -253,8 +281,7 @@ def fit(obs: Observations, *, task: TaskConfig | None = None, train: TrainConfig
     train = train or TrainConfig()
     if train_twin and mc_passes < 2:
         raise ValueError(f"mc_passes must be at least 2 to calibrate MC-Dropout, got {mc_passes}")
-    if size not in MODEL_SIZES:
-        raise ValueError(f"size must be one of {sorted(MODEL_SIZES)}, got {size!r}")
+    size = resolve_size(size, obs.n_series)
     data = prepare_fit(obs.frame, task, seed=train.seed)
     cfg = data.model_config(size, phi)
     levy = train_levy_model(data, cfg, train, progress=progress)

@@ -88,6 +88,16 @@ def assert_clean_error(code: int, out: str, err: str) -> None:
 # ----------------------------------------------------------------------------- happy paths
 
 
+def test_fit_size_names_a_preset_and_refuses_others(capsys, fit_csv: Path, tmp_path: Path) -> None:
+    code, _, err = run(capsys, "fit", fit_csv, "--out", tmp_path / "m", "--epochs", 1, "--max-seconds", 2,
+                       "--no-twin", "--quiet", "--size", "medium")
+    assert code == 0, err
+    assert "fitted a medium model" in err
+    assert pipeline.size_name(pipeline.load_model(tmp_path / "m").model_config) == "medium"
+    code, _, err = run(capsys, "fit", fit_csv, "--out", tmp_path / "n", "--size", "huge")
+    assert code == 2 and "invalid choice: 'huge'" in err
+
+
 def test_fit_writes_a_model_directory(capsys, fit_csv: Path, tmp_path: Path) -> None:
     out_dir = tmp_path / "model"
     code, out, err = run(
@@ -109,8 +119,10 @@ def test_fit_writes_a_model_directory(capsys, fit_csv: Path, tmp_path: Path) -> 
     assert (out_dir / "model.json").is_file() and (out_dir / "levy.safetensors").is_file()
     assert not (out_dir / "softmax.safetensors").exists(), "--no-twin"
     assert "saved to" in out + err and "Traceback" not in out + err
+    assert "fitted a small model" in err, "--size auto on a file of few series: small, and said"
     fitted = pipeline.load_model(out_dir)  # loadable, with the options recorded
     assert fitted.task.kind == "interpolate" and fitted.split.seed == 3
+    assert pipeline.size_name(fitted.model_config) == "small"
     assert fitted.train_config.epochs == 1 and fitted.twin is None
     assert sorted(fitted.split.train + fitted.split.calibration + fitted.split.test) == sorted(
         pd.read_csv(fit_csv)["series_id"].unique()

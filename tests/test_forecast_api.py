@@ -142,7 +142,7 @@ def test_what_it_refuses(forecaster: LevyForecaster) -> None:
         forecaster.predict(h=6, band="wide")
     with pytest.raises(DataError, match="pandas DataFrame"):
         LevyForecaster().fit("data.csv")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="size must be one of"):
+    with pytest.raises(ValueError, match="size must be 'auto' or one of"):
         LevyForecaster(size="huge")
     with pytest.raises(ValueError, match="epochs"):
         LevyForecaster(epochs=0)

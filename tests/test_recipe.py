@@ -16,9 +16,18 @@ import pandas as pd
 import pytest
 import torch
 
+from levy_core import recipe
 from levy_core.data import ColumnMapping, DataError, Observations, load_sample
 from levy_core.model import ModelConfig
-from levy_core.recipe import MODEL_SIZES, add_twin, cutoff_range, fit, prepare_fit
+from levy_core.recipe import (
+    MODEL_SIZES,
+    add_twin,
+    cutoff_range,
+    fit,
+    prepare_fit,
+    resolve_size,
+    size_name,
+)
 from levy_core.scaling import ChannelScaler
 from levy_core.tasks import Split, TaskConfig, make_split, resolve_task
 from levy_core.train import TrainConfig
@@ -194,8 +203,34 @@ def test_add_twin_refuses_fewer_than_two_passes(passes, both_ways) -> None:
         add_twin(without, data, mc_passes=passes)
 
 
+def test_auto_size_is_medium_from_the_threshold_on_and_small_below() -> None:
+    n = recipe.AUTO_MEDIUM_MIN_SERIES
+    assert resolve_size("auto", 1) == resolve_size("auto", n - 1) == "small"
+    assert resolve_size("auto", n) == resolve_size("auto", 10 * n) == "medium"
+    for size in MODEL_SIZES:
+        assert resolve_size(size, 1) == resolve_size(size, 10 * n) == size, "a named size is kept"
+    with pytest.raises(ValueError, match="size must be 'auto' or one of"):
+        resolve_size("huge", 1)
+
+
+def test_size_name_names_each_preset_and_nothing_else(obs: Observations) -> None:
+    data = prepare_fit(obs.frame)
+    for size in MODEL_SIZES:
+        assert size_name(data.model_config(size)) == size
+    assert size_name(data.model_config("medium", context_layers=1)) == "custom"
+    assert size_name(data.model_config("small", d_model=48)) == "custom"
+
+
+def test_fit_resolves_auto_from_the_number_of_series(obs: Observations, monkeypatch) -> None:
+    train = TrainConfig(epochs=1, max_seconds=2.0)
+    assert size_name(fit(obs, train=train, train_twin=False).model_config) == "small"
+    monkeypatch.setattr(recipe, "AUTO_MEDIUM_MIN_SERIES", obs.n_series)  # this file now counts as large
+    assert size_name(fit(obs, train=train, train_twin=False).model_config) == "medium"
+    assert size_name(fit(obs, train=train, size="small", train_twin=False).model_config) == "small"
+
+
 def test_fit_refuses_an_unknown_size_and_too_few_passes(few: Observations) -> None:
-    with pytest.raises(ValueError, match="size must be one of"):
+    with pytest.raises(ValueError, match="size must be 'auto' or one of"):
         fit(few, train=TrainConfig(epochs=1), size="tiny", train_twin=False)
     with pytest.raises(ValueError, match="mc_passes must be at least 2"):
         fit(few, train=TrainConfig(epochs=1), mc_passes=1)
