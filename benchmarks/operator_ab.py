@@ -2,7 +2,7 @@
 
 Timings on this machine drift by 10–30 % from one minute to the next, so a change to the
 operator is measured as a ratio: ``levy_core/attention.py`` at ``--rev`` (read with ``git
-show``) is loaded as a second module, and the scoring of the same prepared stays
+show``, with that revision's ``flash_inputs.py``) is loaded as a second module, and the scoring of the same prepared stays
 (``ranking.score_series``, after a warm-up) alternates between the two ``--reps`` times.
 Both must give the same trust scores (to float rounding); the ratio of medians says how
 much faster this revision is.
@@ -18,6 +18,7 @@ import argparse
 import importlib.util
 import statistics
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -35,16 +36,29 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_data" / "physionet2012_sample.csv.gz"
 
 
+OPERATOR_FILES = ("flash_inputs", "attention")  # attention imports flash_inputs (where the revision has it)
+
+
 def load_operator(rev: str, where: Path):
-    """``levy_core/attention.py`` at ``rev``, imported as a module of its own."""
-    source = subprocess.run(["git", "show", f"{rev}:levy_core/attention.py"], capture_output=True, text=True,
-                            check=True, cwd=REPO).stdout
-    path = where / "attention_at_rev.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("attention_at_rev", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """``levy_core/attention.py`` at ``rev`` (with that revision's ``flash_inputs.py``, when it
+    has one), imported as modules of their own; this revision's modules are left as they are."""
+    loaded = {}
+    for name in OPERATOR_FILES:
+        shown = subprocess.run(["git", "show", f"{rev}:levy_core/{name}.py"], capture_output=True, text=True,
+                               cwd=REPO)
+        if shown.returncode != 0:
+            if name == "attention":
+                raise SystemExit(f"no levy_core/attention.py at {rev}: {shown.stderr.strip()}")
+            continue
+        source = shown.stdout.replace("from levy_core.flash_inputs import", "from flash_inputs_at_rev import")
+        path = where / f"{name}_at_rev.py"
+        path.write_text(source)
+        spec = importlib.util.spec_from_file_location(f"{name}_at_rev", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[f"{name}_at_rev"] = module
+        spec.loader.exec_module(module)
+        loaded[name] = module
+    return loaded["attention"]
 
 
 def main() -> None:

@@ -38,11 +38,18 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from levy_core.flash_inputs import (
+    DecayTerms,
+    augment,
+    decay_terms,
+    flash_inputs,
+    log_weights,
+    second_moment_columns,
+)
 from levy_core.operator_checks import (
     as_kappa,
     check_inputs,
     check_options,
-    check_value_range,
     nonfinite_queries,
     poison,
 )
@@ -70,9 +77,6 @@ __all__ = [
 #: relative in float32, so ``log Λ`` stays exact to float32 rounding.
 KAPPA_MAX = 45.0
 KAPPA_MIN = 1e-2
-# A key with weight 0 gets this score: exp(-1e4) is exactly 0 in every float dtype, and
-# unlike -inf it cannot produce 0 * inf = NaN inside a GEMM.
-_MASKED_SCORE = -1.0e4
 # PyTorch's CPU flash-attention kernel, which also returns the per-query log-sum-exp (= log Λ
 # here). Private API: used only for inference on CPU, with the public null-key path as the
 # fallback whenever it is missing, fails, or autograd needs the evidence's gradient.
@@ -330,12 +334,13 @@ def _assemble(mean: Tensor, disagreement: Tensor, log_evidence: Tensor, phi: Phi
                       log_data_evidence=log_data)
 
 
-def _log_weights(key_weight: Tensor | None, like: Tensor) -> Tensor | None:
-    """``log w_i`` with masked keys at a large finite negative score, shape (..., K)."""
+def _key_mean(v: Tensor, key_weight: Tensor | None) -> Tensor:
+    """The values' (weighted) key mean ``v̄`` (..., 1, D)."""
     if key_weight is None:
-        return None
-    kw = key_weight.to(like.dtype)
-    return torch.where(kw > 0, torch.log(kw.clamp_min(torch.finfo(like.dtype).tiny)), torch.full_like(kw, _MASKED_SCORE))
+        return v.mean(dim=-2, keepdim=True)
+    w = key_weight.to(v.dtype).unsqueeze(-1)  # (..., K, 1)
+    total = w.sum(dim=-2, keepdim=True).clamp_min(torch.finfo(v.dtype).tiny)
+    return (w * v).sum(dim=-2, keepdim=True) / total
 
 
 def _centre(v: Tensor, key_weight: Tensor | None) -> tuple[Tensor, Tensor]:
@@ -343,37 +348,8 @@ def _centre(v: Tensor, key_weight: Tensor | None) -> tuple[Tensor, Tensor]:
 
     Returns ``(v - v_bar, v_bar)`` with shapes (..., K, D) and (..., 1, D).
     """
-    if key_weight is None:
-        v_bar = v.mean(dim=-2, keepdim=True)  # (..., 1, D)
-    else:
-        w = key_weight.to(v.dtype).unsqueeze(-1)  # (..., K, 1)
-        total = w.sum(dim=-2, keepdim=True).clamp_min(torch.finfo(v.dtype).tiny)
-        v_bar = (w * v).sum(dim=-2, keepdim=True) / total  # (..., 1, D)
+    v_bar = _key_mean(v, key_weight)
     return v - v_bar, v_bar
-
-
-class _DecayTerms(NamedTuple):
-    """The Gaussian decay split into what SDPA can carry (times centred per row)."""
-
-    q_col: Tensor  # (..., Q) t_q'/ℓ², multiplies the key's time column
-    k_col: Tensor  # (..., K) t_i'
-    k_bias: Tensor  # (..., K) −t_i'²/(2ℓ²), joins log w_i
-    q_shift: Tensor  # (..., Q) t_q'²/(2ℓ²): subtract from the pass's log-sum-exp
-
-
-def _decay_terms(decay: TimeDecay, key_weight: Tensor | None, like: Tensor) -> _DecayTerms:
-    tq, tk = decay.query_time.to(like.dtype), decay.key_time.to(like.dtype)
-    # centre on each row's key-time mean: the factorised terms stay of the span's size
-    if key_weight is None:
-        ref = tk.mean(-1, keepdim=True)
-    else:
-        w = (key_weight > 0).to(like.dtype)
-        ref = (w * tk).sum(-1, keepdim=True) / w.sum(-1, keepdim=True).clamp_min(1.0)
-    inv = torch.as_tensor(decay.length_scale, dtype=like.dtype, device=like.device).pow(-2)
-    inv = inv.squeeze(-1) if inv.dim() >= 2 else inv  # (..., 1)
-    tq_c, tk_c = tq - ref, tk - ref
-    return _DecayTerms(tq_c * inv, tk_c.expand(torch.broadcast_shapes(tk_c.shape, inv.shape[:-1] + (1,))),
-                       -0.5 * tk_c.pow(2) * inv, 0.5 * tq_c.pow(2) * inv)
 
 
 def log_intensity(q: Tensor, k: Tensor, kappa: Tensor, key_weight: Tensor | None,
@@ -383,7 +359,7 @@ def log_intensity(q: Tensor, k: Tensor, kappa: Tensor, key_weight: Tensor | None
     The readable form, materialising (Q, K): the reference path, the sampler and the
     diagnostics that show which observations a query drew on."""
     scores = kappa * (F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1))
-    log_w = _log_weights(key_weight, scores)
+    log_w = log_weights(key_weight, scores)
     if log_w is not None:
         scores = scores + log_w.unsqueeze(-2)
     if decay is not None:
@@ -391,18 +367,6 @@ def log_intensity(q: Tensor, k: Tensor, kappa: Tensor, key_weight: Tensor | None
         ell = torch.as_tensor(decay.length_scale, dtype=scores.dtype, device=scores.device)
         scores = scores - (tq.unsqueeze(-1) - tk.unsqueeze(-2)).pow(2) / (2 * ell.pow(2))
     return scores
-
-
-def _second_moment_columns(v_c: Tensor, full: bool) -> Tensor:
-    """``‖v‖²`` (..., K, 1) or the upper triangle of ``v vᵀ`` (..., K, D(D+1)/2), row by row
-    (``v_i v_i``, ``v_i v_{i+1}``, …: the order of ``torch.triu_indices``)."""
-    if not full:
-        moments = torch.linalg.vector_norm(v_c, dim=-1, keepdim=True).square()
-        check_value_range(v_c, moments)
-        return moments
-    check_value_range(v_c)  # the largest |v_i v_j| is the largest v_i²
-    D = v_c.shape[-1]
-    return torch.cat([v_c[..., i:i + 1] * v_c[..., i:] for i in range(D)], dim=-1)
 
 
 def _all_masked(log_evidence: Tensor, key_weight: Tensor | None) -> Tensor:
@@ -419,7 +383,7 @@ def _reference(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tenso
     p = torch.softmax(scores, dim=-1)  # (..., Q, K)
     v_c, v_bar = _centre(v, key_weight)
     mean_c = p @ v_c  # (..., Q, D)
-    second = p @ _second_moment_columns(v_c, full)  # (..., Q, 1 or S)
+    second = p @ second_moment_columns(v_c, full)  # (..., Q, 1 or S)
     return _Moments(mean_c, v_bar, second, log_evidence)
 
 
@@ -441,48 +405,9 @@ def _nearest_key_distance(decay: TimeDecay, key_weight: Tensor | None) -> Tensor
     return torch.where(torch.isfinite(dist), dist, torch.zeros_like(dist))
 
 
-def _augment(q: Tensor, k: Tensor, v_c: Tensor, moments: Tensor, kappa: Tensor, key_weight: Tensor | None,
-             terms: _DecayTerms | None, batch: torch.Size,
-             null_score: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
-    """Augmented SDPA inputs, flattened to (N, 1, L, width)::
-
-        q: [κ q̂ | 1                       | t_q'/ℓ² | c(q)]   scores κ cos + log w_i + decay
-        k: [k̂   | log w_i − t_i'²/(2ℓ²)   | t_i'    | 0   ]   (null key: [0 | 0 | 0 | 1])
-        v: [v_i − v̄ | second moments | 0]                   (null key: [0 | 0 | 1])
-
-    The time columns only with a decay, the null key and its columns only with ``null_score``.
-    """
-    E, D, S = q.shape[-1], v_c.shape[-1], moments.shape[-1]
-    n_q, n_k = q.shape[-2], k.shape[-2]
-    T, Z = (1 if terms is not None else 0), (1 if null_score is not None else 0)
-    width = max(E + 1 + T + Z, D + S + Z)  # SDPA's fast CPU kernels need equal q/k and v head sizes
-    q_aug = q.new_zeros(*batch, n_q, width)
-    q_aug[..., :E] = F.normalize(q, dim=-1) * kappa  # scores κ·cos
-    q_aug[..., E] = 1.0  # picks the key's bias column
-    k_aug = k.new_zeros(*batch, n_k + Z, width)
-    k_aug[..., :n_k, :E] = F.normalize(k, dim=-1)
-    log_w = _log_weights(key_weight, k)
-    bias = 0.0 if log_w is None else log_w
-    if terms is not None:
-        q_aug[..., E + 1] = terms.q_col
-        k_aug[..., :n_k, E + 1] = terms.k_col
-        bias = terms.k_bias + bias
-    k_aug[..., :n_k, E] = bias
-    v_aug = v_c.new_zeros(*batch, n_k + Z, width)
-    v_aug[..., :n_k, :D] = v_c
-    v_aug[..., :n_k, D:D + S] = moments
-    if null_score is not None:
-        q_aug[..., E + 1 + T] = null_score  # picks the null key
-        k_aug[..., n_k, E + 1 + T] = 1.0
-        v_aug[..., n_k, D + S] = 1.0  # one-hot: the null key's weight
-    flat = (-1, 1)  # SDPA's fast CPU path wants (N, H, L, E)
-    return (q_aug.reshape(*flat, n_q, width), k_aug.reshape(*flat, n_k + Z, width),
-            v_aug.reshape(*flat, n_k + Z, width))
-
-
 def _fused(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | None,
            decay: TimeDecay | None, full: bool, flash: bool = True) -> _Moments:
-    """One SDPA call on augmented inputs (the fast path; columns in ``_augment``).
+    """One SDPA call on augmented inputs (the fast path; columns in ``flash_inputs.augment``).
 
     ``log Λ`` comes, by case: on CPU without autograd, from the flash kernel's own
     log-sum-exp; with autograd, from an explicit log-sum-exp over the (Q, K) scores (no D
@@ -493,28 +418,37 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | 
     D = v.shape[-1]
     dtype = q.dtype if q.dtype in (torch.float32, torch.float64) else torch.float32
     q, k, v, kappa = q.to(dtype), k.to(dtype), v.to(dtype), kappa.to(dtype)
-    terms = _decay_terms(decay, key_weight, q) if decay is not None else None
+    terms = decay_terms(decay, key_weight, q) if decay is not None else None
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], kappa.shape[:-2],
                                    key_weight.shape[:-1] if key_weight is not None else (),
                                    terms.q_col.shape[:-1] if terms is not None else (),
                                    terms.k_col.shape[:-1] if terms is not None else ())
     n_q, n_k = q.shape[-2], k.shape[-2]
+    S = D * (D + 1) // 2 if full else 1
     if n_q == 0:  # nothing to attend from: empty outputs of the right shapes, in the graph
         zero = (q.sum() + k.sum() + v.sum() + kappa.sum()) * 0.0
-        S = D * (D + 1) // 2 if full else 1
         return _Moments(q.new_zeros(*batch, 0, D) + zero, q.new_zeros(*batch, 1, D) + zero,
                         q.new_zeros(*batch, 0, S) + zero, q.new_zeros(*batch, 0) + zero)
-    v_c, v_bar = _centre(v, key_weight)
-    moments = _second_moment_columns(v_c, full)  # (..., K, S)
-    S = moments.shape[-1]
     inputs = (q, k, v, kappa) + ((key_weight,) if key_weight is not None else ()) + (
         (torch.as_tensor(decay.length_scale),) if decay is not None else ())
     needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in inputs)
+    v_bar = _key_mean(v, key_weight)
+    centred: tuple[Tensor, Tensor] | None = None  # (v − v̄, moment columns), built when a path needs them
+
+    def centred_values() -> tuple[Tensor, Tensor]:
+        nonlocal centred
+        if centred is None:
+            v_c = v - v_bar
+            centred = v_c, second_moment_columns(v_c, full)  # (..., K, D), (..., K, S)
+        return centred
 
     if flash and q.device.type == "cpu" and _FLASH_CPU_WITH_LSE is not None:
         try:
             with torch.no_grad():
-                qa, ka, va = _augment(q, k, v_c, moments, kappa, key_weight, terms, batch, None)
+                if k.shape[:-2] == v.shape[:-2] == batch:
+                    qa, ka, va = flash_inputs(q, k, v, v_bar, kappa, key_weight, terms, batch, full)
+                else:  # keys or values broadcast over the batch: the general construction
+                    qa, ka, va = augment(q, k, *centred_values(), kappa, key_weight, terms, batch, None)
                 out, lse = _FLASH_CPU_WITH_LSE(qa, ka, va, scale=1.0)[:2]
                 out = out.reshape(*batch, n_q, -1)
                 if not torch.isfinite(out[..., :D + S]).all():  # edge cases: the public path decides
@@ -525,9 +459,11 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | 
                 return _Moments(out[..., :D], v_bar, out[..., D:D + S], _all_masked(log_evidence, key_weight))
             # autograd: a null key scored at the (constant) log Λ just computed weighs ≈ ½, so
             # log Λ = c + log(1 − r) − log r is exact and its gradient well conditioned
+            v_c, moments = centred_values()
             return _null_key_pass(q, k, v_c, v_bar, moments, kappa, key_weight, terms, batch, lse)
         except RuntimeError:  # a kernel that refuses these inputs: take the public path
             pass
+    v_c, moments = centred_values()
 
     # The null key's score c(q) = log Σw − κ − (nearest key distance)²/(2ℓ²): then
     # Λ/e^c ∈ [min w / Σw, e^{2κ}], resolved in float32 for κ ≤ KAPPA_MAX.
@@ -550,14 +486,14 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | 
 
 
 def _null_key_pass(q: Tensor, k: Tensor, v_c: Tensor, v_bar: Tensor, moments: Tensor, kappa: Tensor,
-                   key_weight: Tensor | None, terms: _DecayTerms | None, batch: torch.Size,
+                   key_weight: Tensor | None, terms: DecayTerms | None, batch: torch.Size,
                    c: Tensor) -> _Moments:
     """The public SDPA pass with a null key of score ``c`` (..., Q) (in the pass's own
     scale, before the decay's query-only shift): ``r = e^c/(e^c + Λ)`` gives
     ``log Λ = c + log(1 − r) − log r``."""
     D, S = v_c.shape[-1], moments.shape[-1]
     n_q = q.shape[-2]
-    qa, ka, va = _augment(q, k, v_c, moments, kappa, key_weight, terms, batch, c.detach().expand(*batch, n_q))
+    qa, ka, va = augment(q, k, v_c, moments, kappa, key_weight, terms, batch, c.detach().expand(*batch, n_q))
     out = F.scaled_dot_product_attention(qa, ka, va, scale=1.0).reshape(*batch, n_q, -1)
     r = out[..., D + S]  # e^c / (e^c + Λ)
     inv_mass = 1.0 / (1.0 - r)  # the data's share is Λ / (e^c + Λ)
