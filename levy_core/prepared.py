@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -18,7 +19,7 @@ import pandas as pd
 from levy_core.data import DataError, Observations
 from levy_core.drift import refuse_unknown_channels
 from levy_core.modelfile import FittedModel
-from levy_core.tasks import EpisodeBuilder, SeriesClock
+from levy_core.tasks import EpisodeBuilder, SeriesClock, Split
 
 __all__ = ["ModelData", "as_model_data", "natural_key", "prepare"]
 
@@ -42,16 +43,31 @@ class ModelData:
         User ids/clock ↔ the model's (windows in few-series mode).
     builder : EpisodeBuilder
         The normalised episodes of every model-space series.
-    same_data : bool
-        ``obs`` is the data the model was fitted on, so the model's split roles apply;
-        otherwise every series is new (role "unseen").
+    fitted_split : Split
+        The split the model was fitted under.
+    fitted_hash : str
+        ``Observations.content_hash`` of the data the model was fitted on ("" if unknown).
     """
 
     obs: Observations
     clock: SeriesClock
     builder: EpisodeBuilder
-    same_data: bool
-    roles: dict[str, str]  # model-space series id → "train", "calibration", "test" (same data only)
+    fitted_split: Split
+    fitted_hash: str
+
+    @cached_property
+    def same_data(self) -> bool:
+        """``obs`` is the data the model was fitted on, so the model's split roles apply;
+        otherwise every series is new (role "unseen"). Hashed on first use only: scoring
+        new data (``levy rank``, ``levy predict``) never needs it."""
+        return bool(self.fitted_hash) and self.obs.content_hash() == self.fitted_hash
+
+    @cached_property
+    def roles(self) -> dict[str, str]:
+        """Model-space series id → "train", "calibration" or "test" (empty unless ``same_data``)."""
+        if not self.same_data:
+            return {}
+        return {sid: r for r in ROLES for sid in getattr(self.fitted_split, r)}
 
     def role_of(self, series_id: str) -> str:
         return self.roles.get(series_id, "unseen")
@@ -106,9 +122,7 @@ def prepare(fitted: FittedModel, obs: Observations) -> ModelData:
     frame = clock.frame_to_model(obs.frame)
     builder = EpisodeBuilder(frame, fitted.channels, fitted.task, seed=fitted.train_config.seed,
                              scaler=fitted.scaler)
-    same = obs.content_hash() == fitted.data_hash
-    roles = {sid: r for r in ROLES for sid in getattr(fitted.split, r)} if same else {}
-    return ModelData(obs, clock, builder, same, roles)
+    return ModelData(obs, clock, builder, fitted.split, fitted.data_hash)
 
 
 def as_model_data(fitted: FittedModel, data: Observations | ModelData) -> ModelData:

@@ -76,6 +76,9 @@ def score_series(fitted: FittedModel, data: Observations | ModelData, *, points_
     # batches of similar context length pad (and so compute) far less
     ids = sorted(ids, key=lambda s: (len(builder.series[s].time), s))
     c = fitted.levy_calibration.scale_
+    # where in each series' prediction range the queries sit (past the cut-off for a forecast)
+    where = (np.linspace(0.0, 1.0, points_per_channel + 1)[1:] if fitted.task.kind == "forecast"
+             else np.linspace(0.0, 1.0, points_per_channel))
     rows = []
     for chunk in chunks(ids, batch_series):
         items = []
@@ -83,8 +86,7 @@ def score_series(fitted: FittedModel, data: Observations | ModelData, *, points_
             s = builder.series[sid]
             ctx, _ = builder.split_indices(sid)
             lo, hi = fitted.prediction_range(s.time)
-            t = (np.linspace(lo, hi, points_per_channel + 1)[1:] if fitted.task.kind == "forecast"
-                 else np.linspace(lo, hi, points_per_channel))
+            t = lo + (hi - lo) * where
             chans = np.unique(s.channel[ctx]) if len(ctx) else np.unique(s.channel)
             items.append((sid, ctx, np.tile(t, len(chans)), np.repeat(chans, len(t))))
         batch = builder.collate(items)
