@@ -73,6 +73,7 @@ choice = sidebar.render()
 res = fit.ensure_model(choice)
 if res is not None:
     st.caption(plain(res.describe()))
+twin_slot = st.empty()  # where a twin left for after the panels shows its progress
 
 tabs = st.tabs(state.PANELS, key=state.PANEL, on_change="rerun", default=state.DEFAULT_PANEL)
 for tab, name in zip(tabs, state.PANELS, strict=True):
@@ -87,3 +88,5 @@ for tab, name in zip(tabs, state.PANELS, strict=True):
             )
         else:
             MODEL_PANELS[name](res)
+
+fit.finish_deferred_twin(res, twin_slot)

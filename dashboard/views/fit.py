@@ -62,14 +62,28 @@ def _show_failure(message: str) -> None:
     st.error(f"{plain(text)}{hint} The previous data and model are kept.", icon="🚫")
 
 
+def _levy_first(settings: services.FitSettings) -> services.FitSettings:
+    """The settings of the fit that draws the first band: the Lévy model alone (its twin is
+    trained after the panels are drawn, ``finish_deferred_twin``)."""
+    return dataclasses.replace(settings, train_twin=False)
+
+
+def _keys_of(obs_hash: str, settings: services.FitSettings) -> tuple[str, ...]:
+    """Every fit key that stands for ``settings`` on this data: fitted with the twin at once,
+    or the Lévy model first and its twin added (``+twin``), or still waiting for it."""
+    key, first = services.fit_key(obs_hash, settings), services.fit_key(obs_hash, _levy_first(settings))
+    return (key, key + "+twin", first + "+twin", first) if settings.train_twin else (key, key + "+twin")
+
+
 def _run_fit(choice: Choice) -> services.FitResult | None:
     assert choice.obs is not None and choice.obs_hash is not None and choice.source is not None
     label = choice.source.label
+    settings = _levy_first(choice.settings)
     with st.status(f"Fitting on {label} …", expanded=True) as status:
-        ui = _ProgressUI(choice.settings, choice.settings.train_twin, label)
+        ui = _ProgressUI(settings, False, label)
         try:
             res = services.fit_model(
-                choice.obs, choice.obs_hash, label, choice.settings, progress=ui
+                choice.obs, choice.obs_hash, label, settings, progress=ui
             )
         except (DataError, ValueError, FloatingPointError, RuntimeError) as exc:
             status.update(label="Fit failed", state="error", expanded=False)
@@ -80,9 +94,11 @@ def _run_fit(choice: Choice) -> services.FitResult | None:
             _show_failure(str(exc))
             return None
         ui.bar.progress(1.0, text=f"Fitted in {res.seconds:.1f} s")
+        later = " (the MC-Dropout twin next)" if choice.settings.train_twin else ""
         status.update(
-            label=f"Fitted on {label} in {res.seconds:.1f} s", state="complete", expanded=False
+            label=f"Fitted on {label} in {res.seconds:.1f} s{later}", state="complete", expanded=False
         )
+    st.session_state[state.DEFERRED_TWIN] = choice.settings.train_twin
     return res
 
 
@@ -168,16 +184,18 @@ def ensure_model(choice: Choice) -> services.FitResult | None:
     if choice.obs is None or choice.obs_hash is None:
         return res
     key = services.fit_key(choice.obs_hash, choice.settings)
+    keys = _keys_of(choice.obs_hash, choice.settings)
     same_data = res is not None and res.obs_hash == choice.obs_hash
     if same_data and not choice.fit_clicked:
-        if res.key not in (key, key + "+twin"):
+        if res.key not in keys:
             st.sidebar.info("The settings differ from the current model's: press **Fit** to refit.")
         return res
     if key in ss[state.FAILURES] and not choice.fit_clicked:
         _show_failure(ss[state.FAILURES][key])
         return res
-    hit = services.cached_fit(key)
+    hit = next((h for k in keys if (h := services.cached_fit(k)) is not None), None)
     if hit is not None:  # another session may have fitted it: this session's file name only
+        ss[state.DEFERRED_TWIN] = choice.settings.train_twin and not hit.has_twin
         return _adopt(services.for_this_session(hit, choice.source.label if choice.source else hit.data_label),
                       new_data=not same_data)
     new = _run_fit(choice)
@@ -189,6 +207,26 @@ def ensure_model(choice: Choice) -> services.FitResult | None:
 
 def request_twin() -> None:
     st.session_state[state.PENDING_TWIN] = True
+
+
+def twin_deferred(res: services.FitResult) -> bool:
+    """The current model's twin is being trained after this run's panels (see below)."""
+    return bool(st.session_state.get(state.DEFERRED_TWIN)) and not res.has_twin and not res.opened_from
+
+
+def finish_deferred_twin(res: services.FitResult | None, slot) -> None:
+    """After every panel is drawn: train the twin the fit left for later (its progress in
+    ``slot``, an ``st.empty`` under the title), then redraw with it. The first band so
+    appears without waiting for the twin's training and calibration."""
+    ss = st.session_state
+    if res is None or not twin_deferred(res):
+        ss.pop(state.DEFERRED_TWIN, None)
+        return
+    with slot.container():
+        new = _run_twin(res)
+    ss.pop(state.DEFERRED_TWIN, None)
+    _adopt(new, new_data=False)
+    st.rerun()
 
 
 def _download_section(res: services.FitResult) -> None:

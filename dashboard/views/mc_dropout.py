@@ -90,6 +90,9 @@ def render(res: services.FitResult) -> None:
         st.info("This saved model was fitted without its MC-Dropout twin, and an opened model is never "
                 "retrained: close it (sidebar, 3 · Saved model) and fit to compare with MC-Dropout.")
         return
+    if fit.twin_deferred(res):
+        st.info("The MC-Dropout twin is training (progress under the title); this panel fills in when it is done.")
+        return
     if not res.has_twin:
         _offer_twin()
         return

@@ -390,6 +390,31 @@ def test_interpolation_fit():
     )
 
 
+def test_the_first_band_comes_before_the_twin(monkeypatch):
+    """The first fit trains the Lévy model alone, the panels are drawn without MC-Dropout,
+    and only then is the twin trained and the page redrawn with it."""
+    from dashboard.views import fit
+
+    finish = fit.finish_deferred_twin
+    monkeypatch.setattr(fit, "finish_deferred_twin", lambda res, slot: None)  # stop after the first pass
+    at = start()
+    key = at.session_state["_fit_key"]
+    res = services.cached_fit(key)
+    assert not res.has_twin and not res.settings.train_twin, "the Lévy model alone first"
+    assert at.session_state["_deferred_twin"] is True
+    assert_band(figure(at, "band_chart"), mc=False)
+    show(at, "MC-Dropout")
+    assert any("twin is training" in i.value for i in at.info), [i.value for i in at.info]
+    monkeypatch.setattr(fit, "finish_deferred_twin", finish)  # trained after this run's panels, then redrawn
+    at.run()
+    assert not at.exception
+    res = services.cached_fit(at.session_state["_fit_key"])
+    assert res.has_twin and res.key == key + "+twin" and res.settings.train_twin
+    assert "_deferred_twin" not in at.session_state
+    assert any(c.startswith("MC-Dropout") for c in at.dataframe[0].value.columns)
+    assert not any("differ" in i.value for i in at.sidebar.info), "the twin-added fit matches the settings"
+
+
 def test_twin_on_demand():
     at = start()
     at.checkbox(key="fit_twin").set_value(False)
