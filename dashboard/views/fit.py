@@ -222,8 +222,15 @@ def finish_deferred_twin(res: services.FitResult | None, slot) -> None:
     if res is None or not twin_deferred(res):
         ss.pop(state.DEFERRED_TWIN, None)
         return
-    with slot.container():
-        new = _run_twin(res)
+    try:
+        with slot.container():
+            new = _run_twin(res)
+    except (DataError, ValueError, FloatingPointError, RuntimeError) as exc:  # keep the Lévy model, say why
+        ss.pop(state.DEFERRED_TWIN, None)
+        log.warning("twin failed: %s", exc)
+        slot.warning(f"The MC-Dropout twin could not be trained: {plain(str(exc).strip().rstrip('.'))}. The Lévy model and its "
+                     "panels are kept; the MC-Dropout tab offers to try again.", icon="⚠️")
+        return
     ss.pop(state.DEFERRED_TWIN, None)
     _adopt(new, new_data=False)
     st.rerun()

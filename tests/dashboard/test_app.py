@@ -415,6 +415,22 @@ def test_the_first_band_comes_before_the_twin(monkeypatch):
     assert not any("differ" in i.value for i in at.sidebar.info), "the twin-added fit matches the settings"
 
 
+def test_a_twin_that_fails_after_the_band_keeps_the_levy_model(monkeypatch):
+    def fail(*args, **kwargs):
+        raise FloatingPointError("softmax: 51 optimiser steps in a row had a non-finite loss")
+
+    monkeypatch.setattr(services, "add_twin", fail)
+    at = start()
+    assert not at.exception
+    res = services.cached_fit(at.session_state["_fit_key"])
+    assert not res.has_twin
+    assert any("could not be trained" in w.value and "optimiser steps" in w.value for w in at.warning)
+    assert_band(figure(at, "band_chart"), mc=False)
+    assert "_deferred_twin" not in at.session_state, "not retried on every rerun"
+    show(at, "MC-Dropout")
+    assert at.button(key="twin_button"), "offered again, on demand"
+
+
 def test_twin_on_demand():
     at = start()
     at.checkbox(key="fit_twin").set_value(False)
