@@ -445,9 +445,9 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | 
     if flash and q.device.type == "cpu" and _FLASH_CPU_WITH_LSE is not None:
         try:
             with torch.no_grad():
-                if k.shape[:-2] == v.shape[:-2] == batch:
+                if v.shape[:-2] == batch:
                     qa, ka, va = flash_inputs(q, k, v, v_bar, kappa, key_weight, terms, batch, full)
-                else:  # keys or values broadcast over the batch: the general construction
+                else:  # values broadcast over the batch: the general construction
                     qa, ka, va = augment(q, k, *centred_values(), kappa, key_weight, terms, batch, None)
                 out, lse = _FLASH_CPU_WITH_LSE(qa, ka, va, scale=1.0)[:2]
                 out = out.reshape(*batch, n_q, -1)

@@ -83,10 +83,29 @@ def augment(q: Tensor, k: Tensor, v_c: Tensor, moments: Tensor, kappa: Tensor, k
 
     The time columns only with a decay, the null key and its columns only with ``null_score``.
     """
-    E, D, S = q.shape[-1], v_c.shape[-1], moments.shape[-1]
-    n_q, n_k = q.shape[-2], k.shape[-2]
+    D, S = v_c.shape[-1], moments.shape[-1]
+    n_k = k.shape[-2]
+    Z = 1 if null_score is not None else 0
+    width = _width(q, D, S, terms, Z)
+    q_aug, k_aug = _query_key_columns(q, k, kappa, key_weight, terms, batch, width, null_score)
+    v_aug = v_c.new_zeros(*batch, n_k + Z, width)
+    v_aug[..., :n_k, :D] = v_c
+    v_aug[..., :n_k, D:D + S] = moments
+    if null_score is not None:
+        v_aug[..., n_k, D + S] = 1.0  # one-hot: the null key's weight
+    return _flat(q_aug, k_aug, v_aug)
+
+
+def _width(q: Tensor, D: int, S: int, terms: DecayTerms | None, Z: int) -> int:
+    """The columns of every augmented input: SDPA's fast CPU kernels need equal q/k and v head sizes."""
+    return max(q.shape[-1] + 1 + (1 if terms is not None else 0) + Z, D + S + Z)
+
+
+def _query_key_columns(q: Tensor, k: Tensor, kappa: Tensor, key_weight: Tensor | None, terms: DecayTerms | None,
+                       batch: torch.Size, width: int, null_score: Tensor | None) -> tuple[Tensor, Tensor]:
+    """The augmented queries (..., Q, width) and keys (..., K [+ 1 null key], width) of ``augment``."""
+    E, n_q, n_k = q.shape[-1], q.shape[-2], k.shape[-2]
     T, Z = (1 if terms is not None else 0), (1 if null_score is not None else 0)
-    width = max(E + 1 + T + Z, D + S + Z)  # SDPA's fast CPU kernels need equal q/k and v head sizes
     q_aug = q.new_zeros(*batch, n_q, width)
     q_aug[..., :E] = unit_rows(q) * kappa  # scores κ·cos
     q_aug[..., E] = 1.0  # picks the key's bias column
@@ -99,16 +118,15 @@ def augment(q: Tensor, k: Tensor, v_c: Tensor, moments: Tensor, kappa: Tensor, k
         k_aug[..., :n_k, E + 1] = terms.k_col
         bias = terms.k_bias + bias
     k_aug[..., :n_k, E] = bias
-    v_aug = v_c.new_zeros(*batch, n_k + Z, width)
-    v_aug[..., :n_k, :D] = v_c
-    v_aug[..., :n_k, D:D + S] = moments
     if null_score is not None:
         q_aug[..., E + 1 + T] = null_score  # picks the null key
         k_aug[..., n_k, E + 1 + T] = 1.0
-        v_aug[..., n_k, D + S] = 1.0  # one-hot: the null key's weight
-    flat = (-1, 1)  # SDPA's fast CPU path wants (N, H, L, E)
-    return (q_aug.reshape(*flat, n_q, width), k_aug.reshape(*flat, n_k + Z, width),
-            v_aug.reshape(*flat, n_k + Z, width))
+    return q_aug, k_aug
+
+
+def _flat(q_aug: Tensor, k_aug: Tensor, v_aug: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """(..., L, width) → (N, 1, L, width): SDPA's fast CPU path wants (N, H, L, E)."""
+    return tuple(x.reshape(-1, 1, *x.shape[-2:]) for x in (q_aug, k_aug, v_aug))  # type: ignore[return-value]
 
 
 def unit_rows(x: Tensor) -> Tensor:
@@ -125,28 +143,13 @@ def unit_rows(x: Tensor) -> Tensor:
 def flash_inputs(q: Tensor, k: Tensor, v: Tensor, v_bar: Tensor, kappa: Tensor, key_weight: Tensor | None,
                  terms: DecayTerms | None, batch: torch.Size, full: bool) -> tuple[Tensor, Tensor, Tensor]:
     """``augment(q, k, v − v̄, second_moment_columns(v − v̄, full), …, null_score=None)``, the
-    same numbers, for the no-grad flash pass on keys and values already of the full batch
-    shape (..., K, ·): no zero fill, and the centred values and their moments are written
-    straight into their columns (``out=``, so no autograd) instead of built and copied."""
-    E, D = q.shape[-1], v.shape[-1]
+    same numbers, for the no-grad flash pass on values already of the full batch shape
+    (..., K, D): the centred values and their moments are written straight into their
+    columns (``out=``, so no autograd) instead of built and copied."""
+    D, n_k = v.shape[-1], k.shape[-2]
     S = D * (D + 1) // 2 if full else 1
-    n_q, n_k = q.shape[-2], k.shape[-2]
-    T = 1 if terms is not None else 0
-    width = max(E + 1 + T, D + S)
-    q_aug = q.new_empty(*batch, n_q, width)  # the queries: few rows, broadcast by assignment
-    q_aug[..., :E] = unit_rows(q) * kappa
-    q_aug[..., E] = 1.0
-    q_aug[..., E + 1:] = 0.0
-    k_aug = k.new_empty(*batch, n_k, width)
-    k_aug[..., :E] = unit_rows(k)
-    log_w = log_weights(key_weight, k)
-    bias = 0.0 if log_w is None else log_w
-    if terms is not None:
-        q_aug[..., E + 1] = terms.q_col
-        k_aug[..., E + 1] = terms.k_col
-        bias = terms.k_bias + bias
-    k_aug[..., E] = bias
-    k_aug[..., E + 1 + T:] = 0.0
+    width = _width(q, D, S, terms, 0)
+    q_aug, k_aug = _query_key_columns(q, k, kappa, key_weight, terms, batch, width, None)
     v_aug = v.new_empty(*batch, n_k, width)
     v_c = v_aug[..., :D]
     torch.sub(v, v_bar, out=v_c)
@@ -160,5 +163,4 @@ def flash_inputs(q: Tensor, k: Tensor, v: Tensor, v_bar: Tensor, kappa: Tensor, 
         torch.linalg.vector_norm(v_c, dim=-1, keepdim=True, out=v_aug[..., D:D + 1]).square_()
         check_value_range(v_c, v_aug[..., D:D + 1])
     v_aug[..., D + S:] = 0.0
-    flat = (-1, 1)  # SDPA's fast CPU path wants (N, H, L, E)
-    return q_aug.reshape(*flat, n_q, width), k_aug.reshape(*flat, n_k, width), v_aug.reshape(*flat, n_k, width)
+    return _flat(q_aug, k_aug, v_aug)

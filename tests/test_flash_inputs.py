@@ -68,3 +68,15 @@ def test_flash_inputs_refuse_values_whose_moments_overflow() -> None:
     v_bar = v.mean(-2, keepdim=True)
     with pytest.raises(ValueError, match="overflow"):
         flash_inputs(q, k, v, v_bar, torch.tensor(2.0), None, None, torch.Size([B, H]), True)
+
+
+def test_flash_inputs_broadcast_keys_over_the_batch_as_augment_does() -> None:
+    q, v = heads(Q, E, 11), heads(K, D, 12)
+    k = heads(K, E, 13)[:1]  # one set of keys for every batch row
+    v_bar = v.mean(-2, keepdim=True)
+    v_c = v - v_bar
+    batch, kappa = torch.Size([B, H]), torch.tensor(2.0)
+    general = augment(q, k, v_c, second_moment_columns(v_c, True), kappa, None, None, batch, None)
+    fast = flash_inputs(q, k, v, v_bar, kappa, None, None, batch, True)
+    for a, b in zip(general, fast, strict=True):
+        torch.testing.assert_close(b, a, rtol=0, atol=0)
