@@ -23,6 +23,7 @@ much was learned — the last observed value of each variable, and its training 
 Usage::
 
     python benchmarks/physionet.py --data-dir PATH/TO/physionet2012 [--epochs 25] [--patience 6] [--seeds 0 1 2]
+        [--train-fraction 0.5]   # the learning curve: a seeded share of the training stays
 
 ``PATH/TO/physionet2012`` holds ``set-a-long.csv.gz`` and ``set-a-static.csv`` (the files
 described in ``sample_data/README.md``; the bundled 300-patient sample is too small for this).
@@ -38,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+from intervals import stay_bootstrap
 from signals import far_from_data, print_far_from_data, signal_table, within_channel_spearman
 from sklearn.model_selection import train_test_split
 from validity import print_channel_comparison, print_validity
@@ -169,6 +171,26 @@ def print_uncertainty(results: list[tuple[int, dict]]) -> None:
     print(f"MC-Dropout / Lévy uncertainty time: {', '.join(f'{r:.1f}x' for r in ratios)}")
 
 
+def print_intervals(predictions: dict[str, np.ndarray], last: pd.DataFrame, seeds: list[int]) -> None:
+    """The accuracy table's test-split noise: 95 % intervals over 2,000 resamples of the test
+    stays, and each forecaster's paired ratio to the last value (same resamples)."""
+    averages = {f"{label} (mean over seeds)": [f"{label} seed {s}" for s in seeds] for label in ("Lévy", "softmax twin")}
+    args = (last["y_norm"].to_numpy(), last["channel"].to_numpy(), last["series_id"].to_numpy())
+    table = stay_bootstrap(predictions, *args, reference="last observed value", averages=averages)
+    print("\nTest-split noise: the per-variable MSE over 2,000 resamples of the test stays (whole stays drawn "
+          "with replacement), 95 % percentile intervals; ratios paired (the same resamples for both)")
+    print("| forecaster | test MSE | 95 % interval | vs the last value | 95 % interval |")
+    print("|---|---|---|---|---|")
+    for row in table.itertuples():
+        print(f"| {row.forecaster} | {row.mse:.3e} | {row.mse_low:.3e}–{row.mse_high:.3e} | "
+              f"{100 * row.vs_reference:+.1f} % | {100 * row.vs_reference_low:+.1f} to {100 * row.vs_reference_high:+.1f} % |")
+    models = {k: v for k, v in predictions.items() if k.startswith(("Lévy seed", "softmax twin seed"))}
+    twin = stay_bootstrap(models, *args, reference="softmax twin (mean over seeds)", averages=averages)
+    row = twin[twin["forecaster"] == "Lévy (mean over seeds)"].iloc[0]
+    print(f"Lévy vs its softmax twin (means over seeds, paired): {100 * row.vs_reference:+.1f} % "
+          f"(95 % interval {100 * row.vs_reference_low:+.1f} to {100 * row.vs_reference_high:+.1f} %)")
+
+
 def _epoch_line(p) -> None:
     print(f"    {p.model} epoch {p.epoch}/{p.epochs}: train {p.train_loss:.4g} val {p.val_loss:.4g} "
           f"({p.seconds:.0f} s)", flush=True)
@@ -187,7 +209,12 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32,
                         help="series per step (32: what levy fit picks on a training file this size)")
     parser.add_argument("--patients", type=int, default=None, help="use only the first N patients (smoke runs)")
+    parser.add_argument("--train-fraction", type=float, default=1.0,
+                        help="train on this seeded share of the protocol's training stays (the learning curve); "
+                             "validation, test and the scaler stay the protocol's")
     args = parser.parse_args()
+    if not 0 < args.train_fraction <= 1:
+        parser.error("--train-fraction must lie in (0, 1]")
 
     t0 = time.perf_counter()
     frame = load_protocol_frame(args.data_dir)
@@ -199,12 +226,16 @@ def main() -> None:
         keep = np.random.default_rng(0).random(len(frame)) < args.thin
         frame = frame[keep].reset_index(drop=True)
     train, val, test = protocol_split(ids)
+    scaler = ChannelScaler.fit(frame, train + val)  # the protocol's min/max, whatever share trains
+    if args.train_fraction < 1:  # the learning curve: fewer training stays, the same yardstick
+        n_train = max(1, round(args.train_fraction * len(train)))
+        train = sorted(np.random.default_rng(0).choice(train, size=n_train, replace=False).tolist())
     # the protocol's own split and scaler (min/max over train + validation), through the
     # library's fit recipe; its history is t < 24 h and targets t ≥ 24 h, our cut-off keeps
     # t ≤ cutoff in the history, so the cut-off sits a hair below 24 h
     task = TaskConfig("forecast", cutoff=HISTORY_HOURS - 1e-6)
     data = recipe.prepare_fit(frame, task, split=Split("series", 42, train, val, test),
-                              scaler=ChannelScaler.fit(frame, train + val))
+                              scaler=scaler)
     # the protocol picks the epoch on the validation split, which also calibrates
     data = dataclasses.replace(data, stop_ids=data.calibration_ids)
     builder, train_ids, val_ids, test_ids = data.builder, data.train_ids, data.calibration_ids, data.test_ids
@@ -221,6 +252,8 @@ def main() -> None:
     print(f"model {cfg}; training {train_cfg} (epochs {args.epochs}, batch {args.batch_size}, patience "
           f"{args.patience})", flush=True)
     uncertainty, validity, signal_rows = [], [], []
+    last = last_value_frame(builder, training_means(builder, train_ids), test_ids)  # per test query, in batch order
+    test_predictions = {"last observed value": last["last"].to_numpy(), "training mean": last["train_mean"].to_numpy()}
     for seed in args.seeds:
         tc = TrainConfig(**{**train_cfg.to_dict(), "epochs": args.epochs, "seed": seed,
                             "batch_size": args.batch_size, "patience": args.patience})
@@ -228,6 +261,9 @@ def main() -> None:
         for label, step in (("Lévy", recipe.train_levy_model), ("softmax twin", recipe.train_twin_model)):
             model, result = step(data, cfg, tc, progress=_epoch_line)
             pred, target, chan = model_predictions(model, builder, test_ids)
+            if not (np.array_equal(chan, last["channel"]) and np.allclose(target, last["y_norm"])):
+                raise RuntimeError("the model's test queries are not the last-value frame's, in the same order")
+            test_predictions[f"{label} seed {seed}"] = pred
             mse, mae = per_variable_scores(pred, target, chan)
             rows.append({"forecaster": label, "seed": seed, "mse": mse, "mae": mae,
                          "train_s": result.seconds, "epochs": result.epochs_run})
@@ -267,6 +303,7 @@ def main() -> None:
           "VIMTS 4.81e-3, IMTS-Mixer 4.88e-3, GraFITi 4.89e-3, t-PatchGNN 4.98e-3 (MAE 3.72e-2); in "
           "t-PatchGNN's table GRU-D 5.59e-3, mTAN 6.23e-3. On set A alone, t-PatchGNN's own code "
           "(one seed, 30 epochs, measured by the data set's provider): MSE 6.11e-3, MAE 4.32e-2")
+    print_intervals(test_predictions, last, args.seeds)
     print_uncertainty(uncertainty)
     sig = pd.concat(signal_rows, ignore_index=True)
     print(f"\nWhich signal ranks the errors (Lévy, test split{'' if args.thin >= 1 else f', thinned to {args.thin:g}'}):")
