@@ -16,12 +16,6 @@ import pandas as pd
 from scipy.stats import bootstrap
 
 
-def per_variable_mse(squared_error: np.ndarray, channel: np.ndarray) -> float:
-    """Mean of the per-variable mean squared errors (the protocol's MSE)."""
-    frame = pd.DataFrame({"e": squared_error, "c": channel})
-    return float(frame.groupby("c")["e"].mean().mean())
-
-
 def stay_bootstrap(predictions: dict[str, np.ndarray], target: np.ndarray, channel: np.ndarray, stay: np.ndarray,
                    reference: str, *, averages: dict[str, list[str]] | None = None, n_resamples: int = 2000,
                    seed: int = 0) -> pd.DataFrame:
@@ -31,8 +25,8 @@ def stay_bootstrap(predictions: dict[str, np.ndarray], target: np.ndarray, chann
     ``predictions`` maps a forecaster's name to its prediction per test query (n,);
     ``target``, ``channel`` and ``stay`` are per query too. ``averages`` adds rows whose score
     is the mean of some forecasters' scores (a model's mean over training seeds), resampled
-    with them; ``reference`` may name one. A resample that draws no query of a variable averages over the variables it
-    has (what the protocol does on any split).
+    with them; ``reference`` may name one. A resample that draws no query of a variable
+    averages over the variables it has (what the protocol does on any split).
     """
     averages = averages or {}
     if reference not in predictions and reference not in averages:
