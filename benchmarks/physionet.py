@@ -78,6 +78,33 @@ def protocol_split(ids: list[str]) -> tuple[list[str], list[str], list[str]]:
     return list(train), list(val), list(test)
 
 
+def prepare_protocol(frame: pd.DataFrame, patients: int | None = None, thin: float = 1.0,
+                     train_fraction: float = 1.0) -> recipe.FitData:
+    """The protocol's split, scaler, history and queries, through the library's fit recipe.
+
+    ``patients``: only the first N stays (smoke runs); ``thin``: keep a seeded share of every
+    stay's observations (the sparse variant); ``train_fraction``: train on a seeded share of
+    the training stays (the learning curve) with the same validation, test and scaler."""
+    ids = sorted(frame["series_id"].unique())
+    if patients:
+        ids = ids[:patients]
+        frame = frame[frame["series_id"].isin(ids)]
+    if thin < 1.0:
+        keep = np.random.default_rng(0).random(len(frame)) < thin
+        frame = frame[keep].reset_index(drop=True)
+    train, val, test = protocol_split(ids)
+    scaler = ChannelScaler.fit(frame, train + val)  # the protocol's min/max, whatever share trains
+    if train_fraction < 1:
+        n_train = max(1, round(train_fraction * len(train)))
+        train = sorted(np.random.default_rng(0).choice(train, size=n_train, replace=False).tolist())
+    # the protocol's history is t < 24 h and targets t ≥ 24 h; our cut-off keeps t ≤ cutoff
+    # in the history, so the cut-off sits a hair below 24 h
+    task = TaskConfig("forecast", cutoff=HISTORY_HOURS - 1e-6)
+    data = recipe.prepare_fit(frame, task, split=Split("series", 42, train, val, test), scaler=scaler)
+    # the protocol picks the epoch on the validation split, which also calibrates
+    return dataclasses.replace(data, stop_ids=data.calibration_ids)
+
+
 def per_variable_scores(pred: np.ndarray, target: np.ndarray, channel: np.ndarray) -> tuple[float, float]:
     """MSE and MAE averaged within each variable, then across variables."""
     df = pd.DataFrame({"err": pred - target, "channel": channel})
@@ -174,7 +201,8 @@ def print_uncertainty(results: list[tuple[int, dict]]) -> None:
 def print_intervals(predictions: dict[str, np.ndarray], last: pd.DataFrame, seeds: list[int]) -> None:
     """The accuracy table's test-split noise: 95 % intervals over 2,000 resamples of the test
     stays, and each forecaster's paired ratio to the last value (same resamples)."""
-    averages = {f"{label} (mean over seeds)": [f"{label} seed {s}" for s in seeds] for label in ("Lévy", "softmax twin")}
+    averages = {f"{label} (mean over seeds)": [f"{label} seed {s}" for s in seeds] for label in ("Lévy", "softmax twin")
+                if f"{label} seed {seeds[0]}" in predictions}
     args = (last["y_norm"].to_numpy(), last["channel"].to_numpy(), last["series_id"].to_numpy())
     table = stay_bootstrap(predictions, *args, reference="last observed value", averages=averages)
     print("\nTest-split noise: the per-variable MSE over 2,000 resamples of the test stays (whole stays drawn "
@@ -184,6 +212,8 @@ def print_intervals(predictions: dict[str, np.ndarray], last: pd.DataFrame, seed
     for row in table.itertuples():
         print(f"| {row.forecaster} | {row.mse:.3e} | {row.mse_low:.3e}–{row.mse_high:.3e} | "
               f"{100 * row.vs_reference:+.1f} % | {100 * row.vs_reference_low:+.1f} to {100 * row.vs_reference_high:+.1f} % |")
+    if len(averages) < 2:
+        return
     models = {k: v for k, v in predictions.items() if k.startswith(("Lévy seed", "softmax twin seed"))}
     twin = stay_bootstrap(models, *args, reference="softmax twin (mean over seeds)", averages=averages)
     row = twin[twin["forecaster"] == "Lévy (mean over seeds)"].iloc[0]
@@ -212,32 +242,23 @@ def main() -> None:
     parser.add_argument("--train-fraction", type=float, default=1.0,
                         help="train on this seeded share of the protocol's training stays (the learning curve); "
                              "validation, test and the scaler stay the protocol's")
+    parser.add_argument("--accuracy-only", action="store_true",
+                        help="train and score the forecasts only (no calibration, uncertainty or signal tables)")
+    parser.add_argument("--models", nargs="+", choices=["levy", "twin"], default=["levy", "twin"],
+                        help="which models to train (the uncertainty tables need both)")
+    parser.add_argument("--save-predictions", type=Path, default=None,
+                        help="write every test query's predictions (Parquet), e.g. for benchmarks/tpatchgnn.py --pair-with")
     args = parser.parse_args()
     if not 0 < args.train_fraction <= 1:
         parser.error("--train-fraction must lie in (0, 1]")
+    if set(args.models) != {"levy", "twin"} and not args.accuracy_only:
+        parser.error("the uncertainty tables need both models: add --accuracy-only, or train both")
 
     t0 = time.perf_counter()
     frame = load_protocol_frame(args.data_dir)
-    ids = sorted(frame["series_id"].unique())
-    if args.patients:
-        ids = ids[: args.patients]
-        frame = frame[frame["series_id"].isin(ids)]
-    if args.thin < 1.0:  # the sparse variant: a seeded share of every stay's observations
-        keep = np.random.default_rng(0).random(len(frame)) < args.thin
-        frame = frame[keep].reset_index(drop=True)
-    train, val, test = protocol_split(ids)
-    scaler = ChannelScaler.fit(frame, train + val)  # the protocol's min/max, whatever share trains
-    if args.train_fraction < 1:  # the learning curve: fewer training stays, the same yardstick
-        n_train = max(1, round(args.train_fraction * len(train)))
-        train = sorted(np.random.default_rng(0).choice(train, size=n_train, replace=False).tolist())
-    # the protocol's own split and scaler (min/max over train + validation), through the
-    # library's fit recipe; its history is t < 24 h and targets t ≥ 24 h, our cut-off keeps
-    # t ≤ cutoff in the history, so the cut-off sits a hair below 24 h
-    task = TaskConfig("forecast", cutoff=HISTORY_HOURS - 1e-6)
-    data = recipe.prepare_fit(frame, task, split=Split("series", 42, train, val, test),
-                              scaler=scaler)
-    # the protocol picks the epoch on the validation split, which also calibrates
-    data = dataclasses.replace(data, stop_ids=data.calibration_ids)
+    data = prepare_protocol(frame, args.patients, args.thin, args.train_fraction)
+    ids = sorted(data.builder.series)
+    train, val, test = data.split.train, data.split.calibration, data.split.test
     builder, train_ids, val_ids, test_ids = data.builder, data.train_ids, data.calibration_ids, data.test_ids
     channels = data.channels
     print(f"set A: {len(ids)} patients, {len(channels)} variables, split {len(train)}/{len(val)}/{len(test)} "
@@ -258,7 +279,8 @@ def main() -> None:
         tc = TrainConfig(**{**train_cfg.to_dict(), "epochs": args.epochs, "seed": seed,
                             "batch_size": args.batch_size, "patience": args.patience})
         trained = {}
-        for label, step in (("Lévy", recipe.train_levy_model), ("softmax twin", recipe.train_twin_model)):
+        steps = {"levy": ("Lévy", recipe.train_levy_model), "twin": ("softmax twin", recipe.train_twin_model)}
+        for label, step in (steps[m] for m in args.models):
             model, result = step(data, cfg, tc, progress=_epoch_line)
             pred, target, chan = model_predictions(model, builder, test_ids)
             if not (np.array_equal(chan, last["channel"]) and np.allclose(target, last["y_norm"])):
@@ -270,6 +292,8 @@ def main() -> None:
             trained[label] = (model, result)
             print(f"  {label} seed {seed}: MSE {mse:.4e} MAE {mae:.4e} ({result.seconds:.0f} s, best epoch "
                   f"{result.best_epoch}/{result.epochs_run})", flush=True)
+        if args.accuracy_only:
+            continue
         fitted = recipe.assemble(data, cfg, TrainConfig(seed=seed), trained["Lévy"], trained["softmax twin"],
                                  mc_passes=20)
         cal = observed_queries(fitted, builder, val_ids, mc_passes=20)
@@ -287,6 +311,9 @@ def main() -> None:
         print(f"  seed {seed} uncertainty: Lévy {res['levy']['seconds']:.2f} s, MC-Dropout "
               f"{res['mc_dropout']['seconds']:.2f} s", flush=True)
 
+    if args.save_predictions is not None:
+        pd.DataFrame({"series_id": last["series_id"], "channel": last["channel"], "y_norm": last["y_norm"],
+                      **test_predictions}).to_parquet(args.save_predictions)
     df = pd.DataFrame(rows)
     print("\n| forecaster | test MSE (mean ± sd over seeds) | test MAE | train time / model |")
     print("|---|---|---|---|")
@@ -297,13 +324,17 @@ def main() -> None:
         print(f"| {name} | {g['mse'].mean():.3e} ± {sd_mse:.1e} | {g['mae'].mean():.3e} ± {sd_mae:.1e} | {seconds} |")
     levy = df[df["forecaster"] == "Lévy"]["mse"].mean()
     soft = df[df["forecaster"] == "softmax twin"]["mse"].mean()
-    print(f"\nLévy MSE relative to its softmax twin: {100 * (levy / soft - 1):+.1f} % "
-          "(the paper's worst case: +5.6 %)")
+    if len(args.models) == 2:
+        print(f"\nLévy MSE relative to its softmax twin: {100 * (levy / soft - 1):+.1f} % "
+              "(the paper's worst case: +5.6 %)")
     print("Published on the same protocol, sets a+b+c (12,000 stays), as reported by their papers: "
           "VIMTS 4.81e-3, IMTS-Mixer 4.88e-3, GraFITi 4.89e-3, t-PatchGNN 4.98e-3 (MAE 3.72e-2); in "
           "t-PatchGNN's table GRU-D 5.59e-3, mTAN 6.23e-3. On set A alone, t-PatchGNN's own code "
           "(one seed, 30 epochs, measured by the data set's provider): MSE 6.11e-3, MAE 4.32e-2")
     print_intervals(test_predictions, last, args.seeds)
+    if args.accuracy_only:
+        print(f"total {time.perf_counter() - t0:.0f} s")
+        return
     print_uncertainty(uncertainty)
     sig = pd.concat(signal_rows, ignore_index=True)
     print(f"\nWhich signal ranks the errors (Lévy, test split{'' if args.thin >= 1 else f', thinned to {args.thin:g}'}):")
