@@ -24,6 +24,7 @@ Usage::
 
     python benchmarks/physionet.py --data-dir PATH/TO/physionet2012 [--epochs 25] [--patience 6] [--seeds 0 1 2]
         [--train-fraction 0.5]   # the learning curve: a seeded share of the training stays
+        [--accuracy-only] [--models levy twin] [--save-predictions levy.parquet]  # for tpatchgnn.py --pair-with
 
 ``PATH/TO/physionet2012`` holds ``set-a-long.csv.gz`` and ``set-a-static.csv`` (the files
 described in ``sample_data/README.md``; the bundled 300-patient sample is too small for this).
@@ -330,7 +331,8 @@ def main() -> None:
     print("Published on the same protocol, sets a+b+c (12,000 stays), as reported by their papers: "
           "VIMTS 4.81e-3, IMTS-Mixer 4.88e-3, GraFITi 4.89e-3, t-PatchGNN 4.98e-3 (MAE 3.72e-2); in "
           "t-PatchGNN's table GRU-D 5.59e-3, mTAN 6.23e-3. On set A alone, t-PatchGNN's own code "
-          "(one seed, 30 epochs, measured by the data set's provider): MSE 6.11e-3, MAE 4.32e-2")
+          "(one seed, 30 epochs, measured by the data set's provider, on a split from another file order): MSE "
+          "6.11e-3, MAE 4.32e-2; on this split, benchmarks/tpatchgnn.py pairs it with these rows")
     print_intervals(test_predictions, last, args.seeds)
     if args.accuracy_only:
         print(f"total {time.perf_counter() - t0:.0f} s")
