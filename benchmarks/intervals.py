@@ -65,3 +65,13 @@ def stay_bootstrap(predictions: dict[str, np.ndarray], target: np.ndarray, chann
     k = len(names)
     return pd.DataFrame({"forecaster": names, "mse": point[:k], "mse_low": lo[:k], "mse_high": hi[:k],
                          "vs_reference": point[k:], "vs_reference_low": lo[k:], "vs_reference_high": hi[k:]})
+
+
+def print_table(table: pd.DataFrame, reference: str) -> None:
+    """``stay_bootstrap``'s table as markdown; ``reference`` names the paired column."""
+    print(f"| forecaster | test MSE | 95 % interval | vs {reference} | 95 % interval |")
+    print("|---|---|---|---|---|")
+    for row in table.itertuples():
+        print(f"| {row.forecaster} | {row.mse:.3e} | {row.mse_low:.3e}–{row.mse_high:.3e} | "
+              f"{100 * row.vs_reference:+.1f} % | {100 * row.vs_reference_low:+.1f} to "
+              f"{100 * row.vs_reference_high:+.1f} % |")

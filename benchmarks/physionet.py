@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from intervals import stay_bootstrap
+from intervals import print_table, stay_bootstrap
 from signals import far_from_data, print_far_from_data, signal_table, within_channel_spearman
 from sklearn.model_selection import train_test_split
 from validity import print_channel_comparison, print_validity
@@ -208,11 +208,7 @@ def print_intervals(predictions: dict[str, np.ndarray], last: pd.DataFrame, seed
     table = stay_bootstrap(predictions, *args, reference="last observed value", averages=averages)
     print("\nTest-split noise: the per-variable MSE over 2,000 resamples of the test stays (whole stays drawn "
           "with replacement), 95 % percentile intervals; ratios paired (the same resamples for both)")
-    print("| forecaster | test MSE | 95 % interval | vs the last value | 95 % interval |")
-    print("|---|---|---|---|---|")
-    for row in table.itertuples():
-        print(f"| {row.forecaster} | {row.mse:.3e} | {row.mse_low:.3e}–{row.mse_high:.3e} | "
-              f"{100 * row.vs_reference:+.1f} % | {100 * row.vs_reference_low:+.1f} to {100 * row.vs_reference_high:+.1f} % |")
+    print_table(table, "the last value")
     if len(averages) < 2:
         return
     models = {k: v for k, v in predictions.items() if k.startswith(("Lévy seed", "softmax twin seed"))}

@@ -24,7 +24,9 @@ that t-PatchGNN does not use).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
+import io
 import sys
 import time
 import types
@@ -33,10 +35,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from intervals import stay_bootstrap
-from physionet import load_protocol_frame, per_variable_scores, prepare_protocol
-
-HISTORY_HOURS = 24.0
+from intervals import print_table, stay_bootstrap
+from physionet import (
+    HISTORY_HOURS,
+    last_value_frame,
+    load_protocol_frame,
+    per_variable_scores,
+    prepare_protocol,
+    training_means,
+)
 
 
 def import_tpatchgnn(repo: Path) -> types.SimpleNamespace:
@@ -115,8 +122,6 @@ def loaders(tp, args, train, val, test):
 
 def quiet(fn, *a):
     """Call the authors' helper without its prints on our output."""
-    import contextlib
-    import io
     with contextlib.redirect_stdout(io.StringIO()):
         return fn(*a)
 
@@ -155,7 +160,7 @@ def train(tp, args, train_loader, val_loader, max_seconds: float | None) -> tupl
 
 
 @torch.no_grad()
-def test_predictions(model, test_loader, test_records: list[tuple], builder, channels_of: dict) -> np.ndarray:
+def test_predictions(model, test_loader, test_records: list[tuple], builder, ids: list[str]) -> np.ndarray:
     """One prediction per benchmark test query, in the benchmark's order (test stays in
     order, each stay's queries in its split order)."""
     model.eval()
@@ -172,7 +177,7 @@ def test_predictions(model, test_loader, test_records: list[tuple], builder, cha
                     lookup[(sid, float(t), int(c))] = float(pred[b, j, c])
         offset += pred.shape[0]
     out = []
-    for sid in channels_of:
+    for sid in ids:
         s = builder.series[sid]
         q = builder.split_indices(sid)[1]
         t32 = s.time[q].astype(np.float32)  # the records hold float32 times
@@ -208,9 +213,8 @@ def main() -> None:
     print(f"t-PatchGNN on the protocol: {len(train_rec)}/{len(val_rec)}/{len(test_rec)} stays, {len(channels)} "
           f"variables; prepared in {time.perf_counter() - t0:.1f} s; torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads", flush=True)
-    target = np.concatenate([builder.series[s].value[builder.split_indices(s)[1]] for s in test_ids])
-    chan = np.concatenate([builder.series[s].channel[builder.split_indices(s)[1]] for s in test_ids])
-    stay = np.concatenate([[s] * len(builder.split_indices(s)[1]) for s in test_ids])
+    queries = last_value_frame(builder, training_means(builder, data.train_ids), test_ids)  # physionet.py's order
+    stay, chan, target = (queries[c].to_numpy() for c in ("series_id", "channel", "y_norm"))
     if args.load is not None:
         saved = pd.read_parquet(args.load)
         if not (np.array_equal(saved["series_id"].to_numpy(), stay) and np.array_equal(saved["channel"], chan)):
@@ -220,7 +224,7 @@ def main() -> None:
         predictions = train_seeds(tp, args, builder, channels, (train_rec, val_rec, test_rec), test_ids,
                                   target, chan, stay)
     if args.pair_with is not None:
-        print_paired(pd.read_parquet(args.pair_with), predictions, stay, chan, target, args.seeds)
+        print_paired(pd.read_parquet(args.pair_with), predictions, stay, chan, target)
     print(f"total {time.perf_counter() - t0:.0f} s")
 
 
@@ -233,7 +237,7 @@ def train_seeds(tp, args, builder, channels, splits, test_ids, target, chan, sta
         cfg = settings(len(channels), seed, args.patience, args.epochs)
         train_loader, val_loader, test_loader = loaders(tp, cfg, train_rec, val_rec, test_rec)
         model, info = train(tp, cfg, train_loader, val_loader, args.max_seconds)
-        pred = test_predictions(model, test_loader, test_rec, builder, dict.fromkeys(test_ids))
+        pred = test_predictions(model, test_loader, test_rec, builder, test_ids)
         mse, mae = per_variable_scores(pred, target, chan)
         predictions[f"t-PatchGNN seed {seed}"] = pred
         if args.out is not None:
@@ -248,7 +252,7 @@ def train_seeds(tp, args, builder, channels, splits, test_ids, target, chan, sta
     return predictions
 
 
-def print_paired(theirs: pd.DataFrame, ours: dict[str, np.ndarray], stay, chan, target, seeds: list[int]) -> None:
+def print_paired(theirs: pd.DataFrame, ours: dict[str, np.ndarray], stay, chan, target) -> None:
     """Every forecaster against t-PatchGNN's seed mean, on the same resamples of the test stays."""
     if not (np.array_equal(theirs["series_id"].to_numpy(), stay) and np.array_equal(theirs["channel"], chan)
             and np.allclose(theirs["y_norm"], target)):
@@ -261,12 +265,7 @@ def print_paired(theirs: pd.DataFrame, ours: dict[str, np.ndarray], stay, chan, 
     table = stay_bootstrap(predictions, target, chan, stay, reference="t-PatchGNN (mean over seeds)",
                            averages=averages)
     print("\nPaired with t-PatchGNN (its mean over seeds), 2,000 resamples of the test stays, 95 % intervals")
-    print("| forecaster | test MSE | 95 % interval | vs t-PatchGNN | 95 % interval |")
-    print("|---|---|---|---|---|")
-    for row in table.itertuples():
-        print(f"| {row.forecaster} | {row.mse:.3e} | {row.mse_low:.3e}–{row.mse_high:.3e} | "
-              f"{100 * row.vs_reference:+.1f} % | {100 * row.vs_reference_low:+.1f} to "
-              f"{100 * row.vs_reference_high:+.1f} % |")
+    print_table(table, "t-PatchGNN")
 
 
 if __name__ == "__main__":

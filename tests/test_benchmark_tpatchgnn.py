@@ -84,7 +84,7 @@ def test_predictions_come_back_in_the_benchmarks_query_order(adapter) -> None:
 
     model = _EchoModel()
     model.offset = 0.0
-    pred = adapter.test_predictions(model, list(batches()), recs, builder, dict.fromkeys(ids))
+    pred = adapter.test_predictions(model, list(batches()), recs, builder, ids)
     expected = []
     for k, sid in enumerate(ids):
         s = builder.series[sid]
@@ -124,10 +124,10 @@ def test_pairing_refuses_other_queries(adapter, capsys) -> None:
     target = rng.random(len(stay))
     ours = {"t-PatchGNN seed 1": target + 0.1}
     saved = pd.DataFrame({"series_id": stay, "channel": chan, "y_norm": target, "Lévy seed 0": target + 0.05})
-    adapter.print_paired(saved, ours, stay, chan, target, [1])
+    adapter.print_paired(saved, ours, stay, chan, target)
     out = capsys.readouterr().out
     lévy_row = next(line for line in out.splitlines() if line.startswith("| Lévy (mean over seeds) |"))
     assert "| -75.0 % |" in lévy_row  # half the error on every query: a quarter of the MSE, on every resample
     shifted = saved.assign(channel=np.roll(chan, 1))
     with pytest.raises(SystemExit, match="other test queries"):
-        adapter.print_paired(shifted, ours, stay, chan, target, [1])
+        adapter.print_paired(shifted, ours, stay, chan, target)
