@@ -140,6 +140,7 @@ class Batch(NamedTuple):
     qry_channel: Tensor  # (B, M) int64
     qry_mask: Tensor  # (B, M)
     target: Tensor | None = None  # (B, M) normalised target, when known
+    offset: Tensor | None = None  # (B, M) a deterministic offset b(q) computed outside (NaN: the model's own)
 
 
 class ModelOutput(NamedTuple):
@@ -316,7 +317,11 @@ class Backbone(nn.Module):
         seen = torch.gather(state.count, 1, batch.qry_channel) > 0
         last = torch.gather(state.last_value, 1, batch.qry_channel)
         offset = torch.where(seen, last, self.default[batch.qry_channel])
-        return offset if self.cfg.season <= 0 else seasonal_offset(batch, state, self.cfg.season, offset)
+        if self.cfg.season > 0:
+            offset = seasonal_offset(batch, state, self.cfg.season, offset)
+        if batch.offset is not None:  # a classical forecaster's value (levy_core.base_forecast) where it has one
+            offset = torch.where(torch.isfinite(batch.offset), batch.offset, offset)
+        return offset
 
     def encode(self, batch: Batch, generator: torch.Generator | None = None) -> Encoded:
         """The backbone's pass; with ``generator``, dropout masks from it whatever the mode

@@ -22,6 +22,7 @@ from safetensors.torch import load_model as load_weights
 from safetensors.torch import save_model as save_weights
 
 from levy_core.adaptive import AdaptiveConformal
+from levy_core.base_forecast import BaseForecastSpec
 from levy_core.baselines import LastValueForecaster
 from levy_core.calibrate import Calibrator
 from levy_core.drift import DriftReference
@@ -73,6 +74,8 @@ class FittedModel:
     adaptive: dict[str, dict[str, AdaptiveConformal]] = field(default_factory=dict)
     # per-channel training statistics new data are checked against (None: saved before they were recorded)
     drift: DriftReference | None = None
+    # origin mode: the classical forecaster each channel's offset b(q) is (None: the last value / season)
+    base_forecast: BaseForecastSpec | None = None
 
     @property
     def mean_kappa(self) -> float:
@@ -126,6 +129,7 @@ class FittedModel:
             "adaptive": {key: {level: aci.to_dict() for level, aci in by_level.items()}
                          for key, by_level in self.adaptive.items()},
             "drift": self.drift.to_dict() if self.drift is not None else None,
+            "base_forecast": self.base_forecast.to_dict() if self.base_forecast is not None else None,
         }
         (out / "model.json").write_text(json.dumps(meta, indent=1))
         return out
@@ -241,6 +245,8 @@ def _from_meta(meta: dict[str, Any], path: Path) -> FittedModel:
                   for key, by_level in (meta.get("adaptive") or {}).items()},
         # absent from models saved before drift statistics were recorded: they still load
         drift=DriftReference.from_dict(meta["drift"], meta["channels"]) if meta.get("drift") is not None else None,
+        base_forecast=(BaseForecastSpec.from_dict(meta["base_forecast"]) if meta.get("base_forecast") is not None
+                       else None),
     )
     levy = LevyModel(cfg)
     _load_weights(levy, path / "levy.safetensors")

@@ -16,9 +16,11 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from levy_core.base_forecast import BaseForecast
 from levy_core.data import DataError, Observations
 from levy_core.drift import refuse_unknown_channels
 from levy_core.modelfile import FittedModel
+from levy_core.origins import OriginClock
 from levy_core.tasks import EpisodeBuilder, SeriesClock, Split
 
 __all__ = ["ModelData", "as_model_data", "natural_key", "prepare"]
@@ -122,6 +124,9 @@ def prepare(fitted: FittedModel, obs: Observations) -> ModelData:
     frame = clock.frame_to_model(obs.frame)
     builder = EpisodeBuilder(frame, fitted.channels, fitted.task, seed=fitted.train_config.seed,
                              scaler=fitted.scaler)
+    if fitted.base_forecast is not None and isinstance(clock, OriginClock):
+        builder.base = BaseForecast(fitted.base_forecast, fitted.scaler.transform(obs.frame), clock.origins,
+                                    fitted.channels)
     return ModelData(obs, clock, builder, fitted.split, fitted.data_hash)
 
 

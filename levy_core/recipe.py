@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from levy_core.base_forecast import BaseForecast, BaseForecastSpec, choose
 from levy_core.baselines import LastValueForecaster
 from levy_core.calibrate import Calibrator
 from levy_core.data import DataError, Observations
@@ -99,6 +100,7 @@ class FitData:
     time_scale: float  # hours: the median series span
     origin_of: dict[str, float] = field(default_factory=dict)  # origin mode: each episode's origin (user hours)
     season: float = 0.0  # hours of the model's seasonal offset (0: the last value)
+    base_forecast: BaseForecastSpec | None = None  # origin mode: the classical forecaster of each offset
 
     def model_config(self, size: str = "small", phi: Literal["rate", "count"] = "rate",
                      **overrides: Any) -> ModelConfig:
@@ -155,9 +157,37 @@ def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: in
         # an event) or far after it must give the same model as the same data from 0
         times = frame.groupby("series_id")["time"]
         time_scale = float(max((times.max() - times.min()).median(), 1e-6))
-    season = resolve_season(task, split, user_frame, origin_of) if split.mode == "origin" else 0.0
+    season, base = 0.0, None
+    if split.mode == "origin" and user_frame is not None:
+        # the offset is a classical forecaster chosen on the training origins (it replaces
+        # the model's own seasonal offset)
+        base = choose_base_forecast(builder, train_ids + [s for s in stop_ids if s not in train_ids], split,
+                                    scaler, user_frame, origin_of, task.season)
+        builder.base = BaseForecast(base, scaler.transform(user_frame), split.clock(user_frame).origins, channels)
+    elif split.mode == "origin":
+        season = resolve_season(task, split, user_frame, origin_of)
     return FitData(split, task, scaler, channels, builder, train_ids, stop_ids, cal_ids,
-                   builder.usable(split.test), time_scale, origin_of, season)
+                   builder.usable(split.test), time_scale, origin_of, season, base)
+
+
+def choose_base_forecast(builder: EpisodeBuilder, train_ids: list[str], split: Split, scaler: ChannelScaler,
+                         user_frame: pd.DataFrame, origin_of: dict[str, float],
+                         season: float | None) -> BaseForecastSpec:
+    """Rolling origins: the classical forecaster of each channel's offset, scored on the
+    training episodes' queries from the observations before the first calibration origin
+    only (never on what is calibrated or tested); ``season`` as asked (None: detected)."""
+    first_calibration = origin_of[split.calibration[0]] if split.calibration else np.inf
+    past = scaler.transform(user_frame[user_frame["time"] < first_calibration])
+    names = {code: name for name, code in builder.channel_index.items()}
+    episodes = {}
+    for sid in train_ids:
+        s = builder.series[sid]
+        _, qry = builder.split_indices(sid)
+        if len(qry):
+            episodes[sid] = pd.DataFrame({"channel": [names[c] for c in s.channel[qry]],
+                                          "time": s.time[qry] + origin_of[sid], "value": s.value[qry]})
+    origins = {sid: (s, o) for sid, (s, o) in split.clock(user_frame).origins.items()}
+    return choose(past, origins, episodes, season=season)
 
 
 def resolve_season(task: TaskConfig, split: Split, user_frame: pd.DataFrame | None,
@@ -228,7 +258,8 @@ def assemble(data: FitData, cfg: ModelConfig, train: TrainConfig, levy: tuple[Le
     split (``mc_passes`` MC-Dropout passes for the twin)."""
     fitted = FittedModel(levy[0], twin[0] if twin else None, cfg, data.task, train, data.split, data.scaler,
                          data.channels, Calibrator(), None, mc_passes=mc_passes, data_hash=data_hash,
-                         last_value=LastValueForecaster.fit(data.builder, data.train_ids))
+                         last_value=LastValueForecaster.fit(data.builder, data.train_ids),
+                         base_forecast=data.base_forecast)
     calibrate(fitted, data.builder, data.calibration_ids, mc_passes=mc_passes)
     walk_test_origins(fitted, data.builder, data.test_ids, data.origin_of, mc_passes=mc_passes)
     fitted.training = {"levy": _training_summary(levy[1]), "softmax": _training_summary(twin[1]) if twin else None,
@@ -310,6 +341,9 @@ def add_twin(fitted: FittedModel, obs: Observations, *, mc_passes: int = 20,
         raise ValueError(f"mc_passes must be at least 2 to calibrate MC-Dropout, got {mc_passes}")
     frame = training_frame(fitted.split, obs.frame)
     data = prepare_fit(frame, fitted.task, seed=fitted.train_config.seed, split=fitted.split, scaler=fitted.scaler)
+    if fitted.base_forecast is not None:  # the same offsets as the Lévy model was trained on
+        data.builder.base = BaseForecast(fitted.base_forecast, fitted.scaler.transform(obs.frame),
+                                         fitted.split.clock(obs.frame).origins, fitted.channels)
     twin, result = train_twin_model(data, fitted.model_config, fitted.train_config, progress=progress)
     new = dataclasses.replace(fitted, twin=twin, training=dict(fitted.training))
     cal = observed_queries(new, data.builder, data.calibration_ids, mc_passes=mc_passes)

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from levy_core.base_forecast import BaseForecast
 from levy_core.data import DataError
 from levy_core.model import Batch
 from levy_core.origins import OriginClock, OriginPlan, plan_origins
@@ -328,6 +329,9 @@ class EpisodeBuilder:
     def __init__(self, frame: pd.DataFrame, channels: list[str], task: TaskConfig, seed: int = 0,
                  scaler: ChannelScaler | None = None) -> None:
         self.task, self.seed = task, seed
+        # origin mode: the classical forecaster whose value is each query's offset b(q)
+        # (levy_core.base_forecast); None: the model's own (last value / season)
+        self.base: BaseForecast | None = None
         self.channel_index = {c: i for i, c in enumerate(channels)}
         channel_codes, uniques = pd.factorize(frame["channel"])  # one pass over the strings
         unknown = set(uniques) - set(self.channel_index)
@@ -405,6 +409,7 @@ class EpisodeBuilder:
         qry_channel = np.zeros((B, M), np.int64)
         qry_mask = np.zeros((B, M), np.float32)
         target = np.zeros((B, M), np.float32)
+        offset = np.full((B, M), np.nan, np.float32) if self.base is not None else None
         for b, (sid, ctx, t, c) in enumerate(parts):
             s = self.series[sid]
             n, m = len(ctx), len(t)
@@ -414,6 +419,9 @@ class EpisodeBuilder:
             qry_mask[b, :m] = 1.0
             if targets is not None:
                 target[b, :m] = targets[b]
+            if offset is not None and m:
+                offset[b, :m] = self.base.offsets(sid, t, c)
         t = torch.from_numpy
         return Batch(t(ctx_time), t(ctx_channel), t(ctx_value), t(ctx_mask), t(qry_time), t(qry_channel),
-                     t(qry_mask), t(target) if targets is not None else None)
+                     t(qry_mask), t(target) if targets is not None else None,
+                     t(offset) if offset is not None else None)

@@ -1,0 +1,385 @@
+"""The deterministic offset ``b(q)`` of a fit on rolling origins: a classical forecaster.
+
+A user with one series or a few has little data to learn a forecast from, and what they
+would run instead (seasonal naive, exponential smoothing, Prophet's trend + Fourier
+seasonality, a Gaussian process) is strong there. The variance identity allows any offset
+that is a function of the query and the context, not of the Poisson draw
+(``docs/levy-math.md``), so the Lévy layer here predicts the *correction* to one of those
+forecasters, fitted in closed form to each episode's **whole past** (every observation of
+its series at or before the origin, not only the episode's context window), and its ``σ̂``
+the uncertainty that remains.
+
+The candidates, per channel (times in hours; ``o`` the origin, ``t_q`` the query):
+
+* ``last`` — the last value;
+* ``level`` — an exponentially weighted mean with a half-life of ``LEVEL_HALF_LIFE_GAPS``
+  sampling intervals (simple exponential smoothing for irregular times);
+* ``drift`` — the last value plus the average slope of the past (the random walk with drift);
+* ``seasonal`` — the value one season ``P`` before ``t_q`` (the latest such time at or before
+  ``o``; the last value when none lies within ``P/8``), for each candidate period;
+* ``seasonal_drift`` — the same plus the change of the season's mean from the season before;
+* ``harmonic`` — ridge regression of the past on a linear trend and ``sin/cos`` harmonics of
+  every candidate period (Prophet's additive model, in closed form);
+* ``harmonic_level`` — the same seasonal profile without a trend, re-levelled by the
+  exponentially weighted mean of its residuals (the seasonal profile with a local level).
+
+Candidate periods: the calendar ones the data can resolve (a day, a week, a year: at least
+``MIN_SAMPLES_PER_PERIOD`` sampling intervals a period and two periods in the span) and the
+strongest peak of a Lomb–Scargle periodogram (irregular times and missing points need no
+grid), snapped to the calendar. :func:`choose` scores every candidate on the training
+origins and keeps, per channel, the one with the smallest squared error there: the model
+is never built on an offset worse than another candidate on the origins it learns from.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["METHODS", "BaseForecast", "BaseForecastSpec", "candidate_periods", "choose"]
+
+METHODS = ("last", "level", "drift", "seasonal", "seasonal_drift", "harmonic", "harmonic_level")
+SEASONAL = ("seasonal", "seasonal_drift")
+CALENDAR = (24.0, 168.0, 365.2425 * 24)  # a day, a week, a year (hours)
+CALENDAR_TOLERANCE = 0.08
+MIN_SAMPLES_PER_PERIOD = 4  # a period spans at least this many sampling intervals
+MAX_PERIODS = 3
+MAX_HARMONICS = 4
+LEVEL_HALF_LIFE_GAPS = 4.0
+RIDGE = 1e-3  # ridge penalty per observation on the (standardised) regressors
+CACHE_EPISODES = 4096  # episodes whose offsets are kept (training re-asks for the same ones every epoch)
+MAX_PAST = 4000  # observations a regression uses (the latest), bounding its cost
+
+
+@dataclass(frozen=True)
+class BaseForecastSpec:
+    """Which forecaster each channel's offset is, recorded with the model.
+
+    Attributes
+    ----------
+    methods : dict of str to str
+        Channel name → one of ``METHODS``.
+    periods : dict of str to float
+        Channel name → the period (hours) of a ``seasonal``/``seasonal_drift`` method (0 for
+        the others).
+    harmonics : tuple of float
+        Periods (hours) of the harmonic regressors (empty: none).
+    gap : float
+        The data's median sampling interval (hours): the level's half-life unit.
+    scores : dict of str to dict of str to float
+        Channel → candidate → its mean squared error on the training origins (normalised
+        units), as measured when the choice was made (for the fit's report).
+    """
+
+    methods: dict[str, str]
+    periods: dict[str, float]
+    harmonics: tuple[float, ...]
+    gap: float
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for channel, method in self.methods.items():
+            if method not in METHODS:
+                raise ValueError(f"base forecast: unknown method {method!r} for channel {channel!r}; "
+                                 f"expected one of {METHODS}")
+        numbers = [self.gap, *self.harmonics, *self.periods.values()]
+        if not all(isinstance(x, (int, float)) and math.isfinite(x) and 0 <= x <= 1e7 for x in numbers):
+            raise ValueError("base forecast: gap, periods and harmonics must be finite hours in [0, 1e7]")
+        if not self.gap > 0:
+            raise ValueError("base forecast: the sampling interval must be > 0")
+        if len(self.harmonics) > MAX_PERIODS or any(p <= 0 for p in self.harmonics):
+            raise ValueError(f"base forecast: at most {MAX_PERIODS} harmonic periods, each > 0")
+
+    def to_dict(self) -> dict:
+        return {"methods": dict(self.methods), "periods": dict(self.periods), "harmonics": list(self.harmonics),
+                "gap": self.gap, "scores": {c: dict(s) for c, s in self.scores.items()}}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> BaseForecastSpec:
+        unknown = sorted(set(data) - {"methods", "periods", "harmonics", "gap", "scores"})
+        if unknown:
+            raise ValueError(f"base forecast: unknown keys {unknown}")
+        try:
+            return cls({str(k): str(v) for k, v in dict(data["methods"]).items()},
+                       {str(k): float(v) for k, v in dict(data.get("periods", {})).items()},
+                       tuple(float(p) for p in data.get("harmonics", [])), float(data["gap"]),
+                       {str(c): {str(k): float(v) for k, v in dict(s).items()}
+                        for c, s in dict(data.get("scores", {})).items()})
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"base forecast: malformed record ({exc})") from exc
+
+    def describe(self) -> str:
+        """One line per channel, e.g. ``co2: harmonic (8765.8 h)``."""
+        out = []
+        for channel, method in sorted(self.methods.items()):
+            what = method
+            if method in SEASONAL:
+                what += f" ({self.periods.get(channel, 0):g} h)"
+            elif method.startswith("harmonic") and self.harmonics:
+                what += " (" + ", ".join(f"{p:g} h" for p in self.harmonics) + ")"
+            out.append(f"{channel}: {what}")
+        return "; ".join(out)
+
+
+# ---------------------------------------------------------------------------------------
+# periods
+
+
+def _snap(period: float) -> float:
+    nearest = min(CALENDAR, key=lambda p: abs(math.log(period / p)))
+    return nearest if abs(period / nearest - 1) <= CALENDAR_TOLERANCE else period
+
+
+def _median_gap(times: np.ndarray) -> float:
+    gaps = np.diff(np.unique(times))
+    return float(np.median(gaps)) if gaps.size else 0.0
+
+
+def periodogram_peak(times: np.ndarray, values: np.ndarray, gap: float) -> tuple[float, float] | None:
+    """The strongest period (hours) of a Lomb–Scargle periodogram of one channel after a
+    linear trend is removed, and its normalised power in [0, 1]; None when the span holds
+    fewer than two periods of anything resolvable."""
+    from scipy.signal import lombscargle
+
+    span = float(times.max() - times.min()) if times.size else 0.0
+    if times.size < 16 or not span > 0 or not gap > 0:
+        return None
+    longest, shortest = span / 2, MIN_SAMPLES_PER_PERIOD * gap
+    if not longest > shortest:
+        return None
+    t = times - times.mean()
+    y = values - np.polyval(np.polyfit(t, values, 1), t)
+    if not np.var(y) > 0:
+        return None
+    periods = np.geomspace(shortest, longest, 1500)
+    power = lombscargle(t, y, 2 * np.pi / periods, normalize=True)
+    best = int(np.argmax(power))
+    return float(periods[best]), float(power[best])
+
+
+def candidate_periods(frame: pd.DataFrame) -> tuple[float, ...]:
+    """The periods (hours) worth trying on ``frame`` (columns series_id, channel, time,
+    value): the calendar periods its sampling and span resolve, and each channel's strongest
+    periodogram peak when it carries at least a tenth of the detrended variance, snapped to
+    the calendar; at most ``MAX_PERIODS``, the strongest evidence first."""
+    found: dict[float, float] = {}
+    for _, g in frame.groupby(["series_id", "channel"], sort=True):
+        times, values = g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64)
+        gap = _median_gap(times)
+        if not gap > 0:
+            continue
+        span = float(times.max() - times.min())
+        for p in CALENDAR:
+            if p >= MIN_SAMPLES_PER_PERIOD * gap and span >= 2 * p:
+                found[p] = max(found.get(p, 0.0), 0.0)
+        peak = periodogram_peak(times, values, gap)
+        if peak is not None and peak[1] >= 0.1:
+            p = _snap(peak[0])
+            found[p] = max(found.get(p, 0.0), peak[1])
+    ranked = sorted(found, key=lambda p: (-found[p], p))
+    return tuple(float(p) for p in ranked[:MAX_PERIODS])
+
+
+# ---------------------------------------------------------------------------------------
+# the forecasters: each maps one channel's past (t, y: times ≤ origin, sorted) to values at
+# query times tq > origin (or anywhere: queries inside the past get the same formula)
+
+
+def _level(t: np.ndarray, y: np.ndarray, half_life: float) -> float:
+    w = np.exp2(-(t[-1] - t) / half_life)
+    return float(np.sum(w * y) / np.sum(w))
+
+
+def _seasonal(t: np.ndarray, y: np.ndarray, origin: float, tq: np.ndarray, period: float) -> np.ndarray:
+    """The value observed nearest ``t_q − kP`` (k ≥ 1, the latest such time ≤ origin);
+    NaN where none lies within ``P/8``."""
+    k = np.maximum(np.ceil((tq - origin) / period), 1.0)
+    tau = tq - k * period
+    pos = np.clip(np.searchsorted(t, tau), 1, len(t) - 1) if len(t) > 1 else np.zeros(len(tq), np.int64)
+    left, right = pos - 1 if len(t) > 1 else pos, pos
+    pick = np.where(np.abs(t[left] - tau) <= np.abs(t[right] - tau), left, right)
+    return np.where(np.abs(t[pick] - tau) <= period / 8, y[pick], np.nan)
+
+
+def _harmonic_design(t: np.ndarray, periods: Iterable[float], gap: float) -> np.ndarray:
+    cols = []
+    for p in periods:
+        for k in range(1, min(MAX_HARMONICS, int(p / (2 * gap))) + 1):
+            angle = 2 * np.pi * k * t / p
+            cols += [np.sin(angle), np.cos(angle)]
+    return np.column_stack(cols) if cols else np.zeros((len(t), 0))
+
+
+def _ridge(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+    """Coefficients and intercept of a ridge regression (intercept unpenalised)."""
+    xm, ym = x.mean(axis=0), y.mean()
+    xc = x - xm
+    gram = xc.T @ xc + RIDGE * len(y) * np.eye(x.shape[1])
+    beta = np.linalg.solve(gram, xc.T @ (y - ym))
+    return beta, float(ym - xm @ beta)
+
+
+class _ChannelPast:
+    """One (series, channel)'s observations, sorted by time, normalised."""
+
+    def __init__(self, times: np.ndarray, values: np.ndarray) -> None:
+        order = np.argsort(times, kind="stable")
+        self.t, self.y = times[order], values[order]
+
+    def before(self, origin: float) -> tuple[np.ndarray, np.ndarray]:
+        n = int(np.searchsorted(self.t, origin, side="right"))
+        lo = max(0, n - MAX_PAST)
+        return self.t[lo:n], self.y[lo:n]
+
+
+def forecast(method: str, t: np.ndarray, y: np.ndarray, origin: float, tq: np.ndarray, *,
+             period: float = 0.0, harmonics: tuple[float, ...] = (), gap: float = 1.0) -> np.ndarray:
+    """One candidate's forecast at ``tq`` (m,) from the past ``(t, y)`` (n,), ``t ≤ origin``
+    sorted. Falls back to the last value where the method has too little past."""
+    last = np.full(len(tq), y[-1], dtype=np.float64)
+    n = len(t)
+    if method == "last" or n < 2:
+        return last
+    if method == "level":
+        return np.full(len(tq), _level(t, y, LEVEL_HALF_LIFE_GAPS * gap))
+    if method == "drift":
+        span = t[-1] - t[0]
+        slope = (y[-1] - y[0]) / span if span > 0 else 0.0
+        return last + slope * (tq - t[-1])
+    if method in SEASONAL:
+        if not period > 0:
+            return last
+        out = _seasonal(t, y, origin, tq, period)
+        if method == "seasonal_drift":
+            recent, before = (t > origin - period), (t > origin - 2 * period) & (t <= origin - period)
+            if recent.any() and before.any():
+                k = np.maximum(np.ceil((tq - origin) / period), 1.0)
+                out = out + k * (y[recent].mean() - y[before].mean())
+        return np.where(np.isfinite(out), out, last)
+    if method in ("harmonic", "harmonic_level"):
+        x_past = _harmonic_design(t - origin, harmonics, gap)
+        x_query = _harmonic_design(tq - origin, harmonics, gap)
+        scale = max(float(t[-1] - t[0]), gap)
+        if method == "harmonic":  # a trend and the seasonal profile
+            x_past = np.column_stack([x_past, (t - origin) / scale])
+            x_query = np.column_stack([x_query, (tq - origin) / scale])
+        if x_past.shape[1] == 0 or n < x_past.shape[1] + 3:
+            return last if method == "harmonic" else np.full(len(tq), _level(t, y, LEVEL_HALF_LIFE_GAPS * gap))
+        beta, intercept = _ridge(x_past, y)
+        fitted_past = x_past @ beta + intercept
+        out = x_query @ beta + intercept
+        if method == "harmonic_level":
+            out = out + _level(t, y - fitted_past, LEVEL_HALF_LIFE_GAPS * gap)
+        return out
+    raise ValueError(f"unknown base-forecast method {method!r}")
+
+
+class BaseForecast:
+    """The offsets of one model's episodes, from the whole past of their series.
+
+    Parameters
+    ----------
+    spec : BaseForecastSpec
+    frame : DataFrame
+        The user's observations, normalised (columns series_id, channel, time, value; the
+        user's ids and hours).
+    origins : dict of str to (str, float)
+        Model-space episode id → (user series id, origin in the user's hours)
+        (``OriginClock.origins``).
+    channels : list of str
+        The model's channel vocabulary (position = channel code).
+    """
+
+    def __init__(self, spec: BaseForecastSpec, frame: pd.DataFrame, origins: dict[str, tuple[str, float]],
+                 channels: list[str]) -> None:
+        self.spec, self.origins, self.channels = spec, origins, list(channels)
+        self._cache: dict[tuple[str, bytes, bytes], np.ndarray] = {}  # training asks for the same episodes every epoch
+        self.past: dict[tuple[str, str], _ChannelPast] = {}
+        for (sid, channel), g in frame.groupby(["series_id", "channel"], sort=False):
+            self.past[(str(sid), str(channel))] = _ChannelPast(g["time"].to_numpy(np.float64),
+                                                                g["value"].to_numpy(np.float64))
+
+    def offsets(self, model_id: str, times: np.ndarray, channel_codes: np.ndarray) -> np.ndarray:
+        """The offset of each query of one episode (model time ``times`` (m,), relative to
+        its origin, and channel codes (m,)), in normalised units; NaN where the series never
+        observed the channel before the origin (the model's own default applies there)."""
+        times = np.asarray(times, np.float64)
+        channel_codes = np.asarray(channel_codes, np.int64)
+        key = (model_id, times.tobytes(), channel_codes.tobytes())
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached.copy()
+        sid, origin = self.origins[model_id]
+        out = np.full(len(times), np.nan)
+        for code in np.unique(channel_codes):
+            channel = self.channels[int(code)]
+            method = self.spec.methods.get(channel)
+            past = self.past.get((sid, channel))
+            if method is None or past is None:
+                continue
+            t, y = past.before(origin)
+            if not len(t):
+                continue
+            rows = np.flatnonzero(channel_codes == code)
+            out[rows] = forecast(method, t, y, origin, origin + times[rows],
+                                 period=self.spec.periods.get(channel, 0.0), harmonics=self.spec.harmonics,
+                                 gap=self.spec.gap)
+        if len(self._cache) >= CACHE_EPISODES:
+            self._cache.clear()
+        self._cache[key] = out
+        return out.copy()
+
+
+def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes: dict[str, pd.DataFrame],
+           *, season: float | None = None) -> BaseForecastSpec:
+    """Score every candidate on the training episodes and keep the best per channel.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The user's observations before the first calibration origin, normalised (columns
+        series_id, channel, time, value).
+    origins : dict of str to (str, float)
+        Episode id → (user series id, origin hours).
+    episodes : dict of str to DataFrame
+        Training episode id → its queries (columns channel, time in the user's hours, value).
+    season : float, optional
+        A period the user asked for (hours; 0: no seasonal or harmonic candidates); None:
+        :func:`candidate_periods`.
+    """
+    periods = candidate_periods(frame) if season is None else ((float(season),) if season > 0 else ())
+    gap = _median_gap(frame["time"].to_numpy(np.float64)) or 1.0
+    names = [("last", 0.0), ("level", 0.0), ("drift", 0.0)]
+    names += [(m, p) for p in periods for m in SEASONAL]
+    if periods:
+        names += [("harmonic", 0.0), ("harmonic_level", 0.0)]
+    past = {key: _ChannelPast(g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64))
+            for key, g in frame.groupby(["series_id", "channel"], sort=False)}
+    errors: dict[str, dict[tuple[str, float], list[float]]] = {}
+    for model_id, queries in episodes.items():
+        sid, origin = origins[model_id]
+        for channel, q in queries.groupby("channel", sort=False):
+            p = past.get((str(sid), str(channel)))
+            if p is None:
+                continue
+            t, y = p.before(origin)
+            if not len(t):
+                continue
+            tq, yq = q["time"].to_numpy(np.float64), q["value"].to_numpy(np.float64)
+            table = errors.setdefault(str(channel), {})
+            for method, period in names:
+                pred = forecast(method, t, y, origin, tq, period=period, harmonics=periods, gap=gap)
+                table.setdefault((method, period), []).append(float(np.sum((pred - yq) ** 2)))
+                table.setdefault(("count", 0.0), []).append(float(len(yq))) if method == "last" else None
+    methods, chosen_periods, scores = {}, {}, {}
+    for channel, table in errors.items():
+        count = max(sum(table.pop(("count", 0.0), [])), 1.0)
+        mse = {key: sum(v) / count for key, v in table.items()}
+        best = min(mse, key=lambda key: (mse[key], METHODS.index(key[0])))
+        methods[channel], chosen_periods[channel] = best[0], float(best[1])
+        scores[channel] = {f"{m}" + (f"@{p:g}h" if p else ""): round(v, 8) for (m, p), v in mse.items()}
+    return BaseForecastSpec(methods, chosen_periods, tuple(periods), float(gap), scores)
