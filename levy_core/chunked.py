@@ -112,7 +112,8 @@ def merge_ranked(runs: list[Path], out: str | os.PathLike[str], workdir: Path) -
 def rank_file(fitted: FittedModel, path: str | os.PathLike[str], out: str | os.PathLike[str], *,
               chunk_series: int = DEFAULT_CHUNK_SERIES, mapping: ColumnMapping | None = None,
               time_unit: str = "hours", progress: Progress | None = None,
-              drift: DriftTally | None = None) -> RankSummary:
+              drift: DriftTally | None = None, dayfirst: bool | None = None,
+              date_format: str | None = None) -> RankSummary:
     """Rank every series of a CSV or Parquet file by trust, in bounded memory.
 
     The same scores and order as :func:`levy_core.ranking.rank` on the whole file, written
@@ -134,6 +135,8 @@ def rank_file(fitted: FittedModel, path: str | os.PathLike[str], out: str | os.P
         Called with the number of series of each chunk once scored.
     drift : DriftTally, optional
         Given each chunk (the drift report of the whole file, in bounded memory).
+    dayfirst, date_format
+        How dates written as numbers are read (as :func:`~levy_core.data.read_csv`).
 
     Returns
     -------
@@ -148,14 +151,15 @@ def rank_file(fitted: FittedModel, path: str | os.PathLike[str], out: str | os.P
     """
     warm_up(fitted)
     totals = ChunkTotals()
+    dates: dict[str, bool | str | None] = {"dayfirst": dayfirst, "date_format": date_format}
     chunks = iter_series_chunks(path, chunk_series=chunk_series, mapping=mapping, time_unit=time_unit,
-                                totals=totals)
+                                totals=totals, **dates)
     with tempfile.TemporaryDirectory(prefix="levy-rank-") as tmp:
         try:
             runs, seconds = _scored_runs(fitted, chunks, Path(tmp), progress, drift)
         except UngroupedSeriesError as ungrouped:  # series out of place: a file within read_csv's limits is read whole
             totals = ChunkTotals()
-            whole = _whole(path, mapping, time_unit, totals, ungrouped, drift)
+            whole = _whole(path, mapping, time_unit, totals, ungrouped, drift, dates)
             runs, seconds = _scored_runs(fitted, [whole], Path(tmp), progress, drift)
         n = merge_ranked(runs, out, Path(tmp))
     return RankSummary(n, seconds, totals)
@@ -178,12 +182,13 @@ def _scored_runs(fitted: FittedModel, chunks: Iterable[Observations], tmp: Path,
 
 
 def _whole(path: str | os.PathLike[str], mapping: ColumnMapping | None, time_unit: str, totals: ChunkTotals,
-           ungrouped: UngroupedSeriesError, drift: DriftTally | None) -> Observations:
+           ungrouped: UngroupedSeriesError, drift: DriftTally | None,
+           dates: dict[str, bool | str | None]) -> Observations:
     """The whole file as one chunk, for a file whose series are not grouped; when it is too
     big to be read whole, ``ungrouped`` (its message says to sort the file by series).
     ``drift`` forgets the chunks it was given before."""
     try:
-        obs = read_observations(path, mapping=mapping, time_unit=time_unit)
+        obs = read_observations(path, mapping=mapping, time_unit=time_unit, **dates)
     except DataError:
         raise ungrouped from None
     totals.add(obs)
@@ -195,16 +200,20 @@ def _whole(path: str | os.PathLike[str], mapping: ColumnMapping | None, time_uni
 def predict_file(path: str | os.PathLike[str], out: str | os.PathLike[str],
                  predict: Callable[[Observations], pd.DataFrame], *, chunk_series: int = DEFAULT_CHUNK_SERIES,
                  mapping: ColumnMapping | None = None, time_unit: str = "hours",
-                 progress: Progress | None = None, drift: DriftTally | None = None) -> tuple[int, ChunkTotals]:
+                 progress: Progress | None = None, drift: DriftTally | None = None, dayfirst: bool | None = None,
+                 date_format: str | None = None) -> tuple[int, ChunkTotals]:
     """Apply ``predict`` (observations of whole series → a frame of rows to write) to a CSV
     or Parquet file chunk by chunk, appending its frames to ``out`` (CSV or Parquet) as
     they come; returns the rows written and the reading totals. ``drift`` is given each
-    chunk."""
+    chunk; ``dayfirst``, ``date_format``: how dates written as numbers are read. ``out``
+    is renamed into place once complete: an error partway leaves no partial file (and an
+    existing ``out`` as it was)."""
     totals = ChunkTotals()
+    dates: dict[str, bool | str | None] = {"dayfirst": dayfirst, "date_format": date_format}
     try:
         with TableWriter(out) as w:
             for obs in iter_series_chunks(path, chunk_series=chunk_series, mapping=mapping, time_unit=time_unit,
-                                          totals=totals):
+                                          totals=totals, **dates):
                 if drift is not None:
                     drift.add(obs)
                 w.write(predict(obs))
@@ -212,7 +221,7 @@ def predict_file(path: str | os.PathLike[str], out: str | os.PathLike[str],
                     progress(obs.n_series)
     except UngroupedSeriesError as ungrouped:  # series out of place: a file within read_csv's limits is read whole
         totals = ChunkTotals()
-        obs = _whole(path, mapping, time_unit, totals, ungrouped, drift)
+        obs = _whole(path, mapping, time_unit, totals, ungrouped, drift, dates)
         if drift is not None:
             drift.add(obs)
         with TableWriter(out) as w:

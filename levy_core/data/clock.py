@@ -33,6 +33,7 @@ from numpy.typing import ArrayLike
 
 from levy_core.data.cells import blank_mask, id_strings, missing_mask, parse_numbers
 from levy_core.data.columns import CHANNEL_ALIASES, SERIES_ALIASES, TIME_ALIASES, find_alias
+from levy_core.data.dates import read_datetimes
 from levy_core.data.decimals import decimal_comma_mask, read_decimal_commas, refuse_decimal_commas
 from levy_core.data.decode import decode_text, read_source, sniff_separator
 from levy_core.data.errors import DataError
@@ -313,7 +314,11 @@ def _broadcast_ids(series_id: ArrayLike, n: int) -> np.ndarray:
 # Queries
 # --------------------------------------------------------------------------------------
 def read_queries(
-    source: str | os.PathLike[str] | IO[Any] | pd.DataFrame, obs: Observations
+    source: str | os.PathLike[str] | IO[Any] | pd.DataFrame,
+    obs: Observations,
+    *,
+    dayfirst: bool | None = None,
+    date_format: str | None = None,
 ) -> pd.DataFrame:
     """Read the (series, channel, time) points to forecast at, in the user's clock.
 
@@ -333,9 +338,14 @@ def read_queries(
     * numeric data: numbers in :attr:`LoadReport.input_time_unit`, converted to hours with
       :data:`~levy_core.data.TIME_UNITS`.
 
-    Whether the series and channels exist is not checked here (the model checks them);
-    for date-time data, a query whose series is not in the data gets time NaN, as there
-    is no origin to count from.
+    Date-times written as numbers (``02/01/2024``) are read in one order for the whole
+    column, inferred from its rows (see :mod:`levy_core.data.dates`); when they cannot
+    tell, in the order the data's dates showed (:attr:`LoadReport.day_order`), else
+    refused as ambiguous unless ``dayfirst`` or ``date_format`` says.
+
+    Whether the channels exist is not checked here (the model checks them); for
+    date-time data, a query whose series is not in the data is refused by name, as there
+    is no origin to count its time from.
 
     Parameters
     ----------
@@ -344,6 +354,10 @@ def read_queries(
         tab separated) or a table (row ``i`` is reported as line ``i + 2``).
     obs : Observations
         The data the queries are about.
+    dayfirst : bool, optional
+        Query dates written as numbers are day first (True) or month first (False).
+    date_format : str, optional
+        A strptime format every query date-time must match, instead.
 
     Returns
     -------
@@ -368,7 +382,7 @@ def read_queries(
     cells = table[time_col].reset_index(drop=True)
     require_filled(missing_mask(cells), str(time_col), "time", lines)
     if unit == DATETIME:
-        hours = _datetime_query_hours(cells, series, str(time_col), lines, obs)
+        hours = _datetime_query_hours(cells, series, str(time_col), lines, obs, dayfirst, date_format)
     else:
         hours = _numeric_query_hours(cells, str(time_col), lines, unit)
     return pd.DataFrame(
@@ -489,7 +503,13 @@ def _numeric_query_hours(
 
 
 def _datetime_query_hours(
-    cells: pd.Series, series: np.ndarray, name: str, lines: np.ndarray, obs: Observations
+    cells: pd.Series,
+    series: np.ndarray,
+    name: str,
+    lines: np.ndarray,
+    obs: Observations,
+    dayfirst: bool | None,
+    date_format: str | None,
 ) -> np.ndarray:
     """Date-times as hours since the first observation of each query's series."""
     numeric = ~parse_numbers(cells).bad
@@ -502,8 +522,21 @@ def _datetime_query_hours(
             f"{_DATETIME_EXAMPLE}."
         )
     refuse_decimal_commas(cells, np.ones(len(cells), dtype=bool), name, _QUERIES, lines)
+    origin = obs.report.time_origin or {}
+    unknown = np.flatnonzero(~pd.Series(series, dtype=object).isin(list(origin)).to_numpy())
+    if unknown.size:
+        shown = describe_lines(lines[unknown], series[unknown].tolist())
+        raise DataError(
+            f"The queries name {len(set(series[unknown])):,} series not in the data "
+            f"({quote_list(sorted(set(series[unknown])))}: {shown}), so their times have no start to be "
+            f"counted from. Known series ids include {quote_list(list(origin))}; correct the ids or "
+            "delete those rows."
+        )
     typed = pd.api.types.is_datetime64_any_dtype(cells)
-    stamps = to_utc_stamps(cells if typed else cells.astype(str))  # no float 'epochs'
+    stamps = read_datetimes(
+        cells if typed else cells.astype(str),  # no float 'epochs'
+        name, lines, dayfirst=dayfirst, date_format=date_format, known=obs.report.day_order, what=_QUERIES,
+    ).stamps
     clock = cells.astype(str).str.strip().str.match(CLOCK_RE).to_numpy(dtype=bool)
     failed = np.flatnonzero(stamps.isna().to_numpy() | clock)  # 12:30 has no date
     if failed.size:
@@ -514,7 +547,6 @@ def _datetime_query_hours(
         )
     if obs.report.input_has_offsets:
         _require_time_zones(cells, name, lines)
-    origin = obs.report.time_origin or {}
     starts = pd.to_datetime(pd.Series(series, dtype=object).map(origin), utc=True)
     return ((stamps - starts) / pd.Timedelta(hours=1)).to_numpy(
         dtype=np.float64, na_value=np.nan

@@ -15,6 +15,7 @@ import pandas as pd
 
 from levy_core.data.cells import blank_mask, id_strings, parse_numbers
 from levy_core.data.columns import ColumnMapping, detect_mapping
+from levy_core.data.dates import DayOrder
 from levy_core.data.decimals import decimal_comma_mask
 from levy_core.data.errors import DataError
 from levy_core.data.messages import count, csv_lines, describe_lines, quote_list
@@ -54,6 +55,9 @@ def from_frame(
     time_unit: str = "hours",
     max_rows: int = MAX_ROWS,
     first_line: int = 2,
+    dayfirst: bool | None = None,
+    date_format: str | None = None,
+    known_day_order: DayOrder | None = None,
 ) -> Observations:
     """Turn a table into :class:`Observations` (the work behind :func:`read_csv`).
 
@@ -71,6 +75,14 @@ def from_frame(
     first_line : int
         The line number that messages give row 0 (2: the line after the header); a
         piece of a larger file read in chunks names the lines of the whole file.
+    dayfirst : bool, optional
+        Dates written as numbers (``02/01/2024``) are day first (True) or month first
+        (False); None (default): inferred from all the column's rows, refused when no day
+        or month exceeds 12 (see :mod:`levy_core.data.dates`).
+    date_format : str, optional
+        A strptime format every date-time must match (``%d/%m/%Y %H:%M``), instead.
+    known_day_order : DayOrder, optional
+        The order earlier rows of the same file showed (chunked reading).
 
     Returns
     -------
@@ -93,7 +105,8 @@ def from_frame(
     lines = csv_lines(len(df)) + (first_line - 2)
     notes = _reading_notes(df, mapping)
     series = _series_ids(df, mapping, lines)
-    time = parse_time(df[mapping.time], mapping.time, lines, time_unit)
+    time = parse_time(df[mapping.time], mapping.time, lines, time_unit, dayfirst=dayfirst,
+                      date_format=date_format, known=known_day_order)
     notes += time.notes
     extract_cells = _long_cells if mapping.layout == "long" else _wide_cells
     cells = extract_cells(df, mapping, lines)
@@ -112,6 +125,7 @@ def from_frame(
         messages=notes,
         input_time_unit=time.input_unit,
         input_has_offsets=time.has_offsets,
+        day_order=time.day_order,
     )
     obs = Observations(frame=_sort_observations(frame), report=report)
     refuse_unresolvable_times(obs.frame, mapping.time, from_datetimes=time.stamps is not None)

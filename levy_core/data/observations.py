@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from levy_core.data.columns import ColumnMapping
+from levy_core.data.dates import DayOrder
 from levy_core.data.errors import DataError
 from levy_core.data.messages import quote_list
 
@@ -52,6 +53,10 @@ class LoadReport:
         For date-time input, whether any time cell carried a time-zone designation (an
         offset such as ``+01:00``, ``Z`` or ``UTC``; cells without one were taken as
         UTC); None for numeric time.
+    day_order : DayOrder or None
+        For dates written as numbers (``02/01/2024``), the order of day and month they
+        were read in and the cell that showed it; None otherwise. A queries file whose
+        dates cannot tell is read in the same order.
     """
 
     layout: Literal["long", "wide"]
@@ -64,6 +69,7 @@ class LoadReport:
     messages: list[str] = field(default_factory=list)
     input_time_unit: str = "hours"
     input_has_offsets: bool | None = None
+    day_order: DayOrder | None = None
 
 
 @dataclass

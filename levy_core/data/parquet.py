@@ -174,7 +174,8 @@ def iter_parquet_tables(path: str | os.PathLike[str], *, batch_rows: int = BATCH
 
 
 def read_parquet(path: str | os.PathLike[str], *, mapping: ColumnMapping | None = None,
-                 time_unit: str = "hours", max_rows: int = MAX_ROWS) -> Observations:
+                 time_unit: str = "hours", max_rows: int = MAX_ROWS, dayfirst: bool | None = None,
+                 date_format: str | None = None) -> Observations:
     """Read a whole Parquet file into :class:`Observations` (as :func:`read_csv` reads a CSV).
 
     Parameters
@@ -187,6 +188,11 @@ def read_parquet(path: str | os.PathLike[str], *, mapping: ColumnMapping | None 
         Unit of a numeric time column. Ignored for date-times.
     max_rows : int
         Largest number of rows accepted (checked on the footer, before any row is read).
+    dayfirst : bool, optional
+        Dates written as numbers (``02/01/2024``): day first (True) or month first
+        (False); None: inferred from the column, refused when it cannot tell.
+    date_format : str, optional
+        A strptime format every date-time must match (``%d/%m/%Y %H:%M``), instead.
 
     Returns
     -------
@@ -207,4 +213,5 @@ def read_parquet(path: str | os.PathLike[str], *, mapping: ColumnMapping | None 
     if not tables:
         raise DataError(f"{Path(path).name!r} has no rows. Add at least two observations.")
     table = pd.concat(tables, ignore_index=True) if len(tables) > 1 else tables[0]
-    return from_frame(table, mapping=mapping, time_unit=time_unit, max_rows=max_rows)
+    return from_frame(table, mapping=mapping, time_unit=time_unit, max_rows=max_rows, dayfirst=dayfirst,
+                      date_format=date_format)

@@ -54,6 +54,8 @@ def read_csv(
     mapping: ColumnMapping | None = None,
     time_unit: str = "hours",
     max_rows: int = MAX_ROWS,
+    dayfirst: bool | None = None,
+    date_format: str | None = None,
 ) -> Observations:
     """Read a CSV file into :class:`Observations`.
 
@@ -68,6 +70,11 @@ def read_csv(
         Unit of a numeric time column; converted to hours. Ignored for date-times.
     max_rows : int
         Largest number of data rows accepted (default :data:`MAX_ROWS`).
+    dayfirst : bool, optional
+        Dates written as numbers (``02/01/2024``): day first (True) or month first
+        (False); None: inferred from the column, refused when it cannot tell.
+    date_format : str, optional
+        A strptime format every date-time must match (``%d/%m/%Y %H:%M``), instead.
 
     Returns
     -------
@@ -95,7 +102,8 @@ def read_csv(
         )
     table = restore_duplicate_names(table, header)
     table, notes = read_decimal_commas(table, sep, skip=_id_columns(table, mapping))
-    obs = from_frame(table, mapping=mapping, time_unit=time_unit, max_rows=max_rows)
+    obs = from_frame(table, mapping=mapping, time_unit=time_unit, max_rows=max_rows, dayfirst=dayfirst,
+                     date_format=date_format)
     obs.report.messages[1:1] = notes  # after "read N rows (mapping)"
     return obs
 

@@ -26,7 +26,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from levy_core.data.cells import blank_mask
 from levy_core.data.columns import ColumnMapping, detect_mapping
+from levy_core.data.dates import DayOrder
 from levy_core.data.decimals import read_decimal_commas
 from levy_core.data.decode import decode_text, sniff_separator
 from levy_core.data.errors import DataError
@@ -49,12 +51,14 @@ class UngroupedSeriesError(DataError):
 
 
 def read_observations(path: str | os.PathLike[str], *, mapping: ColumnMapping | None = None,
-                      time_unit: str = "hours") -> Observations:
+                      time_unit: str = "hours", dayfirst: bool | None = None,
+                      date_format: str | None = None) -> Observations:
     """A whole CSV or Parquet file (by its name's ending) as :class:`Observations`, within
-    the limits of :func:`read_csv` / :func:`read_parquet`."""
+    the limits of :func:`read_csv` / :func:`read_parquet` (``dayfirst``, ``date_format``:
+    how dates written as numbers are read, as there)."""
     if is_parquet(path):
-        return read_parquet(path, mapping=mapping, time_unit=time_unit)
-    return read_csv(path, mapping=mapping, time_unit=time_unit)
+        return read_parquet(path, mapping=mapping, time_unit=time_unit, dayfirst=dayfirst, date_format=date_format)
+    return read_csv(path, mapping=mapping, time_unit=time_unit, dayfirst=dayfirst, date_format=date_format)
 
 
 @dataclass
@@ -229,6 +233,14 @@ class _Grouper:
         """Take a table; yield every chunk now complete (rows, line of the first row)."""
         if table.empty:
             return
+        blank = blank_mask(table[self.column])
+        if blank.any():  # before the runs are cut: a missing id would split its series in two
+            rows = np.flatnonzero(blank)
+            shown = ", ".join(f"row {line - 1 + int(r):,} (line {line + int(r):,})" for r in rows[:5])
+            more = f" and {rows.size - 5:,} more" if rows.size > 5 else ""
+            raise DataError(f"{self.name!r}: the series id (column {self.column!r}) is missing on "
+                            f"{rows.size:,} row{'s' * (rows.size > 1)}: {shown}{more}, counting data rows from 1 "
+                            "(a CSV's line numbers in brackets). Fill in the series id or delete those rows.")
         if self.buffer.empty:
             self.buffer, self.first_line = table.reset_index(drop=True), line
         else:
@@ -291,7 +303,8 @@ class _Grouper:
 def iter_series_chunks(path: str | os.PathLike[str], *, chunk_series: int = DEFAULT_CHUNK_SERIES,
                        mapping: ColumnMapping | None = None, time_unit: str = "hours",
                        max_rows: int = MAX_ROWS, batch_rows: int = BATCH_ROWS,
-                       totals: ChunkTotals | None = None) -> Iterator[Observations]:
+                       totals: ChunkTotals | None = None, dayfirst: bool | None = None,
+                       date_format: str | None = None) -> Iterator[Observations]:
     """The observations of a CSV or Parquet file, ``chunk_series`` whole series at a time.
 
     Parameters
@@ -311,6 +324,10 @@ def iter_series_chunks(path: str | os.PathLike[str], *, chunk_series: int = DEFA
         Rows read from the file at a time.
     totals : ChunkTotals, optional
         Updated with each chunk handed out (rows, series, what was dropped).
+    dayfirst, date_format
+        How dates written as numbers are read (as :func:`read_csv`); when neither is
+        given, the order of day and month a chunk shows holds for the chunks after it
+        (a chunk showing the other order is refused).
 
     Yields
     ------
@@ -330,6 +347,7 @@ def iter_series_chunks(path: str | os.PathLike[str], *, chunk_series: int = DEFA
         raise DataError(f"{str(p)!r}: no such file; give the path of a CSV or Parquet file of observations.")
     grouper: _Grouper | None = None
     chosen, sep, whole, n_chunks = mapping, None, [], 0
+    dates = _DateReading(dayfirst, date_format)
     for table, line, sep in _raw_tables(p, batch_rows):
         if table.empty:
             continue
@@ -347,21 +365,34 @@ def iter_series_chunks(path: str | os.PathLike[str], *, chunk_series: int = DEFA
         grouper = grouper or _Grouper(p.name, chosen.series, chunk_series, max(1, max_rows // cells_per_row))
         for rows, first in grouper.add(table, line):
             n_chunks += 1
-            yield _decode(rows, first, chosen, sep, time_unit, max_rows, totals)
+            yield _decode(rows, first, chosen, sep, time_unit, max_rows, totals, dates)
     rest = [(pd.concat(whole, ignore_index=True), 2)] if whole else list(grouper.finish()) if grouper else []
     if not rest and not n_chunks:
         raise DataError(f"{p.name!r} has no data rows. Give a file with a header and at least two observations.")
     for rows, first in rest:
-        yield _decode(rows, first, chosen, sep, time_unit, max_rows, totals)
+        yield _decode(rows, first, chosen, sep, time_unit, max_rows, totals, dates)
+
+
+@dataclass
+class _DateReading:
+    """How the chunks' dates are read: as the caller says, or in the order of day and
+    month that an earlier chunk showed."""
+
+    dayfirst: bool | None
+    date_format: str | None
+    known: DayOrder | None = None
 
 
 def _decode(rows: pd.DataFrame, first_line: int, mapping: ColumnMapping, sep: str | None, time_unit: str,
-            max_rows: int, totals: ChunkTotals | None) -> Observations:
+            max_rows: int, totals: ChunkTotals | None, dates: _DateReading) -> Observations:
     notes: list[str] = []
     if sep is not None:  # CSV text: decimal commas as read_csv reads them
         skip = {c for c in (mapping.series, mapping.channel) if c is not None}
         rows, notes = read_decimal_commas(rows, sep, skip=skip)
-    obs = from_frame(rows, mapping=mapping, time_unit=time_unit, max_rows=max_rows, first_line=first_line)
+    obs = from_frame(rows, mapping=mapping, time_unit=time_unit, max_rows=max_rows, first_line=first_line,
+                     dayfirst=dates.dayfirst, date_format=dates.date_format, known_day_order=dates.known)
+    if dates.known is None:
+        dates.known = obs.report.day_order
     obs.report.messages[1:1] = notes
     if totals is not None:
         totals.add(obs)

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from levy_core.data.cells import parse_numbers
+from levy_core.data.dates import GIVEN_ORDER, DayOrder, read_datetimes, refuse_out_of_range_stamps
 from levy_core.data.decimals import refuse_decimal_commas
 from levy_core.data.errors import DataError
 from levy_core.data.messages import count, describe_lines
@@ -58,9 +59,21 @@ class ParsedTime(NamedTuple):
     has_offsets: bool | None = None
     """Date-times only: whether any cell carried a time-zone designation (an offset, Z or
     UTC); None for numeric time."""
+    day_order: DayOrder | None = None
+    """Date-times written as numbers (02/01/2024): the order of day and month they were
+    read in; None otherwise."""
 
 
-def parse_time(col: pd.Series, name: str, lines: np.ndarray, time_unit: str) -> ParsedTime:
+EPOCH_SECONDS: tuple[float, float] = (3e8, 4.2e9)
+"""Numbers in this range, in seconds, are Unix epoch times from 1979 to 2103; the same
+range times 1e3, 1e6 and 1e9 are epoch milliseconds, microseconds and nanoseconds. As
+hours, minutes or days they would be tens of thousands of years."""
+_EPOCH_UNITS = (("seconds", 1.0, "s"), ("milliseconds", 1e3, "ms"), ("microseconds", 1e6, "us"),
+                ("nanoseconds", 1e9, "ns"))
+
+
+def parse_time(col: pd.Series, name: str, lines: np.ndarray, time_unit: str, *, dayfirst: bool | None = None,
+               date_format: str | None = None, known: DayOrder | None = None) -> ParsedTime:
     """Read a time column as numbers, clock times or date-times, whichever it holds.
 
     Parameters
@@ -73,6 +86,10 @@ def parse_time(col: pd.Series, name: str, lines: np.ndarray, time_unit: str) -> 
         CSV line number of each cell, for messages.
     time_unit : str
         A key of :data:`TIME_UNITS`: the unit of numeric time.
+    dayfirst, date_format, known
+        How dates written as numbers are read (see
+        :func:`~levy_core.data.dates.read_datetimes`): inferred from the column when
+        neither is given.
 
     Returns
     -------
@@ -81,10 +98,13 @@ def parse_time(col: pd.Series, name: str, lines: np.ndarray, time_unit: str) -> 
     Raises
     ------
     DataError
-        Every cell empty; a mostly numeric column with a non-number; or cells that are
-        neither numbers nor date-times.
+        Every cell empty; a mostly numeric column with a non-number; numbers that are
+        Unix epoch times (unless read as seconds); cells that are neither numbers nor
+        date-times; or date-times refused by
+        :func:`~levy_core.data.dates.read_datetimes`.
     """
     if pd.api.types.is_datetime64_any_dtype(col):
+        refuse_out_of_range_stamps(col, name, lines)
         stamps = pd.to_datetime(col, utc=True)
         missing = stamps.isna().to_numpy()
         return ParsedTime(
@@ -108,6 +128,7 @@ def parse_time(col: pd.Series, name: str, lines: np.ndarray, time_unit: str) -> 
                 f"numbers: {describe_lines(lines[idx], col.iloc[idx].tolist())}. "
                 "Correct or delete those rows; all times must be numbers in the same unit."
             )
+        _refuse_epochs(values, present, col, name, lines, time_unit)
         notes = []
         if time_unit != "hours":
             notes.append(f"time column {name!r} converted from {time_unit} to hours")
@@ -120,7 +141,29 @@ def parse_time(col: pd.Series, name: str, lines: np.ndarray, time_unit: str) -> 
     if text.str.match(CLOCK_RE).all():
         return _parse_clock(text, present, name)
     refuse_decimal_commas(col, present, name, "time", lines)
-    return _parse_datetimes(col, present, name, lines, time_unit)
+    return _parse_datetimes(col, present, name, lines, time_unit, dayfirst, date_format, known)
+
+
+def _refuse_epochs(values: np.ndarray, present: np.ndarray, col: pd.Series, name: str, lines: np.ndarray,
+                   time_unit: str) -> None:
+    """Refuse numbers that are Unix epoch times (seconds since 1970 and finer) unless they
+    are read as seconds: 1.7e9 taken as hours is 190,000 years."""
+    median = float(np.median(values[present]))
+    for unit, per_second, code in _EPOCH_UNITS:
+        lo, hi = EPOCH_SECONDS[0] * per_second, EPOCH_SECONDS[1] * per_second
+        if not lo <= median <= hi or (unit == "seconds" and time_unit == "seconds"):
+            continue
+        first = int(np.flatnonzero(present)[0])
+        when = pd.Timestamp(int(median / per_second), unit="s", tz="UTC")
+        keep = ("pass --time-unit seconds (time_unit='seconds') to read them as seconds" if unit == "seconds"
+                else f"divide them by {per_second:,.0f} and pass --time-unit seconds (time_unit='seconds')")
+        years = median * TIME_UNITS[time_unit] / (24 * 365.2425)
+        raise DataError(
+            f"Column {name!r} (time) holds numbers such as {describe_lines(lines[first:first + 1], [col.iloc[first]])} "
+            f"that look like Unix epoch {unit} (around {when:%Y-%m-%d}), not {time_unit}: as {time_unit} they "
+            f"would be {years:,.0f} years. Convert them to date-times "
+            f"(pandas.to_datetime(df[{name!r}], unit={code!r})), or {keep}."
+        )
 
 
 def _refuse_overflow(
@@ -150,14 +193,20 @@ def _parse_clock(text: pd.Series, present: np.ndarray, name: str) -> ParsedTime:
 
 
 def _parse_datetimes(
-    col: pd.Series, present: np.ndarray, name: str, lines: np.ndarray, time_unit: str
+    col: pd.Series, present: np.ndarray, name: str, lines: np.ndarray, time_unit: str,
+    dayfirst: bool | None, date_format: str | None, known: DayOrder | None,
 ) -> ParsedTime:
-    """Date-times of any format pandas reads, converted to UTC (no offset: taken as UTC)."""
+    """Date-times in one format per column, converted to UTC (no offset: taken as UTC;
+    offsets on some cells only: refused)."""
     notes = []
     if time_unit != "hours":
         notes.append(f"time_unit={time_unit!r} ignored: column {name!r} holds date-times")
-    raw = col.where(present, None)
-    stamps = to_utc_stamps(raw)
+    raw = col.where(present, None).reset_index(drop=True)
+    read = read_datetimes(raw, name, lines, dayfirst=dayfirst, date_format=date_format, known=known)
+    stamps = read.stamps
+    if read.order is not None and read.order.evidence != GIVEN_ORDER:
+        notes.append(f"dates in column {name!r} read {'day' if read.order.dayfirst else 'month'} first, as "
+                     f"{read.order.evidence} shows")
     failed = np.flatnonzero(stamps.isna().to_numpy() & present)
     if failed.size:
         raise DataError(
@@ -168,7 +217,7 @@ def _parse_datetimes(
         )
     return ParsedTime(
         np.full(len(col), np.nan), stamps.reset_index(drop=True), ~present, notes,
-        DATETIME, has_time_zone(raw[present]),
+        DATETIME, has_time_zone(raw[present]), read.order,
     )
 
 
