@@ -35,7 +35,7 @@ from levy_core.drift import DriftReport, DriftTally
 from levy_core.nixtla import band_kind, band_levels, level_bands, level_label, nixtla_frame
 from levy_core.over_time import GUARANTEE
 from levy_core.pipeline import ModelLoadError
-from levy_core.table_writer import TableWriter
+from levy_core.table_writer import TableWriter, atomic_output, refuse_same_file
 from levy_core.tasks import TaskConfig
 from levy_core.train import Progress, TrainConfig
 
@@ -70,10 +70,27 @@ class EpochBars:
             self.bar = None
 
 
-def _load_data(path: str, time_unit: str = "hours") -> Observations:
+def _load_data(path: str, time_unit: str = "hours", *, dayfirst: bool | None = None,
+               date_format: str | None = None) -> Observations:
     if not Path(path).is_file():
         raise DataError(f"{path}: no such file; give the path of a CSV (or .csv.gz) or Parquet file of observations")
-    return read_observations(path, time_unit=time_unit)
+    return read_observations(path, time_unit=time_unit, dayfirst=dayfirst, date_format=date_format)
+
+
+def _dates(args: argparse.Namespace) -> dict[str, bool | str | None]:
+    """How dates written as numbers are read: ``--dayfirst`` or ``--date-format`` (neither:
+    inferred from the column, refused when it cannot tell)."""
+    if args.dayfirst and args.date_format:
+        raise ValueError("give --dayfirst or --date-format, not both (the format says where the day is)")
+    return {"dayfirst": True if args.dayfirst else None, "date_format": args.date_format}
+
+
+def _refuse_overwriting(args: argparse.Namespace, **outputs: str | None) -> None:
+    """Refuse, before anything is read or written, an output that is an input (the data,
+    the model, the queries) or another output."""
+    inputs = {"the data file": getattr(args, "data", None), "the model": getattr(args, "model", None),
+              "the queries file (--queries)": getattr(args, "queries", None)}
+    refuse_same_file(inputs, {f"--{name.replace('_', '-')}": path for name, path in outputs.items()})
 
 
 def _series_bar(args: argparse.Namespace) -> tqdm:
@@ -95,7 +112,8 @@ def _warn_drift(report: DriftReport) -> None:
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
-    obs = _load_data(args.data, args.time_unit)
+    _refuse_overwriting(args, out=args.out)
+    obs = _load_data(args.data, args.time_unit, **_dates(args))
     _report_load(obs)
     print(f"data: {obs.n_series} series, {obs.n_channels} channels, {obs.n_obs} observations", file=sys.stderr)
     unit = obs.report.input_time_unit
@@ -132,7 +150,8 @@ def _predictions(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Ob
     if args.queries and args.horizon:
         raise ValueError("give either --queries or --horizon, not both")
     if args.queries:
-        return pipeline.predict_user_queries(fitted, data, read_queries(args.queries, obs), level=level)
+        queries = read_queries(args.queries, obs, **_dates(args))
+        return pipeline.predict_user_queries(fitted, data, queries, level=level)
     if args.horizon:
         hours = parse_duration(args.horizon, obs.report.input_time_unit)
         return pipeline.predict_future(fitted, data, hours, n_points=args.points, level=level)
@@ -146,11 +165,13 @@ def _predictions(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Ob
 
 def _cmd_predict(args: argparse.Namespace) -> int:
     levels = band_levels(args.level)  # ValueError: not a fraction in (0, 1) or a percent in [10, 100)
+    _refuse_overwriting(args, out=args.out)
+    dates = _dates(args)
     fitted = pipeline.load_model(args.model)
     kinds = [_band_kind(args.band, fitted, level) for level in levels]
     drift = DriftTally(fitted.drift)
     if args.queries:  # the queries name series anywhere in the file: read it whole
-        obs = _load_data(args.data, args.time_unit)
+        obs = _load_data(args.data, args.time_unit, **dates)
         drift.add(obs)
         with TableWriter(args.out) as out:
             out.write(_prediction_table(args, fitted, obs, levels))
@@ -161,7 +182,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         with _series_bar(args) as bar:
             n, totals = predict_file(args.data, args.out, lambda obs: _prediction_table(args, fitted, obs, levels),
                                      chunk_series=args.chunk_series, time_unit=args.time_unit, progress=bar.update,
-                                     drift=drift)
+                                     drift=drift, **dates)
         print(f"note: {totals.describe()}", file=sys.stderr)
     _warn_drift(drift.report())
     shown = ", ".join(f"{level_label(level)} % {kind}" for level, kind in zip(levels, kinds, strict=True))
@@ -207,15 +228,19 @@ def _level_table(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Ob
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
+    _refuse_overwriting(args, json=args.json, predictions=args.predictions)
+    dates = _dates(args)
     fitted = pipeline.load_model(args.model)
-    obs = _load_data(args.data, args.time_unit)
+    obs = _load_data(args.data, args.time_unit, **dates)
     _warn_drift(pipeline.drift_report(fitted, obs))
     data = pipeline.prepare(fitted, obs)
     result, pred = pipeline.evaluate(fitted, data, mc_passes=args.mc_passes)
     result = _json_safe(result)
-    Path(args.json).write_text(json.dumps(result, indent=2))
-    if args.predictions:
-        to_safe_csv(pipeline.user_predictions(pred, data), args.predictions, index=False)
+    if args.predictions:  # each file renamed into place once complete (an error leaves none)
+        with atomic_output(args.predictions) as tmp:
+            to_safe_csv(pipeline.user_predictions(pred, data), tmp, index=False)
+    with atomic_output(args.json) as tmp:
+        tmp.write_text(json.dumps(result, indent=2))
     lv = result["levy"]
     line = (f"n_test {result['n_test']}: Lévy MSE {lv['mse']:.4g} CRPS {lv['crps']:.4g} "
             f"cov90 {lv['coverage']['0.9']:.3f} conformal90 {lv['conformal_coverage']['0.9']:.3f} "
@@ -257,9 +282,14 @@ def _json_safe(obj):
 
 
 def _cmd_rank(args: argparse.Namespace) -> int:
+    _refuse_overwriting(args, out=args.out)
+    dates = _dates(args)
     if not Path(args.data).is_file():
         raise DataError(f"{args.data}: no such file; give the path of a CSV (or .csv.gz) or Parquet file")
     if args.engine == "ray":  # ray is an optional extra: imported only here
+        if any(v is not None for v in dates.values()):
+            raise ValueError("--dayfirst and --date-format are not read by --engine ray: write the times as ISO "
+                             "date-times (2024-01-31 14:05) or numbers, or rank without --engine ray")
         from levy_core.ray_engine import rank_with_ray
 
         n, seconds = rank_with_ray(args.model, args.data, args.out, workers=args.workers, address=args.address,
@@ -272,7 +302,7 @@ def _cmd_rank(args: argparse.Namespace) -> int:
     drift = DriftTally(fitted.drift)
     with _series_bar(args) as bar:
         summary = rank_file(fitted, args.data, args.out, chunk_series=args.chunk_series, time_unit=args.time_unit,
-                            progress=bar.update, drift=drift)
+                            progress=bar.update, drift=drift, **dates)
     print(f"note: {summary.totals.describe()}", file=sys.stderr)
     _warn_drift(drift.report())
     print(f"scored {summary.n_series} series in {summary.seconds:.2f} s")
@@ -304,6 +334,10 @@ def _add_data(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("data", help="CSV of observations (long or wide; .csv.gz accepted) or a .parquet file")
     parser.add_argument("--time-unit", default="hours", choices=["hours", "minutes", "seconds", "days"],
                         help="unit of numeric times (date-times are always read as such)")
+    parser.add_argument("--dayfirst", action="store_true", help="dates written as numbers are day first "
+                        "(DD/MM/YYYY); default: told from the dates (a day over 12), refused when they cannot tell")
+    parser.add_argument("--date-format", default=None, metavar="FMT", help="the strptime format of every "
+                        "date-time in the data and queries, e.g. '%%m/%%d/%%Y %%H:%%M' (instead of --dayfirst)")
 
 
 def _add_model_and_data(parser: argparse.ArgumentParser) -> None:
