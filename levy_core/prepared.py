@@ -120,6 +120,7 @@ def prepare(fitted: FittedModel, obs: Observations) -> ModelData:
     """``obs`` in ``fitted``'s series space, normalised with its scaler (built once).
     ``DataError`` naming any channel the model was never trained on (and those it knows)."""
     refuse_unknown_channels(obs.channels, fitted.channels)
+    fitted.scaler.check_range(obs.frame)  # values the model's float32 would overflow: named
     clock = fitted.split.clock(obs.frame)
     frame = clock.frame_to_model(obs.frame)
     builder = EpisodeBuilder(frame, fitted.channels, fitted.task, seed=fitted.train_config.seed,

@@ -15,7 +15,12 @@ import pandas as pd
 from levy_core.data.errors import DataError
 from levy_core.data.messages import quote_list
 
-__all__ = ["ChannelScaler"]
+__all__ = ["MAX_SCALED", "ChannelScaler"]
+
+MAX_SCALED: float = 1e12
+"""Largest magnitude of a scaled value (a trillion times a channel's training range from
+its minimum): the model computes in 32-bit floats (up to ±3.4e38), and its products of
+inputs overflow them from about 1e18 on, giving NaN predictions."""
 
 
 @dataclass
@@ -108,11 +113,43 @@ class ChannelScaler:
         -------
         pandas.DataFrame
             A copy with the same columns, ``value`` rescaled.
+
+        Raises
+        ------
+        DataError
+            A channel the scaler does not know, or a value more than :data:`MAX_SCALED`
+            training ranges away (the model's 32-bit arithmetic would overflow).
+        """
+        out = frame.copy(deep=False)  # copy-on-write: only the value column is new
+        out["value"] = self.check_range(frame)
+        return out
+
+    def check_range(self, frame: pd.DataFrame) -> np.ndarray:
+        """The scaled values of ``frame`` (``channel``, ``value``, ``series_id``), after
+        refusing any more than :data:`MAX_SCALED` training ranges away.
+
+        Raises
+        ------
+        DataError
+            A channel the scaler does not know, or such a value, naming its channel,
+            series, the value and the training range.
         """
         lo, rng = self._lookup(frame["channel"].to_numpy())
-        out = frame.copy(deep=False)  # copy-on-write: only the value column is new
-        out["value"] = (frame["value"].to_numpy(dtype=np.float64) - lo) / rng
-        return out
+        raw = frame["value"].to_numpy(dtype=np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            scaled = (raw - lo) / rng
+            far = np.abs(scaled) > MAX_SCALED
+        if far.any():
+            i = int(np.flatnonzero(far)[0])
+            channel = str(frame["channel"].iloc[i])
+            raise DataError(
+                f"Column 'value': channel {channel!r} has {int(far.sum()):,} value(s) such as {raw[i]:.6g} "
+                f"(series {str(frame['series_id'].iloc[i])!r}) more than {MAX_SCALED:.0e} times the range the "
+                f"model was trained on ({self.minimum[channel]:.6g} to {self.maximum[channel]:.6g}): the model "
+                "computes in 32-bit floating point (up to ±3.4e38), which such a value overflows. Check the "
+                "value and its unit, or fit a model on data like it."
+            )
+        return scaled
 
     def inverse_value(self, values: np.ndarray, channels: np.ndarray) -> np.ndarray:
         """Scaled values back to original units, ``v * (max - min) + min``.

@@ -150,7 +150,7 @@ def test_datetime_round_trip_through_text(dt_obs: Observations) -> None:
 
 def test_datetime_round_trip_without_offsets(tmp_path: Path) -> None:
     obs = read_csv(write(tmp_path, NAIVE_CSV))
-    text = "series_id,channel,time\nb,HR,2024-06-01 01:00\na,HR,2024-01-01T09:00:00+01:00\n"
+    text = "series_id,channel,time\nb,HR,2024-06-01 01:00\na,HR,2024-01-01 08:00\n"
     q = read_queries(queries(text), obs)
     np.testing.assert_allclose(q["time"], [3.0, -1.0])  # no offset: UTC, like the data
     back = to_user_time(q["series_id"], q["time"], obs)
@@ -192,9 +192,10 @@ def test_to_user_time_refusals(dt_obs: Observations) -> None:
         to_user_time("a", [1.0, -2e8], dt_obs)
 
 
-def test_unknown_series_gets_nan_time(dt_obs: Observations) -> None:
-    q = read_queries(queries("series_id,channel,time\nzz,HR,2024-01-01T09:00Z\n"), dt_obs)
-    assert q["series_id"].tolist() == ["zz"] and np.isnan(q["time"].iloc[0])
+def test_unknown_series_is_refused_by_name(dt_obs: Observations) -> None:
+    """A date-time query's series must be in the data: its time is counted from there."""
+    with pytest.raises(DataError, match=r"1 series not in the data \('zz': line 2"):
+        read_queries(queries("series_id,channel,time\nzz,HR,2024-01-01T09:00Z\n"), dt_obs)
 
 
 # --------------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ Hostile or mistaken input costs bounded time and memory and gets a message:
   :data:`MAX_LINE_CHARS` characters and :data:`MAX_CELLS` cells (rows × fields);
 * at most :data:`MAX_ROWS` observations: rows of a long table, rows × channel columns
   of a wide one;
-* values within ``±``:data:`MAX_ABS_VALUE` (1e100: their squares, summed over every
+* values within ``±``:data:`MAX_ABS_VALUE` (3.4e38, float32's range; their squares, summed over every
   observation, stay finite), and times that the model's 32-bit arithmetic can resolve
   at the series' spacing (see :mod:`levy_core.data.ranges`).
 

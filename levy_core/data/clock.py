@@ -536,6 +536,8 @@ def _datetime_query_hours(
     stamps = read_datetimes(
         cells if typed else cells.astype(str),  # no float 'epochs'
         name, lines, dayfirst=dayfirst, date_format=date_format, known=obs.report.day_order, what=_QUERIES,
+        check_offsets=not obs.report.input_has_offsets,  # else every query needs one: _require_time_zones
+        check_typed_range=False,
     ).stamps
     clock = cells.astype(str).str.strip().str.match(CLOCK_RE).to_numpy(dtype=bool)
     failed = np.flatnonzero(stamps.isna().to_numpy() | clock)  # 12:30 has no date

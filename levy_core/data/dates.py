@@ -77,6 +77,8 @@ def read_datetimes(
     date_format: str | None = None,
     known: DayOrder | None = None,
     what: str = "time",
+    check_offsets: bool = True,
+    check_typed_range: bool = True,
 ) -> DateTimes:
     """Read date-time cells as UTC date-times in one format for the whole column.
 
@@ -101,6 +103,11 @@ def read_datetimes(
         column shows the other order.
     what : str
         What the column is, for messages ("time", "the queries").
+    check_offsets : bool
+        Refuse a column where some date-times carry an offset and others do not.
+    check_typed_range : bool
+        Refuse a typed column's stamps outside pandas' nanosecond range (data, whose
+        origins are kept in nanoseconds); query stamps are only subtracted from them.
 
     Returns
     -------
@@ -117,14 +124,16 @@ def read_datetimes(
     """
     raw = raw.reset_index(drop=True)
     if pd.api.types.is_datetime64_any_dtype(raw):
-        refuse_out_of_range_stamps(raw, name, lines, what)
+        if check_typed_range:
+            refuse_out_of_range_stamps(raw, name, lines, what)
         return DateTimes(pd.to_datetime(raw, utc=True), None)
     present = raw.notna().to_numpy()
-    refuse_mixed_offsets(raw, present, name, lines, what)
     text = pd.Series(pd.NA, index=raw.index, dtype=object)
     text[present] = raw[present].astype(str).str.strip()
     if date_format is not None:
         stamps = _with_format(text, present, date_format, name, lines, what)
+        if check_offsets:
+            refuse_mixed_offsets(raw, present & stamps.notna().to_numpy(), name, lines, what)
         return DateTimes(stamps, None)
     stamps = pd.to_datetime(text, utc=True, format="ISO8601", errors="coerce")
     rest = np.flatnonzero(stamps.isna().to_numpy() & present)
@@ -144,6 +153,8 @@ def read_datetimes(
                 warnings.simplefilter("ignore", UserWarning)
                 stamps.iloc[other] = pd.to_datetime(text.iloc[other], utc=True, format="mixed", errors="coerce")
     _refuse_years_out_of_range(text, present & stamps.isna().to_numpy(), name, lines, what)
+    if check_offsets:  # among the cells read: the others are named by the caller
+        refuse_mixed_offsets(raw, present & stamps.notna().to_numpy(), name, lines, what)
     return DateTimes(stamps, order)
 
 

@@ -1,17 +1,18 @@
 """Numbers too large for what is done with them: values and times.
 
-**Values.** The model sees each channel min-max scaled to ``[0, 1]`` (float64, then
-float32), so training copes with any finite range; but predictions are put back in the
-data's own units, and some of what is reported there is quadratic in the range: the
-disagreement ``(max - min)² · d``, squared errors ``(prediction - value)²`` and their sums
-over all observations. A range beyond ``1.3e154`` makes its square overflow (data of
-size 1e160 fit, then give ``inf`` disagreements with an overflow warning; 1e308 makes the
-range itself ``inf`` and training end in a ``FloatingPointError``). With every value
-within ``±MAX_ABS_VALUE`` (``1e100``), a squared difference of two values is at most
-``(2e100)² = 4e200`` and a sum of :data:`~levy_core.data.frame.MAX_ROWS` of them
-``8e206``: far below float64's largest number (``1.8e308``), leaving a factor of 1e100
-for predictions outside the data's range and for products of such terms. No measurement
-in any unit comes near 1e100, so a bigger value is a mistake or a placeholder.
+**Values.** The model computes in 32-bit floating point: each channel min-max scaled to
+``[0, 1]`` (float64, then float32), so training copes with any range float32 holds, and
+predictions put back in the data's own units (float64), where some of what is reported
+is quadratic in the range: the disagreement ``(max - min)² · d``, squared errors and
+their sums over all observations. Values are bounded by ``±MAX_ABS_VALUE``, float32's
+largest number (``3.4e38``): a value beyond it cannot be held by the model at all (a
+decimal of 9.99e69 in Parquet, 1e50 in a CSV), and is refused as it is read, naming the
+column, the value and the range. Within it, a squared difference of two values is at
+most ``(6.8e38)² = 4.6e77`` and a sum of :data:`~levy_core.data.frame.MAX_ROWS` of them
+``9.3e83``: far below float64's largest number (``1.8e308``). No measurement in any unit
+comes near 1e38, so a bigger value is a mistake or a placeholder. (Data that a model
+meets are also checked against the range it was trained on, once scaled:
+:meth:`levy_core.scaling.ChannelScaler.transform`.)
 
 **Times.** The model works in 32-bit floating point on times in hours as the
 :class:`~levy_core.data.Observations` hold them (numbers as given, date-times as hours
@@ -34,8 +35,9 @@ import pandas as pd
 from levy_core.data.errors import DataError
 from levy_core.data.messages import count, describe_lines, quote_list
 
-MAX_ABS_VALUE: float = 1e100
-"""Largest magnitude of a value accepted (see the module's notes for the derivation)."""
+MAX_ABS_VALUE: float = float(np.finfo(np.float32).max)
+"""Largest magnitude of a value accepted: float32's largest number, about 3.4e38, the
+range the model computes in (see the module's notes)."""
 
 FLOAT32_GAP_FRACTION: float = 0.5
 """A series is refused when float32's step at its largest ``|time|`` exceeds this
@@ -70,10 +72,11 @@ def refuse_huge_values(
     if huge.any():
         idx = np.flatnonzero(huge)
         raise DataError(
-            f"Column {name!r} ({role}) has {count(idx.size, 'value')} beyond ±{MAX_ABS_VALUE:.0e}: "
-            f"{describe_lines(lines[idx], col.iloc[idx].tolist())}. Squares of such numbers "
-            "overflow in the fit and its error measures. Correct those cells (a placeholder "
-            "for a missing value should be left blank), or give the column in a larger unit."
+            f"Column {name!r} ({role}) has {count(idx.size, 'value')} beyond ±{MAX_ABS_VALUE:.2g}, "
+            "the range of the 32-bit floating point numbers the model computes in: "
+            f"{describe_lines(lines[idx], col.iloc[idx].tolist())}. Correct those cells (a "
+            "placeholder for a missing value should be left blank), or give the column in a "
+            "larger unit."
         )
 
 

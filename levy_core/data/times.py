@@ -66,10 +66,11 @@ class ParsedTime(NamedTuple):
 
 EPOCH_SECONDS: tuple[float, float] = (3e8, 4.2e9)
 """Numbers in this range, in seconds, are Unix epoch times from 1979 to 2103; the same
-range times 1e3, 1e6 and 1e9 are epoch milliseconds, microseconds and nanoseconds. As
-hours, minutes or days they would be tens of thousands of years."""
-_EPOCH_UNITS = (("seconds", 1.0, "s"), ("milliseconds", 1e3, "ms"), ("microseconds", 1e6, "us"),
-                ("nanoseconds", 1e9, "ns"))
+range times 1e3 and 1e9 are epoch milliseconds and nanoseconds (``int64`` pandas
+date-times). As hours, minutes or days they would be tens of thousands of years.
+(Microseconds, 3e14 to 4.2e15, are not recognised: such large numbers of hours are
+refused anyway unless their gaps are as large, see :mod:`levy_core.data.ranges`.)"""
+_EPOCH_UNITS = (("seconds", 1.0, "s"), ("milliseconds", 1e3, "ms"), ("nanoseconds", 1e9, "ns"))
 
 
 def parse_time(col: pd.Series, name: str, lines: np.ndarray, time_unit: str, *, dayfirst: bool | None = None,
