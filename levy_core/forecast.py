@@ -69,6 +69,12 @@ class LevyForecaster:
     phi : {"rate", "count"}
     time_unit : {"hours", "minutes", "seconds", "days"}
         Unit of numeric times (date-times are read as such).
+    dayfirst : bool, optional
+        Dates written as numbers (``02/01/2024``) in the frames and queries are day first
+        (True) or month first (False); None: told from each column (a day over 12), refused
+        when it cannot tell.
+    date_format : str, optional
+        The strptime format of every date-time text cell (``%d/%m/%Y %H:%M``), instead.
     progress : callable, optional
         Called with a :class:`~levy_core.train.Progress` after every epoch.
 
@@ -86,7 +92,8 @@ class LevyForecaster:
                  task: Literal["forecast", "interpolate"] = "forecast", horizon: str | float | None = None,
                  cutoff: float | None = None, max_seconds: float | None = None, twin: bool = False,
                  phi: Literal["rate", "count"] = "rate", time_unit: str = "hours",
-                 progress: Callable[[Progress], None] | None = None) -> None:
+                 progress: Callable[[Progress], None] | None = None, dayfirst: bool | None = None,
+                 date_format: str | None = None) -> None:
         pipeline.resolve_size(size, 0)  # ValueError for an unknown name, before any data is read
         if task not in ("forecast", "interpolate"):
             raise ValueError(f"task must be 'forecast' or 'interpolate', got {task!r}")
@@ -95,6 +102,7 @@ class LevyForecaster:
         self.size, self.epochs, self.seed, self.season, self.task = size, epochs, seed, season, task
         self.horizon, self.cutoff, self.max_seconds, self.twin, self.phi = horizon, cutoff, max_seconds, twin, phi
         self.time_unit, self.progress = time_unit, progress
+        self.dayfirst, self.date_format = dayfirst, date_format
         self.fitted: pipeline.FittedModel | None = None
         self.observations: Observations | None = None
         self.mapping: ColumnMapping | None = None
@@ -161,7 +169,8 @@ class LevyForecaster:
                              "queries, not both and not neither")
         data = pipeline.prepare(fitted, obs)
         if queries is not None:
-            pred = pipeline.predict_user_queries(fitted, data, read_queries(queries, obs), level=levels[0])
+            asked = read_queries(queries, obs, dayfirst=self.dayfirst, date_format=self.date_format)
+            pred = pipeline.predict_user_queries(fitted, data, asked, level=levels[0])
         else:
             hours = parse_duration(h, obs.report.input_time_unit)
             pred = pipeline.predict_future(fitted, data, hours, n_points=points, level=levels[0])
@@ -189,7 +198,8 @@ class LevyForecaster:
         """``df`` as observations, read with the fit's column mapping (detected when none)."""
         if not isinstance(df, pd.DataFrame):
             raise DataError(f"expected a pandas DataFrame of observations, got {type(df).__name__}")
-        return from_frame(df, mapping=self.mapping, time_unit=self.time_unit)
+        return from_frame(df, mapping=self.mapping, time_unit=self.time_unit, dayfirst=self.dayfirst,
+                          date_format=self.date_format)
 
     def _observations(self, df: pd.DataFrame | None) -> Observations:
         if df is not None:
