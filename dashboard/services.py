@@ -60,10 +60,12 @@ from dashboard.saved_models import OpenedModel, apply_model, open_model, opened_
 from dashboard.sources import (
     DEFAULT_SAMPLE,
     DataSource,
+    check_upload_size,
     env_data_path,
     source_from_path,
     source_from_sample,
     source_from_upload,
+    upload_limit_text,
 )
 from dashboard.tables import GUARANTEE_CAPTION, backtest_table, metrics_table
 from levy_core import pipeline
@@ -85,7 +87,7 @@ from levy_core.tasks import MIN_SERIES_FOR_SERIES_SPLIT
 __all__ = ["BAND_LABELS", "CoverageMonitor", "OpenedModel", "apply_model", "open_model", "opened_key", "DEFAULT_SAMPLE", "DRIFT_CAPTION", "GUARANTEE_CAPTION", "BandInputs", "DataSource", "FitResult",
            "FitSettings", "SessionLimits", "for_this_session", "session_fit", "session_limits", "FutureInputs", "OriginInputs", "add_twin", "backtest_table", "cached_fit", "default_mc_passes",
            "default_settings", "env_data_path", "fast", "fit_key", "fit_model", "metrics_table", "report_is_offline",
-           "source_from_path", "source_from_sample", "source_from_upload"]
+           "source_from_path", "source_from_sample", "source_from_upload", "check_upload_size", "upload_limit_text"]
 
 DRIFT_CAPTION = (
     f"How to read: a channel is flagged when more than {VALUE_SHARE:.0%} of the series have their median "

@@ -9,11 +9,31 @@ from pathlib import Path
 
 from levy_core.data import SAMPLES, DataError
 
-__all__ = ["DEFAULT_SAMPLE", "ENV_DATA", "DataSource", "env_data_path", "source_from_path", "source_from_sample",
-           "source_from_upload"]
+__all__ = ["DEFAULT_SAMPLE", "ENV_DATA", "MAX_UPLOAD_BYTES", "DataSource", "check_upload_size", "env_data_path",
+           "source_from_path", "source_from_sample", "source_from_upload", "upload_limit_text"]
 
 ENV_DATA = "LEVY_DASHBOARD_DATA"  # set by `levy dashboard DATA`: the file to open first
 DEFAULT_SAMPLE = "Synthetic multichannel"
+MAX_UPLOAD_BYTES = 50 * 2**20
+"""Largest CSV upload the dashboard reads: 50 MiB (52.4 MB). Streamlit's own cap
+(``server.maxUploadSize`` in .streamlit/config.toml, counted by the browser in decimal MB)
+is set higher, so that a file a little over this limit reaches the app and gets a message
+in the page saying so, not only the uploader's red icon."""
+
+
+def upload_limit_text() -> str:
+    """The upload limit in both units, for the page: '50 MiB (52.4 MB)'."""
+    return f"{MAX_UPLOAD_BYTES / 2**20:g} MiB ({MAX_UPLOAD_BYTES / 1e6:.1f} MB)"
+
+
+def check_upload_size(name: str, size: int) -> None:
+    """DataError when an upload of ``size`` bytes is over :data:`MAX_UPLOAD_BYTES`, saying
+    its size and the limit in MB and MiB and what to do instead."""
+    if size > MAX_UPLOAD_BYTES:
+        raise DataError(f"{name!r} is {size / 1e6:.1f} MB ({size / 2**20:.1f} MiB), more than the "
+                        f"{upload_limit_text()} the dashboard reads. Upload it gzipped (.csv.gz), or a part "
+                        "of it (fewer series), or use the command line (`levy fit` / `levy predict`), "
+                        "which reads large files in chunks.")
 
 
 @dataclass(frozen=True)
@@ -45,6 +65,7 @@ def source_from_sample(name: str) -> DataSource:
 
 
 def source_from_upload(name: str, data: bytes) -> DataSource:
+    check_upload_size(name, len(data))
     return _source(f"upload: {name}", name, bytes(data))
 
 

@@ -52,6 +52,7 @@ def _upload_source() -> services.DataSource | None:
     cached = st.session_state.get(state.UPLOAD_SOURCE)
     if cached is not None and cached[0] == file_id:
         return cached[1]
+    services.check_upload_size(up.name, int(up.size))  # before the bytes are copied
     src = services.source_from_upload(up.name, up.getvalue())
     st.session_state[state.UPLOAD_SOURCE] = (file_id, src)
     return src
@@ -80,14 +81,13 @@ def _data_section() -> tuple[services.DataSource | None, str | None]:
             help="Synthetic multichannel fits in seconds; PhysioNet (300 ICU stays, 37 channels) "
             "takes a few minutes.",
         )
-    limit = st.get_option("server.maxUploadSize")
     sb.file_uploader(
         "Upload a CSV (long or wide form)",
         key=state.UPLOAD,
         on_change=_on_upload,
         help="Long: series_id (optional), time, channel (optional), value. Wide: a time column "
         "and one numeric column per channel, blanks unobserved. .csv or .csv.gz; comma, "
-        f"semicolon or tab separated; up to {limit} MB (.streamlit/config.toml).",
+        f"semicolon or tab separated; up to {services.upload_limit_text()}.",
     )
     try:
         if kind == state.SOURCE_FILE and env_path:

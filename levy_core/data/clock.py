@@ -549,7 +549,8 @@ def _datetime_query_hours(
         )
     if obs.report.input_has_offsets:
         _require_time_zones(cells, name, lines)
-    starts = pd.to_datetime(pd.Series(series, dtype=object).map(origin), utc=True)
+    unit = np.datetime_data(stamps.dt.tz_convert(None).dtype)[0]  # far typed stamps stay in µs
+    starts = pd.to_datetime(pd.Series(series, dtype=object).map(origin), utc=True).dt.as_unit(unit)
     return ((stamps - starts) / pd.Timedelta(hours=1)).to_numpy(
         dtype=np.float64, na_value=np.nan
     )

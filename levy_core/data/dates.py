@@ -135,7 +135,7 @@ def read_datetimes(
         if check_offsets:
             refuse_mixed_offsets(raw, present & stamps.notna().to_numpy(), name, lines, what)
         return DateTimes(stamps, None)
-    stamps = pd.to_datetime(text, utc=True, format="ISO8601", errors="coerce")
+    stamps = _nanoseconds(_to_datetime(text, format="ISO8601"), text, name, lines, what)
     rest = np.flatnonzero(stamps.isna().to_numpy() & present)
     order = None
     if rest.size:
@@ -146,12 +146,12 @@ def read_datetimes(
             first = fields[0].to_numpy()[numeric].astype(int)
             second = fields[2].to_numpy()[numeric].astype(int)
             order = _day_order(text, idx, first, second, name, lines, dayfirst, known, what)
-            stamps.iloc[idx] = _parse_numeric(text.iloc[idx], order.dayfirst)
+            parsed = _parse_numeric(text.iloc[idx], order.dayfirst)
+            stamps.iloc[idx] = _nanoseconds(parsed, text, name, lines, what).array
         other = rest[~numeric]
         if other.size:  # dates that name their month (Jan 31, 2024): one reading only
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                stamps.iloc[other] = pd.to_datetime(text.iloc[other], utc=True, format="mixed", errors="coerce")
+            parsed = _to_datetime(text.iloc[other], format="mixed")
+            stamps.iloc[other] = _nanoseconds(parsed, text, name, lines, what).array
     _refuse_years_out_of_range(text, present & stamps.isna().to_numpy(), name, lines, what)
     if check_offsets:  # among the cells read: the others are named by the caller
         refuse_mixed_offsets(raw, present & stamps.notna().to_numpy(), name, lines, what)
@@ -207,6 +207,31 @@ def _day_order(text: pd.Series, idx: np.ndarray, first: np.ndarray, second: np.n
     )
 
 
+def _to_datetime(cells: pd.Series, **options: object) -> pd.Series:
+    """``pandas.to_datetime(cells, utc=True, errors="coerce", **options)``; all NaT when
+    pandas raises for a stamp out of its range (named afterwards, cell by cell)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return pd.to_datetime(cells, utc=True, errors="coerce", **options)
+    except (pd.errors.OutOfBoundsDatetime, OverflowError):
+        return pd.Series(pd.NaT, index=cells.index, dtype="datetime64[ns, UTC]")
+
+
+def _nanoseconds(parsed: pd.Series, text: pd.Series, name: str, lines: np.ndarray, what: str) -> pd.Series:
+    """Parsed stamps in nanoseconds, after refusing those outside the range (pandas may
+    return microseconds for year 1)."""
+    unit = np.datetime_data(parsed.dt.tz_convert(None).dtype)[0]
+    if unit != "ns":
+        values = parsed.dt.tz_convert(None).to_numpy()
+        lo, hi = np.datetime64(MIN_STAMP.as_unit("s").asm8), np.datetime64(MAX_STAMP.as_unit("s").asm8)
+        outside = ~np.isnat(values) & ((values < lo) | (values > hi))
+        if outside.any():
+            _raise_out_of_range(parsed.index.to_numpy()[outside], text, name, lines, what)
+        parsed = parsed.dt.as_unit("ns")
+    return parsed
+
+
 def _parse_numeric(cells: pd.Series, dayfirst: bool) -> pd.Series:
     """Numeric dates in one order: the format of the first cell for all (fast), then the
     cells written otherwise (another time precision) one by one in the same order."""
@@ -215,11 +240,14 @@ def _parse_numeric(cells: pd.Series, dayfirst: bool) -> pd.Series:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         fmt = guess_datetime_format(str(cells.iloc[0]), dayfirst=dayfirst)
-        out = (pd.to_datetime(cells, utc=True, format=fmt, errors="coerce") if fmt is not None
-               else pd.Series(pd.NaT, index=cells.index, dtype="datetime64[ns, UTC]"))
-        rest = out.isna().to_numpy()
-        if rest.any():
-            out[rest] = pd.to_datetime(cells[rest], utc=True, format="mixed", dayfirst=dayfirst, errors="coerce")
+    out = (_to_datetime(cells, format=fmt) if fmt is not None
+           else pd.Series(pd.NaT, index=cells.index, dtype="datetime64[ns, UTC]"))
+    rest = np.flatnonzero(out.isna().to_numpy())
+    if rest.size:
+        again = _to_datetime(cells.iloc[rest], format="mixed", dayfirst=dayfirst)
+        if np.datetime_data(again.dt.tz_convert(None).dtype)[0] != np.datetime_data(out.dt.tz_convert(None).dtype)[0]:
+            out = out.astype(again.dtype) if again.notna().any() else out
+        out.iloc[rest] = again.astype(out.dtype).array if again.notna().any() else again.array
     return out
 
 
@@ -227,10 +255,11 @@ def _with_format(text: pd.Series, present: np.ndarray, date_format: str, name: s
                  what: str) -> pd.Series:
     """Every cell read with ``date_format``; cells that do not match it refused."""
     try:
-        stamps = pd.to_datetime(text, utc=True, format=date_format, errors="coerce")
+        stamps = _to_datetime(text, format=date_format)
     except ValueError as exc:  # a format pandas cannot use
         raise DataError(f"The date format {date_format!r} cannot be used ({exc}). Give a strptime format "
                         "such as '%d/%m/%Y %H:%M'.") from exc
+    stamps = _nanoseconds(stamps, text, name, lines, what)
     failed = present & stamps.isna().to_numpy()
     _refuse_years_out_of_range(text, failed, name, lines, what)
     if failed.any():
