@@ -1,0 +1,119 @@
+"""benchmarks/anchors.py: the scores (Gaussian CRPS against properscoring, coverage and
+width), the trivial rows' per-lead spread, the end-point split, the skipped extras, and one
+tiny end-to-end run (no Prophet or statsforecast needed)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "anchors.py"
+_spec = importlib.util.spec_from_file_location("benchmark_anchors", _PATH)
+anchors = importlib.util.module_from_spec(_spec)
+sys.modules["benchmark_anchors"] = anchors  # dataclasses look the module up by name
+_spec.loader.exec_module(anchors)
+
+
+def test_gaussian_crps_matches_properscoring() -> None:
+    properscoring = pytest.importorskip("properscoring")
+    rng = np.random.default_rng(0)
+    y, mean, sd = rng.normal(size=200), rng.normal(size=200), rng.uniform(0.1, 3.0, 200)
+    np.testing.assert_allclose(anchors.gaussian_crps(y, mean, sd), properscoring.crps_gaussian(y, mean, sd),
+                               rtol=1e-10, atol=1e-12)
+    # from the 90 % interval: sd = (hi - lo) / (2 * 1.6449)
+    lo, hi = mean - 1.6448536 * sd, mean + 1.6448536 * sd
+    np.testing.assert_allclose(anchors.interval_crps(y, mean, lo, hi), properscoring.crps_gaussian(y, mean, sd),
+                               rtol=1e-6)
+    # a zero-width band scores the absolute error
+    assert anchors.gaussian_crps([2.0], [0.5], [0.0])[0] == pytest.approx(1.5)
+
+
+def test_coverage_width_mae() -> None:
+    pred = pd.DataFrame({"y": [0.0, 1.0, 2.0, 5.0], "mean": [0.0, 0.0, 2.0, 2.0], "lo": [-1.0, -1.0, 1.0, 1.0],
+                         "hi": [1.0, 1.0, 3.0, 3.0], "seconds": 0.5})
+    s = anchors.score(pred)
+    assert s["coverage"] == 0.75  # 1.0 sits on the edge (inside); 5.0 is out
+    assert s["width"] == 2.0
+    assert s["mae"] == pytest.approx((0 + 1 + 0 + 3) / 4)
+    assert s["seconds"] == 0.5 and s["n"] == 4
+
+
+def test_last_value_spread_grows_like_sqrt_lead_on_a_random_walk() -> None:
+    rng = np.random.default_rng(1)
+    t = np.arange(4000, dtype=np.float64)
+    y = np.cumsum(rng.normal(size=len(t)))
+    leads, spread = anchors.lead_spread("last", t, y, None, horizon=16.0, max_origins=400)
+    np.testing.assert_allclose(leads, np.arange(1, 17))
+    np.testing.assert_allclose(spread, np.sqrt(leads), rtol=0.25)  # RMS of a sum of `lead` unit steps
+    assert spread[15] / spread[3] == pytest.approx(2.0, rel=0.2)
+    # the queries take the spread of their nearest bin lead
+    np.testing.assert_allclose(anchors.spread_at(leads, spread, np.array([1.0, 4.0, 3.6, 16.0, 40.0, 0.2])),
+                               spread[[0, 3, 3, 15, 15, 0]])
+
+
+def test_monthly_leads_fall_one_per_bin() -> None:
+    month_ends = pd.date_range("2009-12-01", periods=13, freq="MS")
+    lead = ((month_ends[1:] - month_ends[0]) / pd.Timedelta(days=1)).to_numpy()
+    horizon = (month_ends[-1] - month_ends[0]) / pd.Timedelta(days=1)
+    np.testing.assert_array_equal(anchors.lead_bin(lead, horizon, 12), np.arange(12))
+
+
+def test_seasonal_naive_and_drift_are_exact_on_a_trending_cycle() -> None:
+    t = np.arange(0.0, 96.0)
+    y = 0.5 * t + np.sin(2 * np.pi * t / 24)
+    q = np.arange(96.0, 130.0)
+    truth = 0.5 * q + np.sin(2 * np.pi * q / 24)
+    drift = anchors.trivial_forecast("seasonal_naive_drift", t, y, q, 24.0, 12.0)
+    np.testing.assert_allclose(drift, truth, atol=1e-9)  # the last season's rise, k seasons ahead
+    naive = anchors.trivial_forecast("seasonal_naive", t, y, q, 24.0, 12.0)
+    np.testing.assert_allclose(naive - truth, -12.0 * np.ceil((q - 95) / 24 - 1e-9))
+    _, spread = anchors.lead_spread("seasonal_naive_drift", t, y, 24.0, 12.0)
+    assert spread.max() < 1e-9  # its own errors on the training part are nil
+    assert anchors.trivial_forecast("mean", t, y, q, None, 12.0)[0] == pytest.approx(y.mean())
+
+
+def test_end_points_leave_no_held_out_point_in_training() -> None:
+    cases = [anchors.synthetic_case(), *anchors.load_cases(["sensor", "nile", "elnino-30"], lambda _: None)]
+    for case in cases:
+        for k in (1, 2, 3):
+            train, test, end = anchors.split(case, k)
+            assert not test.empty and not train.empty
+            assert train["time"].max() <= end < test["time"].min()
+            assert test["time"].max() <= end + case.horizon
+            assert not set(zip(train["time"], train["channel"], strict=True)) & set(
+                zip(test["time"], test["channel"], strict=True))
+            assert end == case.frame["time"].max() - k * case.horizon  # k horizons before the last time
+        assert anchors.split(case, 1)[0]["time"].max() <= case.frame["time"].max() - case.horizon
+
+
+def test_missing_packages_are_skipped_with_the_message(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    monkeypatch.setitem(anchors.PACKAGES, "prophet", "no_such_package_for_prophet")
+    monkeypatch.setitem(anchors.PACKAGES, "ets", "no_such_package_for_statsforecast")
+    case = anchors.synthetic_case(120)
+    preds, log = anchors.run([case], ["prophet", "ets", "last"], ends=1, warm=False)
+    out = capsys.readouterr().out
+    assert "skipping Prophet rows: the package no_such_package_for_prophet is not installed" in out
+    assert "skipping AutoETS rows" in out and 'pip install -e ".[anchors]"' in out
+    assert set(preds["method"]) == {"last"}
+
+
+def test_tiny_end_to_end_run_prints_the_table(tmp_path: Path, capsys) -> None:
+    out, saved = tmp_path / "anchors.txt", tmp_path / "preds"
+    case = anchors.synthetic_case(240)
+    preds, log = anchors.run([case], ["last", "seasonal_naive", "levy"], ends=1, epochs=1, save_dir=saved)
+    text = anchors.report(preds)
+    assert set(preds["method"]) == {"last", "seasonal_naive", "levy"}
+    assert len(preds) == 3 * 12  # 12 hourly queries in (end, end + 12 h]
+    assert (preds["lo"] <= preds["mean"]).all() and (preds["mean"] <= preds["hi"]).all()
+    assert "| synthetic | Lévy |" in text and "| synthetic | seasonal naive |" in text
+    assert "median over series of CRPS(Lévy) / CRPS(best other row)" in text
+    assert any("levy: training" in line for line in log)
+    # the tables re-made from the saved predictions, fitting nothing
+    assert anchors.main(["--tables-from", str(saved), "--out", str(out)]) == 0
+    assert out.read_text().startswith(text)
+    assert text in capsys.readouterr().out
