@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 import os
+import socket
 import sys
 import time
 from collections.abc import Sequence
@@ -44,6 +45,14 @@ __all__ = ["LOCAL_HOSTS", "main", "streamlit_command"]
 _REPO = Path(__file__).resolve().parent.parent
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 """Addresses that serve the dashboard to this machine only."""
+MAX_POINTS = 10_000
+"""Largest ``levy predict --points``: grid points (or horizon steps) per series and channel."""
+MAX_MC_PASSES = 1_000
+"""Largest ``levy evaluate --mc-passes``: MC-Dropout passes over the test split."""
+MAX_CHUNK_SERIES = 100_000
+"""Largest ``--chunk-series``: series held in memory at once."""
+MAX_EPOCHS = 100_000
+"""Largest ``levy fit --epochs``."""
 
 
 class EpochBars:
@@ -319,6 +328,7 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
     app = _REPO / "dashboard" / "app.py"
     if not app.exists():
         raise DataError(f"the dashboard is not installed next to levy_core ({app} missing)")
+    _check_listen_host(args.host, args.port)
     cmd = streamlit_command(args.port, headless=args.headless, host=args.host)
     print(f"starting the dashboard on http://{_url_host(args.host)}:{args.port}", file=sys.stderr)
     if args.host not in LOCAL_HOSTS:
@@ -328,6 +338,25 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
     # replace this process: Ctrl-C and kill reach Streamlit itself, nothing is left behind
     os.execvpe(cmd[0], cmd, env)
     return 0  # pragma: no cover - execvpe does not return
+
+
+def _check_listen_host(host: str, port: int) -> None:
+    """ValueError unless ``host`` resolves to an address of this machine that a server can
+    listen on (an unknown name or another machine's address would fail inside Streamlit)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError, OSError) as exc:
+        raise ValueError(f"--host {host!r} is not a known host name or address ({exc}); give localhost, an "
+                         "address of this machine, or 0.0.0.0 for every interface") from None
+    for family, kind, proto, _, address in infos:
+        try:
+            with socket.socket(family, kind, proto) as probe:
+                probe.bind((address[0], 0, *address[2:]))  # any free port: only the address is checked
+            return
+        except OSError:
+            continue
+    raise ValueError(f"--host {host!r} is not an address of this machine, so nothing can listen on it; give "
+                     "localhost, an address of this machine, or 0.0.0.0 for every interface")
 
 
 def _add_data(parser: argparse.ArgumentParser) -> None:
@@ -346,7 +375,7 @@ def _add_model_and_data(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_chunks(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--chunk-series", type=_positive_int, default=DEFAULT_CHUNK_SERIES,
+    parser.add_argument("--chunk-series", type=_bounded_int(1, MAX_CHUNK_SERIES), default=DEFAULT_CHUNK_SERIES,
                         help="series read and processed at a time (memory stays that of one chunk); the rows of "
                         "each series must be together in the file")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -379,6 +408,25 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value} (nothing would be trained)")
     return value
+
+
+def _bounded_int(lo: int, hi: int, *, grouped: bool = True):
+    """argparse type: a whole number in ``[lo, hi]``; the message names the bounds
+    (``grouped``: with thousands separators)."""
+    fmt = ",d" if grouped else "d"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number from {lo:{fmt}} to {hi:{fmt}}, got {text!r}"
+                                             ) from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be a whole number from {lo:{fmt}} to {hi:{fmt}} (the limit), "
+                                             f"got {value:{fmt}}")
+        return value
+    parse.__name__ = f"integer in [{lo}, {hi}]"
+    return parse
 
 
 def _positive_seconds(text: str) -> float:
@@ -417,7 +465,8 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--season", default="auto", help="few series: the seasonal offset's period (e.g. 24h, 1y), "
                    "'none', or 'auto' (detected on the training part)")
     f.add_argument("--seed", type=int, default=0)
-    f.add_argument("--epochs", type=_positive_int, default=40, help="training epochs per model (at least 1)")
+    f.add_argument("--epochs", type=_bounded_int(1, MAX_EPOCHS), default=40,
+                   help=f"training epochs per model, 1 to {MAX_EPOCHS:,}")
     f.add_argument("--max-seconds", type=_positive_seconds, default=None,
                    help="training time budget per model, in seconds (finite, > 0)")
     f.add_argument("--size", choices=["auto", *pipeline.MODEL_SIZES], default="auto",
@@ -438,7 +487,8 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--band", choices=["auto", "gaussian", "conformal", "adaptive"], default="auto",
                     help="auto: adaptive conformal for a fit on rolling origins (few series), split "
                     "conformal otherwise")
-    pr.add_argument("--points", type=int, default=100, help="grid points per series and channel (or horizon steps)")
+    pr.add_argument("--points", type=_bounded_int(1, MAX_POINTS), default=100,
+                    help=f"grid points per series and channel (or horizon steps), 1 to {MAX_POINTS:,}")
     pr.add_argument("--queries", default=None, help="CSV of queries (series_id, channel, time: date-times or "
                     "numbers in the data's unit; series_id / channel may be left out when the data has one)")
     pr.add_argument("--horizon", default=None, help="forecast each series past its last observation, e.g. 36h, "
@@ -450,7 +500,8 @@ def _parser() -> argparse.ArgumentParser:
     _add_model_and_data(e)
     e.add_argument("--json", required=True)
     e.add_argument("--predictions", default=None)
-    e.add_argument("--mc-passes", type=int, default=20)
+    e.add_argument("--mc-passes", type=_bounded_int(1, MAX_MC_PASSES), default=20,
+                   help=f"MC-Dropout passes over the test split, 1 to {MAX_MC_PASSES:,}")
     e.set_defaults(func=_cmd_evaluate)
 
     r = sub.add_parser("rank", help="rank series by trust in one batched pass")
@@ -461,12 +512,13 @@ def _parser() -> argparse.ArgumentParser:
                    "Ray Data pipeline (pip install 'levy-core[ray]') on a local Ray or the cluster at --address")
     r.add_argument("--address", default=None, help="--engine ray: the Ray cluster to connect to (e.g. "
                    "HEAD:6379, or auto on a node of the cluster); default: start a local Ray")
-    r.add_argument("--workers", type=_positive_int, default=2, help="--engine ray: scoring actors (one CPU each)")
+    r.add_argument("--workers", type=_positive_int, default=2, help="--engine ray: scoring actors (one CPU each; "
+                   "a local Ray: at most this machine's cores)")
     r.set_defaults(func=_cmd_rank)
 
     d = sub.add_parser("dashboard", help="start the dashboard (on DATA or a bundled sample)")
     d.add_argument("data", nargs="?", default=None)
-    d.add_argument("--port", type=int, default=8501)
+    d.add_argument("--port", type=_bounded_int(1, 65535, grouped=False), default=8501, help="port to listen on, 1 to 65535")
     d.add_argument("--host", type=_host, default="localhost",
                    help="address to listen on (default localhost: this machine only); 0.0.0.0 lets anyone who "
                    "can reach the port upload data and start fits, with no authentication")

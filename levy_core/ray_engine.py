@@ -26,8 +26,12 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
+import socket
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +52,12 @@ BUCKET_COLUMN = "__levy_bucket"
 MODEL_FILES = ("model.json", "levy.safetensors")
 """What an actor needs of a model directory to score (the MC-Dropout twin is not used)."""
 OUT_BATCH_ROWS = 10_000
+CONNECT_TIMEOUT_S = 15.0
+"""How long ``--address`` may take to answer (a TCP connection to the head's port) before
+the run is refused; also Ray's own limit on reaching the cluster's GCS."""
+LOOPBACK = "127.0.0.1"
+# the HTTP/2 client preface and an empty SETTINGS frame: what a gRPC client sends first
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
 
 
 def require_ray() -> Any:
@@ -120,15 +130,106 @@ def _mapping(path: str) -> ColumnMapping:
     return mapping
 
 
-def _start(ray: Any, address: str | None, workers: int) -> bool:
-    """Connect to ``address`` or start a local Ray of ``workers`` CPUs; whether we started it."""
-    if ray.is_initialized():
+def local_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - macOS / Windows
+        return os.cpu_count() or 1
+
+
+def _check_workers(workers: int, cores: float, where: str) -> None:
+    if workers > cores:
+        raise ValueError(f"--workers {workers} is more than the {cores:g} cores of {where} (each scoring actor "
+                         f"takes one); give --workers {max(int(cores), 1)} or fewer")
+
+
+def _head(address: str) -> tuple[str, int] | None:
+    """The host and port of a ``HOST:PORT`` or ``ray://HOST:PORT`` address (None: ``auto``,
+    or no port to check)."""
+    text = address.strip()
+    if text.lower() in ("auto", "local", ""):
+        return None
+    if "://" in text:
+        text = text.split("://", 1)[1]
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        return None
+    return host.strip("[]") or LOOPBACK, int(port)
+
+
+def _check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """ValueError unless something answers at ``address``'s host and port within ``timeout``
+    seconds (Ray itself retries an unreachable head for minutes)."""
+    head = _head(address)
+    if head is None:
+        return
+    try:
+        with socket.create_connection(head, timeout=timeout) as conn:
+            conn.settimeout(timeout)
+            conn.sendall(_HTTP2_PREFACE)
+            answer = conn.recv(9)
+    except OSError as exc:
+        reason = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise ValueError(f"--address {address}: no Ray cluster reachable there within {timeout:g} s ({reason}); "
+                         "check the head's address and port (`ray status` on the head prints it), or leave out "
+                         "--address to start a local Ray") from None
+    if len(answer) < 9 or answer[3] != 0x4:  # a gRPC server answers the preface with its SETTINGS frame
+        raise ValueError(f"--address {address}: something answers there, but not a Ray cluster (no gRPC server); "
+                         "give the head's GCS port (6379 by default; `ray status` on the head prints it), or "
+                         "leave out --address to start a local Ray")
+
+
+def _short_temp_root() -> str | None:
+    """Where the private Ray folder goes: the temporary folder, or /tmp when that path is too
+    long for Ray's Unix sockets (at most 107 bytes, about 85 of them Ray's own)."""
+    root = tempfile.gettempdir()
+    if len(root) > 20 and os.path.isdir("/tmp"):
+        return "/tmp"
+    return root
+
+
+@contextmanager
+def _loopback_only(ray: Any) -> Iterator[None]:
+    """While a local Ray starts: its node address is 127.0.0.1, so the GCS, the raylet, the
+    workers and the driver listen on the loopback interface only. (Ray ≥ 2.5x replaces a
+    ``_node_ip_address`` of 127.0.0.1 by the machine's reachable address unless clusters
+    are switched off, as they are on macOS and Windows; its servers bind 127.0.0.1 only when
+    the node's address is 127.0.0.1.)"""
+    from ray._private import ray_constants
+
+    saved = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved
+
+
+def _start(ray: Any, address: str | None, workers: int, temp_dir: str | None) -> bool:
+    """Connect to ``address`` or start a local Ray of ``workers`` CPUs on the loopback
+    interface, with no dashboard, its files under ``temp_dir``; whether we started it."""
+    if address is not None:
+        _check_reachable(address)
+    if ray.is_initialized():  # this process is connected already: its cluster's CPUs
+        _check_workers(workers, float(ray.cluster_resources().get("CPU", 0)), "the Ray this process runs")
         return False
     if address is None:  # a new local Ray (not a cluster this machine may run): a CPU per actor, one for the rest
-        ray.init(address="local", num_cpus=workers + 1, include_dashboard=False, log_to_driver=False,
-                 logging_level="ERROR", configure_logging=True)
-    else:
+        _check_workers(workers, local_cores(), "this machine")
+        with _loopback_only(ray):
+            ray.init(address="local", num_cpus=workers + 1, include_dashboard=False, log_to_driver=False,
+                     logging_level="ERROR", configure_logging=True, _node_ip_address=LOOPBACK, _temp_dir=temp_dir)
+        return True
+    try:
         ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+    except (ConnectionError, TimeoutError) as exc:
+        raise ValueError(f"--address {address}: could not connect to a Ray cluster there ({exc}); check the "
+                         "address, or leave out --address to start a local Ray") from None
+    try:
+        _check_workers(workers, float(ray.cluster_resources().get("CPU", 0)), f"the cluster at {address}")
+    except ValueError:
+        ray.shutdown()
+        raise
     return True
 
 
@@ -174,7 +275,15 @@ def rank_with_ray(model: str | os.PathLike[str], data: str | os.PathLike[str], o
                         "(convert it: pandas.read_csv(...).to_parquet(...), or rank it without --engine)")
     n_rows = parquet_rows(data)  # checks the footer: columns, types, row group sizes
     mapping, files = _mapping(str(data)), model_bytes(model)
-    started = _start(ray, address, workers)
+    # a local Ray's sockets, logs and spilled objects: in a folder of this user only (Ray makes its
+    # own folders world-writable; this one, above them, is 0700), removed when the run ends
+    private = tempfile.mkdtemp(prefix="levy-ray-", dir=_short_temp_root()) if address is None else None
+    try:
+        started = _start(ray, address, workers, None if private is None else os.path.join(private, "ray"))
+    except BaseException:
+        if private is not None:
+            shutil.rmtree(private, ignore_errors=True)
+        raise
     try:
         t0 = time.perf_counter()
         n = _run(ray, str(data), out, files, mapping, time_unit, workers, max(workers, math.ceil(n_rows / BUCKET_ROWS)))
@@ -187,6 +296,8 @@ def rank_with_ray(model: str | os.PathLike[str], data: str | os.PathLike[str], o
     finally:
         if started:
             ray.shutdown()
+        if private is not None:
+            shutil.rmtree(private, ignore_errors=True)
 
 
 def _run(ray: Any, data: str, out: str | os.PathLike[str], files: dict[str, bytes], mapping: ColumnMapping,
