@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
+import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
@@ -202,6 +203,33 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
 def _prediction_table(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Observations,
                       levels: list[float]) -> pd.DataFrame:
+    """The rows ``levy predict`` writes for ``obs`` (:func:`_prediction_rows`), refused when a
+    band is infinite (a level the calibration split has too few scores for)."""
+    table = _prediction_rows(args, fitted, obs, levels)
+    _refuse_infinite_bands(table, fitted, levels)
+    return table
+
+
+def _refuse_infinite_bands(table: pd.DataFrame, fitted: pipeline.FittedModel, levels: list[float]) -> None:
+    """ValueError when a band column holds ±inf: split conformal bounds a level ``L`` only
+    when the calibration split has at least ``L / (1 - L)`` scores, so ±inf would be written."""
+    bands = [c for c in table.columns if str(c).startswith(("lower", "upper")) or "-lo-" in str(c)
+             or "-hi-" in str(c)]
+    infinite = [c for c in bands if pd.api.types.is_float_dtype(table[c]) and np.isinf(table[c].to_numpy()).any()]
+    if not infinite:
+        return
+    conformal = getattr(fitted.levy_calibration, "conformal", None)
+    scores = getattr(conformal, "scores_", None)
+    n = 0 if scores is None else len(scores)
+    most = f"{100 * n / (n + 1):.4g} %" if n else "a lower level"
+    shown = ", ".join(f"{level_label(level)} %" for level in levels)
+    raise ValueError(f"--level {shown}: the conformal band is infinite ({', '.join(map(str, infinite[:4]))}): the "
+                     f"model's calibration split has {n:,} scores, too few to bound the band at this level; give "
+                     f"a level of at most {most} (the bound per channel may be lower), or --band gaussian")
+
+
+def _prediction_rows(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Observations,
+                     levels: list[float]) -> pd.DataFrame:
     """The rows ``levy predict`` writes for ``obs``: the user's ids and clock; one level's
     ``lower, upper``, or every level's (``--format nixtla``: NeuralForecast's columns)."""
     pred = _predictions(args, fitted, obs, levels[0])

@@ -27,6 +27,14 @@ from levy_core.baselines import LastValueForecaster
 from levy_core.calibrate import Calibrator
 from levy_core.drift import DriftReference
 from levy_core.model import LevyModel, ModelConfig, SoftmaxTwin
+from levy_core.model_limits import (
+    LimitError,
+    check_json_shape,
+    check_numbers,
+    check_weights_header,
+    expected_tensors,
+    read_header,
+)
 from levy_core.predictive import Predictive, predictives
 from levy_core.scaling import ChannelScaler
 from levy_core.tasks import Split, TaskConfig
@@ -179,10 +187,10 @@ def _read_meta(meta_path: Path) -> Any:
         raise ModelLoadError(f"{meta_path} is {size:,} bytes, more than the {MAX_MODEL_JSON_BYTES:,} a model "
                              "description takes; it was not written by `levy fit`: re-run `levy fit`")
     raw = meta_path.read_bytes()
-    depth = json_depth(raw)
-    if depth > MAX_JSON_DEPTH:
-        raise ModelLoadError(f"{meta_path} nests {depth} levels deep, more than the {MAX_JSON_DEPTH} allowed; "
-                             "it was not written by `levy fit`: re-run `levy fit`")
+    try:  # depth, objects and values counted before json.loads builds them
+        check_json_shape(raw, str(meta_path), MAX_JSON_DEPTH)
+    except LimitError as exc:
+        raise ModelLoadError(str(exc)) from None
     try:
         return json.loads(raw.decode("utf-8"))
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of 4,300+ digits
@@ -227,6 +235,10 @@ def _from_meta(meta: dict[str, Any], path: Path) -> FittedModel:
     # everything in model.json is checked before the networks are built
     cfg = ModelConfig.from_dict(meta["model_config"])
     _check_meta(meta, cfg)
+    try:
+        check_numbers(meta)  # every number within what the float32 pass and the bands carry
+    except LimitError as exc:
+        raise ModelLoadError(str(exc)) from None
 
     def calibrator(key: str) -> Calibrator | None:
         return Calibrator.from_dict(meta[key]) if meta.get(key) else None
@@ -266,6 +278,12 @@ def _load_weights(model: torch.nn.Module, file: Path) -> None:
     if size > expected:
         raise ModelLoadError(f"{file} is {size:,} bytes, more than the {expected:,} this model's weights take; "
                              "re-run `levy fit`")
+    try:  # names, shapes and dtypes (float32 only) from the header, before any tensor is read
+        with open(file, "rb") as stream:
+            header, header_bytes = read_header(stream, size, str(file))
+        check_weights_header(header, header_bytes, size, expected_tensors(model), str(file))
+    except LimitError as exc:
+        raise ModelLoadError(str(exc)) from None
     missing, unexpected = load_weights(model, str(file), strict=False)
     if missing or unexpected:
         raise ModelLoadError(f"{file} does not match the model (missing {sorted(missing)[:3]}, "

@@ -18,6 +18,13 @@ import zipfile
 import zlib
 from pathlib import Path
 
+from levy_core.model_limits import (
+    MAX_HEADER_BYTES,
+    LimitError,
+    check_weights_header,
+    expected_tensors,
+    read_header,
+)
 from levy_core.modelfile import MAX_MODEL_JSON_BYTES, FittedModel, ModelLoadError, load_model
 
 __all__ = ["MAX_WEIGHTS_BYTES", "MAX_ZIP_BYTES", "MODEL_FILES", "load_model_zip", "model_zip_bytes"]
@@ -114,12 +121,36 @@ def load_model_zip(data: bytes, *, name: str = "the zip") -> FittedModel:
         members = _checked_members(archive, name)
         with tempfile.TemporaryDirectory(prefix="levy-open-") as tmp:  # mode 0700: this process only
             folder = Path(tmp)
-            for file_name, info in members.items():
-                _extract(archive, info, folder / file_name, name)
             try:
+                # model.json first: it says which tensors the weights hold, checked from each weights
+                # file's header as it is unpacked (a mismatch is refused before the rest is written)
+                _extract(archive, members[META_FILE], folder / META_FILE, name)
+                expected = _expected_weights(folder / META_FILE)
+                for file_name, info in members.items():
+                    if file_name != META_FILE:
+                        _extract(archive, info, folder / file_name, name, expected[file_name])
                 return load_model(folder)
             except ModelLoadError as exc:  # name the upload, not the private folder
                 raise ModelLoadError(str(exc).replace(str(folder), name)) from exc
+
+
+def _expected_weights(meta_path: Path) -> dict[str, dict[str, tuple[int, ...]]]:
+    """Weights file → tensor name → shape, of the networks ``model.json`` describes (built on
+    PyTorch's meta device: shapes only, no memory), after model.json's own checks."""
+    import torch
+
+    from levy_core.model import LevyModel, ModelConfig, SoftmaxTwin
+    from levy_core.modelfile import _read_meta
+
+    meta = _read_meta(meta_path)  # size, depth, objects and values bounded before parsing
+    try:
+        cfg = ModelConfig.from_dict(meta["model_config"])
+        with torch.device("meta"):
+            return {"levy.safetensors": expected_tensors(LevyModel(cfg)),
+                    "softmax.safetensors": expected_tensors(SoftmaxTwin(cfg))}
+    except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError, RuntimeError) as exc:
+        raise ModelLoadError(f"{meta_path} is damaged, incomplete or from another version ({exc}); "
+                             "re-run `levy fit`") from exc
 
 
 def _declared_entries(data: bytes) -> int | None:
@@ -194,15 +225,26 @@ def _check_file_name(file_name: str, path: str, name: str) -> None:
                              f"{_HOW}")
 
 
-def _extract(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, name: str) -> None:
+def _extract(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, name: str,
+             tensors: dict[str, tuple[int, ...]] | None = None) -> None:
     """Copy one member to ``target``, counting the bytes actually inflated (a lying header
-    stops at its declared size) and refusing pickles and archives by their first bytes."""
+    stops at its declared size) and refusing pickles and archives by their first bytes;
+    weights (``tensors``: the names and shapes the model expects) are refused on their
+    safetensors header (float32 only, the model's names and shapes, the declared size)
+    before more than the header has been written."""
     written = 0
+    head = b""  # a weights file's first bytes, until its header is checked
     try:
         with archive.open(info) as src, open(target, "xb") as out:
             while chunk := src.read(_CHUNK):
                 if written == 0:
                     _check_magic(chunk, info.filename, name)
+                if tensors is not None:
+                    head += chunk
+                    need = 8 + int.from_bytes(head[:8], "little") if len(head) >= 8 else _CHUNK
+                    if len(head) >= min(need, 8 + MAX_HEADER_BYTES):
+                        _check_weights(head, info, tensors, name)
+                        tensors, head = None, b""
                 written += len(chunk)
                 if written > info.file_size:
                     raise ModelLoadError(f"{name}: {info.filename} unpacks to more than the {info.file_size:,} "
@@ -214,6 +256,17 @@ def _extract(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, name
         raise ModelLoadError(f"{name}: {info.filename} is corrupt ({exc}); {_HOW}") from exc
     if written == 0:
         raise ModelLoadError(f"{name}: {info.filename} is empty; {_HOW}")
+    if tensors is not None:  # shorter than its header says
+        _check_weights(head, info, tensors, name)
+
+
+def _check_weights(head: bytes, info: zipfile.ZipInfo, tensors: dict[str, tuple[int, ...]], name: str) -> None:
+    where = f"{name}: {info.filename}"
+    try:
+        header, header_bytes = read_header(io.BytesIO(head), info.file_size, where)
+        check_weights_header(header, header_bytes, info.file_size, tensors, where)
+    except LimitError as exc:
+        raise ModelLoadError(str(exc)) from None
 
 
 def _check_magic(head: bytes, path: str, name: str) -> None:
