@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from levy_core.data import ColumnMapping, DataError, detect_mapping, from_frame
-from levy_core.data.parquet import is_parquet, iter_parquet_tables, parquet_rows
+from levy_core.data.parquet import check_parquet, is_parquet, iter_parquet_tables
 from levy_core.modelfile import load_model
 from levy_core.ranking import SCORE_COLUMNS, score_series, warm_up
 from levy_core.table_writer import TableWriter
@@ -273,7 +273,7 @@ def rank_with_ray(model: str | os.PathLike[str], data: str | os.PathLike[str], o
     if not is_parquet(data):
         raise DataError(f"--engine ray reads Parquet; {Path(data).name!r} is not a .parquet file "
                         "(convert it: pandas.read_csv(...).to_parquet(...), or rank it without --engine)")
-    n_rows = parquet_rows(data)  # checks the footer: columns, types, row group sizes
+    n_rows = check_parquet(data)  # the footer, and text lengths and decoded sizes, before a worker reads it
     mapping, files = _mapping(str(data)), model_bytes(model)
     # a local Ray's sockets, logs and spilled objects: in a folder of this user only (Ray makes its
     # own folders world-writable; this one, above them, is 0700), removed when the run ends

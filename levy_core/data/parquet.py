@@ -3,9 +3,15 @@
 A Parquet file is hostile input like any upload. Before a value is decoded the file's
 footer is checked: it must be Parquet, have at most :data:`MAX_COLUMNS` columns, only
 columns of flat types (numbers, booleans, text, date-times; no lists, structs, maps or
-raw bytes) and row groups of at most :data:`MAX_ROW_GROUP_BYTES` uncompressed, so that
-reading one batch costs bounded memory whatever the file claims. Each batch of rows is
-then checked for text cells longer than :data:`MAX_TEXT_CHARS` and handed to
+raw bytes), a row count that is the sum of its row groups' and of every column chunk's
+values, and row groups of at most :data:`MAX_ROW_GROUP_BYTES` decoded (numbers: values ×
+width, whatever their encoding). Text is read as dictionary references, and before a
+string is decoded its length and the bytes the batch would decode to are checked from the
+dictionary and the references: a cell longer than :data:`MAX_TEXT_CHARS` (a series id or
+channel name longer than :data:`MAX_ID_CHARS`) or a row group decoding to more than
+:data:`MAX_ROW_GROUP_BYTES` is refused (a 33 MB file of one 9,999-character id repeated
+would decode to 24 GB). So reading one batch costs bounded memory whatever the file
+claims. Each batch, row group by row group, is then handed to
 :func:`~levy_core.data.frame.from_frame`, the decoder behind :func:`read_csv`: the same
 column aliases, value checks (``inf`` refused, ``NaN`` and nulls dropped as blanks, like
 an empty CSV cell), time parsing and messages. Messages count rows as the lines of the
@@ -20,23 +26,26 @@ from pathlib import Path
 
 import pandas as pd
 
-from levy_core.data.columns import ColumnMapping
+from levy_core.data.columns import CHANNEL_ALIASES, SERIES_ALIASES, ColumnMapping
 from levy_core.data.errors import DataError
 from levy_core.data.frame import MAX_ROWS, from_frame
 from levy_core.data.messages import quote_list
 from levy_core.data.observations import Observations
 from levy_core.data.reading import MAX_COLUMNS
 
-__all__ = ["MAX_ROW_GROUP_BYTES", "MAX_TEXT_CHARS", "PARQUET_SUFFIXES", "iter_parquet_tables", "is_parquet",
-           "parquet_rows", "read_parquet"]
+__all__ = ["MAX_ID_CHARS", "MAX_ROW_GROUP_BYTES", "MAX_TEXT_CHARS", "PARQUET_SUFFIXES", "check_parquet",
+           "iter_parquet_tables", "is_parquet", "parquet_rows", "read_parquet"]
 
 PARQUET_SUFFIXES: tuple[str, ...] = (".parquet", ".pq")
 """File name endings read as Parquet (anything else is read as CSV)."""
 MAX_ROW_GROUP_BYTES: int = 512 * 2**20
-"""Largest uncompressed row group accepted (512 MiB): pyarrow decodes a row group's
-column chunks whole, so this bounds the memory one batch can cost."""
+"""Largest row group accepted (512 MiB), decoded: the footer's uncompressed size, numbers'
+values × width, and text as its dictionary and references decode (checked before decoding)."""
 MAX_TEXT_CHARS: int = 10_000
-"""Longest text cell accepted (a series id, channel name or date-time), in characters."""
+"""Longest text cell accepted in any column (a date-time, a note), in characters."""
+MAX_ID_CHARS: int = 256
+"""Longest series id or channel name accepted (in a column named as :func:`detect_mapping`
+recognises them), in characters."""
 BATCH_ROWS: int = 256_000
 """Rows decoded from Parquet at a time."""
 _MAGIC = b"PAR1"
@@ -62,11 +71,31 @@ def _open(path: str | os.PathLike[str]):
                         "pandas.DataFrame.to_parquet, or give a CSV file a .csv name.")
     try:
         file = pq.ParquetFile(p, pre_buffer=False)
+        _check_schema(file.schema_arrow, p.name)
+        _check_row_groups(file.metadata, file.schema_arrow, p.name)
+        text = _text_columns(file.schema_arrow)
+        if text:  # text as dictionary references: lengths checked before a string is decoded
+            file = pq.ParquetFile(p, pre_buffer=False, read_dictionary=text)
     except (pa.ArrowException, OSError) as exc:
         raise DataError(f"{p.name!r} could not be read as Parquet ({exc}). Re-create the file.") from exc
-    _check_schema(file.schema_arrow, p.name)
-    _check_row_groups(file.metadata, p.name)
     return file
+
+
+def _text_columns(schema) -> list[str]:
+    import pyarrow.types as t
+
+    out = []
+    for field in schema:
+        typ = field.type.value_type if t.is_dictionary(field.type) else field.type
+        if t.is_string(typ) or t.is_large_string(typ):
+            out.append(field.name)
+    return out
+
+
+def _id_column(column: str) -> bool:
+    """Whether a column is named as a series or channel column (its cells: ids, names)."""
+    key = str(column).strip().lower()
+    return key in {a.lower() for a in (*SERIES_ALIASES, *CHANNEL_ALIASES)}
 
 
 def _check_schema(schema, name: str) -> None:
@@ -90,19 +119,153 @@ def _check_schema(schema, name: str) -> None:
                         "not read); store text as UTF-8 strings.")
 
 
-def _check_row_groups(metadata, name: str) -> None:
-    """Refuse a row group that would take more than :data:`MAX_ROW_GROUP_BYTES` to decode."""
-    for i in range(metadata.num_row_groups):
-        size = metadata.row_group(i).total_byte_size
-        if size > MAX_ROW_GROUP_BYTES:
-            raise DataError(f"{name!r}: row group {i} is {size / 2**20:,.0f} MiB uncompressed, more than the "
-                            f"{MAX_ROW_GROUP_BYTES / 2**20:,.0f} MiB read at once. Write the file with smaller "
-                            "row groups (e.g. pyarrow.parquet.write_table(..., row_group_size=100_000)).")
+def _too_large(name: str, group: int, size: float) -> DataError:
+    return DataError(f"{name!r}: row group {group} would decode to {size / 2**20:,.0f} MiB, more than the "
+                     f"{MAX_ROW_GROUP_BYTES / 2**20:,.0f} MiB read at once. Write the file with smaller row groups "
+                     "(e.g. pyarrow.parquet.write_table(..., row_group_size=100_000)), and check that its text "
+                     "columns hold what they should.")
+
+
+def _most_bytes(rows: int, width: int, size: int) -> int:
+    """The most bytes a column chunk of ``rows`` fixed-width values can hold: a dictionary and
+    the values (at most two copies), definition levels, and page headers (≤ 1 KiB a page of
+    1 MiB) with 4 KiB to spare."""
+    return 2 * rows * width + rows // 4 + 1024 * (1 + size // 2**20) + 4096
+
+
+def _check_row_groups(metadata, schema, name: str) -> None:
+    """Refuse a footer whose row count is not the sum of its row groups' and of each column
+    chunk's values, and a row group that would take more than :data:`MAX_ROW_GROUP_BYTES` to
+    decode: its uncompressed size, or its numbers' values × width (a dictionary or run-length
+    encoding of one repeated number is small on disk, not in memory)."""
+    import pyarrow.types as t
+
+    widths = {}
+    for field in schema:
+        typ = field.type.value_type if t.is_dictionary(field.type) else field.type
+        widths[field.name] = 8 if t.is_string(typ) or t.is_large_string(typ) else max(typ.bit_width // 8, 1) \
+            if hasattr(typ, "bit_width") and not t.is_null(typ) else 8
+    text = set(_text_columns(schema))
+    declared = int(metadata.num_rows)
+    groups = [metadata.row_group(i) for i in range(metadata.num_row_groups)]
+    total = sum(int(g.num_rows) for g in groups)
+    if total != declared:
+        raise DataError(f"{name!r}: its footer says {declared:,} rows, but its row groups hold {total:,}. The file "
+                        "is damaged or was altered; re-create it.")
+    for i, group in enumerate(groups):
+        rows = int(group.num_rows)
+        decoded = 0
+        for j in range(group.num_columns):
+            chunk = group.column(j)
+            if int(chunk.num_values) != rows:
+                raise DataError(f"{name!r}: row group {i} says {rows:,} rows, but its column "
+                                f"{chunk.path_in_schema!r} holds {int(chunk.num_values):,} values. The file is "
+                                "damaged or was altered; re-create it.")
+            width = widths.get(chunk.path_in_schema, 8)
+            size = int(chunk.total_uncompressed_size)
+            if chunk.path_in_schema not in text and size > _most_bytes(rows, width, size):
+                raise DataError(f"{name!r}: row group {i} says {rows:,} rows, but its column "
+                                f"{chunk.path_in_schema!r} holds {size:,} bytes, more than {rows:,} values take. "
+                                "The file is damaged or was altered (a footer that hides rows); re-create it.")
+            decoded += max(size, rows * width)
+        if max(decoded, int(group.total_byte_size)) > MAX_ROW_GROUP_BYTES:
+            raise _too_large(name, i, max(decoded, int(group.total_byte_size)))
 
 
 def parquet_rows(path: str | os.PathLike[str]) -> int:
-    """The number of rows a Parquet file's footer declares (nothing decoded)."""
+    """The number of rows a Parquet file's footer declares (nothing decoded; the footer checked)."""
     return int(_open(path).metadata.num_rows)
+
+
+class _TextBudget:
+    """The text one row group decodes to, counted from dictionaries and references before
+    anything is decoded; refuses long cells and row groups past :data:`MAX_ROW_GROUP_BYTES`."""
+
+    def __init__(self, metadata, name: str) -> None:
+        self.metadata, self.name = metadata, name
+        self.group, self.rows_left, self.spent = -1, 0, 0
+
+    def start(self, group: int) -> None:
+        self.group, self.rows_left = group, int(self.metadata.row_group(group).num_rows)
+        # what the row group's other columns decode to (the footer's figures), text added below
+        self.spent = 0
+
+    def check(self, batch, first_line: int) -> None:
+        import pyarrow.compute as pc
+        import pyarrow.types as t
+
+        for field, col in zip(batch.schema, batch.columns, strict=True):
+            if not t.is_dictionary(col.type):
+                continue
+            chunks = col.chunks if hasattr(col, "chunks") else [col]
+            limit = MAX_ID_CHARS if _id_column(field.name) else MAX_TEXT_CHARS
+            for chunk in chunks:
+                lengths = pc.utf8_length(chunk.dictionary) if len(chunk.dictionary) else None
+                if lengths is None:
+                    continue
+                longest = pc.max(lengths).as_py()
+                if longest is not None and longest > limit:
+                    at = int(pc.index(lengths, longest).as_py())
+                    rows = pc.index(chunk.indices, at).as_py()
+                    line = f" (line {first_line + rows:,})" if rows is not None and rows >= 0 else ""
+                    what = ("Series ids and channel names are short" if limit == MAX_ID_CHARS
+                            else "Series ids, channel names and times are short")
+                    raise DataError(f"{self.name!r}: column {field.name!r} has a text cell of {longest:,} "
+                                    f"characters{line}, more than the {limit:,} accepted. {what}: check that the "
+                                    "column holds what it should.")
+                used = pc.sum(pc.take(pc.binary_length(chunk.dictionary), chunk.indices)).as_py() or 0
+                self.spent += int(used)
+        if self.spent > MAX_ROW_GROUP_BYTES:
+            raise _too_large(self.name, self.group, self.spent)
+        self.rows_left -= batch.num_rows
+        if self.rows_left < 0:
+            raise DataError(f"{self.name!r}: row group {self.group} holds more rows than its footer says. The file "
+                            "is damaged or was altered; re-create it.")
+
+    def finish(self) -> None:
+        if self.group >= 0 and self.rows_left != 0:
+            raise DataError(f"{self.name!r}: row group {self.group} holds "
+                            f"{int(self.metadata.row_group(self.group).num_rows) - self.rows_left:,} rows, not the "
+                            f"{int(self.metadata.row_group(self.group).num_rows):,} its footer says. The file is "
+                            "damaged or was altered; re-create it.")
+
+
+def _batches(file, name: str, batch_rows: int, columns: list[str] | None = None) -> Iterator[tuple[object, int]]:
+    """``(record batch, line of its first row)`` row group by row group, each batch's text
+    checked (:class:`_TextBudget`) before it is decoded, the rows of each group counted."""
+    budget = _TextBudget(file.metadata, name)
+    line = 2
+    for group in range(file.metadata.num_row_groups):
+        budget.start(group)
+        for batch in file.iter_batches(batch_size=batch_rows, row_groups=[group], columns=columns,
+                                       use_threads=False):
+            budget.check(batch, line)
+            yield batch, line
+            line += batch.num_rows
+        budget.finish()
+
+
+def check_parquet(path: str | os.PathLike[str]) -> int:
+    """Check a whole Parquet file without decoding it: the footer, and every text column's
+    cell lengths and decoded size (its dictionary references only); the rows it holds.
+
+    Raises
+    ------
+    DataError
+        What :func:`iter_parquet_tables` would refuse on the way (times and values aside).
+    """
+    import pyarrow as pa
+
+    file = _open(path)
+    name = Path(path).name
+    text = _text_columns(file.schema_arrow)
+    rows = 0
+    try:
+        for batch, _ in _batches(file, name, BATCH_ROWS, columns=text or None):
+            rows += batch.num_rows
+    except pa.ArrowException as exc:
+        raise DataError(f"{name!r} is damaged after line {rows + 2:,} ({exc}). Re-create the file.") from exc
+    return rows
 
 
 def _to_frame(batch, name: str, first_line: int) -> pd.DataFrame:
@@ -114,17 +277,18 @@ def _to_frame(batch, name: str, first_line: int) -> pd.DataFrame:
 
     columns = []
     for field, col in zip(batch.schema, batch.columns, strict=True):
-        if t.is_dictionary(col.type):
+        if t.is_dictionary(col.type):  # lengths and sizes checked by _TextBudget before this
             col = col.dictionary_decode()
         if t.is_decimal(col.type):
             col = pc.cast(col, pa.float64())
         if t.is_string(col.type) or t.is_large_string(col.type):
             lengths = pc.utf8_length(col)
             longest = pc.max(lengths).as_py()
-            if longest is not None and longest > MAX_TEXT_CHARS:
+            limit = MAX_ID_CHARS if _id_column(field.name) else MAX_TEXT_CHARS
+            if longest is not None and longest > limit:
                 row = int(pc.index(lengths, longest).as_py())
                 raise DataError(f"{name!r}: column {field.name!r} has a text cell of {longest:,} characters (line "
-                                f"{first_line + row:,}), more than the {MAX_TEXT_CHARS:,} accepted. Series ids, "
+                                f"{first_line + row:,}), more than the {limit:,} accepted. Series ids, "
                                 "channel names and times are short: check that the column holds what it should.")
         columns.append(col)
     table = pa.Table.from_arrays(columns, names=[str(n) for n in batch.schema.names])
@@ -157,8 +321,10 @@ def iter_parquet_tables(path: str | os.PathLike[str], *, batch_rows: int = BATCH
     Raises
     ------
     DataError
-        Not Parquet, a corrupt file, too many columns, nested or binary columns, too large
-        a row group, a text cell over :data:`MAX_TEXT_CHARS`, or times out of range.
+        Not Parquet, a corrupt file, too many columns, nested or binary columns, a row
+        count the row groups do not hold, too large a row group (decoded), a text cell over
+        :data:`MAX_TEXT_CHARS` (:data:`MAX_ID_CHARS` for series ids and channel names), or
+        times out of range.
     """
     import pyarrow as pa
 
@@ -166,9 +332,8 @@ def iter_parquet_tables(path: str | os.PathLike[str], *, batch_rows: int = BATCH
     name = Path(path).name
     line = 2
     try:
-        for batch in file.iter_batches(batch_size=batch_rows, use_threads=False):
+        for batch, line in _batches(file, name, batch_rows):
             yield _to_frame(batch, name, line), line
-            line += batch.num_rows
     except pa.ArrowException as exc:
         raise DataError(f"{name!r} is damaged after line {line:,} ({exc}). Re-create the file.") from exc
 
