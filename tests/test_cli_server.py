@@ -106,3 +106,35 @@ def test_make_dashboard_passes_the_host(extra: list[str], host: str) -> None:
 
 def test_cli_module_reexports_only_public_names() -> None:
     assert set(cli.__all__) == {"LOCAL_HOSTS", "main", "streamlit_command"}
+
+
+# --- issue 24: a bad port or host ends in `error: …` and exit 2, not a traceback ---
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--port", "70000"], "--port: must be a whole number from 1 to 65535 (the limit), got 70000"),
+    (["--port", "-1"], "--port: must be a whole number from 1 to 65535 (the limit), got -1"),
+    (["--port", "http"], "--port: expected a whole number from 1 to 65535, got 'http'"),
+])
+def test_levy_dashboard_refuses_a_port_out_of_range(fake_exec: Exec, capsys, argv: list[str], message: str) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["dashboard", *argv])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and not fake_exec.calls
+    assert "error: argument " in err and message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("host", "message"), [
+    ("no-such-host.invalid", "is not a known host name or address"),
+    ("203.0.113.7", "is not an address of this machine"),  # TEST-NET-3 (documentation): no machine has it
+])
+def test_levy_dashboard_refuses_an_unknown_host(fake_exec: Exec, capsys, host: str, message: str) -> None:
+    assert main(["dashboard", "--host", host]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --host ") and message in err and "Traceback" not in err
+    assert not fake_exec.calls
+
+
+def test_levy_dashboard_at_the_port_bounds_starts(fake_exec: Exec, capsys) -> None:
+    for port in ("1", "65535"):
+        assert main(["dashboard", "--port", port]) == 0
+    assert [option(cmd, "--server.port") for _, cmd, _ in fake_exec.calls] == ["1", "65535"]
