@@ -255,7 +255,7 @@ def _set(meta: dict, path: list[str], value: float) -> None:
 
 # fields that are null in the shared model (no horizon, no window, ...): set to a bound they
 # change what the model is (a windowed clock, an origin plan), so only the refusal is tested
-_NULL_FIELDS = {"task.horizon", "task.season", "split.window_hours", "split.origin_plan.*",
+_NULL_FIELDS = {"split.window_hours", "split.origin_plan.*",
                 "mc_calibration.conformal.scores.*", "levy_calibration.conformal.scores.*",
                 "last_value_calibration.conformal.scores.*", "adaptive.*.*.scores.*", "adaptive.*.*.sigma_floor"}
 
