@@ -447,11 +447,13 @@ def _bounded_int(lo: int, hi: int, *, grouped: bool = True):
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number from {lo:{fmt}} to {hi:{fmt}}, got {text!r}"
-                                             ) from None
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"must be a whole number from {lo:{fmt}} to {hi:{fmt}} (the limit), "
-                                             f"got {value:{fmt}}")
+            raise argparse.ArgumentTypeError(f"expected a whole number of at least {lo:{fmt}} and at most "
+                                             f"{hi:{fmt}}, got {text!r}") from None
+        if value < lo:
+            raise argparse.ArgumentTypeError(f"must be at least {lo:{fmt}}, got {value:{fmt}} (a whole number from "
+                                             f"{lo:{fmt}} to {hi:{fmt}})")
+        if value > hi:
+            raise argparse.ArgumentTypeError(f"must be at most {hi:{fmt}} (the limit), got {value:{fmt}}")
         return value
     parse.__name__ = f"integer in [{lo}, {hi}]"
     return parse

@@ -111,9 +111,9 @@ def test_cli_module_reexports_only_public_names() -> None:
 # --- issue 24: a bad port or host ends in `error: …` and exit 2, not a traceback ---
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--port", "70000"], "--port: must be a whole number from 1 to 65535 (the limit), got 70000"),
-    (["--port", "-1"], "--port: must be a whole number from 1 to 65535 (the limit), got -1"),
-    (["--port", "http"], "--port: expected a whole number from 1 to 65535, got 'http'"),
+    (["--port", "70000"], "--port: must be at most 65535 (the limit), got 70000"),
+    (["--port", "-1"], "--port: must be at least 1, got -1 (a whole number from 1 to 65535)"),
+    (["--port", "http"], "--port: expected a whole number of at least 1 and at most 65535, got 'http'"),
 ])
 def test_levy_dashboard_refuses_a_port_out_of_range(fake_exec: Exec, capsys, argv: list[str], message: str) -> None:
     with pytest.raises(SystemExit) as exc:

@@ -458,18 +458,18 @@ def test_a_level_whose_conformal_band_is_infinite_is_refused_with_a_note(fitted_
 
 KNOBS: dict[str, tuple[list[str], str]] = {
     "predict --points 1000000": (["predict", "{model}", "{data}", "--out", "{out}", "--points", "1000000"],
-                                 "--points: must be a whole number from 1 to 10,000 (the limit), got 1,000,000"),
+                                 "--points: must be at most 10,000 (the limit), got 1,000,000"),
     "predict --points 0": (["predict", "{model}", "{data}", "--out", "{out}", "--points", "0"],
-                           "--points: must be a whole number from 1 to 10,000"),
+                           "--points: must be at least 1, got 0 (a whole number from 1 to 10,000)"),
     "evaluate --mc-passes 1000000": (["evaluate", "{model}", "{data}", "--json", "{out}", "--mc-passes", "1000000"],
-                                     "--mc-passes: must be a whole number from 1 to 1,000 (the limit)"),
+                                     "--mc-passes: must be at most 1,000 (the limit), got 1,000,000"),
     "rank --chunk-series 1e9": (["rank", "{model}", "{data}", "--out", "{out}", "--chunk-series", "1000000000"],
-                                "--chunk-series: must be a whole number from 1 to 100,000 (the limit)"),
+                                "--chunk-series: must be at most 100,000 (the limit)"),
     "fit --epochs 1e9": (["fit", "{data}", "--out", "{out}", "--epochs", "1000000000"],
-                         "--epochs: must be a whole number from 1 to 100,000 (the limit)"),
+                         "--epochs: must be at most 100,000 (the limit)"),
     "dashboard --port 70000": (["dashboard", "--port", "70000"],
-                               "--port: must be a whole number from 1 to 65535 (the limit), got 70000"),
-    "dashboard --port -1": (["dashboard", "--port", "-1"], "--port: must be a whole number from 1 to 65535"),
+                               "--port: must be at most 65535 (the limit), got 70000"),
+    "dashboard --port -1": (["dashboard", "--port", "-1"], "--port: must be at least 1, got -1 (a whole number from 1 to 65535)"),
 }
 
 
