@@ -21,14 +21,19 @@ The candidates, per channel (times in hours; ``o`` the origin, ``t_q`` the query
 * ``harmonic`` — ridge regression of the past on a linear trend and ``sin/cos`` harmonics of
   every candidate period (Prophet's additive model, in closed form);
 * ``harmonic_level`` — the same seasonal profile without a trend, re-levelled by the
-  exponentially weighted mean of its residuals (the seasonal profile with a local level).
+  exponentially weighted mean of its residuals (the seasonal profile with a local level);
+* ``harmonic_recent`` — ``harmonic`` on the last ``RECENT_PERIODS`` longest periods only (a
+  local trend, and a cycle whose phase drifts).
 
 Candidate periods: the calendar ones the data can resolve (a day, a week, a year: at least
 ``MIN_SAMPLES_PER_PERIOD`` sampling intervals a period and two periods in the span) and the
 strongest peak of a Lomb–Scargle periodogram (irregular times and missing points need no
-grid), snapped to the calendar. :func:`choose` scores every candidate on the training
+grid) when white noise would rise that high less than ``FALSE_ALARM`` of the time, snapped
+to the calendar. :func:`choose` scores every candidate on the training
 origins and keeps, per channel, the one with the smallest squared error there: the model
-is never built on an offset worse than another candidate on the origins it learns from.
+is never built on an offset worse than another candidate on the origins it learns from. A
+candidate is kept over a simpler one (``METHODS`` is in order of complexity) only when its
+error is lower by more than ``SIMPLER_MARGIN``: near-ties go to the simpler forecaster.
 """
 
 from __future__ import annotations
@@ -42,7 +47,11 @@ import pandas as pd
 
 __all__ = ["METHODS", "BaseForecast", "BaseForecastSpec", "candidate_periods", "choose"]
 
-METHODS = ("last", "level", "drift", "seasonal", "seasonal_drift", "harmonic", "harmonic_level")
+# in order of complexity: a candidate is kept over a simpler one only when it is clearly better
+METHODS = ("last", "level", "drift", "seasonal", "seasonal_drift", "autoregressive", "harmonic_level", "harmonic",
+           "harmonic_recent", "combination")
+COMBINED = 3  # a combination averages this many of the best candidates
+HARMONIC = ("harmonic", "harmonic_level", "harmonic_recent")
 SEASONAL = ("seasonal", "seasonal_drift")
 CALENDAR = (24.0, 168.0, 365.2425 * 24)  # a day, a week, a year (hours)
 CALENDAR_TOLERANCE = 0.08
@@ -52,7 +61,16 @@ MAX_HARMONICS = 4
 LEVEL_HALF_LIFE_GAPS = 4.0
 RIDGE = 1e-3  # ridge penalty per observation on the (standardised) regressors
 CACHE_EPISODES = 4096  # episodes whose offsets are kept (training re-asks for the same ones every epoch)
-MAX_PAST = 4000  # observations a regression uses (the latest), bounding its cost
+MAX_PAST = 4000
+MAX_AR_ORDER = 30
+SEASONALITY_PRIOR = 10.0  # prior s.d. of a harmonic's coefficient (Prophet's seasonality_prior_scale)
+TREND_PRIOR = 5.0  # of the slope over the past scaled to [0, 1] (Prophet's k ~ N(0, 5))
+CHANGEPOINT_PRIOR = 0.05  # of each slope change (Prophet's changepoint_prior_scale)
+CHANGEPOINT_RANGE = 0.8  # changepoints spread over the first 80 % of the past (Prophet's)
+MAX_CHANGEPOINTS = 25
+RECENT_PERIODS = 3.0  # harmonic_recent fits the last this many of its longest period
+SIMPLER_MARGIN = 0.02  # a candidate must beat every simpler one by this share of squared error
+FALSE_ALARM = 0.01  # a periodogram peak is a period when noise would rise this high this rarely  # observations a regression uses (the latest), bounding its cost
 
 
 @dataclass(frozen=True)
@@ -69,7 +87,12 @@ class BaseForecastSpec:
     harmonics : tuple of float
         Periods (hours) of the harmonic regressors (empty: none).
     gap : float
-        The data's median sampling interval (hours): the level's half-life unit.
+        The data's median sampling interval (hours): the level's half-life unit and the
+        autoregression's step.
+    orders : dict of str to int
+        Channel name → the order of its ``autoregressive`` candidate (0: none).
+    members : dict of str to list of (str, float)
+        Channel name → the (method, period) pairs a ``combination`` averages.
     scores : dict of str to dict of str to float
         Channel → candidate → its mean squared error on the training origins (normalised
         units), as measured when the choice was made (for the fit's report).
@@ -79,6 +102,8 @@ class BaseForecastSpec:
     periods: dict[str, float]
     harmonics: tuple[float, ...]
     gap: float
+    orders: dict[str, int] = field(default_factory=dict)
+    members: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     scores: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -93,23 +118,37 @@ class BaseForecastSpec:
             raise ValueError("base forecast: the sampling interval must be > 0")
         if len(self.harmonics) > MAX_PERIODS or any(p <= 0 for p in self.harmonics):
             raise ValueError(f"base forecast: at most {MAX_PERIODS} harmonic periods, each > 0")
+        for channel, pairs in self.members.items():
+            if not 2 <= len(pairs) <= COMBINED or any(m not in METHODS or m == "combination" for m, _ in pairs):
+                raise ValueError(f"base forecast: channel {channel!r} combines 2 to {COMBINED} known methods")
+            numbers += [p for _, p in pairs]
+        if any(m == "combination" and c not in self.members for c, m in self.methods.items()):
+            raise ValueError("base forecast: a combination needs its members")
+        if not all(isinstance(x, (int, float)) and math.isfinite(x) and 0 <= x <= 1e7 for x in numbers):
+            raise ValueError("base forecast: periods must be finite hours in [0, 1e7]")
+        if not all(isinstance(k, int) and 0 <= k <= MAX_AR_ORDER for k in self.orders.values()):
+            raise ValueError(f"base forecast: autoregressive orders must be whole numbers in [0, {MAX_AR_ORDER}]")
 
     def to_dict(self) -> dict:
         return {"methods": dict(self.methods), "periods": dict(self.periods), "harmonics": list(self.harmonics),
-                "gap": self.gap, "scores": {c: dict(s) for c, s in self.scores.items()}}
+                "gap": self.gap, "orders": dict(self.orders),
+                "members": {c: [[m, p] for m, p in pairs] for c, pairs in self.members.items()}, "scores": {c: dict(s) for c, s in self.scores.items()}}
 
     @classmethod
     def from_dict(cls, data: dict) -> BaseForecastSpec:
-        unknown = sorted(set(data) - {"methods", "periods", "harmonics", "gap", "scores"})
+        unknown = sorted(set(data) - {"methods", "periods", "harmonics", "gap", "orders", "members", "scores"})
         if unknown:
             raise ValueError(f"base forecast: unknown keys {unknown}")
         try:
             return cls({str(k): str(v) for k, v in dict(data["methods"]).items()},
                        {str(k): float(v) for k, v in dict(data.get("periods", {})).items()},
                        tuple(float(p) for p in data.get("harmonics", [])), float(data["gap"]),
+                       {str(k): int(v) for k, v in dict(data.get("orders", {})).items()},
+                       {str(c): [(str(m), float(p)) for m, p in list(pairs)[:COMBINED + 1]]
+                        for c, pairs in dict(data.get("members", {})).items()},
                        {str(c): {str(k): float(v) for k, v in dict(s).items()}
                         for c, s in dict(data.get("scores", {})).items()})
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"base forecast: malformed record ({exc})") from exc
 
     def describe(self) -> str:
@@ -117,12 +156,23 @@ class BaseForecastSpec:
         out = []
         for channel, method in sorted(self.methods.items()):
             what = method
-            if method in SEASONAL:
+            if method == "combination":
+                what = "mean of " + ", ".join(self._label(channel, m, p) for m, p in self.members[channel])
+            elif method in SEASONAL:
                 what += f" ({self.periods.get(channel, 0):g} h)"
-            elif method.startswith("harmonic") and self.harmonics:
+            elif method == "autoregressive":
+                what += f" (order {self.orders.get(channel, 0)})"
+            elif method in HARMONIC and self.harmonics:
                 what += " (" + ", ".join(f"{p:g} h" for p in self.harmonics) + ")"
             out.append(f"{channel}: {what}")
         return "; ".join(out)
+
+    def _label(self, channel: str, method: str, period: float) -> str:
+        if method in SEASONAL:
+            return f"{method} ({period:g} h)"
+        if method == "autoregressive":
+            return f"{method} (order {self.orders.get(channel, 0)})"
+        return method
 
 
 # ---------------------------------------------------------------------------------------
@@ -161,6 +211,16 @@ def periodogram_peak(times: np.ndarray, values: np.ndarray, gap: float) -> tuple
     return float(periods[best]), float(power[best])
 
 
+def false_alarm(power: float, n: int, span: float, shortest: float) -> float:
+    """Probability that white noise gives a normalised Lomb–Scargle peak at least ``power``
+    somewhere among the about ``span / shortest`` independent frequencies searched
+    (Scargle 1982; the standard normalisation: ``P(z > p) = (1 − p)^((n − 3)/2)`` at one
+    frequency)."""
+    one = (1.0 - min(max(power, 0.0), 1.0)) ** max((n - 3) / 2, 0.5)
+    independent = max(span / max(shortest, 1e-12), 1.0)
+    return float(-np.expm1(independent * np.log1p(-min(one, 1 - 1e-16))))
+
+
 def candidate_periods(frame: pd.DataFrame) -> tuple[float, ...]:
     """The periods (hours) worth trying on ``frame`` (columns series_id, channel, time,
     value): the calendar periods its sampling and span resolve, and each channel's strongest
@@ -177,7 +237,7 @@ def candidate_periods(frame: pd.DataFrame) -> tuple[float, ...]:
             if p >= MIN_SAMPLES_PER_PERIOD * gap and span >= 2 * p:
                 found[p] = max(found.get(p, 0.0), 0.0)
         peak = periodogram_peak(times, values, gap)
-        if peak is not None and peak[1] >= 0.1:
+        if peak is not None and false_alarm(peak[1], len(times), span, MIN_SAMPLES_PER_PERIOD * gap) < FALSE_ALARM:
             p = _snap(peak[0])
             found[p] = max(found.get(p, 0.0), peak[1])
     ranked = sorted(found, key=lambda p: (-found[p], p))
@@ -205,13 +265,41 @@ def _seasonal(t: np.ndarray, y: np.ndarray, origin: float, tq: np.ndarray, perio
     return np.where(np.abs(t[pick] - tau) <= period / 8, y[pick], np.nan)
 
 
+def harmonics_of(period: float, gap: float) -> int:
+    """Sine/cosine pairs of a period (Prophet's orders: 10 for a year, 3 for a week, 4
+    otherwise), no more than the sampling resolves."""
+    order = 10 if period >= 300 * 24 else 3 if abs(period - 168.0) < 1 else MAX_HARMONICS
+    return max(0, min(order, int((period / gap - 1) / 2)))  # below the Nyquist frequency
+
+
 def _harmonic_design(t: np.ndarray, periods: Iterable[float], gap: float) -> np.ndarray:
     cols = []
     for p in periods:
-        for k in range(1, min(MAX_HARMONICS, int(p / (2 * gap))) + 1):
+        for k in range(1, harmonics_of(p, gap) + 1):
             angle = 2 * np.pi * k * t / p
             cols += [np.sin(angle), np.cos(angle)]
     return np.column_stack(cols) if cols else np.zeros((len(t), 0))
+
+
+def _trend_design(t: np.ndarray, start: float, scale: float, knots: np.ndarray) -> np.ndarray:
+    """A piecewise-linear trend in time scaled to [0, 1] over the past: the slope and one
+    hinge ``max(0, s − s_j)`` per changepoint (Prophet's trend)."""
+    s = (t - start) / scale
+    return np.column_stack([s] + [np.maximum(0.0, s - k) for k in knots])
+
+
+def _map_fit(x: np.ndarray, y: np.ndarray, prior_sd: np.ndarray) -> tuple[np.ndarray, float]:
+    """The maximum a posteriori coefficients of ``y ≈ x β + a`` under independent Gaussian
+    priors ``β_j ~ N(0, prior_sd_j²)`` and a noise variance estimated from a first, nearly
+    unpenalised fit (the intercept unpenalised): Prophet's fit with Gaussian priors."""
+    xm, ym = x.mean(axis=0), y.mean()
+    xc, yc = x - xm, y - ym
+    gram, rhs = xc.T @ xc, xc.T @ yc
+    eye = np.eye(x.shape[1])
+    first = np.linalg.solve(gram + 1e-6 * (np.trace(gram) / max(x.shape[1], 1) + 1e-12) * eye, rhs)
+    noise = max(float(np.mean((yc - xc @ first) ** 2)), 1e-12)
+    beta = np.linalg.solve(gram + noise * np.diag(1.0 / prior_sd**2), rhs)
+    return beta, float(ym - xm @ beta)
 
 
 def _ridge(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
@@ -237,7 +325,8 @@ class _ChannelPast:
 
 
 def forecast(method: str, t: np.ndarray, y: np.ndarray, origin: float, tq: np.ndarray, *,
-             period: float = 0.0, harmonics: tuple[float, ...] = (), gap: float = 1.0) -> np.ndarray:
+             period: float = 0.0, harmonics: tuple[float, ...] = (), gap: float = 1.0,
+             order: int = 0) -> np.ndarray:
     """One candidate's forecast at ``tq`` (m,) from the past ``(t, y)`` (n,), ``t ≤ origin``
     sorted. Falls back to the last value where the method has too little past."""
     last = np.full(len(tq), y[-1], dtype=np.float64)
@@ -260,22 +349,78 @@ def forecast(method: str, t: np.ndarray, y: np.ndarray, origin: float, tq: np.nd
                 k = np.maximum(np.ceil((tq - origin) / period), 1.0)
                 out = out + k * (y[recent].mean() - y[before].mean())
         return np.where(np.isfinite(out), out, last)
-    if method in ("harmonic", "harmonic_level"):
+    if method == "autoregressive":
+        return _autoregressive(t, y, origin, tq, order=order, gap=gap)
+    if method in HARMONIC:
+        if method == "harmonic_recent":
+            keep = t > origin - RECENT_PERIODS * max(harmonics, default=0.0)
+            t, y = t[keep], y[keep]
+            n = len(t)
+            if n < 2:
+                return last
         x_past = _harmonic_design(t - origin, harmonics, gap)
         x_query = _harmonic_design(tq - origin, harmonics, gap)
-        scale = max(float(t[-1] - t[0]), gap)
-        if method == "harmonic":  # a trend and the seasonal profile
-            x_past = np.column_stack([x_past, (t - origin) / scale])
-            x_query = np.column_stack([x_query, (tq - origin) / scale])
-        if x_past.shape[1] == 0 or n < x_past.shape[1] + 3:
-            return last if method == "harmonic" else np.full(len(tq), _level(t, y, LEVEL_HALF_LIFE_GAPS * gap))
-        beta, intercept = _ridge(x_past, y)
+        prior = [SEASONALITY_PRIOR] * x_past.shape[1]
+        if method != "harmonic_level":  # a trend and the seasonal profile
+            scale = max(float(t[-1] - t[0]), gap)
+            knots = (np.linspace(0.0, CHANGEPOINT_RANGE, min(MAX_CHANGEPOINTS, n // 8) + 1)[1:]
+                     if method == "harmonic" else np.zeros(0))
+            x_past = np.column_stack([x_past, _trend_design(t, t[0], scale, knots)])
+            x_query = np.column_stack([x_query, _trend_design(tq, t[0], scale, knots)])
+            prior += [TREND_PRIOR] + [CHANGEPOINT_PRIOR] * len(knots)
+        if x_past.shape[1] == 0 or n < 8:
+            return last if method != "harmonic_level" else np.full(len(tq), _level(t, y, LEVEL_HALF_LIFE_GAPS * gap))
+        beta, intercept = _map_fit(x_past, y, np.asarray(prior, np.float64))
         fitted_past = x_past @ beta + intercept
         out = x_query @ beta + intercept
         if method == "harmonic_level":
             out = out + _level(t, y - fitted_past, LEVEL_HALF_LIFE_GAPS * gap)
         return out
     raise ValueError(f"unknown base-forecast method {method!r}")
+
+
+def _grid(t: np.ndarray, y: np.ndarray, origin: float, gap: float) -> np.ndarray:
+    """The past on a regular grid of ``gap`` ending at ``origin`` (linear interpolation
+    across missing points), oldest first, at most ``MAX_PAST`` points."""
+    steps = min(int((origin - t[0]) / gap), MAX_PAST - 1)
+    grid = origin - gap * np.arange(steps, -1, -1, dtype=np.float64)
+    return np.interp(grid, t, y)
+
+
+def ar_order(t: np.ndarray, y: np.ndarray, gap: float, longest: float) -> int:
+    """The order of an autoregression of the gridded past picked by AIC, up to a season
+    and a step (at most ``MAX_AR_ORDER``, a tenth of the points); 0 when too short."""
+    z = _grid(t, y, float(t[-1]), gap)
+    top = min(MAX_AR_ORDER, len(z) // 10, max(3, int(round(longest / gap)) + 1))
+    best, best_aic = 0, np.inf
+    for p in range(1, top + 1):
+        lags = np.column_stack([z[p - j - 1:len(z) - j - 1] for j in range(p)])
+        target = z[p:]
+        x = np.column_stack([np.ones(len(target)), lags])
+        coef, *_ = np.linalg.lstsq(x, target, rcond=None)
+        rss = float(np.sum((target - x @ coef) ** 2))
+        aic = len(target) * np.log(max(rss / len(target), 1e-300)) + 2 * (p + 1)
+        if aic < best_aic:
+            best, best_aic = p, aic
+    return best
+
+
+def _autoregressive(t: np.ndarray, y: np.ndarray, origin: float, tq: np.ndarray, *, order: int,
+                    gap: float) -> np.ndarray:
+    """An AR(``order``) with intercept fitted by least squares on the gridded past, iterated
+    forward and read at ``tq`` by linear interpolation between grid steps."""
+    z = _grid(t, y, origin, gap)
+    if order < 1 or len(z) < 3 * order + 3:
+        return np.full(len(tq), y[-1], dtype=np.float64)
+    lags = np.column_stack([z[order - j - 1:len(z) - j - 1] for j in range(order)])
+    x = np.column_stack([np.ones(len(z) - order), lags])
+    coef, *_ = np.linalg.lstsq(x, z[order:], rcond=None)
+    steps = int(np.ceil(max(float(np.max(tq) - origin), 0.0) / gap)) + 1
+    path = list(z[-order:])
+    for _ in range(steps):
+        path.append(float(coef[0] + np.dot(coef[1:], path[-1:-order - 1:-1])))
+    ahead = np.asarray(path[order - 1:])  # the origin's value, then one per step
+    return np.interp(tq, origin + gap * np.arange(len(ahead)), ahead)
 
 
 class BaseForecast:
@@ -325,9 +470,11 @@ class BaseForecast:
             if not len(t):
                 continue
             rows = np.flatnonzero(channel_codes == code)
-            out[rows] = forecast(method, t, y, origin, origin + times[rows],
-                                 period=self.spec.periods.get(channel, 0.0), harmonics=self.spec.harmonics,
-                                 gap=self.spec.gap)
+            pairs = self.spec.members[channel] if method == "combination" else [
+                (method, self.spec.periods.get(channel, 0.0))]
+            out[rows] = np.mean([forecast(m, t, y, origin, origin + times[rows], period=period,
+                                          harmonics=self.spec.harmonics, gap=self.spec.gap,
+                                          order=self.spec.orders.get(channel, 0)) for m, period in pairs], axis=0)
         if len(self._cache) >= CACHE_EPISODES:
             self._cache.clear()
         self._cache[key] = out
@@ -356,10 +503,15 @@ def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes:
     names = [("last", 0.0), ("level", 0.0), ("drift", 0.0)]
     names += [(m, p) for p in periods for m in SEASONAL]
     if periods:
-        names += [("harmonic", 0.0), ("harmonic_level", 0.0)]
+        names += [(m, 0.0) for m in HARMONIC]
     past = {key: _ChannelPast(g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64))
             for key, g in frame.groupby(["series_id", "channel"], sort=False)}
-    errors: dict[str, dict[tuple[str, float], list[float]]] = {}
+    orders: dict[str, int] = {}
+    longest = max(periods, default=0.0)
+    for (_, channel), p in past.items():  # one order per channel: of its longest series
+        if len(p.t) >= 30 and len(p.t) > 10 * orders.get(str(channel), 0):
+            orders[str(channel)] = ar_order(p.t[-MAX_PAST:], p.y[-MAX_PAST:], gap, longest)
+    records: dict[str, list[tuple[dict[tuple[str, float], np.ndarray], np.ndarray]]] = {}
     for model_id, queries in episodes.items():
         sid, origin = origins[model_id]
         for channel, q in queries.groupby("channel", sort=False):
@@ -370,16 +522,31 @@ def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes:
             if not len(t):
                 continue
             tq, yq = q["time"].to_numpy(np.float64), q["value"].to_numpy(np.float64)
-            table = errors.setdefault(str(channel), {})
-            for method, period in names:
-                pred = forecast(method, t, y, origin, tq, period=period, harmonics=periods, gap=gap)
-                table.setdefault((method, period), []).append(float(np.sum((pred - yq) ** 2)))
-                table.setdefault(("count", 0.0), []).append(float(len(yq))) if method == "last" else None
-    methods, chosen_periods, scores = {}, {}, {}
-    for channel, table in errors.items():
-        count = max(sum(table.pop(("count", 0.0), [])), 1.0)
-        mse = {key: sum(v) / count for key, v in table.items()}
-        best = min(mse, key=lambda key: (mse[key], METHODS.index(key[0])))
-        methods[channel], chosen_periods[channel] = best[0], float(best[1])
+            order = orders.get(str(channel), 0)
+            preds = {(method, period): forecast(method, t, y, origin, tq, period=period, harmonics=periods, gap=gap,
+                                                order=order)
+                     for method, period in names + ([("autoregressive", 0.0)] if order else [])}
+            records.setdefault(str(channel), []).append((preds, yq))
+    methods, chosen_periods, members, scores = {}, {}, {}, {}
+    for channel, recs in records.items():
+        count = max(sum(len(yq) for _, yq in recs), 1)
+
+        def mse_of(keys: list[tuple[str, float]], recs=recs, count=count) -> float:
+            return sum(float(np.sum((np.mean([p[k] for k in keys], axis=0) - yq) ** 2)) for p, yq in recs) / count
+
+        mse = {key: mse_of([key]) for key in recs[0][0]}
+        ordered = sorted(mse, key=lambda key: (METHODS.index(key[0]), key[1]))
+        best = ordered[0]
+        for key in ordered[1:]:  # a more complex candidate must be clearly better
+            if mse[key] < (1 - SIMPLER_MARGIN) * mse[best]:
+                best = key
+        top = sorted(mse, key=lambda key: mse[key])[:COMBINED]
+        combined = mse_of(top) if len(top) >= 2 else np.inf
         scores[channel] = {f"{m}" + (f"@{p:g}h" if p else ""): round(v, 8) for (m, p), v in mse.items()}
-    return BaseForecastSpec(methods, chosen_periods, tuple(periods), float(gap), scores)
+        if combined < (1 - SIMPLER_MARGIN) * mse[best]:  # forecasts combined often beat the best one chosen
+            methods[channel], chosen_periods[channel], members[channel] = "combination", 0.0, top
+            scores[channel]["combination"] = round(combined, 8)
+        else:
+            methods[channel], chosen_periods[channel] = best[0], float(best[1])
+    return BaseForecastSpec(methods, chosen_periods, tuple(periods), float(gap),
+                            {c: orders.get(c, 0) for c in methods}, members, scores)

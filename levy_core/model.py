@@ -444,6 +444,11 @@ class LevyModel(nn.Module):
         self.backbone = Backbone(cfg, dropout=0.0)
         self.heads = CrossHeads(cfg)
         self.log_kappa = nn.Parameter(torch.full((cfg.num_heads,), math.log(cfg.kappa_init)))
+        # γ_c per query channel, in (0, 1]: the learned correction's share, fitted after
+        # training on the early-stopping episodes (``levy_core.train.fit_correction_scale``);
+        # a linear, query-dependent read-out scale, so σ̂ stays exact. Not a weight: kept in
+        # model.json, outside the safetensors file.
+        self.register_buffer("correction_scale", torch.ones(cfg.n_channels), persistent=False)
 
     @property
     def kappa(self) -> Tensor:
@@ -460,7 +465,9 @@ class LevyModel(nn.Module):
         key_weight = batch.ctx_mask.unsqueeze(1) * torch.exp(-self.kappa).view(1, -1, 1)  # (B, H, N)
         decay = TimeDecay(batch.qry_time.unsqueeze(1), batch.ctx_time.unsqueeze(1), self.heads.length_scale())
         logit, mean, var = self.heads.prior_tables(enc, batch.qry_channel)
-        prior = LevyPrior(logit, mean.unsqueeze(-1), var)
+        gamma = self.correction_scale[batch.qry_channel].unsqueeze(1)  # (B, 1, M)
+        readout = readout * gamma.unsqueeze(-1).unsqueeze(-1)  # the atoms' output values scale by γ …
+        prior = LevyPrior(logit, (mean * gamma).unsqueeze(-1), var * gamma.pow(2))  # … the prior's too
         return OperatorInputs(q, k, v, kappa, key_weight, decay, readout, prior, enc.offset)
 
     def forward(self, batch: Batch, impl: Literal["fused", "reference"] = "fused") -> ModelOutput:
@@ -498,6 +505,7 @@ class SoftmaxTwin(nn.Module):
         self.cfg = cfg
         self.backbone = Backbone(cfg, dropout=cfg.dropout)
         self.heads = CrossHeads(cfg)
+        self.register_buffer("correction_scale", torch.ones(cfg.n_channels), persistent=False)  # as LevyModel's
         # as sharp as the Lévy model at the start: logits ≈ κ_init·cos on unit-norm codes
         with torch.no_grad():
             hd = cfg.head_dim
@@ -543,8 +551,9 @@ class SoftmaxTwin(nn.Module):
             keep = 1.0 - self.cfg.dropout
             mask = torch.rand(heads.shape, device=heads.device) < keep
             heads = heads * mask / keep
-        return ModelOutput(mean=enc.offset + heads.sum(1), sigma=None, log_evidence=None, disagreement=None,
-                           n_eff=None)
+        gamma = self.correction_scale[batch.qry_channel]  # (B, M)
+        return ModelOutput(mean=enc.offset + gamma * heads.sum(1), sigma=None, log_evidence=None,
+                           disagreement=None, n_eff=None)
 
     @torch.no_grad()
     def mc_dropout(self, batch: Batch, passes: int, generator_seed: int = 0) -> tuple[Tensor, Tensor]:

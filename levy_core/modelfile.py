@@ -26,6 +26,7 @@ from levy_core.base_forecast import BaseForecastSpec
 from levy_core.baselines import LastValueForecaster
 from levy_core.calibrate import Calibrator
 from levy_core.drift import DriftReference
+from levy_core.horizon_scale import HorizonScale
 from levy_core.model import LevyModel, ModelConfig, SoftmaxTwin
 from levy_core.model_limits import (
     LimitError,
@@ -84,6 +85,8 @@ class FittedModel:
     drift: DriftReference | None = None
     # origin mode: the classical forecaster each channel's offset b(q) is (None: the last value / season)
     base_forecast: BaseForecastSpec | None = None
+    # origin mode: the band's spread per lead time, s(h)·σ̂ (None: σ̂ alone)
+    horizon_scale: HorizonScale | None = None
 
     @property
     def mean_kappa(self) -> float:
@@ -138,6 +141,9 @@ class FittedModel:
                          for key, by_level in self.adaptive.items()},
             "drift": self.drift.to_dict() if self.drift is not None else None,
             "base_forecast": self.base_forecast.to_dict() if self.base_forecast is not None else None,
+            "horizon_scale": self.horizon_scale.to_dict() if self.horizon_scale is not None else None,
+            "correction_scale": {"levy": self.levy.correction_scale.tolist(),
+                                 "softmax": self.twin.correction_scale.tolist() if self.twin is not None else None},
         }
         (out / "model.json").write_text(json.dumps(meta, indent=1))
         return out
@@ -259,6 +265,8 @@ def _from_meta(meta: dict[str, Any], path: Path) -> FittedModel:
         drift=DriftReference.from_dict(meta["drift"], meta["channels"]) if meta.get("drift") is not None else None,
         base_forecast=(BaseForecastSpec.from_dict(meta["base_forecast"]) if meta.get("base_forecast") is not None
                        else None),
+        horizon_scale=(HorizonScale.from_dict(meta["horizon_scale"]) if meta.get("horizon_scale") is not None
+                       else None),
     )
     levy = LevyModel(cfg)
     _load_weights(levy, path / "levy.safetensors")
@@ -266,7 +274,20 @@ def _from_meta(meta: dict[str, Any], path: Path) -> FittedModel:
     if (path / "softmax.safetensors").is_file():
         twin = SoftmaxTwin(cfg)
         _load_weights(twin, path / "softmax.safetensors")
+    scales = meta.get("correction_scale") or {}  # absent from models saved before it was fitted: γ = 1
+    for key, model in (("levy", levy), ("softmax", twin)):
+        if model is not None and scales.get(key) is not None:
+            model.correction_scale.copy_(correction_scale(scales[key], cfg.n_channels, key))
     return FittedModel(levy=levy.eval(), twin=twin.eval() if twin else None, **parts)
+
+
+def correction_scale(values: Any, n_channels: int, key: str) -> torch.Tensor:
+    """``model.json``'s correction scale of one model: ``n_channels`` numbers in (0, 1]."""
+    if not isinstance(values, list) or len(values) != n_channels or not all(
+            isinstance(v, numbers.Real) and not isinstance(v, bool) and 0 < v <= 1 for v in values):
+        raise ModelLoadError(f"model.json: correction_scale.{key} must list {n_channels} numbers in (0, 1]; "
+                             "re-run `levy fit`")
+    return torch.tensor(values, dtype=torch.float32)
 
 
 def _load_weights(model: torch.nn.Module, file: Path) -> None:

@@ -85,7 +85,7 @@ def level_bands(pred: pd.DataFrame, fitted: FittedModel, levels: Sequence[float]
     Parameters
     ----------
     pred : pandas.DataFrame
-        A prediction frame of ``n`` rows (``channel, mean_norm, sigma_norm``: what
+        A prediction frame of ``n`` rows (``channel, mean_norm, spread_norm``: what
         ``pipeline.predict_*`` return).
     fitted : FittedModel
     levels : sequence of float

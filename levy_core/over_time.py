@@ -48,7 +48,7 @@ def fit_adaptive(calibrators: dict[str, Calibrator | None], frame: pd.DataFrame,
     """The post-walk ACI state of every method (``{"levy": …, "mc": …}``, keyed by level as
     text) over the test predictions ``frame`` (normalised columns, see
     ``levy_core.predictive.METHODS``) whose forecast origins are ``origin`` (n,)."""
-    from_columns = {"levy": ("mean_norm", "sigma_norm"), "mc": ("mc_mean_norm", "mc_std_norm")}
+    from_columns = {"levy": ("mean_norm", "spread_norm"), "mc": ("mc_mean_norm", "mc_std_norm")}
     out: dict[str, dict[str, AdaptiveConformal]] = {}
     y = frame["y_norm"].to_numpy(np.float64)
     for key, (mean_col, spread_col) in from_columns.items():
@@ -68,7 +68,7 @@ def backtest(calibrators: dict[str, Calibrator | None], frame: pd.DataFrame, ori
     "adaptive_mean_width": {level: …}, "test_origins": T, "gamma": γ}`` and a copy of
     ``frame`` with ``origin`` and each walked band at 90 % (``lower_adaptive_90`` … for
     Lévy, ``mc_lower_adaptive_90`` … for MC-Dropout; normalised units)."""
-    from_columns = {"levy": ("mean_norm", "sigma_norm", ""), "mc": ("mc_mean_norm", "mc_std_norm", "mc_")}
+    from_columns = {"levy": ("mean_norm", "spread_norm", ""), "mc": ("mc_mean_norm", "mc_std_norm", "mc_")}
     out, bands = {}, frame.assign(origin=origin)
     y = frame["y_norm"].to_numpy(np.float64)
     for key, (mean_col, spread_col, prefix) in from_columns.items():

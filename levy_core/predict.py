@@ -22,7 +22,7 @@ __all__ = ["BATCH_SERIES", "chunks", "observed_queries", "predict_future", "pred
            "split_predictions", "with_context", "in_original_units"]
 
 BATCH_SERIES = 64  # series per inference batch
-PASS_COLUMNS = ["mean_norm", "sigma_norm", "log_evidence", "disagreement_norm", "n_eff", "evidence_term",
+PASS_COLUMNS = ["mean_norm", "sigma_norm", "spread_norm", "log_evidence", "disagreement_norm", "n_eff", "evidence_term",
                 "disagreement_term_norm"]
 
 
@@ -37,7 +37,10 @@ def run_pass(fitted: FittedModel, batch: Batch, mc_passes: int = 0) -> dict[str,
     Per-head diagnostics are summarised over heads: log of the mean Λ, total tr Σ, mean n_eff."""
     out = fitted.levy(batch)
     n_heads = out.log_evidence.shape[1]
-    res = {"mean_norm": out.mean.numpy(), "sigma_norm": out.sigma.numpy(),
+    sigma = out.sigma.numpy()
+    # the band's spread: σ̂, times s(h) on rolling origins (model time is the lead there)
+    spread = sigma if fitted.horizon_scale is None else sigma * fitted.horizon_scale.factor(batch.qry_time.numpy())
+    res = {"mean_norm": out.mean.numpy(), "sigma_norm": sigma, "spread_norm": spread.astype(sigma.dtype),
            "log_evidence": (torch.logsumexp(out.log_evidence, dim=1) - np.log(n_heads)).numpy(),
            "disagreement_norm": out.disagreement.sum(dim=1).numpy(), "n_eff": out.n_eff.mean(dim=1).numpy(),
            "evidence_term": out.evidence_term.numpy(), "disagreement_term_norm": out.disagreement_term.numpy()}

@@ -1,7 +1,8 @@
 """One method's predictive distribution at a set of queries, as one object.
 
 A prediction frame (one row per query) holds, for every method it scored, a mean and a
-raw spread in the model's normalised units: ``mean_norm``/``sigma_norm`` (Lévy, σ̂),
+raw spread in the model's normalised units: ``mean_norm``/``spread_norm`` (Lévy: σ̂, times the
+lead's factor ``s(h)`` on rolling origins, ``levy_core.horizon_scale``; ``sigma_norm`` is σ̂),
 ``mc_mean_norm``/``mc_std_norm`` (MC-Dropout), ``lv_mean_norm``/``lv_std_norm`` (last value
 carried forward). :class:`Predictive` puts one such pair together with the method's fitted
 calibrator, the queries' channels and the scaler, so that every consumer (evaluation, the
@@ -39,7 +40,7 @@ class Method:
 
 
 METHODS: tuple[Method, ...] = (
-    Method("Lévy", "levy", "mean_norm", "sigma_norm", ""),
+    Method("Lévy", "levy", "mean_norm", "spread_norm", ""),  # σ̂, times s(h) on rolling origins
     Method("MC-Dropout", "mc", "mc_mean_norm", "mc_std_norm", "mc_"),
     Method("last value", "last_value", "lv_mean_norm", "lv_std_norm", "lv_"),
 )
@@ -113,10 +114,13 @@ def predictives(frame: pd.DataFrame, calibrators: Mapping[str, Calibrator | None
     out = []
     for method in METHODS:
         cal = calibrators.get(method.key)
-        if cal is None or method.mean_column not in frame or method.spread_column not in frame:
+        spread = method.spread_column
+        if method.key == "levy" and spread not in frame:  # a frame without lead factors: σ̂ is the spread
+            spread = "sigma_norm"
+        if cal is None or method.mean_column not in frame or spread not in frame:
             continue
         out.append(Predictive(method, frame[method.mean_column].to_numpy(np.float64),
-                              frame[method.spread_column].to_numpy(np.float64), cal, channels, scaler,
+                              frame[spread].to_numpy(np.float64), cal, channels, scaler,
                               (adaptive or {}).get(method.key)))
     return out
 
@@ -137,7 +141,7 @@ def to_original_units(frame: pd.DataFrame, methods: list[Predictive], scaler: Ch
     for p in methods:
         if p.method.key == "levy":
             out["mean"] = p.original_mean()
-            out["sigma"] = p.spread * scale
+            out["sigma"] = (frame["sigma_norm"].to_numpy() if "sigma_norm" in frame else p.spread) * scale
             out["pred_std"] = p.std(original=True)
             out["disagreement"] = frame["disagreement_norm"].to_numpy() * scale**2
             # the evidence term is scale-free; the disagreement term moves with the units

@@ -27,6 +27,7 @@ from levy_core.baselines import LastValueForecaster
 from levy_core.calibrate import Calibrator
 from levy_core.data import DataError, Observations
 from levy_core.drift import DriftReference, reference_from
+from levy_core.horizon_scale import fit_horizon_scale
 from levy_core.model import LevyModel, ModelConfig, SoftmaxTwin
 from levy_core.modelfile import FittedModel
 from levy_core.over_time import fit_adaptive
@@ -43,7 +44,7 @@ from levy_core.tasks import (
     resolve_task,
     training_frame,
 )
-from levy_core.train import Progress, TrainConfig, TrainResult, train_model
+from levy_core.train import Progress, TrainConfig, TrainResult, fit_correction_scale, train_model
 
 __all__ = ["AUTO_MEDIUM_MIN_SERIES", "MODEL_SIZES", "FitData", "add_twin", "assemble", "calibrate", "cutoff_range", "drift_reference", "fit",
            "prepare_fit", "resolve_size", "size_name", "train_levy_model", "train_twin_model"]
@@ -231,8 +232,8 @@ def train_levy_model(data: FitData, cfg: ModelConfig, train: TrainConfig, *,
     """Step 2: the Lévy model, seeded by ``train.seed``."""
     torch.manual_seed(train.seed)
     model = LevyModel(cfg)
-    return model, train_model(model, data.builder, data.train_ids, data.stop_ids, train, label="levy",
-                              progress=progress)
+    result = train_model(model, data.builder, data.train_ids, data.stop_ids, train, label="levy", progress=progress)
+    return model, keep_correction(model, data, result)
 
 
 def train_twin_model(data: FitData, cfg: ModelConfig, train: TrainConfig, *,
@@ -240,15 +241,42 @@ def train_twin_model(data: FitData, cfg: ModelConfig, train: TrainConfig, *,
     """Step 2: the softmax + dropout twin (MC-Dropout), same seed, episodes and budget."""
     torch.manual_seed(train.seed)
     model = SoftmaxTwin(cfg)
-    return model, train_model(model, data.builder, data.train_ids, data.stop_ids, train, label="softmax",
-                              progress=progress)
+    result = train_model(model, data.builder, data.train_ids, data.stop_ids, train, label="softmax",
+                         progress=progress)
+    return model, keep_correction(model, data, result)
+
+
+def correction_episodes(data: FitData) -> list[str]:
+    """Where the share of the learned correction is fitted: the early-stopping episodes, and
+    on rolling origins the calibration ones too. One series' stopping origins are a few
+    neighbours at the end of the training period: a correction that held there (a drift of
+    that period) may not hold later, and the calibration origins are the latest before the
+    test ones. Rolling-origin bands hold through adaptive conformal inference, whose
+    guarantee needs no exchangeability, so the choice costs them nothing; split conformal on
+    many series keeps its calibration series untouched."""
+    if data.split.mode != "origin":
+        return data.stop_ids
+    return data.stop_ids + [sid for sid in data.calibration_ids if sid not in set(data.stop_ids)]
+
+
+def keep_correction(model: LevyModel | SoftmaxTwin, data: FitData, result: TrainResult) -> TrainResult:
+    """Install the share of the learned correction each channel keeps
+    (:func:`~levy_core.train.fit_correction_scale`, on the early-stopping episodes) and
+    record it in ``result``."""
+    fit = fit_correction_scale(model, data.builder, correction_episodes(data))
+    model.correction_scale.copy_(torch.as_tensor(fit.scale))
+    result.correction = fit
+    return result
 
 
 def _training_summary(result: TrainResult | None) -> dict[str, Any] | None:
     if result is None:
         return None
-    return {"best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
-            "seconds": round(result.seconds, 3), "best_val_mse": result.best_val_loss}
+    summary = {"best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
+               "seconds": round(result.seconds, 3), "best_val_mse": result.best_val_loss}
+    if result.correction is not None:
+        summary.update(result.correction.to_dict())
+    return summary
 
 
 def assemble(data: FitData, cfg: ModelConfig, train: TrainConfig, levy: tuple[LevyModel, TrainResult | None],
@@ -260,6 +288,9 @@ def assemble(data: FitData, cfg: ModelConfig, train: TrainConfig, levy: tuple[Le
                          data.channels, Calibrator(), None, mc_passes=mc_passes, data_hash=data_hash,
                          last_value=LastValueForecaster.fit(data.builder, data.train_ids),
                          base_forecast=data.base_forecast)
+    if data.split.mode == "origin":  # the band's spread per lead, before it is calibrated
+        held = observed_queries(fitted, data.builder, correction_episodes(data))
+        fitted.horizon_scale = fit_horizon_scale(held["time"], held["y_norm"], held["mean_norm"], held["sigma_norm"])
     calibrate(fitted, data.builder, data.calibration_ids, mc_passes=mc_passes)
     walk_test_origins(fitted, data.builder, data.test_ids, data.origin_of, mc_passes=mc_passes)
     fitted.training = {"levy": _training_summary(levy[1]), "softmax": _training_summary(twin[1]) if twin else None,
@@ -275,7 +306,7 @@ def calibrate(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str], *, m
     cal = observed_queries(fitted, builder, ids, mc_passes=mc_passes if fitted.twin is not None else 0)
     # conformal per channel: each channel's band holds its level, not only the mix of channels
     groups = cal["channel"].to_numpy()
-    fitted.levy_calibration = Calibrator().fit(cal["y_norm"], cal["mean_norm"], cal["sigma_norm"], groups=groups)
+    fitted.levy_calibration = Calibrator().fit(cal["y_norm"], cal["mean_norm"], cal["spread_norm"], groups=groups)
     if fitted.twin is not None:
         fitted.mc_calibration = Calibrator().fit(cal["y_norm"], cal["mc_mean_norm"], cal["mc_std_norm"],
                                                  groups=groups)

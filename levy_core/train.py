@@ -20,10 +20,10 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from levy_core.model import Batch, ModelOutput
+from levy_core.model import Batch, ModelOutput, channel_state
 from levy_core.tasks import EpisodeBuilder
 
-__all__ = ["Progress", "TrainConfig", "TrainResult", "masked_mse", "training_loss", "predict_in_batches", "train_model"]
+__all__ = ["CorrectionFit", "Progress", "TrainConfig", "TrainResult", "fit_correction_scale", "masked_mse", "training_loss", "predict_in_batches", "train_model"]
 
 log = logging.getLogger(__name__)
 
@@ -114,12 +114,88 @@ class Progress:
 
 
 @dataclass
+class CorrectionFit:
+    """How much of the learned correction to keep, per channel (``fit_correction_scale``).
+
+    Attributes
+    ----------
+    scale : ndarray, shape (C,)
+        γ per channel in ``[MIN_CORRECTION_SCALE, 1]``.
+    offset_mse : float
+        MSE of the offset alone on the episodes it was fitted on (normalised units²).
+    raw_mse : float
+        MSE of the trained model (γ = 1) there.
+    mse : float
+        MSE with the fitted γ there.
+    """
+
+    scale: np.ndarray
+    offset_mse: float
+    raw_mse: float
+    mse: float
+
+    @property
+    def improves(self) -> bool:
+        """Training beat the offset alone by more than ``IMPROVEMENT_SHARE`` on the held-out episodes."""
+        return self.mse < (1.0 - IMPROVEMENT_SHARE) * self.offset_mse
+
+    def to_dict(self) -> dict:
+        return {"correction_scale": [round(float(g), 6) for g in self.scale], "offset_mse": self.offset_mse,
+                "raw_mse": self.raw_mse, "mse": self.mse, "improves_on_offset": self.improves}
+
+
+@dataclass
 class TrainResult:
     best_epoch: int
     best_val_loss: float
     epochs_run: int
     seconds: float
     history: list[dict] = field(default_factory=list)
+    correction: CorrectionFit | None = None
+
+
+MIN_CORRECTION_SCALE = 0.05  # γ never reaches 0: σ̂ would vanish with the correction
+MIN_CHANNEL_QUERIES = 50  # fewer held-out queries of a channel: it takes the pooled γ
+IMPROVEMENT_SHARE = 0.01  # "training improved on the offset": at least this share of its MSE
+
+
+@torch.no_grad()
+def fit_correction_scale(model: nn.Module, builder: EpisodeBuilder, ids: list[str],
+                         batch_size: int = 64) -> CorrectionFit:
+    """The share ``γ_c`` of the trained correction ``ŷ − b`` each channel keeps: the least
+    squares fit of ``y − b`` on ``ŷ − b`` over the fixed episodes of ``ids`` (the
+    early-stopping ones), clipped to ``[MIN_CORRECTION_SCALE, 1]`` (the pooled fit for a
+    channel with fewer than ``MIN_CHANNEL_QUERIES`` queries there). Where training learned
+    nothing that holds on held-out episodes, the forecast falls back towards the offset
+    ``b(q)``; scaling the read-out keeps ``σ̂`` exact and the calibrated band's shape.
+    Sets ``model.correction_scale`` to 1 first; the caller installs the result."""
+    n_channels = model.correction_scale.numel()
+    model.correction_scale.fill_(1.0)
+    model.eval()
+    rm, mm, n = np.zeros(n_channels), np.zeros(n_channels), np.zeros(n_channels)
+    rr = np.zeros(n_channels)
+    for chunk in _batches(ids, batch_size, builder):
+        batch, _ = builder.batch(chunk)
+        if batch.target is None:
+            raise ValueError("correction scale: episodes need targets")
+        out = model(batch)
+        offset = model.backbone.offset(batch, channel_state(batch, n_channels))
+        real = (batch.qry_mask > 0).numpy()
+        ch = batch.qry_channel.numpy()[real]
+        r = (batch.target - offset).numpy()[real].astype(np.float64)
+        m = (out.mean - offset).numpy()[real].astype(np.float64)
+        np.add.at(rm, ch, r * m)
+        np.add.at(mm, ch, m * m)
+        np.add.at(rr, ch, r * r)
+        np.add.at(n, ch, 1)
+    pooled = float(np.clip(rm.sum() / mm.sum(), MIN_CORRECTION_SCALE, 1.0)) if mm.sum() > 0 else 1.0
+    own = np.clip(np.divide(rm, mm, out=np.ones_like(rm), where=mm > 0), MIN_CORRECTION_SCALE, 1.0)
+    scale = np.where(n >= MIN_CHANNEL_QUERIES, own, pooled)
+    total = max(n.sum(), 1.0)
+    # Σ (r − γ m)² = Σ r² − 2γ Σ rm + γ² Σ m², per channel
+    mse = float((rr - 2 * scale * rm + scale**2 * mm).sum() / total)
+    raw = float((rr - 2 * rm + mm).sum() / total)
+    return CorrectionFit(scale.astype(np.float32), float(rr.sum() / total), raw, mse)
 
 
 MIN_PATIENCE_STEPS = 200

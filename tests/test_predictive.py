@@ -87,6 +87,7 @@ def frame() -> pd.DataFrame:
         "lv_mean_norm": rng.uniform(0, 1, n),
         "lv_std_norm": rng.uniform(0.01, 0.3, n),
     })
+    out["spread_norm"] = out["sigma_norm"]  # no lead factor: the band's spread is σ̂
     assert set(channel) == set(CHANNELS)
     return out
 
@@ -299,3 +300,18 @@ def test_add_bands_without_twin_adds_only_the_levy_band(frame, calibrators, scal
     methods = predictives(frame, {**calibrators, "mc": None}, scaler)
     out = add_bands(frame, methods, LEVEL, "conformal")
     assert set(out.columns) - set(frame.columns) == {"lower", "upper"}
+
+
+def test_the_levy_band_uses_the_lead_scaled_spread_and_sigma_stays_exact(frame, calibrators, scaler) -> None:
+    """On rolling origins the band's spread is s(h)·σ̂ (``spread_norm``): bands and the
+    calibrated std follow it, while the ``sigma`` column stays the operator's σ̂."""
+    scaled = frame.assign(spread_norm=frame["sigma_norm"] * np.linspace(0.5, 2.0, len(frame)))
+    levy = predictives(scaled, calibrators, scaler)[0]
+    np.testing.assert_array_equal(levy.spread, scaled["spread_norm"].to_numpy())
+    out = to_original_units(scaled, [levy], scaler, 0.9)
+    channel_scale = scaler.scale_of(scaled["channel"].to_numpy())
+    np.testing.assert_allclose(out["sigma"], scaled["sigma_norm"].to_numpy() * channel_scale)
+    np.testing.assert_allclose(out["pred_std"], levy.std(original=True))
+    # a frame without the column (written before lead factors) falls back to σ̂
+    plain = predictives(scaled.drop(columns=["spread_norm"]), calibrators, scaler)[0]
+    np.testing.assert_array_equal(plain.spread, scaled["sigma_norm"].to_numpy())
