@@ -12,6 +12,7 @@ files are written to a private temporary directory (deleted afterwards) that
 from __future__ import annotations
 
 import io
+import json
 import stat
 import tempfile
 import zipfile
@@ -21,11 +22,19 @@ from pathlib import Path
 from levy_core.model_limits import (
     MAX_HEADER_BYTES,
     LimitError,
+    check_json_shape,
     check_weights_header,
     expected_tensors,
     read_header,
 )
-from levy_core.modelfile import MAX_MODEL_JSON_BYTES, FittedModel, ModelLoadError, load_model
+from levy_core.modelfile import (
+    FORMAT,
+    MAX_JSON_DEPTH,
+    MAX_MODEL_JSON_BYTES,
+    FittedModel,
+    ModelLoadError,
+    load_model,
+)
 
 __all__ = ["MAX_WEIGHTS_BYTES", "MAX_ZIP_BYTES", "MODEL_FILES", "load_model_zip", "model_zip_bytes"]
 
@@ -140,9 +149,19 @@ def _expected_weights(meta_path: Path) -> dict[str, dict[str, tuple[int, ...]]]:
     import torch
 
     from levy_core.model import LevyModel, ModelConfig, SoftmaxTwin
-    from levy_core.modelfile import _read_meta
 
-    meta = _read_meta(meta_path)  # size, depth, objects and values bounded before parsing
+    raw = meta_path.read_bytes()  # at most MAX_MODEL_JSON_BYTES: checked from the zip's entry
+    try:  # depth, objects and values bounded before parsing
+        check_json_shape(raw, str(meta_path), MAX_JSON_DEPTH)
+    except LimitError as exc:
+        raise ModelLoadError(str(exc)) from None
+    try:
+        meta = json.loads(raw.decode("utf-8"))
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of 4,300+ digits
+        raise ModelLoadError(f"{meta_path} is not valid JSON ({exc}); re-run `levy fit`") from exc
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:  # load_model's message, before the weights
+        raise ModelLoadError(f"{meta_path} has format {meta.get('format') if isinstance(meta, dict) else None!r}, "
+                             f"expected {FORMAT!r}; re-run `levy fit` with this version")
     try:
         cfg = ModelConfig.from_dict(meta["model_config"])
         with torch.device("meta"):

@@ -44,7 +44,8 @@ from levy_core.modelfile import load_model
 from levy_core.ranking import SCORE_COLUMNS, score_series, warm_up
 from levy_core.table_writer import TableWriter
 
-__all__ = ["BUCKET_COLUMN", "BUCKET_ROWS", "MODEL_FILES", "RankScorer", "model_bytes", "rank_with_ray", "require_ray"]
+__all__ = ["BUCKET_COLUMN", "BUCKET_ROWS", "CONNECT_TIMEOUT_S", "MODEL_FILES", "RankScorer", "check_address",
+           "local_cores", "model_bytes", "rank_with_ray", "require_ray"]
 
 BUCKET_ROWS = 500_000
 """Rows per bucket, on average: the memory one actor's call holds (tens of MB decoded)."""
@@ -158,7 +159,7 @@ def _head(address: str) -> tuple[str, int] | None:
     return host.strip("[]") or LOOPBACK, int(port)
 
 
-def _check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+def check_address(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
     """ValueError unless something answers at ``address``'s host and port within ``timeout``
     seconds (Ray itself retries an unreachable head for minutes)."""
     head = _head(address)
@@ -210,7 +211,7 @@ def _start(ray: Any, address: str | None, workers: int, temp_dir: str | None) ->
     """Connect to ``address`` or start a local Ray of ``workers`` CPUs on the loopback
     interface, with no dashboard, its files under ``temp_dir``; whether we started it."""
     if address is not None:
-        _check_reachable(address)
+        check_address(address)
     if ray.is_initialized():  # this process is connected already: its cluster's CPUs
         _check_workers(workers, float(ray.cluster_resources().get("CPU", 0)), "the Ray this process runs")
         return False

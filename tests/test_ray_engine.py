@@ -250,7 +250,7 @@ def test_an_address_where_no_grpc_server_answers_is_refused(tmp_path: Path) -> N
     import socket
     import threading
 
-    from levy_core.ray_engine import _check_reachable
+    from levy_core.ray_engine import check_address
 
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
@@ -265,5 +265,5 @@ def test_an_address_where_no_grpc_server_answers_is_refused(tmp_path: Path) -> N
     thread = threading.Thread(target=answer, daemon=True)
     thread.start()
     with pytest.raises(ValueError, match="not a Ray cluster"):
-        _check_reachable(f"127.0.0.1:{server.getsockname()[1]}", timeout=5)
+        check_address(f"127.0.0.1:{server.getsockname()[1]}", timeout=5)
     server.close()
