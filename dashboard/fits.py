@@ -180,7 +180,8 @@ class FitResult:
                 f"{f.split.mode}: {n['train']} train / {n.get('stopping', 0)} early-stopping / "
                 f"{n['calibration']} calibration / {n['test']} test {unit}), task: {self._task_text()}; "
                 f"{f.training['levy']['epochs_run']} epochs in {self.seconds:.1f} s; "
-                f"calibration scale c = {f.levy_calibration.scale_:.3g}.")
+                f"calibration scale c = {f.levy_calibration.scale_:.3g}; offset: {f.offset_description()}."
+                + (f" {f.training_note()}" if f.training_note() else ""))
 
 
 _store_lock = threading.Lock()

@@ -142,8 +142,10 @@ def _cmd_fit(args: argparse.Namespace) -> int:
           f"({tr['n_series']['train']}/{tr['n_series']['stopping']}/{tr['n_series']['calibration']}/"
           f"{tr['n_series']['test']} train/early-stopping/calibration/test series), task {fitted.task.kind}"
           + (f" (cut-off {fitted.task.cutoff:g} h)" if fitted.task.kind == "forecast" else "")
-          + (f", seasonal offset {fitted.model_config.season:g} h" if fitted.model_config.season > 0 else "")
           + f", calibration scale c = {fitted.levy_calibration.scale_:.3g}; saved to {out}", file=sys.stderr)
+    print(f"offset: {fitted.offset_description()}", file=sys.stderr)
+    if fitted.training_note():
+        print(f"note: {fitted.training_note()}", file=sys.stderr)
     return 0
 
 
@@ -161,16 +163,23 @@ def _predictions(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Ob
         raise ValueError("give either --queries or --horizon, not both")
     if args.queries:
         queries = read_queries(args.queries, obs, **_dates(args))
-        return pipeline.predict_user_queries(fitted, data, queries, level=level)
+        return _warn_horizon(pipeline.predict_user_queries(fitted, data, queries, level=level))
     if args.horizon:
         hours = parse_duration(args.horizon, obs.report.input_time_unit)
-        return pipeline.predict_future(fitted, data, hours, n_points=args.points, level=level)
+        return _warn_horizon(pipeline.predict_future(fitted, data, hours, n_points=args.points, level=level))
     pred = pipeline.predict_grid(fitted, data, n_points=args.points, level=level)
     skipped = pred.attrs.get("skipped_series", [])
     if skipped:
         print(f"note: skipped {len(skipped)} series with no observation to predict from: {skipped[:5]}",
               file=sys.stderr)
     return data.clock.to_user(pred)
+
+
+def _warn_horizon(pred: pd.DataFrame) -> pd.DataFrame:
+    """Say so when queries lie beyond the horizon a fit on rolling origins was made for."""
+    if pred.attrs.get("beyond_horizon"):
+        print(f"warning: {pred.attrs['beyond_horizon']}", file=sys.stderr)
+    return pred
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:

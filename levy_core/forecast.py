@@ -14,6 +14,7 @@ Nothing is printed; progress only through the ``progress`` callback.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
@@ -37,7 +38,11 @@ from levy_core.nixtla import BAND_KINDS, band_levels, level_bands, nixtla_frame
 from levy_core.tasks import TaskConfig
 from levy_core.train import Progress, TrainConfig
 
-__all__ = ["LevyForecaster"]
+__all__ = ["BeyondHorizonWarning", "LevyForecaster"]
+
+
+class BeyondHorizonWarning(UserWarning):
+    """Queries further ahead than the fit on rolling origins was trained and calibrated for."""
 
 
 class LevyForecaster:
@@ -174,6 +179,8 @@ class LevyForecaster:
         else:
             hours = parse_duration(h, obs.report.input_time_unit)
             pred = pipeline.predict_future(fitted, data, hours, n_points=points, level=levels[0])
+        if pred.attrs.get("beyond_horizon"):  # a library does not print: a warning the caller can filter
+            warnings.warn(pred.attrs["beyond_horizon"], BeyondHorizonWarning, stacklevel=2)
         bands, _ = level_bands(pred, fitted, levels, band)
         return nixtla_frame(pred, _user_times(pred, obs), bands, levels, fitted)
 

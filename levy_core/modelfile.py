@@ -88,6 +88,29 @@ class FittedModel:
     # origin mode: the band's spread per lead time, s(h)·σ̂ (None: σ̂ alone)
     horizon_scale: HorizonScale | None = None
 
+    def offset_description(self) -> str:
+        """What the deterministic offset ``b(q)`` is, in words."""
+        if self.base_forecast is not None:
+            return f"a classical forecaster chosen on the training origins ({self.base_forecast.describe()})"
+        if self.model_config.season > 0:
+            return f"the value one season ({self.model_config.season:g} h) before the query"
+        return "the last observed value of the query's channel"
+
+    def training_note(self) -> str | None:
+        """Plain words when training could not improve on the offset on held-out episodes
+        (None when it did, or for a model saved before this was measured)."""
+        info = (self.training or {}).get("levy") or {}
+        if info.get("improves_on_offset", True):
+            return None
+        where = "forecast origins" if self.split.mode == "origin" else "series"
+        kept = float(np.mean(info.get("correction_scale") or [1.0]))
+        return (f"Training did not improve on the offset on held-out {where} (mean squared error "
+                f"{info.get('mse', float('nan')):.3g} against {info.get('offset_mse', float('nan')):.3g} for the "
+                f"offset alone, normalised units): the forecast is essentially the offset, "
+                f"{self.offset_description()}, with {100 * kept:.0f} % of the learned correction kept. The band is "
+                "still the Lévy model's σ̂, calibrated: its evidence and disagreement still say where the forecast "
+                "is uncertain.")
+
     @property
     def mean_kappa(self) -> float:
         return float(self.levy.kappa.mean())

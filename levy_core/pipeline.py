@@ -113,7 +113,7 @@ def predict_user_queries(fitted: FittedModel, data: Observations | ModelData, qu
     user["time"] = query_times(user["time"])
     pred = predict_queries(fitted, data, data.clock.queries_to_model(user), level=level, mc_passes=mc_passes)
     pred["series_id"], pred["time"] = user["series_id"].to_numpy(), user["time"].to_numpy()
-    return pred
+    return pred  # attrs["beyond_horizon"]: predict_queries' warning, if any
 
 
 def drift_report(fitted: FittedModel, data: Observations | ModelData) -> DriftReport:

@@ -18,12 +18,39 @@ from levy_core.predictive import to_original_units
 from levy_core.prepared import ModelData, as_model_data
 from levy_core.tasks import EpisodeBuilder
 
-__all__ = ["BATCH_SERIES", "chunks", "observed_queries", "predict_future", "predict_grid", "predict_queries", "run_pass",
+__all__ = ["BATCH_SERIES", "chunks", "horizon_note", "observed_queries", "predict_future", "predict_grid", "predict_queries", "run_pass",
            "split_predictions", "with_context", "in_original_units"]
 
 BATCH_SERIES = 64  # series per inference batch
 PASS_COLUMNS = ["mean_norm", "sigma_norm", "spread_norm", "log_evidence", "disagreement_norm", "n_eff", "evidence_term",
                 "disagreement_term_norm"]
+
+
+def _duration(hours: float) -> str:
+    """Hours as a person reads them: ``36 h``, ``12 d``, ``2.5 y``."""
+    for unit, size in (("y", 365.2425 * 24), ("d", 24.0)):
+        if abs(hours) >= 2 * size:
+            return f"{hours / size:.3g} {unit}"
+    return f"{hours:.3g} h"
+
+
+def horizon_note(fitted: FittedModel, leads: np.ndarray) -> str | None:
+    """A warning when queries lie further ahead than a fit on rolling origins was trained
+    and calibrated for (``leads``: hours after the forecast origin, each query); None
+    otherwise (and for fits on many series, which have no such horizon)."""
+    plan = fitted.split.origin_plan if fitted.split.mode == "origin" else None
+    leads = np.asarray(leads, np.float64)
+    if not plan or not leads.size:
+        return None
+    fitted_h = float(plan["horizon"])
+    beyond = leads > fitted_h * (1 + 1e-6) + 1e-9
+    if not beyond.any():
+        return None
+    far = float(leads[beyond].max())
+    return (f"{int(beyond.sum())} of {leads.size} queries lie beyond the fitted horizon, up to {_duration(far)} after "
+            f"the data's end, while the model was trained and calibrated on forecasts up to {_duration(fitted_h)} "
+            f"ahead: there the forecast and its band extrapolate. Refit with --horizon {_duration(far).replace(' ', '')}"
+            f" (or more) to forecast that far, or ask for times within {_duration(fitted_h)} of the end.")
 
 
 def chunks(ids: list[str], size: int = BATCH_SERIES) -> list[list[str]]:
@@ -187,7 +214,11 @@ def predict_queries(fitted: FittedModel, data: Observations | ModelData, queries
             part.update({k: v[b, :len(t)] for k, v in res.items()})
             frames.append(pd.DataFrame(part))
     df = pd.concat(frames, ignore_index=True).sort_values("order").drop(columns="order").reset_index(drop=True)
-    return in_original_units(fitted, df, level)
+    out = in_original_units(fitted, df, level)
+    note = horizon_note(fitted, df["time"].to_numpy())  # model time is the lead on rolling origins
+    if note:
+        out.attrs["beyond_horizon"] = note
+    return out
 
 
 def query_times(times: pd.Series) -> pd.Series:
@@ -238,5 +269,11 @@ def predict_future(fitted: FittedModel, data: Observations | ModelData, horizon:
             part = {"series_id": sid, "channel": [fitted.channels[i] for i in c], "time": origin + t,
                     "horizon": t - last}
             part.update({k: v[b, :len(t)] for k, v in res.items()})
+            part["lead"] = t  # model time: hours after the end episode's origin
             frames.append(pd.DataFrame(part))
-    return in_original_units(fitted, pd.concat(frames, ignore_index=True), level)
+    df = pd.concat(frames, ignore_index=True)
+    note = horizon_note(fitted, df.pop("lead").to_numpy())
+    out = in_original_units(fitted, df, level)
+    if note:
+        out.attrs["beyond_horizon"] = note
+    return out

@@ -126,13 +126,17 @@ def explicit_atoms(levy: LevyModel, batch: Batch, b: int, m_real: int) -> tuple[
     return y, var.sqrt()
 
 
+@pytest.mark.parametrize("external", [False, True])
 @pytest.mark.parametrize("context_layers", [0, 1])
 @pytest.mark.parametrize("phi", ["rate", "count"])
-def test_prediction_and_sigma_from_explicit_atoms(phi: str, context_layers: int) -> None:
-    """ŷ = b(q) + Σ_h Σ_atoms p u and σ̂² = Σ_h tr Σ_h φ(Λ_h), atoms listed by hand."""
+def test_prediction_and_sigma_from_explicit_atoms(phi: str, context_layers: int, external: bool) -> None:
+    """ŷ = b(q) + Σ_h Σ_atoms p u and σ̂² = Σ_h tr Σ_h φ(Λ_h), atoms listed by hand (with an
+    external offset and γ ≠ 1 too: the offset shifts ŷ, γ scales every atom's value)."""
     torch.manual_seed(3)
     levy = LevyModel(ModelConfig(n_channels=N_CHANNELS, phi=phi, context_layers=context_layers)).eval()
     batch = make_batch([(9, 4), (15, 6)], seed=3)
+    if external:
+        batch = with_external_offset_and_correction_scale(levy, batch, seed=10 + context_layers)
     with torch.no_grad():
         out = levy(batch)
         for b, m in enumerate((4, 6)):
@@ -141,16 +145,30 @@ def test_prediction_and_sigma_from_explicit_atoms(phi: str, context_layers: int)
             torch.testing.assert_close(out.sigma[b, :m].double(), sigma, rtol=1e-3, atol=1e-6)
 
 
+def with_external_offset_and_correction_scale(levy: LevyModel, batch: Batch, seed: int) -> Batch:
+    """A classical forecaster's offset on every other query (NaN: the model's own) and a
+    correction share γ per channel in (0.05, 1]: what a fit on rolling origins runs."""
+    g = torch.Generator().manual_seed(seed)
+    offset = torch.rand(batch.qry_time.shape, generator=g) * 3 - 1
+    offset[:, ::2] = float("nan")
+    levy.correction_scale.copy_(0.05 + 0.95 * torch.rand(levy.correction_scale.shape, generator=g))
+    return batch._replace(offset=offset)
+
+
+@pytest.mark.parametrize("external", [False, True])
 @pytest.mark.parametrize("context_layers", [0, 1])
 @pytest.mark.parametrize("phi", ["rate", "count"])
-def test_monte_carlo_identity_through_the_whole_model(phi: str, context_layers: int) -> None:
+def test_monte_carlo_identity_through_the_whole_model(phi: str, context_layers: int, external: bool) -> None:
     """Draws of the sampled operator through offset, query read-out and prior (the
-    pipeline's sampler): their mean → ŷ and their RMS deviation → σ̂, within 4 s.e."""
+    pipeline's sampler): their mean → ŷ and their RMS deviation → σ̂, within 4 s.e. —
+    also with an external offset b(q) (base_forecast) and a correction share γ ≠ 1."""
     from levy_core.sampling import sample_levy_attention
 
     torch.manual_seed(4)
     levy = LevyModel(ModelConfig(n_channels=N_CHANNELS, phi=phi, context_layers=context_layers)).eval()
     batch = make_batch([(9, 4), (6, 4)], seed=8)
+    if external:
+        batch = with_external_offset_and_correction_scale(levy, batch, seed=context_layers)
     n = 20_000
     with torch.no_grad():
         out = levy(batch)
@@ -376,3 +394,22 @@ def test_build_model_and_config_round_trip(cfg: ModelConfig) -> None:
     with pytest.raises(ValueError):
         ModelConfig.from_dict({**cfg.to_dict(), "bogus": 1})
     assert math.isclose(LevyModel(cfg).kappa.mean().item(), cfg.kappa_init, rel_tol=1e-6)
+
+
+def test_external_offset_replaces_the_last_value_where_finite_and_gamma_scales_the_correction() -> None:
+    torch.manual_seed(5)
+    levy = LevyModel(ModelConfig(n_channels=N_CHANNELS)).eval()
+    batch = make_batch([(9, 4), (6, 4)], seed=2)
+    with torch.no_grad():
+        plain = levy(batch)
+        own_offset = levy.operator(batch).offset
+        shifted = levy(batch._replace(offset=own_offset + 2.0))
+        torch.testing.assert_close(shifted.mean, plain.mean + 2.0)  # the offset only shifts ŷ
+        torch.testing.assert_close(shifted.sigma, plain.sigma)
+        nan = levy(batch._replace(offset=torch.full_like(own_offset, float("nan"))))
+        torch.testing.assert_close(nan.mean, plain.mean)  # NaN: the model's own offset
+        levy.correction_scale.fill_(0.25)
+        quarter = levy(batch)
+    torch.testing.assert_close(quarter.mean - own_offset, 0.25 * (plain.mean - own_offset), rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(quarter.sigma, 0.25 * plain.sigma, rtol=1e-4, atol=1e-7)
+    torch.testing.assert_close(quarter.evidence_term, plain.evidence_term)  # evidence does not move

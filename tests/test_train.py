@@ -302,3 +302,37 @@ def test_the_untrained_model_is_kept_when_no_epoch_beats_it(problem, monkeypatch
     assert result.best_epoch == 0 and result.best_val_loss == pytest.approx(initial, rel=1e-12)
     after = weights(model)
     assert all(torch.equal(before[k], after[k]) for k in before), "the initial weights are restored"
+
+
+def test_correction_scale_is_the_least_squares_share_of_the_correction(problem) -> None:
+    """γ = Σ r m / Σ m² (r = y − b, m = ŷ − b) clipped to [MIN_CORRECTION_SCALE, 1]: targets
+    made of the offset plus half the model's own correction give γ = 0.5 and an MSE of 0;
+    targets that are the offset alone give the floor, and the fit says training did not help."""
+    from levy_core.model import channel_state
+    from levy_core.train import MIN_CORRECTION_SCALE, fit_correction_scale
+
+    builder, _, val_ids = problem
+    model = new_model(seed=3).eval()
+    n_channels = model.correction_scale.numel()
+
+    class Targets:  # the builder's episodes, with targets made from the model itself (γ = 1)
+        series = builder.series
+
+        def __init__(self, share: float) -> None:
+            self.share = share
+
+        def batch(self, ids, rng=None):
+            b, rows = builder.batch(ids)
+            with torch.no_grad():
+                offset = model.backbone.offset(b, channel_state(b, n_channels))
+                target = offset + self.share * (model(b).mean - offset)
+            return b._replace(target=target), rows
+
+    fit = fit_correction_scale(model, Targets(0.5), val_ids)
+    batch, _ = builder.batch(val_ids)
+    seen = torch.unique(batch.qry_channel[batch.qry_mask > 0]).numpy()
+    assert fit.scale[seen] == pytest.approx(0.5, abs=1e-4)
+    assert fit.mse == pytest.approx(0.0, abs=1e-8) and fit.improves
+    fit = fit_correction_scale(model, Targets(0.0), val_ids)
+    assert fit.scale.min() == pytest.approx(MIN_CORRECTION_SCALE) and fit.offset_mse == 0.0 and not fit.improves
+    assert float(model.correction_scale.min()) == 1.0  # the caller installs the result

@@ -1,0 +1,164 @@
+"""levy_core.base_forecast: each classical forecaster on signals whose answer is known, the
+periods it looks for, the choice on training origins, the record, and that an offset never
+sees past its origin."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from levy_core.base_forecast import (
+    COMBINED,
+    METHODS,
+    BaseForecast,
+    BaseForecastSpec,
+    ar_order,
+    candidate_periods,
+    choose,
+    false_alarm,
+    forecast,
+)
+
+
+def frame_of(t: np.ndarray, y: np.ndarray, channel: str = "v", sid: str = "s") -> pd.DataFrame:
+    return pd.DataFrame({"series_id": sid, "channel": channel, "time": t, "value": y})
+
+
+def test_last_level_and_drift_on_known_signals() -> None:
+    t = np.arange(50.0)
+    tq = np.array([51.0, 60.0])
+    line = 2.0 + 0.5 * t
+    np.testing.assert_allclose(forecast("last", t, line, 49.0, tq), line[-1])
+    np.testing.assert_allclose(forecast("drift", t, line, 49.0, tq), 2.0 + 0.5 * tq)  # exact on a line
+    flat = np.full(50, 3.0)
+    np.testing.assert_allclose(forecast("level", t, flat, 49.0, tq), 3.0)
+
+
+def test_seasonal_naive_and_its_drift_are_exact_on_a_repeating_pattern() -> None:
+    t = np.arange(0.0, 240.0)
+    pattern = np.sin(2 * np.pi * t / 24) + 0.3 * np.cos(4 * np.pi * t / 24)
+    tq = np.arange(240.0, 300.0)
+    truth = np.sin(2 * np.pi * tq / 24) + 0.3 * np.cos(4 * np.pi * tq / 24)
+    np.testing.assert_allclose(forecast("seasonal", t, pattern, 239.0, tq, period=24.0), truth, atol=1e-12)
+    rising = pattern + 0.01 * t  # the season's mean rises by 0.24 a season
+    got = forecast("seasonal_drift", t, rising, 239.0, tq, period=24.0)
+    np.testing.assert_allclose(got, truth + 0.01 * tq, atol=1e-9)
+
+
+def test_harmonic_regression_recovers_a_trend_and_a_season_from_irregular_points() -> None:
+    rng = np.random.default_rng(0)
+    t = np.sort(rng.uniform(0, 24 * 60, 900))  # irregular, 60 days
+    signal = lambda x: 0.001 * x + np.sin(2 * np.pi * x / 24) + 0.5 * np.sin(2 * np.pi * x / 168)  # noqa: E731
+    y = signal(t) + rng.normal(0, 0.05, t.size)
+    tq = t[-1] + np.linspace(1, 72, 30)
+    for method in ("harmonic", "harmonic_recent"):
+        got = forecast(method, t, y, t[-1], tq, harmonics=(24.0, 168.0), gap=float(np.median(np.diff(t))))
+        assert np.max(np.abs(got - signal(tq))) < 0.15, method
+
+
+def test_autoregression_follows_a_damped_cycle() -> None:
+    rng = np.random.default_rng(1)
+    n = 400
+    z = np.zeros(n)
+    for i in range(2, n):  # AR(2) with a 10-step quasi-cycle
+        z[i] = 1.6 * z[i - 1] - 0.9 * z[i - 2] + rng.normal(0, 0.1)
+    t = np.arange(n, dtype=float)
+    order = ar_order(t, z, 1.0, 10.0)
+    assert order >= 2
+    tq = np.arange(n, n + 3, dtype=float)
+    got = forecast("autoregressive", t, z, t[-1], tq, gap=1.0, order=order)
+    expected = [1.6 * z[-1] - 0.9 * z[-2]]
+    np.testing.assert_allclose(got[0], expected[0], atol=0.05)
+
+
+def test_calendar_periods_and_a_periodogram_peak_survive_missing_points() -> None:
+    rng = np.random.default_rng(2)
+    t = np.arange(0.0, 24 * 30)  # hourly, 30 days
+    keep = rng.random(t.size) > 0.3  # 30 % dropped
+    y = np.sin(2 * np.pi * t / 24) + rng.normal(0, 0.3, t.size)
+    assert 24.0 in candidate_periods(frame_of(t[keep], y[keep]))
+    years = np.arange(300.0) * 8766  # yearly points, an 11-year cycle
+    cycle = np.sin(2 * np.pi * np.arange(300) / 11) + rng.normal(0, 0.3, 300)
+    found = candidate_periods(frame_of(years[keep[:300]], cycle[keep[:300]]))
+    assert any(abs(p / (11 * 8766) - 1) < 0.05 for p in found), found
+
+
+def test_white_noise_has_no_period_beyond_the_calendar() -> None:
+    rng = np.random.default_rng(3)
+    years = np.arange(100.0) * 8766
+    assert candidate_periods(frame_of(years, rng.normal(size=100))) == ()
+    assert false_alarm(0.05, 100, 50, 4) > 0.5 and false_alarm(0.5, 100, 50, 4) < 1e-6
+
+
+def episodes_of(t: np.ndarray, y: np.ndarray, origins: list[float], horizon: float) -> tuple[dict, dict]:
+    ids, eps = {}, {}
+    for k, o in enumerate(origins):
+        mid = f"s@{k}"
+        ids[mid] = ("s", float(o))
+        ahead = (t > o) & (t <= o + horizon)
+        eps[mid] = pd.DataFrame({"channel": "v", "time": t[ahead], "value": y[ahead]})
+    return ids, eps
+
+
+def test_choose_prefers_the_season_on_seasonal_data_and_the_simplest_on_ties() -> None:
+    rng = np.random.default_rng(4)
+    t = np.arange(0.0, 24 * 20)
+    y = np.sin(2 * np.pi * t / 24) + rng.normal(0, 0.05, t.size)
+    origins, episodes = episodes_of(t, y, list(range(120, 400, 6)), 24.0)
+    spec = choose(frame_of(t, y), origins, episodes)
+    assert spec.methods["v"] != "last" and 24.0 in spec.harmonics
+    assert spec.scores["v"]["last"] > 5 * min(spec.scores["v"].values())
+    flat = np.full(t.size, 2.0)  # every candidate forecasts 2 exactly: the simplest wins
+    origins, episodes = episodes_of(t, flat, list(range(120, 400, 6)), 24.0)
+    assert choose(frame_of(t, flat), origins, episodes, season=0).methods["v"] == "last"
+
+
+def test_a_season_the_user_names_or_refuses() -> None:
+    t = np.arange(0.0, 24 * 20)
+    y = np.sin(2 * np.pi * t / 24)
+    origins, episodes = episodes_of(t, y, list(range(120, 400, 12)), 24.0)
+    none = choose(frame_of(t, y), origins, episodes, season=0)
+    assert none.harmonics == () and none.methods["v"] not in ("seasonal", "seasonal_drift", "harmonic")
+    named = choose(frame_of(t, y), origins, episodes, season=24.0)
+    assert named.harmonics == (24.0,)
+
+
+def test_the_offset_never_sees_past_its_origin() -> None:
+    rng = np.random.default_rng(5)
+    t = np.arange(0.0, 24 * 20)
+    y = np.sin(2 * np.pi * t / 24) + rng.normal(0, 0.1, t.size)
+    spec = BaseForecastSpec({"v": "combination"}, {"v": 0.0}, (24.0,), 1.0, {"v": 3},
+                            {"v": [("harmonic", 0.0), ("seasonal", 24.0), ("autoregressive", 0.0)]})
+    origins = {"s@0": ("s", 200.0)}
+    base = BaseForecast(spec, frame_of(t, y), origins, ["v"])
+    before = base.offsets("s@0", np.array([1.0, 5.0, 30.0]), np.array([0, 0, 0]))
+    future = y.copy()
+    future[t > 200] += 100.0  # what happens after the origin
+    again = BaseForecast(spec, frame_of(t, future), origins, ["v"]).offsets("s@0", np.array([1.0, 5.0, 30.0]),
+                                                                            np.array([0, 0, 0]))
+    np.testing.assert_array_equal(before, again)
+    assert np.isfinite(before).all()
+    # a channel the series never observed before the origin: NaN (the model's own default)
+    two = BaseForecast(spec, frame_of(t, y), origins, ["v", "w"])
+    assert np.isnan(two.offsets("s@0", np.array([1.0]), np.array([1]))).all()
+
+
+def test_spec_round_trip_and_refusals() -> None:
+    spec = BaseForecastSpec({"a": "seasonal", "b": "combination"}, {"a": 24.0, "b": 0.0}, (24.0, 168.0), 0.5,
+                            {"a": 0, "b": 4}, {"b": [("level", 0.0), ("autoregressive", 0.0)]},
+                            {"a": {"last": 0.1}})
+    back = BaseForecastSpec.from_dict(spec.to_dict())
+    assert back == spec
+    assert "mean of level, autoregressive (order 4)" in back.describe()
+    with pytest.raises(ValueError, match="unknown method"):
+        BaseForecastSpec({"a": "prophet"}, {}, (), 1.0)
+    with pytest.raises(ValueError, match="combination needs"):
+        BaseForecastSpec({"a": "combination"}, {}, (), 1.0)
+    with pytest.raises(ValueError, match="combines 2 to"):
+        BaseForecastSpec({"a": "combination"}, {}, (), 1.0, members={"a": [("last", 0.0)] * (COMBINED + 1)})
+    with pytest.raises(ValueError):
+        BaseForecastSpec({"a": "last"}, {}, (), float("inf"))
+    with pytest.raises(ValueError, match="unknown keys"):
+        BaseForecastSpec.from_dict({**spec.to_dict(), "code": "import os"})
+    assert set(METHODS) >= {"last", "harmonic", "autoregressive", "combination"}

@@ -1,0 +1,123 @@
+"""One series on rolling origins, as a new user fits it: the classical offset recorded and
+reused, the band sized per lead time, the fit's plain words when training did not help,
+and a warning for queries beyond the fitted horizon (library and CLI)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from levy_core import LevyForecaster
+from levy_core.cli import main
+from levy_core.forecast import BeyondHorizonWarning
+from levy_core.horizon_scale import HorizonScale, fit_horizon_scale
+
+
+@pytest.fixture(scope="module")
+def daily_cycle() -> pd.DataFrame:
+    """Ten days of hourly readings with a daily cycle and noise; ds date-times."""
+    rng = np.random.default_rng(0)
+    hours = np.arange(24 * 10)
+    y = 20 + 3 * np.sin(2 * np.pi * hours / 24) + rng.normal(0, 0.3, hours.size)
+    return pd.DataFrame({"unique_id": "room", "ds": pd.Timestamp("2024-03-01") + pd.to_timedelta(hours, "h"),
+                         "y": y})
+
+
+@pytest.fixture(scope="module")
+def fitted_cycle(daily_cycle: pd.DataFrame) -> LevyForecaster:
+    return LevyForecaster(epochs=2, seed=0, horizon="12h").fit(daily_cycle)
+
+
+def test_the_offset_is_a_classical_forecaster_that_sees_the_cycle(fitted_cycle: LevyForecaster,
+                                                                    daily_cycle: pd.DataFrame) -> None:
+    fitted = fitted_cycle.fitted
+    spec = fitted.base_forecast
+    assert spec is not None and 24.0 in spec.harmonics
+    assert spec.methods["value"] not in ("last", "level", "drift")
+    assert "classical forecaster" in fitted.offset_description()
+    # twelve hours ahead the forecast follows the cycle far better than carrying the last value
+    future_hours = np.arange(24 * 10, 24 * 10 + 12)
+    truth = 20 + 3 * np.sin(2 * np.pi * future_hours / 24)
+    queries = pd.DataFrame({"unique_id": "room", "ds": pd.Timestamp("2024-03-01") + pd.to_timedelta(future_hours, "h")})
+    pred = fitted_cycle.predict(queries, level=[90])
+    lv = daily_cycle["y"].iloc[-1]
+    assert np.mean(np.abs(pred["Lévy"] - truth)) < 0.5 * np.mean(np.abs(lv - truth))
+    assert fitted.horizon_scale is not None
+
+
+def test_the_offset_and_the_lead_factors_survive_save_and_load(fitted_cycle: LevyForecaster,
+                                                               daily_cycle: pd.DataFrame, tmp_path: Path) -> None:
+    path = fitted_cycle.save(tmp_path / "model")
+    meta = json.loads((path / "model.json").read_text())
+    assert meta["base_forecast"]["methods"] and meta["horizon_scale"]["factors"]
+    assert len(meta["correction_scale"]["levy"]) == 1
+    loaded = LevyForecaster.load(path)
+    a = fitted_cycle.predict(h="6h", level=[90])
+    b = loaded.predict(h="6h", level=[90], df=daily_cycle)
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_queries_past_the_fitted_horizon_are_warned_by_name(fitted_cycle: LevyForecaster) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fitted_cycle.predict(h="12h", level=[90])  # within: no warning
+    with pytest.warns(BeyondHorizonWarning, match=r"beyond the fitted horizon.*12 h ahead.*--horizon 2d"):
+        fitted_cycle.predict(h="48h", level=[90])
+
+
+def test_the_cli_says_what_the_offset_is_and_warns_past_the_horizon(daily_cycle: pd.DataFrame, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "room.csv"
+    daily_cycle.rename(columns={"unique_id": "series_id", "ds": "time", "y": "value"}).to_csv(data, index=False)
+    model = tmp_path / "model"
+    assert main(["fit", str(data), "--task", "forecast", "--horizon", "12h", "--no-twin", "--epochs", "1",
+                 "--out", str(model), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "offset: a classical forecaster chosen on the training origins" in err
+    assert main(["predict", str(model), str(data), "--horizon", "3d", "--out", str(tmp_path / "p.csv")]) == 0
+    err = capsys.readouterr().err
+    assert "warning:" in err and "beyond the fitted horizon" in err and "Refit with --horizon 3d" in err
+    assert main(["predict", str(model), str(data), "--horizon", "6h", "--out", str(tmp_path / "q.csv")]) == 0
+    assert "beyond the fitted horizon" not in capsys.readouterr().err
+
+
+def test_training_that_does_not_beat_the_offset_is_said_in_plain_words(fitted_cycle: LevyForecaster) -> None:
+    fitted = fitted_cycle.fitted
+    info = dict(fitted.training["levy"])
+    assert {"correction_scale", "offset_mse", "mse", "improves_on_offset"} <= set(info)
+    saved = fitted.training["levy"]
+    try:
+        fitted.training["levy"] = {**info, "improves_on_offset": False, "mse": 0.02, "offset_mse": 0.019,
+                                   "correction_scale": [0.05]}
+        note = fitted.training_note()
+        assert note is not None
+        assert note.startswith("Training did not improve on the offset on held-out forecast origins")
+        assert "0.02 against 0.019" in note and "5 % of the learned correction kept" in note
+        fitted.training["levy"] = {**info, "improves_on_offset": True}
+        assert fitted.training_note() is None
+    finally:
+        fitted.training["levy"] = saved
+
+
+def test_horizon_scale_follows_the_errors_per_lead() -> None:
+    rng = np.random.default_rng(1)
+    lead = rng.uniform(0, 10, 3000)
+    sigma = 1.0 + lead  # σ̂ grows tenfold over the horizon …
+    y = rng.normal(0, 2.0, lead.size)  # … while the errors do not grow at all
+    scale = fit_horizon_scale(lead, y, np.zeros_like(y), sigma)
+    assert scale is not None
+    ratio = np.abs(y) / (sigma * scale.factor(lead))
+    early, late = (lead > 3) & (lead < 4), (lead > 8) & (lead < 9)
+    assert np.sqrt(np.mean(ratio[early] ** 2)) == pytest.approx(np.sqrt(np.mean(ratio[late] ** 2)), rel=0.2)
+    assert scale.factor(np.array([0.5]))[0] > 3 * scale.factor(np.array([9.5]))[0]
+    assert fit_horizon_scale(lead[:20], y[:20], np.zeros(20), sigma[:20]) is None  # too few: one scale
+    assert HorizonScale.from_dict(scale.to_dict()) == scale
+    with pytest.raises(ValueError):
+        HorizonScale((1.0, 0.5), (1.0, 1.0))
+    with pytest.raises(ValueError):
+        HorizonScale((1.0,), (float("inf"),))
