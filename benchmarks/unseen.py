@@ -132,7 +132,7 @@ def main() -> None:
     truth = queries.rename(columns={"value": "y_true"})
     pred = pred.merge(truth, on=["series_id", "channel", "time"], how="inner", validate="one_to_one")
     fitted = load_model(model_dir)
-    pred["pred_std"] = fitted.levy_calibration.predict_std(pred["sigma"].to_numpy())  # c·σ̂
+    pred["pred_std"] = fitted.levy_calibration.predict_std(pred["sigma"].to_numpy(), pred["channel"].to_numpy())  # c_channel·σ̂
     lv = last_value_predictive(train, context, truth)
     # MC-Dropout T=20 of the same fitted model (its softmax twin; `levy predict` writes the
     # Lévy predictive only), on the same data and queries, calibrated the same way

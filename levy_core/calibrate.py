@@ -65,6 +65,7 @@ logger = logging.getLogger(__name__)
 
 #: Default floor on sigma, relative to the median positive sigma of the calibration split.
 DEFAULT_REL_FLOOR: float = 1e-6
+GROUP_SHRINKAGE: float = 30.0  # pseudo-points at the global scale in each group's scale
 
 #: Per-group conformal: groups with fewer calibration scores than this use the pooled ones
 #: (50 keeps the 95 % quantile finite: ceil(51 * 0.95) = 49 <= 50).
@@ -114,10 +115,15 @@ class ScaledGaussian:
         Absolute sigma floor used in ``fit`` and at prediction.
     n_calibration_ : int
         Number of calibration points.
+    group_scales_ : dict of str to float
+        With ``groups`` at fit: each group's own scale, its mean squared normalised error
+        shrunk towards the global one with ``GROUP_SHRINKAGE`` pseudo-points (a channel's
+        band at its own level, as the conformal band is per channel). Empty otherwise.
     """
 
     def __init__(self, rel_floor: float = DEFAULT_REL_FLOOR) -> None:
         self.rel_floor = checks.check_positive(rel_floor, "rel_floor")
+        self.group_scales_: dict[str, float] = {}
         self.scale_: float | None = None
         self.sigma_floor_: float | None = None
         self.n_calibration_: int | None = None
@@ -138,7 +144,8 @@ class ScaledGaussian:
             )
         return self.scale_, self.sigma_floor_
 
-    def fit(self, y_true: ArrayLike, mean: ArrayLike, sigma: ArrayLike) -> ScaledGaussian:
+    def fit(self, y_true: ArrayLike, mean: ArrayLike, sigma: ArrayLike, *,
+            groups: ArrayLike | None = None) -> ScaledGaussian:
         """Fit the global scale by closed-form maximum likelihood.
 
         Maximising ``sum_i log N(y_i; ŷ_i, c^2 σ_i^2)`` over ``c > 0`` gives
@@ -149,6 +156,8 @@ class ScaledGaussian:
         ----------
         y_true, mean, sigma : array-like, shape (n,)
             Calibration targets, predicted means and raw spreads ``σ̂ >= 0``.
+        groups : array-like, shape (n,), optional
+            Each point's group (e.g. channel): also fit one shrunk scale per group.
 
         Returns
         -------
@@ -162,26 +171,46 @@ class ScaledGaussian:
         if scale == 0.0:
             logger.warning("every calibration error is 0: the fitted scale is 0")
         self.scale_, self.sigma_floor_, self.n_calibration_ = scale, floor, int(y.size)
+        self.group_scales_ = {}
+        if groups is not None:
+            keys = np.asarray(groups).astype(str)
+            checks.same_length(y_true=y, groups=keys)
+            for g in np.unique(keys):
+                rg = r[keys == g]
+                self.group_scales_[str(g)] = float(np.sqrt((np.sum(rg * rg) + GROUP_SHRINKAGE * scale**2)
+                                                           / (rg.size + GROUP_SHRINKAGE)))
         return self
 
-    def predict_std(self, sigma: ArrayLike) -> FloatArray:
-        """Calibrated predictive standard deviation ``c * max(σ, sigma_floor_)``.
+    def scales_for(self, groups: ArrayLike | None, n: int) -> FloatArray | float:
+        """The scale of each of ``n`` points: its group's where fitted, the global one otherwise."""
+        scale, _ = self._require_fitted()
+        if groups is None or not self.group_scales_:
+            return scale
+        keys = np.asarray(groups).astype(str)
+        if keys.shape != (n,):
+            raise ValueError(f"groups must hold one entry per point ({n}), got shape {keys.shape}")
+        return np.array([self.group_scales_.get(k, scale) for k in keys], dtype=np.float64)
+
+    def predict_std(self, sigma: ArrayLike, groups: ArrayLike | None = None) -> FloatArray:
+        """Calibrated predictive standard deviation ``c * max(σ, sigma_floor_)`` (each
+        point's group scale ``c_g`` where ``groups`` are given and were fitted).
 
         Parameters
         ----------
         sigma : array-like, shape (n,)
             Raw spreads ``σ̂ >= 0``.
+        groups : array-like, shape (n,), optional
 
         Returns
         -------
         numpy.ndarray, shape (n,)
         """
-        scale, floor = self._require_fitted()
+        _, floor = self._require_fitted()
         s = checks.check_sigma(sigma)
-        return scale * np.maximum(s, floor)
+        return self.scales_for(groups, s.size) * np.maximum(s, floor)
 
     def predict_interval(
-        self, mean: ArrayLike, sigma: ArrayLike, level: float
+        self, mean: ArrayLike, sigma: ArrayLike, level: float, groups: ArrayLike | None = None
     ) -> tuple[FloatArray, FloatArray]:
         """Central Gaussian interval ``ŷ -+ z_{(1+level)/2} * c * σ``.
 
@@ -195,7 +224,7 @@ class ScaledGaussian:
         -------
         lower, upper : numpy.ndarray, shape (n,)
         """
-        std = self.predict_std(sigma)
+        std = self.predict_std(sigma, groups)
         mu = checks.as_1d(mean, "mean")
         checks.same_length(mean=mu, sigma=std)
         half = checks.gaussian_half_width(std, checks.check_level(level))
@@ -211,6 +240,7 @@ class ScaledGaussian:
             "scale": scale,
             "sigma_floor": floor,
             "n_calibration": self.n_calibration_,
+            **({"group_scales": dict(self.group_scales_)} if self.group_scales_ else {}),
         }
 
     @classmethod
@@ -222,6 +252,12 @@ class ScaledGaussian:
         obj.sigma_floor_ = state.saved_float(data, "sigma_floor")
         n = data.get("n_calibration")
         obj.n_calibration_ = None if n is None else int(n)
+        groups = data.get("group_scales") or {}  # absent from states saved before per-group scales
+        if not isinstance(groups, dict) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v <= 1e12
+                for v in groups.values()):
+            raise ValueError("saved ScaledGaussian: group_scales must map groups to finite scales in [0, 1e12]")
+        obj.group_scales_ = {str(k): float(v) for k, v in groups.items()}
         return obj
 
 
@@ -466,14 +502,15 @@ class Calibrator:
         ----------
         y_true, mean, sigma : array-like, shape (n,)
         groups : array-like, shape (n,), optional
-            Conformalize per group (e.g. channel); the Gaussian scale stays global.
+            Conformalize per group (e.g. channel), and fit a shrunk Gaussian scale per group
+            beside the global one (``scale_``).
 
         Returns
         -------
         Calibrator
             ``self``, fitted.
         """
-        self.scaled_gaussian.fit(y_true, mean, sigma)
+        self.scaled_gaussian.fit(y_true, mean, sigma, groups=groups)
         self.conformal.conformalize(y_true, mean, sigma, groups=groups)
         return self
 
@@ -483,10 +520,11 @@ class Calibrator:
         self._require_fitted()
         return self.scaled_gaussian._require_fitted()[0]
 
-    def predict_std(self, sigma: ArrayLike) -> FloatArray:
-        """Scaled-Gaussian predictive standard deviation ``c σ``, shape (n,)."""
+    def predict_std(self, sigma: ArrayLike, groups: ArrayLike | None = None) -> FloatArray:
+        """Scaled-Gaussian predictive standard deviation ``c σ`` (``c_g σ`` per group where
+        ``groups`` are given), shape (n,)."""
         self._require_fitted()
-        return self.scaled_gaussian.predict_std(sigma)
+        return self.scaled_gaussian.predict_std(sigma, groups)
 
     def interval(
         self,
@@ -519,7 +557,7 @@ class Calibrator:
             raise ValueError(f"kind must be 'gaussian' or 'conformal', got {kind!r}")
         self._require_fitted()
         if kind == "gaussian":
-            return self.scaled_gaussian.predict_interval(mean, sigma, level)
+            return self.scaled_gaussian.predict_interval(mean, sigma, level, groups)
         return self.conformal.predict_interval(mean, sigma, level, groups=groups)
 
     def to_dict(self) -> dict[str, Any]:

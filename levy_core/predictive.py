@@ -78,8 +78,8 @@ class Predictive:
         return self.method.name
 
     def std(self, *, original: bool = False) -> np.ndarray:
-        """The calibrated standard deviation ``c · spread``, shape (n,)."""
-        std = self.calibrator.predict_std(self.spread)
+        """The calibrated standard deviation ``c_channel · spread``, shape (n,)."""
+        std = self.calibrator.predict_std(self.spread, self.channels)
         return std * self.scaler.scale_of(self.channels) if original else std
 
     def interval(self, level: float, kind: IntervalKind = "conformal", *,

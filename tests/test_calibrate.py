@@ -602,3 +602,39 @@ def test_small_groups_pool_where_crepes_keeps_its_own_bin() -> None:
     assert small.any() and (~small).any()
     assert_bands_agree(lo[small], hi[small], ref_pooled[small], mean_t[small])
     assert_bands_agree(lo[~small], hi[~small], ref_binned[~small], mean_t[~small])
+
+
+def test_per_group_gaussian_scales_are_shrunk_mle_and_round_trip() -> None:
+    """With groups, each group's scale is sqrt((Σ r² + k c²) / (n + k)) (k = GROUP_SHRINKAGE,
+    c the global MLE); unknown groups and calls without groups get the global c."""
+    from levy_core.calibrate import GROUP_SHRINKAGE
+
+    rng = np.random.default_rng(7)
+    groups = np.repeat(["wide", "narrow", "rare"], [400, 400, 5])
+    sigma = rng.uniform(0.5, 2.0, groups.size)
+    width = np.select([groups == "wide", groups == "narrow"], [3.0, 1.0], 2.0)
+    y = width * sigma * rng.standard_normal(groups.size)
+    cal = Calibrator().fit(y, np.zeros_like(y), sigma, groups=groups)
+    r2 = (y / sigma) ** 2
+    c = cal.scale_
+    assert c == pytest.approx(np.sqrt(r2.mean()))
+    for g in ("wide", "narrow", "rare"):
+        m = groups == g
+        want = np.sqrt((r2[m].sum() + GROUP_SHRINKAGE * c**2) / (m.sum() + GROUP_SHRINKAGE))
+        assert cal.scaled_gaussian.group_scales_[g] == pytest.approx(want)
+    assert cal.scaled_gaussian.group_scales_["wide"] == pytest.approx(3.0, rel=0.1)
+    std = cal.predict_std(sigma, groups)
+    np.testing.assert_allclose(std[groups == "narrow"], cal.scaled_gaussian.group_scales_["narrow"]
+                               * sigma[groups == "narrow"])
+    np.testing.assert_allclose(cal.predict_std(sigma), c * sigma)  # no groups: the global c
+    np.testing.assert_allclose(cal.predict_std(sigma[:2], ["unseen", "unseen"]), c * sigma[:2])
+    # per-group Gaussian bands cover each group near its level, where one global c cannot
+    lo, hi = cal.interval(np.zeros_like(y), sigma, 0.9, kind="gaussian", groups=groups)
+    inside = (y >= lo) & (y <= hi)
+    assert abs(inside[groups == "wide"].mean() - 0.9) < 0.05 and abs(inside[groups == "narrow"].mean() - 0.9) < 0.05
+    back = Calibrator.from_dict(cal.to_dict())
+    assert back.scaled_gaussian.group_scales_ == cal.scaled_gaussian.group_scales_
+    with pytest.raises(ValueError, match="group_scales"):
+        bad = cal.to_dict()
+        bad["scaled_gaussian"]["group_scales"] = {"wide": float("nan")}
+        Calibrator.from_dict(bad)

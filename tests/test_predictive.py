@@ -118,12 +118,17 @@ def test_std_is_the_calibrators_and_original_multiplies_by_the_channel_scale(fra
     cal = calibrators["levy"]
     p = levy_of(frame, cal, scaler)
     spread = frame["sigma_norm"].to_numpy()
-    np.testing.assert_array_equal(p.std(), cal.predict_std(spread))
-    # by hand: c * max(spread, floor) (every spread here is far above the 1e-6-relative floor)
-    np.testing.assert_allclose(p.std(), cal.scale_ * spread, rtol=2 * EPS, atol=0)
-    _, scale = by_hand_scale(scaler, frame["channel"].to_numpy())
+    channels = frame["channel"].to_numpy()
+    np.testing.assert_array_equal(p.std(), cal.predict_std(spread, channels))
+    # by hand: c_channel * max(spread, floor) (every spread here is far above the 1e-6-relative floor),
+    # c_channel² = (Σ r² + k c²) / (n + k) over the channel's calibration scores
+    sg = cal.scaled_gaussian
+    assert sg.group_scales_["hr"] > 2 * sg.group_scales_["lactate"]  # hr's errors are 3× wider
+    np.testing.assert_allclose(p.std(), sg.scales_for(channels, len(channels)) * spread, rtol=2 * EPS, atol=0)
+    _, scale = by_hand_scale(scaler, channels)
     # one extra product (and max - min, computed the same way): at most 1 ulp each → 4 eps
-    np.testing.assert_allclose(p.std(original=True), cal.predict_std(spread) * scale, rtol=4 * EPS, atol=0)
+    np.testing.assert_allclose(p.std(original=True), cal.predict_std(spread, channels) * scale, rtol=4 * EPS,
+                               atol=0)
     hr = frame["channel"].to_numpy() == "hr"
     ratio = p.std(original=True) / p.std()
     assert ratio[hr].min() > 100 * ratio[~hr].max(), "each row scaled by its own channel"
@@ -137,10 +142,12 @@ def test_gaussian_interval_is_the_calibrators_and_mean_plus_minus_z_c_spread(fra
     p = levy_of(frame, cal, scaler)
     mean, spread = frame["mean_norm"].to_numpy(), frame["sigma_norm"].to_numpy()
     lo, hi = p.interval(LEVEL, "gaussian")
-    ref_lo, ref_hi = cal.interval(mean, spread, LEVEL, kind="gaussian")
+    channels = frame["channel"].to_numpy()
+    ref_lo, ref_hi = cal.interval(mean, spread, LEVEL, kind="gaussian", groups=channels)
     np.testing.assert_array_equal(lo, ref_lo)
     np.testing.assert_array_equal(hi, ref_hi)
-    half = special.ndtri(0.5 + 0.5 * LEVEL) * cal.scale_ * spread
+    # each channel's own scale c_channel (shrunk towards the global c)
+    half = special.ndtri(0.5 + 0.5 * LEVEL) * cal.scaled_gaussian.scales_for(channels, len(channels)) * spread
     # mean (≤ 1) ± half (≤ 1): a handful of roundings, each ≤ eps relative to ≤ 2
     np.testing.assert_allclose(lo, mean - half, rtol=0, atol=8 * EPS)
     np.testing.assert_allclose(hi, mean + half, rtol=0, atol=8 * EPS)
@@ -242,7 +249,7 @@ def test_to_original_units_columns_by_hand(frame, calibrators, scaler) -> None:
     np.testing.assert_array_equal(out["abs_error_norm"], np.abs(frame["y_norm"] - frame["mean_norm"]).to_numpy())
     close("mean", mean * scale + minimum)
     close("sigma", sigma * scale)
-    close("pred_std", levy.scale_ * sigma * scale)
+    close("pred_std", levy.scaled_gaussian.scales_for(ch, len(ch)) * sigma * scale)
     np.testing.assert_allclose(out["disagreement"], frame["disagreement_norm"].to_numpy() * scale**2, rtol=4 * EPS)
     # the disagreement term moves with the units: ½ log(tr Σ · scale²) = ½ log tr Σ + log scale
     term = out["disagreement_term"].to_numpy()
@@ -254,16 +261,18 @@ def test_to_original_units_columns_by_hand(frame, calibrators, scaler) -> None:
     np.testing.assert_allclose(term, 0.5 * np.log(out["disagreement"].to_numpy()),
                                rtol=0, atol=8 * EPS * np.abs(term).max())
     np.testing.assert_array_equal(out["evidence_term"], frame["evidence_term"])  # scale-free: unchanged
-    close("lower_gauss", (mean - z * levy.scale_ * sigma) * scale + minimum)
-    close("upper_gauss", (mean + z * levy.scale_ * sigma) * scale + minimum)
+    c_channel = levy.scaled_gaussian.scales_for(ch, len(ch))
+    close("lower_gauss", (mean - z * c_channel * sigma) * scale + minimum)
+    close("upper_gauss", (mean + z * c_channel * sigma) * scale + minimum)
     q = np.array([levy.conformal.quantile(LEVEL, c) for c in ch])
     close("lower_conf", (mean - q * sigma) * scale + minimum)
     close("upper_conf", (mean + q * sigma) * scale + minimum)
     mc_mean, mc_std = frame["mc_mean_norm"].to_numpy(), frame["mc_std_norm"].to_numpy()
     close("mc_mean", mc_mean * scale + minimum)
-    close("mc_std", mc.scale_ * mc_std * scale)
-    close("mc_lower", (mc_mean - z * mc.scale_ * mc_std) * scale + minimum)
-    close("mc_upper", (mc_mean + z * mc.scale_ * mc_std) * scale + minimum)
+    c_mc = mc.scaled_gaussian.scales_for(ch, len(ch))
+    close("mc_std", c_mc * mc_std * scale)
+    close("mc_lower", (mc_mean - z * c_mc * mc_std) * scale + minimum)
+    close("mc_upper", (mc_mean + z * c_mc * mc_std) * scale + minimum)
 
 
 def test_to_original_units_without_truth_or_twin(frame, calibrators, scaler) -> None:
