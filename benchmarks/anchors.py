@@ -435,6 +435,9 @@ def quiet_prophet() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
+PROPHET_MAX_YEARS = 280
+
+
 def run_prophet(case: Case, train: pd.DataFrame, test: pd.DataFrame, end: pd.Timestamp,
                 log: Callable[[str], None]) -> pd.DataFrame:
     from prophet import Prophet
@@ -444,6 +447,13 @@ def run_prophet(case: Case, train: pd.DataFrame, test: pd.DataFrame, end: pd.Tim
         tr, te = train[train["channel"] == ch], test["channel"] == ch
         if not te.any():
             continue
+        # Prophet differences date-times in nanoseconds, which overflow past 292 years: it
+        # gets the latest 280 years of a longer series (sunspots since 1700), as a user would
+        recent = tr["time"] > tr["time"].max() - pd.DateOffset(years=PROPHET_MAX_YEARS)
+        if not recent.all():
+            log(f"{case.name} end {end}: Prophet fitted on the last {PROPHET_MAX_YEARS} years "
+                f"({int(recent.sum())} of {len(tr)} points): its date arithmetic overflows beyond 292")
+            tr = tr[recent]
         model = Prophet(interval_width=0.9)
         model.fit(pd.DataFrame({"ds": tr["time"].to_numpy(), "y": tr["value"].to_numpy()}))
         np.random.seed(0)  # noqa: NPY002 -- Prophet samples its band from the global generator

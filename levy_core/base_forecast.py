@@ -23,13 +23,20 @@ The candidates, per channel (times in hours; ``o`` the origin, ``t_q`` the query
 * ``harmonic_level`` — the same seasonal profile without a trend, re-levelled by the
   exponentially weighted mean of its residuals (the seasonal profile with a local level);
 * ``harmonic_recent`` — ``harmonic`` on the last ``RECENT_PERIODS`` longest periods only (a
-  local trend, and a cycle whose phase drifts).
+  local trend, and a cycle whose phase drifts); without a period, on the last third of the
+  past;
+* ``autoregressive`` — an AR(p) of the past on a regular grid of the median sampling
+  interval, ``p`` picked by AIC;
+* ``combination`` — the mean of the ``COMBINED`` candidates that score best.
+
+A harmonic is left out at an origin whose past is shorter than its period; without any
+period ``harmonic`` is Prophet's piecewise-linear trend alone.
 
 Candidate periods: the calendar ones the data can resolve (a day, a week, a year: at least
 ``MIN_SAMPLES_PER_PERIOD`` sampling intervals a period and two periods in the span) and the
 strongest peak of a Lomb–Scargle periodogram (irregular times and missing points need no
 grid) when white noise would rise that high less than ``FALSE_ALARM`` of the time, snapped
-to the calendar. :func:`choose` scores every candidate on the training
+to the calendar. :func:`choose` scores every candidate on the later half of the training
 origins and keeps, per channel, the one with the smallest squared error there: the model
 is never built on an offset worse than another candidate on the origins it learns from. A
 candidate is kept over a simpler one (``METHODS`` is in order of complexity) only when its
@@ -51,6 +58,7 @@ __all__ = ["METHODS", "BaseForecast", "BaseForecastSpec", "candidate_periods", "
 METHODS = ("last", "level", "drift", "seasonal", "seasonal_drift", "autoregressive", "harmonic_level", "harmonic",
            "harmonic_recent", "combination")
 COMBINED = 3  # a combination averages this many of the best candidates
+MIN_SCORED_ORIGINS = 10  # candidates are scored on the later half of the training origins from twice this many
 HARMONIC = ("harmonic", "harmonic_level", "harmonic_recent")
 SEASONAL = ("seasonal", "seasonal_drift")
 CALENDAR = (24.0, 168.0, 365.2425 * 24)  # a day, a week, a year (hours)
@@ -162,6 +170,8 @@ class BaseForecastSpec:
                 what += f" ({self.periods.get(channel, 0):g} h)"
             elif method == "autoregressive":
                 what += f" (order {self.orders.get(channel, 0)})"
+            elif method in HARMONIC and not self.harmonics:
+                what = "trend" if method == "harmonic" else "recent trend"
             elif method in HARMONIC and self.harmonics:
                 what += " (" + ", ".join(f"{p:g} h" for p in self.harmonics) + ")"
             out.append(f"{channel}: {what}")
@@ -352,12 +362,15 @@ def forecast(method: str, t: np.ndarray, y: np.ndarray, origin: float, tq: np.nd
     if method == "autoregressive":
         return _autoregressive(t, y, origin, tq, order=order, gap=gap)
     if method in HARMONIC:
-        if method == "harmonic_recent":
-            keep = t > origin - RECENT_PERIODS * max(harmonics, default=0.0)
+        if method == "harmonic_recent":  # the last few longest periods (the last third without one)
+            window = RECENT_PERIODS * max(harmonics) if harmonics else (origin - t[0]) / RECENT_PERIODS
+            keep = t > origin - window
             t, y = t[keep], y[keep]
             n = len(t)
             if n < 2:
                 return last
+        # a period longer than the past cannot be estimated from it: left out at this origin
+        harmonics = tuple(p for p in harmonics if t[-1] - t[0] >= p)
         x_past = _harmonic_design(t - origin, harmonics, gap)
         x_query = _harmonic_design(tq - origin, harmonics, gap)
         prior = [SEASONALITY_PRIOR] * x_past.shape[1]
@@ -502,8 +515,9 @@ def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes:
     gap = _median_gap(frame["time"].to_numpy(np.float64)) or 1.0
     names = [("last", 0.0), ("level", 0.0), ("drift", 0.0)]
     names += [(m, p) for p in periods for m in SEASONAL]
-    if periods:
-        names += [(m, 0.0) for m in HARMONIC]
+    # without a period, harmonic is Prophet's piecewise-linear trend alone, and harmonic_recent
+    # a straight line through the last third of the past
+    names += [(m, 0.0) for m in HARMONIC if periods or m != "harmonic_level"]
     past = {key: _ChannelPast(g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64))
             for key, g in frame.groupby(["series_id", "channel"], sort=False)}
     orders: dict[str, int] = {}
@@ -512,7 +526,13 @@ def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes:
         if len(p.t) >= 30 and len(p.t) > 10 * orders.get(str(channel), 0):
             orders[str(channel)] = ar_order(p.t[-MAX_PAST:], p.y[-MAX_PAST:], gap, longest)
     records: dict[str, list[tuple[dict[tuple[str, float], np.ndarray], np.ndarray]]] = {}
-    for model_id, queries in episodes.items():
+    # scored on the later half of the training origins: the nearest to what is forecast next,
+    # and with the most past behind them (the first origins' short past would decide for
+    # the candidates that need the least)
+    by_time = sorted(episodes, key=lambda m: (origins[m][1], m))
+    scored = by_time[len(by_time) // 2:] if len(by_time) >= 2 * MIN_SCORED_ORIGINS else by_time
+    for model_id in scored:
+        queries = episodes[model_id]
         sid, origin = origins[model_id]
         for channel, q in queries.groupby("channel", sort=False):
             p = past.get((str(sid), str(channel)))

@@ -121,3 +121,16 @@ def test_horizon_scale_follows_the_errors_per_lead() -> None:
         HorizonScale((1.0, 0.5), (1.0, 1.0))
     with pytest.raises(ValueError):
         HorizonScale((1.0,), (float("inf"),))
+
+
+def test_three_centuries_of_yearly_dates_are_read_and_written_back() -> None:
+    """Sunspots since 1700: a span past the 292 years nanosecond differences can hold."""
+    years = np.arange(1700, 2009)
+    df = pd.DataFrame({"unique_id": "sun", "ds": pd.to_datetime([f"{y}-07-01" for y in years]),
+                       "y": 50 + 40 * np.sin(2 * np.pi * years / 11)})
+    f = LevyForecaster(epochs=1, seed=0, horizon="11y").fit(df)
+    times = f.observations.frame["time"].to_numpy()
+    assert times[-1] / (365.2425 * 24) == pytest.approx(308, abs=0.01)
+    queries = pd.DataFrame({"unique_id": "sun", "ds": pd.to_datetime(["2009-07-01", "2015-07-01"])})
+    pred = f.predict(queries, level=[90])
+    assert list(pred["ds"]) == list(queries["ds"])

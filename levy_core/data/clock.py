@@ -549,9 +549,11 @@ def _datetime_query_hours(
         )
     if obs.report.input_has_offsets:
         _require_time_zones(cells, name, lines)
-    unit = np.datetime_data(stamps.dt.tz_convert(None).dtype)[0]  # far typed stamps stay in µs
+    # in microseconds (or coarser): nanosecond differences overflow past 292 years
+    unit = np.datetime_data(stamps.dt.tz_convert(None).dtype)[0]
+    unit = "us" if unit == "ns" else unit
     starts = pd.to_datetime(pd.Series(series, dtype=object).map(origin), utc=True).dt.as_unit(unit)
-    return ((stamps - starts) / pd.Timedelta(hours=1)).to_numpy(
+    return ((stamps.dt.as_unit(unit) - starts) / pd.Timedelta(hours=1)).to_numpy(
         dtype=np.float64, na_value=np.nan
     )
 
