@@ -37,8 +37,9 @@ Candidate periods: the calendar ones the data can resolve (a day, a week, a year
 strongest peak of a Lomb–Scargle periodogram (irregular times and missing points need no
 grid) when white noise would rise that high less than ``FALSE_ALARM`` of the time, snapped
 to the calendar. :func:`choose` scores every candidate on the later half of the training
-origins and keeps, per channel, the one with the smallest squared error there: the model
-is never built on an offset worse than another candidate on the origins it learns from. A
+origins and the calibration ones (the latest before the test origins) and keeps, per
+channel, the one with the smallest squared error there: the model is never built on an
+offset worse than another candidate on the origins it is fitted and calibrated on. A
 candidate is kept over a simpler one (``METHODS`` is in order of complexity) only when its
 error is lower by more than ``SIMPLER_MARGIN``: near-ties go to the simpler forecaster.
 """
@@ -496,17 +497,17 @@ class BaseForecast:
 
 def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes: dict[str, pd.DataFrame],
            *, season: float | None = None) -> BaseForecastSpec:
-    """Score every candidate on the training episodes and keep the best per channel.
+    """Score every candidate on the later half of ``episodes`` and keep the best per channel.
 
     Parameters
     ----------
     frame : DataFrame
-        The user's observations before the first calibration origin, normalised (columns
-        series_id, channel, time, value).
+        The user's observations that may be seen (before the first test origin), normalised
+        (columns series_id, channel, time, value).
     origins : dict of str to (str, float)
         Episode id → (user series id, origin hours).
     episodes : dict of str to DataFrame
-        Training episode id → its queries (columns channel, time in the user's hours, value).
+        Scored episode id → its queries (columns channel, time in the user's hours, value).
     season : float, optional
         A period the user asked for (hours; 0: no seasonal or harmonic candidates); None:
         :func:`candidate_periods`.
@@ -526,7 +527,7 @@ def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes:
         if len(p.t) >= 30 and len(p.t) > 10 * orders.get(str(channel), 0):
             orders[str(channel)] = ar_order(p.t[-MAX_PAST:], p.y[-MAX_PAST:], gap, longest)
     records: dict[str, list[tuple[dict[tuple[str, float], np.ndarray], np.ndarray]]] = {}
-    # scored on the later half of the training origins: the nearest to what is forecast next,
+    # scored on the later half of the origins given: the nearest to what is forecast next,
     # and with the most past behind them (the first origins' short past would decide for
     # the candidates that need the least)
     by_time = sorted(episodes, key=lambda m: (origins[m][1], m))

@@ -160,10 +160,10 @@ def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: in
         time_scale = float(max((times.max() - times.min()).median(), 1e-6))
     season, base = 0.0, None
     if split.mode == "origin" and user_frame is not None:
-        # the offset is a classical forecaster chosen on the training origins (it replaces
-        # the model's own seasonal offset)
-        base = choose_base_forecast(builder, train_ids + [s for s in stop_ids if s not in train_ids], split,
-                                    scaler, user_frame, origin_of, task.season)
+        # the offset is a classical forecaster chosen on the training and calibration origins
+        # (it replaces the model's own seasonal offset)
+        scored = list(dict.fromkeys(train_ids + stop_ids + cal_ids))
+        base = choose_base_forecast(builder, scored, split, scaler, user_frame, origin_of, task.season)
         builder.base = BaseForecast(base, scaler.transform(user_frame), split.clock(user_frame).origins, channels)
     elif split.mode == "origin":
         season = resolve_season(task, split, user_frame, origin_of)
@@ -171,19 +171,24 @@ def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: in
                    builder.usable(split.test), time_scale, origin_of, season, base)
 
 
-def choose_base_forecast(builder: EpisodeBuilder, train_ids: list[str], split: Split, scaler: ChannelScaler,
+def choose_base_forecast(builder: EpisodeBuilder, ids: list[str], split: Split, scaler: ChannelScaler,
                          user_frame: pd.DataFrame, origin_of: dict[str, float],
                          season: float | None) -> BaseForecastSpec:
     """Rolling origins: the classical forecaster of each channel's offset, scored on the
-    training episodes' queries from the observations before the first calibration origin
-    only (never on what is calibrated or tested); ``season`` as asked (None: detected)."""
-    first_calibration = origin_of[split.calibration[0]] if split.calibration else np.inf
-    past = scaler.transform(user_frame[user_frame["time"] < first_calibration])
+    queries of the episodes ``ids`` (the training and calibration origins) that lie before
+    the first test origin, from the observations before it: nothing a test origin forecasts
+    is seen. The calibration origins are the latest before the test ones: a series whose
+    regime changed (a recession, then a recovery) is forecast by what works since. The
+    adaptive band these fits use holds without exchangeability, so the choice costs it
+    nothing; ``season`` as asked (None: detected)."""
+    first_test = origin_of[split.test[0]] if split.test else np.inf
+    past = scaler.transform(user_frame[user_frame["time"] < first_test])
     names = {code: name for name, code in builder.channel_index.items()}
     episodes = {}
-    for sid in train_ids:
+    for sid in ids:
         s = builder.series[sid]
         _, qry = builder.split_indices(sid)
+        qry = qry[s.time[qry] + origin_of[sid] < first_test]
         if len(qry):
             episodes[sid] = pd.DataFrame({"channel": [names[c] for c in s.channel[qry]],
                                           "time": s.time[qry] + origin_of[sid], "value": s.value[qry]})
