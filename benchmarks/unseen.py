@@ -1,8 +1,10 @@
 """The user's path on stays the model never saw, through the command line.
 
 1. ``levy fit TRAIN.csv --out DIR`` (defaults: forecast, cut-off 24 h) on a training file:
-   the bundled 300-stay sample, or (``--train protocol``) the t-PatchGNN protocol's 2,397
-   training stays of set A.
+   the bundled 300-stay sample, (``--train protocol``) the t-PatchGNN protocol's 2,397
+   training stays of set A, or (``--train draw``) a seeded draw of ``--n-train`` stays of
+   set A, none of them in the bundled sample (the size of most uploads, on stays the model
+   was never tuned on; ``--seed`` picks the draw).
 2. For ``--n-unseen`` other stays of set A (none in the training file): their first 24 h as
    DATA and every observation after 24 h as ``--queries``; ``levy predict DIR DATA
    --queries Q.csv --band conformal --level 0.9``.
@@ -14,12 +16,15 @@
 Scores, per channel in that channel's standard-deviation units (from the training file),
 then averaged over channels (every variable counts alike, as the protocol's MSE): MSE, MAE
 and Gaussian CRPS of the scaled-Gaussian predictive (``mean``, ``pred_std`` = c·σ̂), and the
-coverage of the 90 % conformal band; also the plain per-query averages. Then the same
+coverage of the 90 % conformal band with its standard error over stays (each stay's own
+coverage, so the correlated queries of one stay count once); also the plain per-query
+averages. Then the same
 stays queried at 10× and 100× the history past their end (σ̂ growth, n_eff).
 
 Usage::
 
-    python benchmarks/unseen.py --data-dir PATH/TO/physionet2012 [--train sample|protocol] [--n-unseen 400] [--size auto]
+    python benchmarks/unseen.py --data-dir PATH/TO/physionet2012 [--train sample|protocol|draw] [--n-train 300]
+        [--n-unseen 400] [--seed 0] [--size auto]
 """
 
 from __future__ import annotations
@@ -86,13 +91,17 @@ def scores(df: pd.DataFrame, sd: pd.Series, name: str) -> dict:
            "crps_queries": metrics.crps_gaussian(y, mean, std)}
     if "lower" in df:
         row["coverage_90"] = metrics.interval_coverage(df["y_true"], df["lower"], df["upper"])
+        inside = (df["y_true"] >= df["lower"]) & (df["y_true"] <= df["upper"])
+        per_stay = inside.groupby(df["series_id"].to_numpy()).mean()
+        row["coverage_se"] = float(per_stay.std(ddof=1) / np.sqrt(len(per_stay))) if len(per_stay) > 1 else np.nan
     return row
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--train", choices=["sample", "protocol"], default="sample")
+    parser.add_argument("--train", choices=["sample", "protocol", "draw"], default="sample")
+    parser.add_argument("--n-train", type=int, default=300, help="--train draw: stays drawn (seeded by --seed)")
     parser.add_argument("--n-unseen", type=int, default=400)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--size", choices=["auto", *MODEL_SIZES], default="auto",
@@ -109,6 +118,15 @@ def main() -> None:
         train = pd.read_csv(train_file).rename(columns={"patient_id": "series_id", "time_hours": "time",
                                                         "parameter": "channel"})
         train["series_id"] = train["series_id"].astype(str)
+    elif args.train == "draw":  # a seeded draw of stays none of which is in the bundled sample
+        sample = pd.read_csv(REPO / "sample_data" / "physionet2012_sample.csv.gz", usecols=["patient_id"])
+        bundled = set(sample["patient_id"].astype(str))
+        pool = sorted(set(full["series_id"]) - bundled)
+        drawn = np.random.default_rng([args.seed, 1]).choice(pool, size=min(args.n_train, len(pool)), replace=False)
+        train = full[full["series_id"].isin(set(drawn.tolist()))]
+        full = full[~full["series_id"].isin(bundled)]  # nor among the unseen stays
+        train_file = tmp / "train.csv"
+        to_long(train).to_csv(train_file, index=False)
     else:
         train_ids, _, _ = protocol_split(sorted(full["series_id"].unique()))
         train = full[full["series_id"].isin(train_ids)]
@@ -154,10 +172,13 @@ def main() -> None:
           "| 90 % conformal coverage |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        cov = f"{r['coverage_90']:.3f}" if "coverage_90" in r else "-"
+        cov = f"{r['coverage_90']:.3f} ± {r['coverage_se']:.3f}" if "coverage_90" in r else "-"
         print(f"| {r['method']} | {r['n']} | {r['mse_channels']:.4f} | {r['mae_channels']:.4f} | "
               f"{r['crps_channels']:.4f} | {r['mse_queries']:.4f} | {r['crps_queries']:.4f} | {cov} |")
     a, m, b = rows
+    if "coverage_90" in a:
+        z = (a["coverage_90"] - 0.9) / a["coverage_se"]
+        print(f"90 % conformal coverage {a['coverage_90']:.3f}, {z:+.2f} standard errors over stays from 0.90")
     print(f"Lévy vs last value: MSE {100 * (a['mse_channels'] / b['mse_channels'] - 1):+.1f} %, "
           f"CRPS {100 * (a['crps_channels'] / b['crps_channels'] - 1):+.1f} % (per channel, averaged); "
           f"vs MC-Dropout: CRPS {100 * (a['crps_channels'] / m['crps_channels'] - 1):+.1f} %")

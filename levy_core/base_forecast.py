@@ -59,7 +59,8 @@ __all__ = ["METHODS", "BaseForecast", "BaseForecastSpec", "candidate_periods", "
 METHODS = ("last", "level", "drift", "seasonal", "seasonal_drift", "autoregressive", "harmonic_level", "harmonic",
            "harmonic_recent", "combination")
 COMBINED = 3  # a combination averages this many of the best candidates
-MIN_SCORED_ORIGINS = 10  # candidates are scored on the later half of the training origins from twice this many
+MIN_SCORED_ORIGINS = 10  # candidates are scored on the later half of the origins from twice this many
+OFFSET_RANGE = 10.0  # an offset beyond this many data ranges from the data is clipped (an exploding AR, a trend)
 HARMONIC = ("harmonic", "harmonic_level", "harmonic_recent")
 SEASONAL = ("seasonal", "seasonal_drift")
 CALENDAR = (24.0, 168.0, 365.2425 * 24)  # a day, a week, a year (hours)
@@ -437,6 +438,16 @@ def _autoregressive(t: np.ndarray, y: np.ndarray, origin: float, tq: np.ndarray,
     return np.interp(tq, origin + gap * np.arange(len(ahead)), ahead)
 
 
+def bounded(t: np.ndarray, y: np.ndarray, pred: np.ndarray) -> np.ndarray:
+    """A forecast kept finite and within ``OFFSET_RANGE`` data ranges of the past's values
+    (an autoregression that explodes or a trend run far ahead would otherwise hand the
+    network non-finite or absurd offsets)."""
+    lo, hi = float(np.min(y)), float(np.max(y))
+    span = max(hi - lo, 1e-12)
+    pred = np.nan_to_num(pred, nan=float(y[-1]), posinf=hi + OFFSET_RANGE * span, neginf=lo - OFFSET_RANGE * span)
+    return np.clip(pred, lo - OFFSET_RANGE * span, hi + OFFSET_RANGE * span)
+
+
 class BaseForecast:
     """The offsets of one model's episodes, from the whole past of their series.
 
@@ -486,9 +497,9 @@ class BaseForecast:
             rows = np.flatnonzero(channel_codes == code)
             pairs = self.spec.members[channel] if method == "combination" else [
                 (method, self.spec.periods.get(channel, 0.0))]
-            out[rows] = np.mean([forecast(m, t, y, origin, origin + times[rows], period=period,
+            out[rows] = np.mean([bounded(t, y, forecast(m, t, y, origin, origin + times[rows], period=period,
                                           harmonics=self.spec.harmonics, gap=self.spec.gap,
-                                          order=self.spec.orders.get(channel, 0)) for m, period in pairs], axis=0)
+                                          order=self.spec.orders.get(channel, 0))) for m, period in pairs], axis=0)
         if len(self._cache) >= CACHE_EPISODES:
             self._cache.clear()
         self._cache[key] = out
@@ -544,8 +555,8 @@ def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes:
                 continue
             tq, yq = q["time"].to_numpy(np.float64), q["value"].to_numpy(np.float64)
             order = orders.get(str(channel), 0)
-            preds = {(method, period): forecast(method, t, y, origin, tq, period=period, harmonics=periods, gap=gap,
-                                                order=order)
+            preds = {(method, period): bounded(t, y, forecast(method, t, y, origin, tq, period=period,
+                                                              harmonics=periods, gap=gap, order=order))
                      for method, period in names + ([("autoregressive", 0.0)] if order else [])}
             records.setdefault(str(channel), []).append((preds, yq))
     methods, chosen_periods, members, scores = {}, {}, {}, {}

@@ -162,3 +162,13 @@ def test_spec_round_trip_and_refusals() -> None:
     with pytest.raises(ValueError, match="unknown keys"):
         BaseForecastSpec.from_dict({**spec.to_dict(), "code": "import os"})
     assert set(METHODS) >= {"last", "harmonic", "autoregressive", "combination"}
+
+
+def test_an_exploding_forecast_is_kept_finite_and_near_the_data() -> None:
+    from levy_core.base_forecast import OFFSET_RANGE, bounded
+
+    t = np.arange(10.0)
+    y = np.linspace(0.0, 1.0, 10)
+    out = bounded(t, y, np.array([np.nan, np.inf, -np.inf, 1e30, 0.5]))
+    assert np.isfinite(out).all()
+    np.testing.assert_allclose(out, [1.0, 1 + OFFSET_RANGE, -OFFSET_RANGE, 1 + OFFSET_RANGE, 0.5])
