@@ -539,7 +539,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_model_and_data(e)
     e.add_argument("--json", required=True)
     e.add_argument("--predictions", default=None)
-    e.add_argument("--mc-passes", type=_bounded_int(1, MAX_MC_PASSES), default=20,
+    e.add_argument("--mc-passes", type=_bounded_int(0, MAX_MC_PASSES), default=20,
                    help=f"MC-Dropout passes over the test split, 1 to {MAX_MC_PASSES:,}")
     e.set_defaults(func=_cmd_evaluate)
 

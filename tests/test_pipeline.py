@@ -211,8 +211,9 @@ def test_predict_grid_columns_sizes_bands_and_units(fitted, fit_obs) -> None:
         and (grid["pred_std"] >= 0).all()
         and (grid["disagreement"] >= 0).all()
     )
-    # scaled Gaussian: pred_std = c σ̂ and the 90 % band is mean ± z_0.95 c σ̂
-    c = fitted.levy_calibration.scale_
+    # scaled Gaussian: pred_std = c_channel σ̂ (each channel's own scale) and the 90 % band is
+    # mean ± z_0.95 c_channel σ̂
+    c = fitted.levy_calibration.scaled_gaussian.scales_for(grid["channel"].to_numpy(), len(grid))
     np.testing.assert_allclose(grid["pred_std"], c * grid["sigma"], rtol=1e-6, atol=1e-12)
     z = stats.norm.ppf(0.95)
     np.testing.assert_allclose(
@@ -350,7 +351,9 @@ def test_evaluate_frame_matches_the_json(evaluated, fitted) -> None:
         pred[PRED_COLUMNS[3:]].to_numpy(np.float64)
     ).all()
     np.testing.assert_allclose(
-        pred["pred_std"], fitted.levy_calibration.scale_ * pred["sigma"], rtol=1e-6
+        pred["pred_std"],
+        fitted.levy_calibration.scaled_gaussian.scales_for(pred["channel"].to_numpy(), len(pred)) * pred["sigma"],
+        rtol=1e-6
     )
 
 

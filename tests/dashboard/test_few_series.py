@@ -90,12 +90,13 @@ def test_forecast_on_one_series_shows_only_the_users_ids_and_clock():
     res = services.cached_fit(at.session_state["_fit_key"])
     assert res.fitted.split.mode == "origin" and res.obs.n_series == 1
     # the page says what the offset is, and in plain words when training did not improve on it
-    captions = " ".join(c.value for c in at.caption)
-    assert "offset: a classical forecaster chosen on the training origins" in captions
+    show(at, PANELS[0])
+    page = " ".join(rendered_texts(at)).replace("\\", "")  # markdown escapes
+    assert "offset: a classical forecaster chosen on the training origins" in page
     note = res.fitted.training_note()
     assert (note is not None) == (res.fitted.training["levy"]["improves_on_offset"] is False)
     if note:
-        assert "Training did not improve on the offset" in captions
+        assert "Training did not improve on the offset" in page
     for panel in PANELS:
         show(at, panel)
         assert not at.error, f"{panel}: {[e.value for e in at.error]}"
