@@ -106,8 +106,8 @@ class FittedModel:
         kept = float(np.mean(info.get("correction_scale") or [1.0]))
         return (f"Training did not improve on the offset on held-out {where} (mean squared error "
                 f"{info.get('mse', float('nan')):.3g} against {info.get('offset_mse', float('nan')):.3g} for the "
-                f"offset alone, normalised units): the forecast is essentially the offset, "
-                f"{self.offset_description()}, with {100 * kept:.0f} % of the learned correction kept. The band is "
+                f"offset alone, normalised units): the forecast is essentially the offset, with "
+                f"{100 * kept:.0f} % of the learned correction kept. The band is "
                 "still the Lévy model's σ̂, calibrated: its evidence and disagreement still say where the forecast "
                 "is uncertain.")
 
