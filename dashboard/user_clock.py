@@ -17,10 +17,16 @@ Pure mapping through ``levy_core``'s clocks; nothing here is cached (``services`
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
-from levy_core.data import DATETIME, Observations, to_user_time, user_time_label, user_time_unit
+from levy_core.data import (
+    DATETIME,
+    Observations,
+    duration_text,
+    to_user_time,
+    user_time_label,
+    user_time_unit,
+)
 from levy_core.pipeline import ModelData
 
 __all__ = ["HOURS_AXIS", "display_times", "duration_text", "model_ids_of", "model_query", "on_origins",
@@ -125,20 +131,6 @@ def time_text(data: ModelData, series_id: str, hours: float) -> str:
     if user_time_unit(data.obs) == DATETIME:
         return f"{pd.Timestamp(when):%Y-%m-%d %H:%M} UTC"
     return f"{float(when):.4g} {user_time_unit(data.obs)}"
-
-
-def duration_text(hours: float, sep: str = "") -> str:
-    """A duration in the largest unit that keeps it readable ("36h", "2.5d"; ``sep=" "`` for
-    prose); ``levy_core.data.parse_duration`` reads it back."""
-    h = float(hours)
-    if not np.isfinite(h) or h <= 0:
-        return ""
-    if h < 1e-2:
-        return f"{h * 3600:.3g}{sep}s"
-    for unit, size in (("y", 24 * 365.2425), ("w", 24 * 7.0), ("d", 24.0)):
-        if h >= 2 * size:
-            return f"{h / size:.3g}{sep}{unit}"
-    return f"{h:.3g}{sep}h"
 
 
 def data_time_label(obs: Observations) -> str:

@@ -53,6 +53,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from levy_core.seasonality import snap_to_calendar
+
 __all__ = ["METHODS", "BaseForecast", "BaseForecastSpec", "candidate_periods", "choose"]
 
 # in order of complexity: a candidate is kept over a simpler one only when it is clearly better
@@ -63,8 +65,7 @@ MIN_SCORED_ORIGINS = 10  # candidates are scored on the later half of the origin
 OFFSET_RANGE = 10.0  # an offset beyond this many data ranges from the data is clipped (an exploding AR, a trend)
 HARMONIC = ("harmonic", "harmonic_level", "harmonic_recent")
 SEASONAL = ("seasonal", "seasonal_drift")
-CALENDAR = (24.0, 168.0, 365.2425 * 24)  # a day, a week, a year (hours)
-CALENDAR_TOLERANCE = 0.08
+CALENDAR = (24.0, 168.0, 365.2425 * 24)  # a day, a week, a year (hours): tried wherever the data resolve them
 MIN_SAMPLES_PER_PERIOD = 4  # a period spans at least this many sampling intervals
 MAX_PERIODS = 3
 MAX_HARMONICS = 4
@@ -191,11 +192,6 @@ class BaseForecastSpec:
 # periods
 
 
-def _snap(period: float) -> float:
-    nearest = min(CALENDAR, key=lambda p: abs(math.log(period / p)))
-    return nearest if abs(period / nearest - 1) <= CALENDAR_TOLERANCE else period
-
-
 def _median_gap(times: np.ndarray) -> float:
     gaps = np.diff(np.unique(times))
     return float(np.median(gaps)) if gaps.size else 0.0
@@ -250,7 +246,7 @@ def candidate_periods(frame: pd.DataFrame) -> tuple[float, ...]:
                 found[p] = max(found.get(p, 0.0), 0.0)
         peak = periodogram_peak(times, values, gap)
         if peak is not None and false_alarm(peak[1], len(times), span, MIN_SAMPLES_PER_PERIOD * gap) < FALSE_ALARM:
-            p = _snap(peak[0])
+            p = snap_to_calendar(peak[0])
             found[p] = max(found.get(p, 0.0), peak[1])
     ranked = sorted(found, key=lambda p: (-found[p], p))
     return tuple(float(p) for p in ranked[:MAX_PERIODS])
@@ -271,8 +267,8 @@ def _seasonal(t: np.ndarray, y: np.ndarray, origin: float, tq: np.ndarray, perio
     NaN where none lies within ``P/8``."""
     k = np.maximum(np.ceil((tq - origin) / period), 1.0)
     tau = tq - k * period
-    pos = np.clip(np.searchsorted(t, tau), 1, len(t) - 1) if len(t) > 1 else np.zeros(len(tq), np.int64)
-    left, right = pos - 1 if len(t) > 1 else pos, pos
+    pos = np.clip(np.searchsorted(t, tau), 1, len(t) - 1)  # callers have at least two points
+    left, right = pos - 1, pos
     pick = np.where(np.abs(t[left] - tau) <= np.abs(t[right] - tau), left, right)
     return np.where(np.abs(t[pick] - tau) <= period / 8, y[pick], np.nan)
 
@@ -534,9 +530,13 @@ def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes:
             for key, g in frame.groupby(["series_id", "channel"], sort=False)}
     orders: dict[str, int] = {}
     longest = max(periods, default=0.0)
-    for (_, channel), p in past.items():  # one order per channel: of its longest series
-        if len(p.t) >= 30 and len(p.t) > 10 * orders.get(str(channel), 0):
-            orders[str(channel)] = ar_order(p.t[-MAX_PAST:], p.y[-MAX_PAST:], gap, longest)
+    richest: dict[str, _ChannelPast] = {}  # one order per channel: from its best-observed series
+    for (_, channel), p in past.items():
+        if str(channel) not in richest or len(p.t) > len(richest[str(channel)].t):
+            richest[str(channel)] = p
+    for channel, p in richest.items():
+        if len(p.t) >= 30:
+            orders[channel] = ar_order(p.t[-MAX_PAST:], p.y[-MAX_PAST:], gap, longest)
     records: dict[str, list[tuple[dict[tuple[str, float], np.ndarray], np.ndarray]]] = {}
     # scored on the later half of the origins given: the nearest to what is forecast next,
     # and with the most past behind them (the first origins' short past would decide for

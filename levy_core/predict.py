@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from levy_core.data import DataError, Observations
+from levy_core.data import DataError, Observations, duration_text
 from levy_core.model import Batch
 from levy_core.modelfile import FittedModel
 from levy_core.predictive import to_original_units
@@ -24,14 +24,6 @@ __all__ = ["BATCH_SERIES", "chunks", "horizon_note", "observed_queries", "predic
 BATCH_SERIES = 64  # series per inference batch
 PASS_COLUMNS = ["mean_norm", "sigma_norm", "spread_norm", "log_evidence", "disagreement_norm", "n_eff", "evidence_term",
                 "disagreement_term_norm"]
-
-
-def _duration(hours: float) -> str:
-    """Hours as a person reads them: ``36 h``, ``12 d``, ``2.5 y``."""
-    for unit, size in (("y", 365.2425 * 24), ("d", 24.0)):
-        if abs(hours) >= 2 * size:
-            return f"{hours / size:.3g} {unit}"
-    return f"{hours:.3g} h"
 
 
 def horizon_note(fitted: FittedModel, leads: np.ndarray) -> str | None:
@@ -47,10 +39,11 @@ def horizon_note(fitted: FittedModel, leads: np.ndarray) -> str | None:
     if not beyond.any():
         return None
     far = float(leads[beyond].max())
-    return (f"{int(beyond.sum())} of {leads.size} queries lie beyond the fitted horizon, up to {_duration(far)} after "
-            f"the data's end, while the model was trained and calibrated on forecasts up to {_duration(fitted_h)} "
-            f"ahead: there the forecast and its band extrapolate. Refit with --horizon {_duration(far).replace(' ', '')}"
-            f" (or more) to forecast that far, or ask for times within {_duration(fitted_h)} of the end.")
+    return (f"{int(beyond.sum())} of {leads.size} queries lie beyond the fitted horizon, up to "
+            f"{duration_text(far, ' ')} after the data's end, while the model was trained and calibrated on "
+            f"forecasts up to {duration_text(fitted_h, ' ')} ahead: there the forecast and its band extrapolate. "
+            f"Refit with --horizon {duration_text(far)} (or more) to forecast that far, or ask for times within "
+            f"{duration_text(fitted_h, ' ')} of the end.")
 
 
 def chunks(ids: list[str], size: int = BATCH_SERIES) -> list[list[str]]:

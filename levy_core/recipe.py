@@ -266,7 +266,7 @@ def correction_episodes(data: FitData) -> list[str]:
 
 def keep_correction(model: LevyModel | SoftmaxTwin, data: FitData, result: TrainResult) -> TrainResult:
     """Install the share of the learned correction each channel keeps
-    (:func:`~levy_core.train.fit_correction_scale`, on the early-stopping episodes) and
+    (:func:`~levy_core.train.fit_correction_scale`, on :func:`correction_episodes`) and
     record it in ``result``."""
     fit = fit_correction_scale(model, data.builder, correction_episodes(data))
     model.correction_scale.copy_(torch.as_tensor(fit.scale))

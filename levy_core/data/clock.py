@@ -139,6 +139,20 @@ def user_time_label(obs: Observations) -> str:
 # --------------------------------------------------------------------------------------
 # Durations
 # --------------------------------------------------------------------------------------
+def duration_text(hours: float, sep: str = "") -> str:
+    """A duration in the largest unit that keeps it readable ("36h", "2.5d"; ``sep=" "`` for
+    prose); :func:`parse_duration` reads it back."""
+    h = float(hours)
+    if not np.isfinite(h) or h <= 0:
+        return ""
+    if h < 1e-2:
+        return f"{h * 3600:.3g}{sep}s"
+    for unit, size in (("y", 24 * 365.2425), ("w", 24 * 7.0), ("d", 24.0)):
+        if h >= 2 * size:
+            return f"{h / size:.3g}{sep}{unit}"
+    return f"{h:.3g}{sep}h"
+
+
 def parse_duration(text: str | float, input_time_unit: str) -> float:
     """A duration (a horizon, a gap) in hours.
 
