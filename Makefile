@@ -7,12 +7,12 @@ PORT ?= 8501
 HOST ?= localhost
 DATA ?=
 
-.PHONY: install test test-fast dashboard bench lint clean
+.PHONY: install test test-fast dashboard bench docs lint clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[test,ray]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[test,ray,docs]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -34,8 +34,12 @@ dashboard: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/operator.py
 
+## make docs: the documentation site (MkDocs + Material + mkdocstrings) built strictly into site/
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis site
