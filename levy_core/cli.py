@@ -24,6 +24,8 @@ from tqdm import tqdm
 from levy_core import pipeline
 from levy_core.calibrate import NotFittedError
 from levy_core.chunked import predict_file, rank_file
+from levy_core.cli_advise import add_advise_command
+from levy_core.cli_watch import add_watch_command
 from levy_core.csv_safety import to_safe_csv
 from levy_core.data import (
     DataError,
@@ -34,6 +36,7 @@ from levy_core.data import (
 )
 from levy_core.data.series_chunks import DEFAULT_CHUNK_SERIES, read_observations
 from levy_core.drift import DriftReport, DriftTally
+from levy_core.modelfile import file_sha256
 from levy_core.nixtla import band_kind, band_levels, level_bands, level_label, nixtla_frame
 from levy_core.over_time import GUARANTEE
 from levy_core.pipeline import ModelLoadError
@@ -135,6 +138,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     fitted = pipeline.fit(obs, task=task, train=train, size=args.size, train_twin=not args.no_twin,
                           phi=args.phi, progress=None if args.quiet else EpochBars())
+    fitted.source_sha256 = file_sha256(args.data)  # which file, byte for byte, the model was fitted on
     out = fitted.save(args.out)
     tr = fitted.training
     print(f"fitted a {pipeline.size_name(fitted.model_config)} model in {time.perf_counter() - t0:.1f} s: "
@@ -554,6 +558,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--workers", type=_positive_int, default=2, help="--engine ray: scoring actors (one CPU each; "
                    "a local Ray: at most this machine's cores)")
     r.set_defaults(func=_cmd_rank)
+    add_advise_command(sub, _add_model_and_data)
+    add_watch_command(sub, _add_model_and_data, _add_chunks)
 
     d = sub.add_parser("dashboard", help="start the dashboard (on DATA or a bundled sample)")
     d.add_argument("data", nargs="?", default=None)

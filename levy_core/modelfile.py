@@ -6,6 +6,7 @@ and safetensors weights; nothing executable is ever loaded.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import numbers
@@ -42,7 +43,7 @@ from levy_core.tasks import Split, TaskConfig
 from levy_core.train import TrainConfig
 
 __all__ = ["FORMAT", "MAX_JSON_DEPTH", "MAX_MC_PASSES", "MAX_MODEL_JSON_BYTES", "FittedModel", "ModelLoadError",
-           "json_depth", "load_model"]
+           "file_sha256", "json_depth", "load_model"]
 
 FORMAT = "levy-model/2"  # 2: offset + channel tokens + time decay + query read-out + prior
 
@@ -76,6 +77,8 @@ class FittedModel:
     mc_calibration: Calibrator | None
     mc_passes: int = 20
     data_hash: str = ""
+    # SHA-256 of the file the model was fitted on, as read (``levy fit`` records it; "" when fitted in memory)
+    source_sha256: str = ""
     training: dict[str, Any] = field(default_factory=dict)
     last_value: LastValueForecaster | None = None  # the baseline every table shows beside the model
     last_value_calibration: Calibrator | None = None
@@ -157,6 +160,7 @@ class FittedModel:
             "mc_calibration": self.mc_calibration.to_dict() if self.mc_calibration else None,
             "mc_passes": self.mc_passes,
             "data_hash": self.data_hash,
+            "source_sha256": self.source_sha256,
             "training": self.training,
             "last_value": self.last_value.to_dict() if self.last_value else None,
             "last_value_calibration": self.last_value_calibration.to_dict() if self.last_value_calibration else None,
@@ -279,6 +283,7 @@ def _from_meta(meta: dict[str, Any], path: Path) -> FittedModel:
         channels=list(meta["channels"]), levy_calibration=Calibrator.from_dict(meta["levy_calibration"]),
         mc_calibration=calibrator("mc_calibration"),
         mc_passes=int(meta.get("mc_passes", 20)), data_hash=str(meta.get("data_hash", "")),
+        source_sha256=_source_sha256(meta.get("source_sha256", "")),
         training=dict(meta.get("training", {})),
         last_value=LastValueForecaster.from_dict(meta["last_value"]) if meta.get("last_value") else None,
         last_value_calibration=calibrator("last_value_calibration"),
@@ -302,6 +307,26 @@ def _from_meta(meta: dict[str, Any], path: Path) -> FittedModel:
         if model is not None and scales.get(key) is not None:
             model.correction_scale.copy_(correction_scale(scales[key], cfg.n_channels, key))
     return FittedModel(levy=levy.eval(), twin=twin.eval() if twin else None, **parts)
+
+
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes as stored (a .csv.gz: of the compressed bytes), read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(_CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _source_sha256(value: Any) -> str:
+    """``model.json``'s ``source_sha256``: 64 hexadecimal digits, or "" (absent: fitted in memory,
+    or saved before it was recorded)."""
+    if value == "" or value is None:
+        return ""
+    if not isinstance(value, str) or not re.fullmatch(r"[0-9a-f]{64}", value):
+        raise ModelLoadError("model.json: source_sha256 must be 64 lower-case hexadecimal digits (the SHA-256 of "
+                             "the data file) or empty; re-run `levy fit`")
+    return value
 
 
 def correction_scale(values: Any, n_channels: int, key: str) -> torch.Tensor:

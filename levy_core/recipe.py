@@ -278,7 +278,8 @@ def _training_summary(result: TrainResult | None) -> dict[str, Any] | None:
     if result is None:
         return None
     summary = {"best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
-               "seconds": round(result.seconds, 3), "best_val_mse": result.best_val_loss}
+               "seconds": round(result.seconds, 3), "best_val_mse": result.best_val_loss,
+               "stopped_by": result.stopped_by}
     if result.correction is not None:
         summary.update(result.correction.to_dict())
     return summary
@@ -326,7 +327,8 @@ def calibrate(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str], *, m
 def fit(obs: Observations, *, task: TaskConfig | None = None, train: TrainConfig | None = None,
         size: str = "auto", train_twin: bool = True, mc_passes: int = 20,
         phi: Literal["rate", "count"] = "rate",
-        progress: Callable[[Progress], None] | None = None) -> FittedModel:
+        progress: Callable[[Progress], None] | None = None,
+        preview: Callable[[Progress, Callable[[], FittedModel]], None] | None = None) -> FittedModel:
     """Split, normalise, train the Lévy model (and its twin), calibrate both.
 
     Parameters
@@ -344,6 +346,10 @@ def fit(obs: Observations, *, task: TaskConfig | None = None, train: TrainConfig
         T for MC-Dropout when calibrating the twin.
     progress : callable, optional
         Called with a ``Progress`` after every epoch of each model.
+    preview : callable, optional
+        Called after every epoch of the Lévy model with its ``Progress`` and a function that
+        builds the model as it stands (the best epoch so far, calibrated, no twin:
+        :func:`preview_model`); calling it or not leaves the fit bit for bit the same.
     """
     train = train or TrainConfig()
     if train_twin and mc_passes < 2:
@@ -351,9 +357,33 @@ def fit(obs: Observations, *, task: TaskConfig | None = None, train: TrainConfig
     size = resolve_size(size, obs.n_series)
     data = prepare_fit(obs.frame, task, seed=train.seed)
     cfg = data.model_config(size, phi)
-    levy = train_levy_model(data, cfg, train, progress=progress)
+
+    def on_epoch(p: Progress) -> None:
+        if progress is not None:
+            progress(p)
+        if preview is not None and p.model == "levy" and p.best_state is not None:
+            preview(p, lambda: preview_model(obs, data, cfg, train, p))
+
+    levy = train_levy_model(data, cfg, train, progress=on_epoch if preview is not None else progress)
     twin = train_twin_model(data, cfg, train, progress=progress) if train_twin else None
     fitted = assemble(data, cfg, train, levy, twin, mc_passes=mc_passes, data_hash=obs.content_hash())
+    fitted.drift = drift_reference(obs, data.split)
+    return fitted
+
+
+def preview_model(obs: Observations, data: FitData, cfg: ModelConfig, train: TrainConfig,
+                  p: Progress) -> FittedModel:
+    """The Lévy model as training left it at ``p`` (its best epoch so far), with its share
+    of the correction and its calibration fitted as at the end of a fit, and no twin: a band
+    to draw while training goes on. Torch's random state is saved and restored around it,
+    so the fit it is taken from goes on exactly as without it."""
+    if p.best_state is None:
+        raise ValueError("preview_model needs a Progress with best_state (from train_model)")
+    with torch.random.fork_rng(devices=[]):
+        model = LevyModel(cfg)
+        model.load_state_dict(p.best_state)
+        result = keep_correction(model.eval(), data, TrainResult(p.best_epoch, p.best_val_loss, p.epoch, p.seconds))
+        fitted = assemble(data, cfg, train, (model, result), None, mc_passes=2, data_hash=obs.content_hash())
     fitted.drift = drift_reference(obs, data.split)
     return fitted
 

@@ -107,6 +107,10 @@ class Progress:
     best_val_loss: float
     seconds: float  # elapsed for this model
     eta_seconds: float  # estimate of the time left for this model
+    best_epoch: int = 0  # the epoch whose weights are kept so far (0: the untrained model)
+    # those weights (a copy made when they were best: never changed afterwards; read, don't write)
+    best_state: dict[str, Tensor] | None = field(default=None, repr=False, compare=False)
+    stopped_by: str = ""  # on the last epoch: "patience", "epochs" or "time" (the max_seconds cap); "" before
 
     @property
     def fraction(self) -> float:
@@ -152,6 +156,7 @@ class TrainResult:
     seconds: float
     history: list[dict] = field(default_factory=list)
     correction: CorrectionFit | None = None
+    stopped_by: str = ""  # "patience" (early stopping), "epochs" (all run) or "time" (the max_seconds cap)
 
 
 MIN_CORRECTION_SCALE = 0.05  # γ never reaches 0: σ̂ would vanish with the correction
@@ -308,6 +313,7 @@ def train_model(
     history: list[dict] = []
     start = time.perf_counter()
     epoch = 0
+    stopped_by = ""
     skipped = 0  # consecutive optimiser steps skipped for a non-finite loss or gradient
     for epoch in range(1, cfg.epochs + 1):
         model.train()
@@ -348,14 +354,17 @@ def train_model(
         stop_patience = epoch - best[1] >= patience
         stop_budget = cfg.max_seconds is not None and elapsed + per_epoch > cfg.max_seconds
         eta = 0.0 if (stop_patience or stop_budget) else per_epoch * (cfg.epochs - epoch)
+        stopped_by = ("patience" if stop_patience else "time" if stop_budget else
+                      "epochs" if epoch == cfg.epochs else "")
         if progress is not None:
-            progress(Progress(label, epoch, cfg.epochs, train_loss, val, best[0], elapsed, eta))
+            progress(Progress(label, epoch, cfg.epochs, train_loss, val, best[0], elapsed, eta, best[1], best[2],
+                              stopped_by))
         log.info("%s epoch %d train %.5f val %.5f", label, epoch, train_loss, val)
         if stop_patience or stop_budget:
             break
     model.load_state_dict(best[2])
     model.eval()
-    return TrainResult(best[1], best[0], epoch, time.perf_counter() - start, history)
+    return TrainResult(best[1], best[0], epoch, time.perf_counter() - start, history, stopped_by=stopped_by)
 
 
 @torch.no_grad()
