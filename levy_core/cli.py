@@ -492,7 +492,9 @@ def _host(text: str) -> str:
     return text
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The ``levy`` command line's parser: every subcommand and option (the documentation
+    site's CLI reference is generated from it)."""
     p = argparse.ArgumentParser(prog="levy", description="Lévy attention: predictions with single-pass "
                                 "uncertainty for irregularly sampled time series.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -574,7 +576,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``levy`` console script; returns the exit code."""
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except (DataError, ModelLoadError, NotFittedError) as exc:

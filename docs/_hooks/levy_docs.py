@@ -35,9 +35,9 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
 def cli_reference() -> str:
     """``levy --help`` and each subcommand's help as Markdown, one section per subcommand."""
     os.environ["COLUMNS"] = "100"  # argparse wraps to the terminal's width
-    from levy_core.cli import _parser
+    from levy_core.cli import build_parser
 
-    parser = _parser()
+    parser = build_parser()
     parts = ["### `levy`", "", "```text", parser.format_help().rstrip(), "```", ""]
     for name, sub in _subcommands(parser).items():
         parts += [f"### `levy {name}`", "", "```text", sub.format_help().rstrip(), "```", ""]
