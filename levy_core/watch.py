@@ -264,6 +264,10 @@ class WatchTally:
             self.scored[str(sid)] = self.scored.get(str(sid), 0) + int(n)
             self.flags[str(sid)] = self.flags.get(str(sid), 0) + int(f)
 
+    def clear(self) -> None:
+        """Forget every chunk (a file read again from the start)."""
+        self.scored, self.flags, self.skipped = {}, {}, 0
+
     @property
     def n_scored(self) -> int:
         return int(sum(self.scored.values()))
