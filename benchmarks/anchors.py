@@ -514,6 +514,8 @@ def run_levy(case: Case, train: pd.DataFrame, test: pd.DataFrame, end: pd.Timest
     assert len(pred) == len(test)
     base = f.fitted.base_forecast.describe() if getattr(f.fitted, "base_forecast", None) is not None else None
     log(f"{case.name} end {end}: levy: training {json.dumps(f.fitted.training, default=str)}; base {base}")
+    if base is not None:  # each candidate's squared error on the scored origins (normalised units)
+        log(f"{case.name} end {end}: levy: base scores {json.dumps(f.fitted.base_forecast.scores)}")
     return pd.DataFrame({"mean": pred["Lévy"].to_numpy(np.float64), "lo": pred["Lévy-lo-90"].to_numpy(np.float64),
                          "hi": pred["Lévy-hi-90"].to_numpy(np.float64)})
 

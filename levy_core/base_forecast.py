@@ -15,6 +15,8 @@ The candidates, per channel (times in hours; ``o`` the origin, ``t_q`` the query
 * ``level`` — an exponentially weighted mean with a half-life of ``LEVEL_HALF_LIFE_GAPS``
   sampling intervals (simple exponential smoothing for irregular times);
 * ``drift`` — the last value plus the average slope of the past (the random walk with drift);
+* ``damped_trend`` — Holt's damped-trend exponential smoothing on a regular grid
+  (:mod:`levy_core.smoothing`; its parameters fitted once per channel);
 * ``seasonal`` — the value one season ``P`` before ``t_q`` (the latest such time at or before
   ``o``; the last value when none lies within ``P/8``), for each candidate period;
 * ``seasonal_drift`` — the same plus the change of the season's mean from the season before;
@@ -27,6 +29,9 @@ The candidates, per channel (times in hours; ``o`` the origin, ``t_q`` the query
   past;
 * ``autoregressive`` — an AR(p) of the past on a regular grid of the median sampling
   interval, ``p`` picked by AIC;
+* ``gp`` — a Gaussian process's posterior mean (trend, locally periodic terms, short-range
+  variation, noise; hyperparameters fitted once per channel: :mod:`levy_core.gp_forecast`),
+  for one series or a few;
 * ``combination`` — the mean of the ``COMBINED`` candidates that score best.
 
 A harmonic is left out at an origin whose past is shorter than its period; without any
@@ -53,21 +58,27 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from levy_core.seasonality import snap_to_calendar
+from levy_core import gp_forecast, smoothing
+from levy_core.gp_forecast import GPSpec
+from levy_core.seasonality import (
+    MAX_PERIODS,
+    _median_gap,
+    candidate_periods,
+    false_alarm,
+    periodogram_peak,
+)
 
-__all__ = ["METHODS", "BaseForecast", "BaseForecastSpec", "candidate_periods", "choose"]
+__all__ = ["METHODS", "BaseForecast", "BaseForecastSpec", "candidate_periods", "choose", "false_alarm",
+           "periodogram_peak"]
 
 # in order of complexity: a candidate is kept over a simpler one only when it is clearly better
-METHODS = ("last", "level", "drift", "seasonal", "seasonal_drift", "autoregressive", "harmonic_level", "harmonic",
-           "harmonic_recent", "combination")
+METHODS = ("last", "level", "drift", "damped_trend", "seasonal", "seasonal_drift", "autoregressive", "harmonic_level", "harmonic",
+           "harmonic_recent", "gp", "combination")
 COMBINED = 3  # a combination averages this many of the best candidates
 MIN_SCORED_ORIGINS = 10  # candidates are scored on the later half of the origins from twice this many
 OFFSET_RANGE = 10.0  # an offset beyond this many data ranges from the data is clipped (an exploding AR, a trend)
 HARMONIC = ("harmonic", "harmonic_level", "harmonic_recent")
 SEASONAL = ("seasonal", "seasonal_drift")
-CALENDAR = (24.0, 168.0, 365.2425 * 24)  # a day, a week, a year (hours): tried wherever the data resolve them
-MIN_SAMPLES_PER_PERIOD = 4  # a period spans at least this many sampling intervals
-MAX_PERIODS = 3
 MAX_HARMONICS = 4
 LEVEL_HALF_LIFE_GAPS = 4.0
 RIDGE = 1e-3  # ridge penalty per observation on the (standardised) regressors
@@ -81,7 +92,6 @@ CHANGEPOINT_RANGE = 0.8  # changepoints spread over the first 80 % of the past (
 MAX_CHANGEPOINTS = 25
 RECENT_PERIODS = 3.0  # harmonic_recent fits the last this many of its longest period
 SIMPLER_MARGIN = 0.02  # a candidate must beat every simpler one by this share of squared error
-FALSE_ALARM = 0.01  # a periodogram peak is a period when noise would rise this high this rarely  # observations a regression uses (the latest), bounding its cost
 
 
 @dataclass(frozen=True)
@@ -107,6 +117,10 @@ class BaseForecastSpec:
     scores : dict of str to dict of str to float
         Channel → candidate → its mean squared error on the training origins (normalised
         units), as measured when the choice was made (for the fit's report).
+    gp : dict of str to GPSpec
+        Channel → its Gaussian process's fitted kernel (channels with a ``gp`` candidate).
+    smoothing : dict of str to (float, float, float)
+        Channel → the ``(α, β, φ)`` of its ``damped_trend`` candidate.
     """
 
     methods: dict[str, str]
@@ -116,6 +130,8 @@ class BaseForecastSpec:
     orders: dict[str, int] = field(default_factory=dict)
     members: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    gp: dict[str, GPSpec] = field(default_factory=dict)
+    smoothing: dict[str, tuple[float, float, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for channel, method in self.methods.items():
@@ -137,17 +153,27 @@ class BaseForecastSpec:
             raise ValueError("base forecast: a combination needs its members")
         if not all(isinstance(x, (int, float)) and math.isfinite(x) and 0 <= x <= 1e7 for x in numbers):
             raise ValueError("base forecast: periods must be finite hours in [0, 1e7]")
+        uses_gp = {c for c, m in self.methods.items() if m == "gp"} | {
+            c for c, pairs in self.members.items() if any(m == "gp" for m, _ in pairs)}
+        for params in self.smoothing.values():
+            smoothing.check_parameters(*params)
+        if uses_gp - set(self.gp):
+            raise ValueError(f"base forecast: channels {sorted(uses_gp - set(self.gp))} use a Gaussian "
+                             "process without its kernel")
         if not all(isinstance(k, int) and 0 <= k <= MAX_AR_ORDER for k in self.orders.values()):
             raise ValueError(f"base forecast: autoregressive orders must be whole numbers in [0, {MAX_AR_ORDER}]")
 
     def to_dict(self) -> dict:
         return {"methods": dict(self.methods), "periods": dict(self.periods), "harmonics": list(self.harmonics),
                 "gap": self.gap, "orders": dict(self.orders),
-                "members": {c: [[m, p] for m, p in pairs] for c, pairs in self.members.items()}, "scores": {c: dict(s) for c, s in self.scores.items()}}
+                "members": {c: [[m, p] for m, p in pairs] for c, pairs in self.members.items()}, "scores": {c: dict(s) for c, s in self.scores.items()},
+                "gp": {c: g.to_dict() for c, g in self.gp.items()},
+                "smoothing": {c: list(v) for c, v in self.smoothing.items()}}
 
     @classmethod
     def from_dict(cls, data: dict) -> BaseForecastSpec:
-        unknown = sorted(set(data) - {"methods", "periods", "harmonics", "gap", "orders", "members", "scores"})
+        unknown = sorted(set(data) - {"methods", "periods", "harmonics", "gap", "orders", "members", "scores", "gp",
+                                      "smoothing"})
         if unknown:
             raise ValueError(f"base forecast: unknown keys {unknown}")
         try:
@@ -158,7 +184,10 @@ class BaseForecastSpec:
                        {str(c): [(str(m), float(p)) for m, p in list(pairs)[:COMBINED + 1]]
                         for c, pairs in dict(data.get("members", {})).items()},
                        {str(c): {str(k): float(v) for k, v in dict(s).items()}
-                        for c, s in dict(data.get("scores", {})).items()})
+                        for c, s in dict(data.get("scores", {})).items()},
+                       {str(c): GPSpec.from_dict(dict(g)) for c, g in dict(data.get("gp", {})).items()},
+                       {str(c): tuple(float(x) for x in list(v)[:3])
+                        for c, v in dict(data.get("smoothing", {})).items()})
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"base forecast: malformed record ({exc})") from exc
 
@@ -173,6 +202,8 @@ class BaseForecastSpec:
                 what += f" ({self.periods.get(channel, 0):g} h)"
             elif method == "autoregressive":
                 what += f" (order {self.orders.get(channel, 0)})"
+            elif method == "gp":
+                what = self._label(channel, method, 0.0)
             elif method in HARMONIC and not self.harmonics:
                 what = "trend" if method == "harmonic" else "recent trend"
             elif method in HARMONIC and self.harmonics:
@@ -185,71 +216,11 @@ class BaseForecastSpec:
             return f"{method} ({period:g} h)"
         if method == "autoregressive":
             return f"{method} (order {self.orders.get(channel, 0)})"
+        if method == "gp":
+            kernel = self.gp.get(channel)
+            periods = ", ".join(f"{p:g} h" for p in kernel.periods) if kernel else ""
+            return "Gaussian process" + (f" ({periods})" if periods else "")
         return method
-
-
-# ---------------------------------------------------------------------------------------
-# periods
-
-
-def _median_gap(times: np.ndarray) -> float:
-    gaps = np.diff(np.unique(times))
-    return float(np.median(gaps)) if gaps.size else 0.0
-
-
-def periodogram_peak(times: np.ndarray, values: np.ndarray, gap: float) -> tuple[float, float] | None:
-    """The strongest period (hours) of a Lomb–Scargle periodogram of one channel after a
-    linear trend is removed, and its normalised power in [0, 1]; None when the span holds
-    fewer than two periods of anything resolvable."""
-    from scipy.signal import lombscargle
-
-    span = float(times.max() - times.min()) if times.size else 0.0
-    if times.size < 16 or not span > 0 or not gap > 0:
-        return None
-    longest, shortest = span / 2, MIN_SAMPLES_PER_PERIOD * gap
-    if not longest > shortest:
-        return None
-    t = times - times.mean()
-    y = values - np.polyval(np.polyfit(t, values, 1), t)
-    if not np.var(y) > 0:
-        return None
-    periods = np.geomspace(shortest, longest, 1500)
-    power = lombscargle(t, y, 2 * np.pi / periods, normalize=True)
-    best = int(np.argmax(power))
-    return float(periods[best]), float(power[best])
-
-
-def false_alarm(power: float, n: int, span: float, shortest: float) -> float:
-    """Probability that white noise gives a normalised Lomb–Scargle peak at least ``power``
-    somewhere among the about ``span / shortest`` independent frequencies searched
-    (Scargle 1982; the standard normalisation: ``P(z > p) = (1 − p)^((n − 3)/2)`` at one
-    frequency)."""
-    one = (1.0 - min(max(power, 0.0), 1.0)) ** max((n - 3) / 2, 0.5)
-    independent = max(span / max(shortest, 1e-12), 1.0)
-    return float(-np.expm1(independent * np.log1p(-min(one, 1 - 1e-16))))
-
-
-def candidate_periods(frame: pd.DataFrame) -> tuple[float, ...]:
-    """The periods (hours) worth trying on ``frame`` (columns series_id, channel, time,
-    value): the calendar periods its sampling and span resolve, and each channel's strongest
-    periodogram peak when it carries at least a tenth of the detrended variance, snapped to
-    the calendar; at most ``MAX_PERIODS``, the strongest evidence first."""
-    found: dict[float, float] = {}
-    for _, g in frame.groupby(["series_id", "channel"], sort=True):
-        times, values = g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64)
-        gap = _median_gap(times)
-        if not gap > 0:
-            continue
-        span = float(times.max() - times.min())
-        for p in CALENDAR:
-            if p >= MIN_SAMPLES_PER_PERIOD * gap and span >= 2 * p:
-                found[p] = max(found.get(p, 0.0), 0.0)
-        peak = periodogram_peak(times, values, gap)
-        if peak is not None and false_alarm(peak[1], len(times), span, MIN_SAMPLES_PER_PERIOD * gap) < FALSE_ALARM:
-            p = snap_to_calendar(peak[0])
-            found[p] = max(found.get(p, 0.0), peak[1])
-    ranked = sorted(found, key=lambda p: (-found[p], p))
-    return tuple(float(p) for p in ranked[:MAX_PERIODS])
 
 
 # ---------------------------------------------------------------------------------------
@@ -263,14 +234,21 @@ def _level(t: np.ndarray, y: np.ndarray, half_life: float) -> float:
 
 
 def _seasonal(t: np.ndarray, y: np.ndarray, origin: float, tq: np.ndarray, period: float) -> np.ndarray:
-    """The value observed nearest ``t_q − kP`` (k ≥ 1, the latest such time ≤ origin);
-    NaN where none lies within ``P/8``."""
+    """The past's value at ``τ = t_q − kP`` (k ≥ 1, the latest such time ≤ origin): read
+    off the line between the observations either side of ``τ`` when they lie within
+    ``P/8`` of each other (a missing point of a smooth cycle is not replaced by a neighbour
+    an hour away in the cycle), else the value observed nearest ``τ``; NaN where none lies
+    within ``P/8``."""
     k = np.maximum(np.ceil((tq - origin) / period), 1.0)
     tau = tq - k * period
     pos = np.clip(np.searchsorted(t, tau), 1, len(t) - 1)  # callers have at least two points
     left, right = pos - 1, pos
     pick = np.where(np.abs(t[left] - tau) <= np.abs(t[right] - tau), left, right)
-    return np.where(np.abs(t[pick] - tau) <= period / 8, y[pick], np.nan)
+    nearest = np.where(np.abs(t[pick] - tau) <= period / 8, y[pick], np.nan)
+    width = t[right] - t[left]
+    inside = (t[left] <= tau) & (tau <= t[right]) & (width <= period / 8) & (width > 0)
+    share = np.where(inside, (tau - t[left]) / np.where(width > 0, width, 1.0), 0.0)
+    return np.where(inside, y[left] + share * (y[right] - y[left]), nearest)
 
 
 def harmonics_of(period: float, gap: float) -> int:
@@ -334,7 +312,8 @@ class _ChannelPast:
 
 def forecast(method: str, t: np.ndarray, y: np.ndarray, origin: float, tq: np.ndarray, *,
              period: float = 0.0, harmonics: tuple[float, ...] = (), gap: float = 1.0,
-             order: int = 0) -> np.ndarray:
+             order: int = 0, gp: GPSpec | None = None,
+             smoothing_parameters: tuple[float, float, float] | None = None) -> np.ndarray:
     """One candidate's forecast at ``tq`` (m,) from the past ``(t, y)`` (n,), ``t ≤ origin``
     sorted. Falls back to the last value where the method has too little past."""
     last = np.full(len(tq), y[-1], dtype=np.float64)
@@ -359,6 +338,15 @@ def forecast(method: str, t: np.ndarray, y: np.ndarray, origin: float, tq: np.nd
         return np.where(np.isfinite(out), out, last)
     if method == "autoregressive":
         return _autoregressive(t, y, origin, tq, order=order, gap=gap)
+    if method == "gp":
+        return gp_forecast.posterior_mean(gp, t, y, tq) if gp is not None else last
+    if method == "damped_trend":
+        if smoothing_parameters is None:
+            return last
+        z = _grid(t, y, origin, gap)
+        steps = int(np.ceil(max(float(np.max(tq)) - origin, 0.0) / gap)) + 1
+        path = smoothing.forecast(z, smoothing_parameters, steps)
+        return np.interp(tq, origin + gap * np.arange(len(path)), path)
     if method in HARMONIC:
         if method == "harmonic_recent":  # the last few longest periods (the last third without one)
             window = RECENT_PERIODS * max(harmonics) if harmonics else (origin - t[0]) / RECENT_PERIODS
@@ -495,7 +483,9 @@ class BaseForecast:
                 (method, self.spec.periods.get(channel, 0.0))]
             out[rows] = np.mean([bounded(t, y, forecast(m, t, y, origin, origin + times[rows], period=period,
                                           harmonics=self.spec.harmonics, gap=self.spec.gap,
-                                          order=self.spec.orders.get(channel, 0))) for m, period in pairs], axis=0)
+                                          order=self.spec.orders.get(channel, 0), gp=self.spec.gp.get(channel),
+                                          smoothing_parameters=self.spec.smoothing.get(channel)))
+                                 for m, period in pairs], axis=0)
         if len(self._cache) >= CACHE_EPISODES:
             self._cache.clear()
         self._cache[key] = out
@@ -537,12 +527,27 @@ def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes:
     for channel, p in richest.items():
         if len(p.t) >= 30:
             orders[channel] = ar_order(p.t[-MAX_PAST:], p.y[-MAX_PAST:], gap, longest)
-    records: dict[str, list[tuple[dict[tuple[str, float], np.ndarray], np.ndarray]]] = {}
-    # scored on the later half of the origins given: the nearest to what is forecast next,
-    # and with the most past behind them (the first origins' short past would decide for
-    # the candidates that need the least)
     by_time = sorted(episodes, key=lambda m: (origins[m][1], m))
     scored = by_time[len(by_time) // 2:] if len(by_time) >= 2 * MIN_SCORED_ORIGINS else by_time
+    kernels: dict[str, GPSpec] = {}
+    damped: dict[str, tuple[float, float, float]] = {}
+    if frame["series_id"].nunique() <= gp_forecast.MAX_SERIES and scored:
+        # fitted on the past before the first scored origin: the choice never sees its own future
+        first = origins[scored[0]][1]
+        for channel, p in richest.items():
+            t, y = p.before(first)
+            spec = gp_forecast.fit(t, y, periods, gap) if len(t) >= 30 else None
+            if spec is not None:
+                kernels[channel] = spec
+    for channel, p in richest.items():  # smoothing parameters from the past before the scored origins
+        t, y = p.before(origins[scored[0]][1]) if scored else (p.t, p.y)
+        params = smoothing.fit(_grid(t, y, float(t[-1]), gap)) if len(t) >= 2 else None
+        if params is not None:
+            damped[channel] = params
+    records: dict[str, list[tuple[dict[tuple[str, float], np.ndarray], np.ndarray]]] = {}
+    # scored on the later half of the origins given (``scored``): the nearest to what is
+    # forecast next, and with the most past behind them (the first origins' short past
+    # would decide for the candidates that need the least)
     for model_id in scored:
         queries = episodes[model_id]
         sid, origin = origins[model_id]
@@ -554,10 +559,14 @@ def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes:
             if not len(t):
                 continue
             tq, yq = q["time"].to_numpy(np.float64), q["value"].to_numpy(np.float64)
-            order = orders.get(str(channel), 0)
+            order, kernel = orders.get(str(channel), 0), kernels.get(str(channel))
+            params = damped.get(str(channel))
+            extra = ([("autoregressive", 0.0)] if order else []) + ([("gp", 0.0)] if kernel else []) + (
+                [("damped_trend", 0.0)] if params else [])
             preds = {(method, period): bounded(t, y, forecast(method, t, y, origin, tq, period=period,
-                                                              harmonics=periods, gap=gap, order=order))
-                     for method, period in names + ([("autoregressive", 0.0)] if order else [])}
+                                                              harmonics=periods, gap=gap, order=order, gp=kernel,
+                                                              smoothing_parameters=params))
+                     for method, period in names + extra}
             records.setdefault(str(channel), []).append((preds, yq))
     methods, chosen_periods, members, scores = {}, {}, {}, {}
     for channel, recs in records.items():
@@ -581,4 +590,6 @@ def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes:
         else:
             methods[channel], chosen_periods[channel] = best[0], float(best[1])
     return BaseForecastSpec(methods, chosen_periods, tuple(periods), float(gap),
-                            {c: orders.get(c, 0) for c in methods}, members, scores)
+                            {c: orders.get(c, 0) for c in methods}, members, scores,
+                            {c: kernels[c] for c in methods if c in kernels},
+                            {c: damped[c] for c in methods if c in damped})

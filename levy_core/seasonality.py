@@ -21,13 +21,18 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["FIRST_PEAK_SHARE", "MIN_AUTOCORRELATION", "MIN_PERIOD_GAPS", "NOISE_SE", "autocorrelation",
-           "detect_season", "snap_to_calendar"]
+           "candidate_periods", "detect_season", "false_alarm", "periodogram_peak",
+           "snap_to_calendar"]
 
 MIN_AUTOCORRELATION = 0.2  # below this the repetition is too weak to forecast from
 MIN_PERIOD_GAPS = 3  # a season spans at least this many sampling intervals
 FIRST_PEAK_SHARE = 0.8  # the first peak this close to the highest is the season
 NOISE_SE = 4.0  # standard errors of a white-noise autocorrelation a season must clear
 MAX_GRID = 20_000  # grid points per channel (coarser grids beyond)
+CALENDAR = (24.0, 168.0, 365.2425 * 24)  # a day, a week, a year (hours): tried wherever the data resolve them
+MIN_SAMPLES_PER_PERIOD = 4  # a period spans at least this many sampling intervals
+MAX_PERIODS = 3
+FALSE_ALARM = 0.01  # a periodogram peak is a period when noise would rise this high this rarely
 GRID_PER_PERIOD = 100  # grid cells over the longest period looked for
 CALENDAR_PERIODS = (1.0, 12.0, 24.0, 168.0, 365.2425 * 24 / 12, 365.2425 * 24)  # hour … month, year
 CALENDAR_TOLERANCE = 0.08  # a detected period this close to one of them is that one
@@ -104,3 +109,68 @@ def snap_to_calendar(period: float) -> float:
     period it approximates (a day, a week, a year, …) when within ``CALENDAR_TOLERANCE``."""
     nearest = min(CALENDAR_PERIODS, key=lambda p: abs(np.log(period / p)))
     return float(nearest) if abs(period / nearest - 1) <= CALENDAR_TOLERANCE else float(period)
+
+
+# ---------------------------------------------------------------------------------------
+# candidate periods of the base forecast (levy_core.base_forecast): calendar ones and a
+# Lomb–Scargle peak, for irregular times and missing points
+
+
+def _median_gap(times: np.ndarray) -> float:
+    gaps = np.diff(np.unique(times))
+    return float(np.median(gaps)) if gaps.size else 0.0
+
+
+def periodogram_peak(times: np.ndarray, values: np.ndarray, gap: float) -> tuple[float, float] | None:
+    """The strongest period (hours) of a Lomb–Scargle periodogram of one channel after a
+    linear trend is removed, and its normalised power in [0, 1]; None when the span holds
+    fewer than two periods of anything resolvable."""
+    from scipy.signal import lombscargle
+
+    span = float(times.max() - times.min()) if times.size else 0.0
+    if times.size < 16 or not span > 0 or not gap > 0:
+        return None
+    longest, shortest = span / 2, MIN_SAMPLES_PER_PERIOD * gap
+    if not longest > shortest:
+        return None
+    t = times - times.mean()
+    y = values - np.polyval(np.polyfit(t, values, 1), t)
+    if not np.var(y) > 0:
+        return None
+    periods = np.geomspace(shortest, longest, 1500)
+    power = lombscargle(t, y, 2 * np.pi / periods, normalize=True)
+    best = int(np.argmax(power))
+    return float(periods[best]), float(power[best])
+
+
+def false_alarm(power: float, n: int, span: float, shortest: float) -> float:
+    """Probability that white noise gives a normalised Lomb–Scargle peak at least ``power``
+    somewhere among the about ``span / shortest`` independent frequencies searched
+    (Scargle 1982; the standard normalisation: ``P(z > p) = (1 − p)^((n − 3)/2)`` at one
+    frequency)."""
+    one = (1.0 - min(max(power, 0.0), 1.0)) ** max((n - 3) / 2, 0.5)
+    independent = max(span / max(shortest, 1e-12), 1.0)
+    return float(-np.expm1(independent * np.log1p(-min(one, 1 - 1e-16))))
+
+
+def candidate_periods(frame: pd.DataFrame) -> tuple[float, ...]:
+    """The periods (hours) worth trying on ``frame`` (columns series_id, channel, time,
+    value): the calendar periods its sampling and span resolve, and each channel's strongest
+    periodogram peak when it carries at least a tenth of the detrended variance, snapped to
+    the calendar; at most ``MAX_PERIODS``, the strongest evidence first."""
+    found: dict[float, float] = {}
+    for _, g in frame.groupby(["series_id", "channel"], sort=True):
+        times, values = g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64)
+        gap = _median_gap(times)
+        if not gap > 0:
+            continue
+        span = float(times.max() - times.min())
+        for p in CALENDAR:
+            if p >= MIN_SAMPLES_PER_PERIOD * gap and span >= 2 * p:
+                found[p] = max(found.get(p, 0.0), 0.0)
+        peak = periodogram_peak(times, values, gap)
+        if peak is not None and false_alarm(peak[1], len(times), span, MIN_SAMPLES_PER_PERIOD * gap) < FALSE_ALARM:
+            p = snap_to_calendar(peak[0])
+            found[p] = max(found.get(p, 0.0), peak[1])
+    ranked = sorted(found, key=lambda p: (-found[p], p))
+    return tuple(float(p) for p in ranked[:MAX_PERIODS])
