@@ -36,7 +36,6 @@ measurement joins the series' context.
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from levy_core.base_forecast import BaseForecast, _ChannelPast
+from levy_core.base_forecast import BaseForecast
 from levy_core.data import DataError, Observations, duration_text
 from levy_core.model import Batch
 from levy_core.modelfile import FittedModel
@@ -198,6 +197,7 @@ class _Series:
     value: np.ndarray  # (n,) normalised
     now: float  # model hours of the last observation
     history: float | None  # rolling origins: the context window's length (the origin moves)
+    base: BaseForecast | None  # rolling origins: the classical offset (refitted with a new value)
 
 
 def advise(fitted: FittedModel, data: Observations | ModelData, series_id: str | None = None, *,
@@ -273,32 +273,43 @@ def advise(fitted: FittedModel, data: Observations | ModelData, series_id: str |
     # today: the targets and the candidates' own predictive, one pass
     base_q_time = np.concatenate([t_time, series.now + c_ahead])
     base_q_code = np.concatenate([t_codes, c_codes])
-    row0 = _row(fitted, data, series, base_q_time, base_q_code, ahead=0.0, extra=None, cache={})
+    row0 = _row(fitted, series, base_q_time, base_q_code, ahead=0.0, extra=None, cache={})
     out0 = _run(fitted, _collate([row0]))
-    names_all = np.array(fitted.channels, dtype=object)
-    cal = fitted.levy_calibration
-    c_names = names_all[c_codes]
-    c_mean = out0.mean[0, m:]
-    c_std = cal.predict_std(out0.spread[0, m:], c_names)
-    scale = fitted.scaler.scale_of(c_names)
-    lo = np.array([fitted.scaler.minimum[c] for c in c_names], np.float64)
-    if values is None:
-        z = _normal_draws(len(pairs), n_draws, seed)
-        v_norm = c_mean[:, None] + c_std[:, None] * z  # (J, D)
-    else:
-        v = np.asarray(values, np.float64)
-        if not np.isfinite(v).all():
-            raise ValueError("values must be finite numbers (one per candidate)")
-        v_norm = ((v - lo) / scale)[:, None]
+    c_mean, c_std, v_norm = _candidate_values(fitted, out0, m, c_codes, n_draws, seed, values)
+    return _assess(fitted, series, horizon, level, target_names, t_time, t_codes, c_codes, c_ahead, out0,
+                   c_mean, c_std, v_norm)
 
-    # every candidate × draw: one batched pass
+
+def _candidate_values(fitted: FittedModel, out0: _Out, m: int, c_codes: np.ndarray, n_draws: int, seed: int,
+                      values: Sequence[float] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each candidate's calibrated predictive (mean, std; normalised, (J,)) from today's
+    pass (its queries after the ``m`` targets), and the values to try, (J, D) normalised:
+    antithetic draws from it, or the given ``values`` (data units)."""
+    c_names = np.array(fitted.channels, dtype=object)[c_codes]
+    c_mean = out0.mean[0, m:]
+    c_std = fitted.levy_calibration.predict_std(out0.spread[0, m:], c_names)
+    if values is None:
+        return c_mean, c_std, c_mean[:, None] + c_std[:, None] * _normal_draws(len(c_codes), n_draws, seed)
+    v = np.asarray(values, np.float64)
+    if not np.isfinite(v).all():
+        raise ValueError("values must be finite numbers (one per candidate)")
+    lo = np.array([fitted.scaler.minimum[c] for c in c_names], np.float64)
+    return c_mean, c_std, ((v - lo) / fitted.scaler.scale_of(c_names))[:, None]
+
+
+def _assess(fitted: FittedModel, series: _Series, horizon: float, level: float, target_names: list[str],
+            t_time: np.ndarray, t_codes: np.ndarray, c_codes: np.ndarray, c_ahead: np.ndarray, out0: _Out,
+            c_mean: np.ndarray, c_std: np.ndarray, v_norm: np.ndarray) -> Advice:
+    """Every candidate × value in one batched pass; the widths, the evidence part, the Advice."""
+    m, (J, n_draws) = len(t_time), v_norm.shape
     offsets: dict = {}
-    rows = [_row(fitted, data, series, t_time, t_codes, ahead=float(c_ahead[j]),
+    rows = [_row(fitted, series, t_time, t_codes, ahead=float(c_ahead[j]),
                  extra=(int(c_codes[j]), float(v_norm[j, d])), cache=offsets)
-            for j in range(len(pairs)) for d in range(n_draws)]
+            for j in range(J) for d in range(n_draws)]
     out1 = _run(fitted, _collate(rows))
-    J, H = len(pairs), out0.log_evidence.shape[1]
-    t_names = names_all[t_codes]
+    H = out0.log_evidence.shape[1]
+    names_all = np.array(fitted.channels, dtype=object)
+    t_names, c_names = names_all[t_codes], names_all[c_codes]
     width0 = _widths(fitted, out0.spread[0, :m], t_names, level)
     spread1 = out1.spread[:, :m].reshape(J, n_draws, m)
     width1 = _widths(fitted, spread1.reshape(-1), np.tile(t_names, J * n_draws), level).reshape(J, n_draws, m)
@@ -312,12 +323,14 @@ def advise(fitted: FittedModel, data: Observations | ModelData, series_id: str |
     mean1 = out1.mean[:, :m].reshape(J, n_draws, m).mean(axis=1)
 
     def original(x: np.ndarray) -> np.ndarray:
-        return fitted.scaler.inverse_value(x.reshape(-1), np.broadcast_to(t_names, x.shape).reshape(-1)).reshape(x.shape)
+        flat = np.broadcast_to(t_names, x.shape).reshape(-1)
+        return fitted.scaler.inverse_value(x.reshape(-1), flat).reshape(x.shape)
 
+    scale = fitted.scaler.scale_of(c_names)
+    lo = np.array([fitted.scaler.minimum[c] for c in c_names], np.float64)
     now_user = series.origin + series.now
     table = pd.DataFrame({"channel": c_names.astype(str), "ahead": c_ahead, "time": now_user + c_ahead,
-                          "value_mean": fitted.scaler.inverse_value(c_mean, c_names),
-                          "value_std": c_std * scale})
+                          "value_mean": fitted.scaler.inverse_value(c_mean, c_names), "value_std": c_std * scale})
     return Advice(series.user_id, float(now_user), float(horizon), float(level), tuple(target_names), table,
                   series.origin + t_time, t_names.astype(str), original(out0.mean[0, :m]), width0,
                   original(mean1), width1.mean(axis=1), width_ev, out0.log_evidence[0, :, :m], log_ev1,
@@ -344,9 +357,10 @@ def _series(fitted: FittedModel, data: ModelData, series_id: str | None) -> _Ser
     s = builder.series[model_id]
     if not len(s.time):
         raise DataError(f"series {series_id!r} has no observation to advise from")
-    history = data.clock.plan.history if isinstance(data.clock, OriginClock) else None
+    origins = isinstance(data.clock, OriginClock)
     return _Series(series_id, model_id, float(origin), s.time.astype(np.float64), s.channel.astype(np.int64),
-                   s.value.astype(np.float64), float(s.time.max()), history)
+                   s.value.astype(np.float64), float(s.time.max()), data.clock.plan.history if origins else None,
+                   builder.base if origins else None)
 
 
 def _horizon(fitted: FittedModel, horizon: float | None) -> float:
@@ -430,7 +444,7 @@ class _Row:
     offset: np.ndarray | None
 
 
-def _row(fitted: FittedModel, data: ModelData, series: _Series, q_time: np.ndarray, q_code: np.ndarray, *,
+def _row(fitted: FittedModel, series: _Series, q_time: np.ndarray, q_code: np.ndarray, *,
          ahead: float, extra: tuple[int, float] | None, cache: dict) -> _Row:
     """One scenario: the context (with ``extra`` = (channel code, normalised value) measured
     ``ahead`` hours after now) and the queries ``q_time`` (model hours of today's episode)."""
@@ -446,8 +460,8 @@ def _row(fitted: FittedModel, data: ModelData, series: _Series, q_time: np.ndarr
         v = np.append(v, extra[1])
     q = q_time - shift
     offset = None
-    base = data.builder.base
-    if base is not None and isinstance(data.clock, OriginClock):
+    base = series.base
+    if base is not None:
         origin = series.origin + shift
         key = (shift, q.tobytes(), q_code.tobytes())  # the other channels' offsets: value-free, once per origin
         if key not in cache:
@@ -462,19 +476,20 @@ def _row(fitted: FittedModel, data: ModelData, series: _Series, q_time: np.ndarr
 
 def _base_offsets(base: BaseForecast, user_id: str, origin: float, times: np.ndarray, codes: np.ndarray,
                   extra: tuple[int, float, float] | None) -> np.ndarray:
-    """``base.offsets`` of the end episode at a (possibly moved) ``origin`` (user hours), with
-    one more observation ``extra`` = (channel code, user hours, normalised value) in the past
-    of its channel: normalised, NaN where the channel has no past. The forecasters are
-    ``base``'s own (a view with the augmented past), never a copy of their code."""
-    view = copy.copy(base)
-    view.origins = {"advice": (user_id, origin)}
-    view._cache = {}  # the view's answers are its own
+    """The offsets ``base`` gives the end episode at a (possibly moved) ``origin`` (user
+    hours), with one more observation ``extra`` = (channel code, user hours, normalised value)
+    in the past of its channel (then only that channel's queries should be asked):
+    normalised, NaN where the channel has no past. The forecasters are ``base``'s own, run by
+    a ``BaseForecast`` over this series' past, never a copy of their code."""
+    keep = None if extra is None else base.channels[extra[0]]
+    parts = [pd.DataFrame({"series_id": user_id, "channel": channel, "time": past.t, "value": past.y})
+             for (sid, channel), past in base.past.items() if sid == user_id and keep in (None, channel)]
     if extra is not None:
-        channel = base.channels[extra[0]]
-        past = base.past.get((user_id, channel))
-        t = np.append(past.t if past is not None else np.zeros(0), extra[1])
-        y = np.append(past.y if past is not None else np.zeros(0), extra[2])
-        view.past = {**base.past, (user_id, channel): _ChannelPast(t, y)}
+        parts.append(pd.DataFrame({"series_id": [user_id], "channel": [keep], "time": [extra[1]],
+                                   "value": [extra[2]]}))
+    frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=["series_id", "channel", "time", "value"])
+    view = BaseForecast(base.spec, frame, {"advice": (user_id, origin)}, base.channels)
     return view.offsets("advice", times, codes)
 
 

@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core import advise as advise_module
 from levy_core import pipeline
 from levy_core.advise import advise
 from levy_core.data import DataError, Observations
@@ -103,13 +102,13 @@ def test_evidence_part_does_not_depend_on_the_value(fitted, one_series) -> None:
 
 def test_all_candidates_and_draws_run_in_one_pass(fitted, one_series, monkeypatch) -> None:
     sizes: list[int] = []
-    real_run = advise_module._run
+    model = fitted.levy
 
-    def counting(fitted_model, batch):
+    def counting(batch):
         sizes.append(batch.ctx_time.shape[0])
-        return real_run(fitted_model, batch)
+        return model(batch)
 
-    monkeypatch.setattr(advise_module, "_run", counting)
+    monkeypatch.setattr(fitted, "levy", counting)  # restored after the test
     advice = advise(fitted, one_series, horizon=HORIZON, points=POINTS, at=[0.0, 1.5, 3.0], draws=4)
     assert len(advice.candidates) == 3 * len(fitted.channels)
     assert sizes == [1, 3 * len(fitted.channels) * 4]  # today, then every candidate × draw at once
