@@ -73,6 +73,12 @@ def forecast(z: np.ndarray, parameters: tuple[float, float, float], steps: int) 
     alpha, beta, phi = check_parameters(*parameters)
     if len(z) < 2:
         return np.full(steps + 1, z[-1] if len(z) else np.nan)
-    level, trend, _ = run(z, np.array([alpha]), np.array([beta]), np.array([phi]))
+    # the recursion of ``run`` for one triple, on Python floats (numpy's per-call cost would
+    # dominate a scalar loop run for every episode and channel)
+    level, trend = float(z[0]), float(z[1] - z[0])
+    for value in z[1:].tolist():
+        new_level = alpha * value + (1 - alpha) * (level + phi * trend)
+        trend = beta * (new_level - level) + (1 - beta) * phi * trend
+        level = new_level
     damping = np.cumsum(phi ** np.arange(1, steps + 1))
-    return np.concatenate([level, level[0] + damping * trend[0]])
+    return np.concatenate([[level], level + damping * trend])
