@@ -1,7 +1,18 @@
-"""``python -m levy_core`` = the ``levy`` command."""
+"""``python -m levy_core`` = the ``levy`` command (also its console script's entry point)."""
 
 import sys
 
-from levy_core.cli import main
+from levy_core.threads import prefer_passive_wait
 
-sys.exit(main())
+
+def main() -> int:
+    """Run the ``levy`` command: OpenMP's waiting threads set to sleep before torch loads
+    (:func:`levy_core.threads.prefer_passive_wait`), then :func:`levy_core.cli.main`."""
+    prefer_passive_wait()
+    from levy_core.cli import main as levy
+
+    return levy()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -43,6 +43,7 @@ from levy_core.over_time import GUARANTEE
 from levy_core.pipeline import ModelLoadError
 from levy_core.table_writer import TableWriter, atomic_output, refuse_same_file
 from levy_core.tasks import TaskConfig
+from levy_core.threads import add_threads_option, command_threads, using_threads
 from levy_core.train import Progress, TrainConfig
 
 __all__ = ["LOCAL_HOSTS", "main", "streamlit_command"]
@@ -409,6 +410,7 @@ def _add_data(parser: argparse.ArgumentParser) -> None:
                         "(DD/MM/YYYY); default: told from the dates (a day over 12), refused when they cannot tell")
     parser.add_argument("--date-format", default=None, metavar="FMT", help="the strptime format of every "
                         "date-time in the data and queries, e.g. '%%m/%%d/%%Y %%H:%%M' (instead of --dayfirst)")
+    add_threads_option(parser)
 
 
 def _add_model_and_data(parser: argparse.ArgumentParser) -> None:
@@ -579,12 +581,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``levy`` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except (DataError, ModelLoadError, NotFittedError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except ValueError as exc:  # bad option values reaching the library
+    try:  # a fixed thread count per command, never read from the load (levy_core.threads)
+        with using_threads(command_threads(getattr(args, "threads", None))):
+            return int(args.func(args) or 0)
+    except (DataError, ModelLoadError, NotFittedError, ValueError) as exc:  # ValueError: bad option values
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
