@@ -30,6 +30,7 @@ from dashboard.views import (  # noqa: E402
     monitoring,
     ranking,
     sidebar,
+    watch,
 )
 
 
@@ -47,6 +48,7 @@ MODEL_PANELS = {
     state.PANEL_BACKTEST: backtest.render,
     state.PANEL_RANKING: ranking.render,
     state.PANEL_MONITORING: monitoring.render,
+    state.PANEL_WATCH: watch.render,
     state.PANEL_IDENTITY: identity.render,
 }
 assert set(MODEL_PANELS) | {state.PANEL_DATA} == set(state.PANELS)
@@ -60,6 +62,7 @@ state.init(
         state.MC_T: services.default_mc_passes(),
         state.N_DRAWS: 500 if services.fast() else 2000,
         state.QUERY: None,
+        state.WATCH_ALPHA: 0.01,
     }
 )
 

@@ -109,6 +109,14 @@ MONITOR_TABLE = "monitor_table"
 MONITOR_CHANNELS = "monitor_channels"
 MONITOR_CHART = "monitor_chart"
 MONITOR_DRIFT = "monitor_drift"
+# Watch panel (views/watch.py)
+WATCH_ALPHA = "watch_alpha"  # select_slider: the false-alarm rate
+WATCH_SERIES = "watch_series"
+WATCH_CHANNEL = "watch_channel"
+WATCH_PLAY = "watch_play"  # button: play / pause
+WATCH_PLAYING = "_watch_playing"  # True while the replay plays
+WATCH_STEP = "watch_step"  # prefix: + "_" + the series (slider: the replay's time step)
+WATCH_CHART = "watch_chart"
 # Check the identity panel
 IDENTITY_FROM_QUERY = "_identity_from_query"  # (series, time) last copied from QUERY
 DRAWS_CHART = "draws_chart"
@@ -127,6 +135,7 @@ PANEL_BACKTEST = "Backtest"
 PANEL_RANKING = "Trust ranking"
 PANEL_IDENTITY = "Check the identity"
 PANEL_MONITORING = "Monitoring"
+PANEL_WATCH = "Watch"
 PANELS = [
     PANEL_DATA,
     PANEL_FIT,
@@ -136,6 +145,7 @@ PANELS = [
     PANEL_BACKTEST,
     PANEL_RANKING,
     PANEL_MONITORING,
+    PANEL_WATCH,
     PANEL_IDENTITY,
 ]
 DEFAULT_PANEL = PANEL_BAND
@@ -146,7 +156,8 @@ def keyed(prefix: str, suffix: str) -> str:
     return f"{prefix}_{suffix}"
 
 
-_KEEP_ALIVE = (SERIES, CHANNEL, LEVEL, BAND_KIND, MC_OVERLAY, MC_T, IDENTITY_QUERY, N_DRAWS, BACKTEST_ORIGIN)
+_KEEP_ALIVE = (SERIES, CHANNEL, LEVEL, BAND_KIND, MC_OVERLAY, MC_T, IDENTITY_QUERY, N_DRAWS, BACKTEST_ORIGIN,
+               WATCH_ALPHA, WATCH_SERIES, WATCH_CHANNEL)
 
 
 def init(defaults: dict[str, Any]) -> None:

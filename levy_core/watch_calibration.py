@@ -25,7 +25,7 @@ from levy_core.data import DataError, Observations
 from levy_core.modelfile import FittedModel
 from levy_core.origins import OriginClock, OriginPlan
 
-__all__ = ["WatchCalibration", "calibration_part"]
+__all__ = ["WatchCalibration", "calibration_part", "watched_part"]
 
 
 @dataclass(frozen=True)
@@ -134,3 +134,21 @@ def calibration_part(fitted: FittedModel, obs: Observations) -> tuple[Observatio
         return obs, min(starts), end, "the span of the fit's calibration origins, replayed"
     raise DataError("a model fitted on windows of few series cannot tell its calibration windows from the data's "
                     "clock here: give held-out data (series or a later span the model never trained on) instead")
+
+
+def watched_part(fitted: FittedModel, obs: Observations) -> tuple[Observations, float | None, str]:
+    """What of ``obs`` a watch is honest on: the data the model was fitted on — its test
+    split (the test series, or from the first test origin on); any other data, all of it.
+    Returns the observations, the time scoring starts at (None: open) and a description."""
+    same = bool(fitted.data_hash) and obs.content_hash() == fitted.data_hash
+    split = fitted.split
+    if same and split.mode == "series":
+        ids = [s for s in split.test if s in set(obs.series_ids)]
+        if ids:
+            return obs.subset(ids), None, f"the {len(ids):,} test series (never trained or calibrated on)"
+    if same and split.mode == "origin":
+        clock = OriginClock.of(OriginPlan.from_dict(split.origin_plan or {}), obs.frame)
+        starts = [clock.origins[m][1] for m in split.test if m in clock.origins]
+        if starts:
+            return obs, min(starts), "the span of the test origins (never trained or calibrated on)"
+    return obs, None, f"all {obs.n_series:,} series of the data"

@@ -1,0 +1,82 @@
+"""Panel · Watch: is a new observation a surprise? A replay with play/pause and a time slider."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import services, state, watch_services
+from dashboard.charts.watch import watch_figure
+from dashboard.markup import plain
+
+PLAY_EVERY_S = 0.8  # seconds between two steps of the replay while it plays
+HOW_TO_READ = (
+    "How to read: at each observation the shaded band is the one the model issued from the observations "
+    "before it (nothing at or after its time), at level 1 − α. A cross is an observation whose conformal "
+    "p-value is at most α: it lies outside that band. The band then takes the observation in. Below, the "
+    "share of observations flagged so far: on data like the calibration data it is the false-alarm rate, "
+    "and it should stay near the dashed nominal α."
+)
+
+
+def _controls(res: services.FitResult, rep: watch_services.Replay) -> tuple[str, str]:
+    series = rep.series()
+    if state.get(state.WATCH_SERIES) not in series:
+        st.session_state[state.WATCH_SERIES] = series[0]
+    left, right = st.columns(2)
+    sid = left.selectbox("Series (most flags first)", series, key=state.WATCH_SERIES)
+    channels = sorted(rep.rows.loc[rep.rows["series_id"] == sid, "channel"].unique())
+    flagged = rep.rows[(rep.rows["series_id"] == sid) & rep.rows["flagged"]]["channel"].value_counts()
+    channels = sorted(channels, key=lambda c: -int(flagged.get(c, 0)))
+    if state.get(state.WATCH_CHANNEL) not in channels:
+        st.session_state[state.WATCH_CHANNEL] = channels[0]
+    channel = right.selectbox("Channel", channels, key=state.WATCH_CHANNEL)
+    return sid, channel
+
+
+def _toggle_play() -> None:
+    st.session_state[state.WATCH_PLAYING] = not state.get(state.WATCH_PLAYING, False)
+
+
+def _replay_view(res: services.FitResult, rep: watch_services.Replay, sid: str, channel: str) -> None:
+    """The slider, the figure and the running rate: one fragment, re-run every step while playing."""
+    steps = sorted(rep.rows.loc[rep.rows["series_id"] == sid, "time"].unique())
+    step_key = state.keyed(state.WATCH_STEP, sid)
+    if step_key not in st.session_state:
+        st.session_state[step_key] = len(steps) - 1
+    if state.get(state.WATCH_PLAYING, False):
+        st.session_state[step_key] = (int(st.session_state[step_key]) + 1) % len(steps)
+    index = st.slider("Replay up to observation time step", 0, len(steps) - 1, key=step_key,
+                      help="the replay's clock: observations after it are not shown yet")
+    upto = float(steps[index])
+    shown, rate = watch_services.series_frames(rep, sid, channel, upto)
+    now = rate["when"].iloc[-1] if len(rate) else upto
+    st.markdown(plain(f"Replay at {services.time_text(res, sid, upto)} — step {index + 1} of {len(steps)}"))
+    st.plotly_chart(watch_figure(shown, rate, alpha=rep.alpha, upto=now, channel=channel,
+                                 time_title=services.time_axis(res), value_title=channel),
+                    key=state.WATCH_CHART)
+    mine = rep.rows[(rep.rows["series_id"] == sid) & (rep.rows["time"] <= upto)]
+    cols = st.columns(3)
+    cols[0].metric("flagged so far (this series)", f"{int(mine['flagged'].sum())} of {len(mine)}")
+    cols[1].metric("running flag rate", f"{mine['flagged'].mean():.3f}" if len(mine) else "–")
+    cols[2].metric("nominal false-alarm rate α", f"{rep.alpha:g}")
+    st.caption(HOW_TO_READ)
+
+
+def render(res: services.FitResult) -> None:
+    st.subheader("Watch: which new observation is a surprise?")
+    alpha = st.select_slider("False-alarm rate α", options=list(watch_services.ALPHAS), key=state.WATCH_ALPHA,
+                             help="flag an observation whose conformal p-value is at most α")
+    with st.spinner("Replaying the data, each observation against the band issued before it …"):
+        rep = watch_services.replay(res.key, res, float(alpha))
+    if rep.rows.empty:
+        st.info("Nothing to watch: no series has an observation with one before it.")
+        return
+    st.caption(plain(f"Replaying {rep.watched}; p-values against {rep.calibration}. {rep.summary}."))
+    if not rep.calibrated:
+        st.warning(plain("These p-values are taken against the fit's own calibration scores (forecasts over the "
+                         "fitted horizon, not one step ahead): the flag rate need not be α. On the data the "
+                         "model was fitted on, the calibration split is replayed instead."))
+    sid, channel = _controls(res, rep)
+    playing = bool(state.get(state.WATCH_PLAYING, False))
+    st.button("⏸ Pause" if playing else "▶ Play", key=state.WATCH_PLAY, on_click=_toggle_play)
+    st.fragment(_replay_view, run_every=PLAY_EVERY_S if playing else None)(res, rep, sid, channel)
