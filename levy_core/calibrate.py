@@ -65,7 +65,7 @@ logger = logging.getLogger(__name__)
 
 #: Default floor on sigma, relative to the median positive sigma of the calibration split.
 DEFAULT_REL_FLOOR: float = 1e-6
-GROUP_SHRINKAGE: float = 1.0  # pseudo-points at the global scale in each group's scale (PhysioNet draws: README)
+GROUP_SHRINKAGE: float = 1.0  # pseudo-points at the global scale in each group's scale (PhysioNet draws: docs/benchmarks/unseen.md)
 
 #: Per-group conformal: groups with fewer calibration scores than this use the pooled ones
 #: (50 keeps the 95 % quantile finite: ceil(51 * 0.95) = 49 <= 50).

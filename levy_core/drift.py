@@ -6,8 +6,8 @@ data's own units, what the model learned from (:class:`DriftReference`, saved in
 ``model.json``); :func:`check_drift` compares new observations with it and returns a
 :class:`DriftReport`: a table of flags and plain-English messages.
 
-The rules, measured on random 60 % / 20 % splits of the bundled samples by series (see the
-README's "Drift" paragraph for the figures):
+The rules, measured on random 60 % / 20 % splits of the bundled samples by series (the figures:
+docs/benchmarks/drift.md):
 
 * **values** — a new series' *typical* (median) value of a channel beyond the training
   range ``[min, max]`` by more than :data:`RANGE_MARGIN` of its width (outside ``[-0.1,

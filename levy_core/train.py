@@ -238,8 +238,9 @@ def training_loss(out: ModelOutput, batch: Batch, nll_weight: float, log_c: Tens
     to the power β, held constant (Seitzer et al., ICLR 2022). The plain NLL's (β = 0)
     gradient on the mean is the error over the variance, tens of times the MSE's where
     ``σ̂`` is small: it drives the mean away from the hard queries (PhysioNet protocol, 3 %
-    worse: README). With β = 1 it is the error itself, while the variance still learns
-    where errors are; β between trades the mean for the ranking (README's ablation)."""
+    worse: docs/benchmarks/physionet.md). With β = 1 it is the error itself, while the
+    variance still learns where errors are; β between trades the mean for the ranking (the
+    ablation on the same page)."""
     if batch.target is None:
         raise ValueError("training batches need targets")
     mask = batch.qry_mask if weights is None else batch.qry_mask * weights[batch.qry_channel]
