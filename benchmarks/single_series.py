@@ -187,7 +187,7 @@ def main() -> None:
 
 
 def print_tables(rows: list[dict]) -> None:
-    """The README's tables from the benchmark's rows: over the end points when there are
+    """The tables (benchmarks/results/single_series_notes_2026-12-01.md) from the benchmark's rows: over the end points when there are
     several (``fold`` > 0), then the last future's."""
     folds = pd.DataFrame(rows)
     if folds["fold"].max() > 0:

@@ -1,5 +1,5 @@
 """benchmarks/intervals.py: the accuracy table's stay bootstrap (a benchmark helper, tested
-because the README's intervals come from it)."""
+because the PhysioNet benchmark page's intervals come from it)."""
 
 from __future__ import annotations
 
