@@ -25,7 +25,8 @@ def watch_figure(shown: pd.DataFrame, rate: pd.DataFrame, *, alpha: float, upto:
     Top: ``shown`` (one channel's scored observations up to the replay time; columns
     ``time``/``when, value, mean, lower, upper, p_value, flagged``): the band at ``1 −
     alpha`` issued before each observation (shaded, drawn through the observation times),
-    its mean, the observations, flagged ones as crosses. Bottom: ``rate`` (columns
+    its mean, the observations, flagged ones as crosses. Steps are drawn ``vh``: the
+    value an observation was scored against holds over the interval that ends at it. Bottom: ``rate`` (columns
     ``time``/``when, series_rate, all_rate``): the running flag rate of this series (every
     channel) and of every watched series, beside the nominal ``alpha``. ``upto``: the
     replay time (a vertical line; in ``when``'s clock).
@@ -33,12 +34,12 @@ def watch_figure(shown: pd.DataFrame, rate: pd.DataFrame, *, alpha: float, upto:
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.7, 0.3], vertical_spacing=0.08)
     level = f"{100 * (1 - alpha):.4g} %"
     x = _x(shown)
-    fig.add_trace(go.Scatter(x=x, y=shown["upper"], mode="lines", line={"width": 0, "shape": "hv"},
+    fig.add_trace(go.Scatter(x=x, y=shown["upper"], mode="lines", line={"width": 0, "shape": "vh"},
                              showlegend=False, hoverinfo="skip", name="upper"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=x, y=shown["lower"], mode="lines", line={"width": 0, "shape": "hv"}, fill="tonexty",
+    fig.add_trace(go.Scatter(x=x, y=shown["lower"], mode="lines", line={"width": 0, "shape": "vh"}, fill="tonexty",
                              fillcolor=rgba(LEVY, 0.22), name=f"Lévy {level} band issued before each observation",
                              hoverinfo="skip"), row=1, col=1)
-    fig.add_trace(go.Scatter(x=x, y=shown["mean"], mode="lines", line={"color": LEVY, "width": 1.5, "shape": "hv"},
+    fig.add_trace(go.Scatter(x=x, y=shown["mean"], mode="lines", line={"color": LEVY, "width": 1.5, "shape": "vh"},
                              name="Lévy mean before each observation"), row=1, col=1)
     quiet, flagged = shown[~shown["flagged"]], shown[shown["flagged"]]
     hover = "p = %{customdata:.3g}<extra></extra>"

@@ -323,6 +323,7 @@ def test_dashboard_in_chromium(server, tmp_path):
                 ("Calibration", "calibration", 3),
                 ("Trust ranking", "ranking", 1),
                 ("Check the identity", "identity", 1),
+                ("Watch", "watch", 1),  # the replay of the test series, flags marked
             ]:
                 _tab(page, label, charts)
                 _shot(page, name)
