@@ -17,6 +17,7 @@ import streamlit as st  # noqa: E402
 
 from dashboard import services, state  # noqa
 from dashboard.markup import plain  # noqa: E402
+from dashboard.views import advise as advise_view  # noqa: E402
 from dashboard.views import (  # noqa: E402
     backtest,
     band,
@@ -43,6 +44,7 @@ def _band_panel(res: services.FitResult) -> None:
 MODEL_PANELS = {
     state.PANEL_FIT: fit.render,
     state.PANEL_BAND: _band_panel,
+    state.PANEL_ADVISE: advise_view.render,
     state.PANEL_MC: mc_dropout.render,
     state.PANEL_CALIBRATION: calibration.render,
     state.PANEL_BACKTEST: backtest.render,

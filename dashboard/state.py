@@ -104,6 +104,13 @@ RANK_OPEN_BUTTON = "rank_open_button"
 RANK_DOWNLOAD = "rank_download"
 RANKING_CHART = "ranking_chart"
 RANKED_IDS = "_ranked_ids"  # series ids in table order (maps a selected row to its series)
+# Measure next panel (views/advise.py)
+ADVISE_TARGETS = "advise_targets"  # prefix: + "_" + the series (multiselect: the target channels)
+ADVISE_HORIZON = "advise_horizon"  # text_input: how far the targets reach
+ADVISE_TABLE = "advise_table"
+ADVISE_PICK = "advise_pick"  # selectbox: the suggestion whose band is drawn
+ADVISE_CHANNEL = "advise_channel"  # selectbox: the target channel drawn
+ADVISE_CHART = "advise_chart"
 # Monitoring panel
 MONITOR_TABLE = "monitor_table"
 MONITOR_CHANNELS = "monitor_channels"
@@ -129,6 +136,7 @@ ADAPTIVE_KIND = "Adaptive conformal"  # offered (and the default) only for fits 
 PANEL_DATA = "Data"
 PANEL_FIT = "Fit"
 PANEL_BAND = "Predictive band"
+PANEL_ADVISE = "Measure next"
 PANEL_MC = "MC-Dropout"
 PANEL_CALIBRATION = "Calibration"
 PANEL_BACKTEST = "Backtest"
@@ -140,6 +148,7 @@ PANELS = [
     PANEL_DATA,
     PANEL_FIT,
     PANEL_BAND,
+    PANEL_ADVISE,
     PANEL_MC,
     PANEL_CALIBRATION,
     PANEL_BACKTEST,

@@ -1,0 +1,111 @@
+"""Cached wrappers for the "Measure next" panel: ``levy_core.advise`` on one series.
+
+Where advice starts from: on rolling origins (few series) the series' last observation, as
+the forecast past the end of the data; on a fit on many series with a forecast cut-off, the
+cut-off — the series' observations up to it are the data, and the held-out ones after it
+show what was really measured next. Times go to the views in the user's clock
+(``user_clock``). Same rules as ``services``: typed cache wrappers keyed by the fit key,
+nothing computed here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from dashboard import user_clock
+from dashboard.fits import FitResult
+from levy_core.advise import Advice, advise
+from levy_core.data import Observations, duration_text
+
+__all__ = ["AdviceView", "advice", "advice_data", "band_frame", "default_horizon", "when_text"]
+
+MAX_ROWS = 25  # suggestions the table lists
+
+
+@dataclass(frozen=True)
+class AdviceView:
+    """One series' advice with what the chart needs, in the user's clock.
+
+    Attributes
+    ----------
+    advice : Advice
+    ranking : DataFrame
+        ``Advice.ranking()`` with ``when`` (the user's clock) and ``measure`` (words).
+    points : DataFrame
+        The series' observations (``channel, time, value, when, role``): ``role`` "seen"
+        (what the advice starts from) or "later" (really measured after, not used).
+    start : str
+        Where the advice starts, in words.
+    """
+
+    advice: Advice
+    ranking: pd.DataFrame
+    points: pd.DataFrame
+    start: str
+
+
+def _when(obs: Observations, series_id: str, hours: object, windowed: bool) -> pd.Series:
+    hours = pd.Series(np.asarray(hours, np.float64))
+    return user_clock.display_times(obs, series_id, hours) if windowed else hours
+
+
+def band_frame(res: FitResult, view: AdviceView, candidate: int | None) -> pd.DataFrame:
+    """``Advice.band`` (today, or with ``candidate``) with ``when`` for the chart's axis."""
+    frame = view.advice.band(candidate)
+    frame["when"] = _when(res.obs, view.advice.series_id, frame["time"], user_clock.windowed(res.data)).to_numpy()
+    return frame
+
+
+def when_text(ahead: float) -> str:
+    """``0`` → "now", ``2.0`` → "in 2 h"."""
+    return "now" if ahead <= 0 else f"in {duration_text(ahead, ' ')}"
+
+
+def default_horizon(res: FitResult) -> float:
+    """The fit's horizon, else a tenth of the median series span (at least an hour)."""
+    if res.fitted.task.horizon:
+        return float(res.fitted.task.horizon)
+    spans = res.obs.frame.groupby("series_id")["time"].agg(lambda t: t.max() - t.min())
+    return float(max(np.median(spans) / 4, 1.0))
+
+
+def advice_data(res: FitResult, series_id: str) -> tuple[Observations, Observations | None, str]:
+    """The observations advice starts from (one series), those after them (or None) and
+    where it starts, in words."""
+    obs = res.obs.subset([series_id])
+    f = res.fitted
+    if res.on_origins or f.task.kind != "forecast" or f.task.cutoff is None:
+        return obs, None, "the series' last observation"
+    cutoff = float(f.task.cutoff)
+    seen = obs.frame["time"] <= cutoff
+    if not seen.any():
+        return obs, None, "the series' last observation"
+    before = Observations(frame=obs.frame[seen].reset_index(drop=True), report=obs.report)
+    after = Observations(frame=obs.frame[~seen].reset_index(drop=True), report=obs.report) if (~seen).any() else None
+    return before, after, f"the forecast cut-off ({cutoff:g} h): the observations up to it"
+
+
+@st.cache_data(show_spinner="Weighing every measurement…", max_entries=32)
+def advice(key: str, _res: FitResult, series_id: str, targets: tuple[str, ...], horizon: float,
+           level: float) -> AdviceView:
+    """Every channel the model knows, now and an eighth and a quarter of ``horizon`` ahead,
+    for the ``targets`` over ``horizon`` hours (one batched pass; cached by the fit key)."""
+    seen, later, start = advice_data(_res, series_id)
+    result = advise(_res.fitted, seen, series_id, targets=list(targets) or None, horizon=horizon, level=level)
+    windowed = user_clock.windowed(_res.data)
+    ranking = result.ranking()
+    total, _, _ = result.per_target()
+    for t, name in enumerate(result.targets):  # the narrowing of each target channel's band
+        ranking[f"{name} %"] = total[ranking["candidate"].to_numpy(), t]
+    ranking = ranking.head(MAX_ROWS)
+    ranking["when"] = _when(_res.obs, series_id, ranking["time"], windowed).to_numpy()
+    ranking["measure"] = [f"{c} {when_text(a)}" for c, a in zip(ranking["channel"], ranking["ahead"], strict=True)]
+    parts = [seen.frame.assign(role="seen")] + ([later.frame.assign(role="later")] if later is not None else [])
+    points = pd.concat(parts, ignore_index=True)
+    points = points[points["time"] <= result.now + horizon].reset_index(drop=True)
+    points["when"] = _when(_res.obs, series_id, points["time"], windowed).to_numpy()
+    return AdviceView(result, ranking.reset_index(drop=True), points, start)

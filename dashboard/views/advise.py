@@ -1,0 +1,94 @@
+"""Panel · Measure next: which measurement would narrow the band most (``levy_core.advise``).
+
+The user picks a series, the target channels and the horizon; a ranked table lists every
+channel measured now or a little later, with how much each target's calibrated band would
+narrow and how much of that is evidence (exact) and how much the value (expected). Choosing
+a suggestion redraws one target's band as it would be, the hypothetical observation marked.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import advise_services, origin_services, services, state
+from dashboard.charts.advise import advice_figure
+from dashboard.views import band
+from levy_core.data import DataError
+
+
+def _targets(res: services.FitResult, series_id: str) -> list[str]:
+    observed = services.channel_options(res.key, res, series_id)
+    key = state.keyed(state.ADVISE_TARGETS, series_id)
+    if key not in st.session_state:
+        st.session_state[key] = list(observed)
+    return st.multiselect("Targets: whose band should narrow", res.fitted.channels, key=key,
+                          help="The channels whose calibrated band over the horizon counts; default: every "
+                          "channel this series has observed.")
+
+
+def _horizon(res: services.FitResult, container) -> float | None:
+    default = advise_services.default_horizon(res)
+    text = container.text_input("Over the next", value=origin_services.horizon_text(default),
+                                key=state.ADVISE_HORIZON, help="How far after now the targets reach: a duration "
+                                "such as 12h or 2d (a bare number is in the data's unit).")
+    try:
+        return origin_services.parse_horizon(res.obs, text)
+    except DataError as exc:
+        st.error(f"Horizon {text!r}: {exc}", icon="🚫")
+        return None
+
+
+def render(res: services.FitResult) -> None:
+    band.ensure_view_state(res)
+    ss = st.session_state
+    c = st.columns([2.2, 1.4, 1.4])
+    c[0].selectbox("Series", services.series_options(res.key, res), key=state.SERIES,
+                   format_func=lambda s: services.series_label(res.key, res, s))
+    sid = str(ss[state.SERIES])
+    horizon = _horizon(res, c[1])
+    c[2].markdown(f"Band level **{100 * float(ss[state.LEVEL]):.0f} %** (set on the band panel)")
+    targets = _targets(res, sid)
+    if not targets:
+        st.info("Pick at least one target channel: the advice is about whose band should narrow.")
+        return
+    if horizon is None:
+        return
+    level = float(ss[state.LEVEL])
+    view = advise_services.advice(res.key, res, sid, tuple(targets), horizon, level)
+    ranking = view.ranking
+    st.markdown("\n".join(f"- {line}" for line in view.advice.sentences(3)))
+    picks = list(range(len(ranking)))
+    if ss.get(state.ADVISE_PICK) not in picks:
+        ss[state.ADVISE_PICK] = 0
+    cols = st.columns([2.3, 1.7])
+    shown = ranking[["rank", "measure", "narrowing_pct", "evidence_pct", "value_pct",
+                     *[f"{t} %" for t in view.advice.targets]]].rename(columns={
+                         "narrowing_pct": "narrowing %", "evidence_pct": "of which evidence %",
+                         "value_pct": "of which value %"})
+    cols[0].dataframe(shown.round(1), hide_index=True, key=state.ADVISE_TABLE, height=300)
+    pick = cols[1].selectbox("Show the band with", picks, key=state.ADVISE_PICK,
+                             format_func=lambda i: f"#{ranking['rank'][i]} · measuring {ranking['measure'][i]}")
+    if ss.get(state.ADVISE_CHANNEL) not in view.advice.targets:
+        ss[state.ADVISE_CHANNEL] = ss[state.CHANNEL] if ss.get(state.CHANNEL) in targets else targets[0]
+    channel = cols[1].selectbox("Band of", list(view.advice.targets), key=state.ADVISE_CHANNEL)
+    row = ranking.iloc[pick]
+    j = int(row["candidate"])
+    mark = {"channel": row["channel"], "when": row["when"], "label": row["measure"],
+            "value": float(row["value_mean"]), "std": float(row["value_std"])}
+    before = advise_services.band_frame(res, view, None)
+    after = advise_services.band_frame(res, view, j)
+    fig = advice_figure(view.points[view.points["channel"] == channel],
+                                      before[before["channel"] == channel], after[after["channel"] == channel],
+                                      channel=channel, measure=mark, level=level,
+                                      time_title=services.time_axis(res))
+    st.plotly_chart(fig, key=state.ADVISE_CHART)
+    st.caption(
+        f"How to read: advice starts from {view.start}. Each row is one measurement — a channel, now or a "
+        "little later — and how much it would narrow the calibrated band of the targets over the horizon "
+        "(mean over the targets; one column per target). The evidence part is exact: an observation's "
+        "weight in the Lévy measure depends on its channel and time, not on its value. The value part is "
+        f"an expectation over what the measurement might read ({view.advice.draws.shape[1]} draws from its "
+        "own calibrated band, every measurement and draw in one batched model pass); it can be negative "
+        "when a new value may disagree with the old. The chart: grey, the band today; blue, the band "
+        "expected with the chosen measurement; the star, the measurement (± its predictive std)."
+    )
