@@ -87,7 +87,8 @@ class ChannelScaler:
         """Per-row minimum and range; DataError for unseen channels."""
         names = pd.Index(self.channels)
         # factorize first: the lookup then runs once per distinct channel, not per row
-        codes, uniques = pd.factorize(np.asarray(channels, dtype=object))
+        # a Series is factorized as it is stored (Arrow strings: no Python string per row)
+        codes, uniques = pd.factorize(channels if isinstance(channels, pd.Series) else np.asarray(channels, dtype=object))
         unique_pos = names.get_indexer(pd.Index(np.asarray(uniques, dtype=object).astype(str)))
         pos = unique_pos[codes]
         if (pos < 0).any():
@@ -134,7 +135,7 @@ class ChannelScaler:
             A channel the scaler does not know, or such a value, naming its channel,
             series, the value and the training range.
         """
-        lo, rng = self._lookup(frame["channel"].to_numpy())
+        lo, rng = self._lookup(frame["channel"])
         raw = frame["value"].to_numpy(dtype=np.float64)
         with np.errstate(over="ignore", invalid="ignore"):
             scaled = (raw - lo) / rng
