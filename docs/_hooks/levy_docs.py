@@ -34,13 +34,20 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
 
 def cli_reference() -> str:
     """``levy --help`` and each subcommand's help as Markdown, one section per subcommand."""
-    os.environ["COLUMNS"] = "100"  # argparse wraps to the terminal's width
     from levy_core.cli import build_parser
 
-    parser = build_parser()
-    parts = ["### `levy`", "", "```text", parser.format_help().rstrip(), "```", ""]
-    for name, sub in _subcommands(parser).items():
-        parts += [f"### `levy {name}`", "", "```text", sub.format_help().rstrip(), "```", ""]
+    columns = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "80"  # argparse wraps to the terminal's width; 80 fits the page
+    try:
+        parser = build_parser()
+        parts = ["### `levy`", "", "```text", parser.format_help().rstrip(), "```", ""]
+        for name, sub in _subcommands(parser).items():
+            parts += [f"### `levy {name}`", "", "```text", sub.format_help().rstrip(), "```", ""]
+    finally:
+        if columns is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = columns
     return "\n".join(parts)
 
 
