@@ -24,7 +24,6 @@ from tqdm import tqdm
 from levy_core import pipeline
 from levy_core.calibrate import NotFittedError
 from levy_core.chunked import predict_file, rank_file
-from levy_core.cli_watch import add_watch_command
 from levy_core.cli_advise import add_advise_command
 from levy_core.cli_watch import add_watch_command
 from levy_core.csv_safety import to_safe_csv
@@ -563,7 +562,6 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--workers", type=_positive_int, default=2, help="--engine ray: scoring actors (one CPU each; "
                    "a local Ray: at most this machine's cores)")
     r.set_defaults(func=_cmd_rank)
-    add_watch_command(sub, _add_model_and_data, _add_chunks)
     add_advise_command(sub, _add_model_and_data)
     add_watch_command(sub, _add_model_and_data, _add_chunks)
 
