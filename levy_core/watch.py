@@ -43,6 +43,7 @@ import pandas as pd
 import torch
 
 from levy_core.base_forecast import BaseForecast
+from levy_core.calibrate import Calibrator
 from levy_core.data import DataError, Observations
 from levy_core.drift import refuse_unknown_channels
 from levy_core.model import Batch
@@ -157,6 +158,17 @@ def _collate(arrays: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], steps
                  f(offset) if offset is not None else None)
 
 
+def _calibrator(fitted: FittedModel, mc_passes: int) -> Calibrator:
+    """The Lévy calibrator, or with ``mc_passes`` MC-Dropout's (refused by name without a twin)."""
+    if not mc_passes:
+        return fitted.levy_calibration
+    if isinstance(mc_passes, bool) or not isinstance(mc_passes, int) or mc_passes < 2:
+        raise ValueError(f"mc_passes must be 0 (the Lévy band) or an integer of at least 2, got {mc_passes!r}")
+    if fitted.twin is None or fitted.mc_calibration is None:
+        raise DataError("this model has no MC-Dropout twin to watch with: fit it without --no-twin")
+    return fitted.mc_calibration
+
+
 def _check_frame(obs: Observations | pd.DataFrame) -> pd.DataFrame:
     """The observations' frame, refused (named) when it is not in time order within series."""
     frame = obs.frame if isinstance(obs, Observations) else obs
@@ -183,7 +195,7 @@ def _check_frame(obs: Observations | pd.DataFrame) -> pd.DataFrame:
 
 
 def _score_chunk(fitted: FittedModel, frame: pd.DataFrame, alpha: float, span: tuple[float, float],
-                 max_context: int, calibration: WatchCalibration) -> tuple[pd.DataFrame, int]:
+                 max_context: int, calibration: WatchCalibration, mc_passes: int = 0) -> tuple[pd.DataFrame, int]:
     """The scored rows (:data:`WATCH_COLUMNS`) of one chunk of whole series, and how many
     observations were not scored."""
     refuse_unknown_channels(pd.unique(frame["channel"]).tolist(), fitted.channels)
@@ -205,16 +217,18 @@ def _score_chunk(fitted: FittedModel, frame: pd.DataFrame, alpha: float, span: t
         base = BaseForecast(fitted.base_forecast, normalised, origins, fitted.channels)
     means, spreads = [], []
     for idx in _batches(steps):
-        res = run_pass(fitted, _collate(arrays, steps, idx, base))
+        res = run_pass(fitted, _collate(arrays, steps, idx, base), mc_passes)
+        mean, spread = (res["mc_mean_norm"], res["mc_std_norm"]) if mc_passes else (res["mean_norm"], res["spread_norm"])
         for b, i in enumerate(idx):
             m = steps.qry[i][1] - steps.qry[i][0]
-            means.append(res["mean_norm"][b, :m])
-            spreads.append(res["spread_norm"][b, :m])
-    return _rows(fitted, frame, scaled, groups, steps, means, spreads, alpha, calibration), skipped
+            means.append(mean[b, :m])
+            spreads.append(spread[b, :m])
+    floor = _calibrator(fitted, mc_passes).conformal.sigma_floor_
+    return _rows(fitted, frame, scaled, groups, steps, means, spreads, (alpha, floor), calibration), skipped
 
 
 def _rows(fitted: FittedModel, frame: pd.DataFrame, scaled: np.ndarray, groups: dict, steps: _Steps, means: list[np.ndarray],
-          spreads: list[np.ndarray], alpha: float, calibration: WatchCalibration) -> pd.DataFrame:
+          spreads: list[np.ndarray], level: tuple[float, float], calibration: WatchCalibration) -> pd.DataFrame:
     """Scores, p-values and bands of every scored observation, in the frame's order."""
     if not steps.series:
         return pd.DataFrame({c: pd.Series(dtype=float) for c in WATCH_COLUMNS})
@@ -228,7 +242,8 @@ def _rows(fitted: FittedModel, frame: pd.DataFrame, scaled: np.ndarray, groups: 
     sub = frame.iloc[rows]
     channels = sub["channel"].astype(str).to_numpy()
     y = scaled[rows]
-    spread = np.maximum(spread, fitted.levy_calibration.conformal.sigma_floor_)
+    alpha, floor = level
+    spread = np.maximum(spread, floor)
     score = np.abs(y - mean) / spread
     p, _ = calibration.p_values(score, channels)
     levels = {ch: calibration.quantile(1.0 - alpha, ch) for ch in np.unique(channels)}
@@ -349,16 +364,18 @@ def _check_max_context(max_context: int) -> int:
 
 def iter_watch(fitted: FittedModel, chunks: Iterable[Observations | pd.DataFrame], *, alpha: float = DEFAULT_ALPHA,
                calibration: WatchCalibration | None = None, start: float | None = None, end: float | None = None,
-               max_context: int = DEFAULT_MAX_CONTEXT, tally: WatchTally | None = None) -> Iterator[pd.DataFrame]:
+               max_context: int = DEFAULT_MAX_CONTEXT, tally: WatchTally | None = None,
+               mc_passes: int = 0) -> Iterator[pd.DataFrame]:
     """The streaming form of :func:`watch`: one frame of scored rows per chunk of whole
     series (e.g. ``levy_core.data.series_chunks.iter_series_chunks``), memory that of one
     chunk and one batch; ``tally`` (optional) is given every chunk. Arguments as :func:`watch`."""
     a = check_alpha(alpha)
     span = _span(start, end)
     _check_max_context(max_context)
-    cal = calibration if calibration is not None else WatchCalibration.of_fit(fitted)
+    _calibrator(fitted, mc_passes)
+    cal = calibration if calibration is not None else WatchCalibration.of_fit(fitted, mc=bool(mc_passes))
     for chunk in chunks:
-        rows, skipped = _score_chunk(fitted, _check_frame(chunk), a, span, max_context, cal)
+        rows, skipped = _score_chunk(fitted, _check_frame(chunk), a, span, max_context, cal, mc_passes)
         if tally is not None:
             tally.add(rows, skipped)
         yield rows
@@ -366,7 +383,7 @@ def iter_watch(fitted: FittedModel, chunks: Iterable[Observations | pd.DataFrame
 
 def watch(fitted: FittedModel, data: Observations | pd.DataFrame, *, alpha: float = DEFAULT_ALPHA,
           calibration: WatchCalibration | None = None, start: float | None = None, end: float | None = None,
-          max_context: int = DEFAULT_MAX_CONTEXT) -> WatchResult:
+          max_context: int = DEFAULT_MAX_CONTEXT, mc_passes: int = 0) -> WatchResult:
     """Replay ``data`` in time order per series, scoring each observation against the band
     the model issued from the observations strictly before it.
 
@@ -389,6 +406,10 @@ def watch(fitted: FittedModel, data: Observations | pd.DataFrame, *, alpha: floa
         the others are context only. Default: every observation with one before it.
     max_context : int, default 2000
         The most recent observations one step's context holds (a fit on many series).
+    mc_passes : int, default 0
+        0: the Lévy band. ``T >= 2``: MC-Dropout's band instead (the fit's twin, ``T``
+        passes, its mean and standard deviation in place of ``ŷ`` and the spread), scored
+        and calibrated the same way (what ``benchmarks/watch.py`` compares).
 
     Returns
     -------
@@ -409,13 +430,13 @@ def watch(fitted: FittedModel, data: Observations | pd.DataFrame, *, alpha: floa
     """
     tally = WatchTally(check_alpha(alpha))
     frames = list(iter_watch(fitted, [data], alpha=alpha, calibration=calibration, start=start, end=end,
-                             max_context=max_context, tally=tally))
+                             max_context=max_context, tally=tally, mc_passes=mc_passes))
     return WatchResult(frames[0], tally, calibration.source if calibration is not None
-                       else WatchCalibration.of_fit(fitted).source)
+                       else WatchCalibration.of_fit(fitted, mc=bool(mc_passes)).source)
 
 
 def calibrate_watch(fitted: FittedModel, data: Observations, *,
-                    max_context: int = DEFAULT_MAX_CONTEXT) -> WatchCalibration:
+                    max_context: int = DEFAULT_MAX_CONTEXT, mc_passes: int = 0) -> WatchCalibration:
     """One-step-ahead scores of held-out series, replayed exactly as :func:`watch` does:
     what valid p-values are taken against.
 
@@ -426,8 +447,8 @@ def calibrate_watch(fitted: FittedModel, data: Observations, *,
         The data the model was fitted on (its calibration split is replayed: the
         calibration series, or the span of the calibration origins), or series the model
         never trained on (replayed whole). Never the training series of another file.
-    max_context : int
-        As for :func:`watch`.
+    max_context, mc_passes : int
+        As for :func:`watch` (the same ``mc_passes`` as the watch it calibrates).
 
     Returns
     -------
@@ -437,7 +458,8 @@ def calibrate_watch(fitted: FittedModel, data: Observations, *,
     if not isinstance(data, Observations):
         raise DataError(f"calibrate_watch needs Observations, got {type(data).__name__}")
     part, start, end, source = calibration_part(fitted, data)
+    _calibrator(fitted, mc_passes)
     rows, _ = _score_chunk(fitted, _check_frame(part), 0.5, _span(start, end), _check_max_context(max_context),
-                           WatchCalibration.of_fit(fitted))
+                           WatchCalibration.of_fit(fitted, mc=bool(mc_passes)), mc_passes)
     return WatchCalibration.of_scores(rows["score"].to_numpy(), rows["channel"].to_numpy(),
                                       f"one-step-ahead scores of {source} ({len(rows):,} scores)")

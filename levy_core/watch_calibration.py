@@ -55,10 +55,12 @@ class WatchCalibration:
                             "in its series; give held-out series with at least two times each")
 
     @classmethod
-    def of_fit(cls, fitted: FittedModel) -> WatchCalibration:
-        """The fit's own split-conformal scores (forecasts from the cut-off, not one step ahead)."""
-        conformal = fitted.levy_calibration.conformal
-        if conformal.scores_ is None:
+    def of_fit(cls, fitted: FittedModel, *, mc: bool = False) -> WatchCalibration:
+        """The fit's own split-conformal scores (forecasts from the cut-off, not one step
+        ahead); ``mc``: MC-Dropout's."""
+        calibrator = fitted.mc_calibration if mc else fitted.levy_calibration
+        conformal = calibrator.conformal if calibrator is not None else None
+        if conformal is None or conformal.scores_ is None:
             raise DataError("the model has no conformal calibration scores: re-run `levy fit`")
         return cls(dict(conformal.group_scores_ or {}), conformal.scores_, conformal.min_group_size,
                    "the fit's calibration scores (forecasts from the cut-off over the fitted horizon)")

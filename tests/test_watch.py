@@ -161,3 +161,16 @@ def test_bad_input_is_named(fitted, new_obs) -> None:
     first = frame[frame["time"] == frame.groupby("series_id")["time"].transform("min")]
     with pytest.raises(DataError, match="no calibration score"):
         calibrate_watch(fitted, from_frame(first))
+
+
+def test_mc_dropouts_band_is_watched_the_same_way(fitted, new_obs, held_out) -> None:
+    few = new_obs.subset(new_obs.series_ids[:2])
+    cal = calibrate_watch(fitted, held_out.subset(held_out.series_ids[:4]), mc_passes=3)
+    mc = watch(fitted, few, alpha=0.1, calibration=cal, mc_passes=3).frame
+    levy = watch(fitted, few, alpha=0.1, calibration=cal).frame
+    assert len(mc) == len(levy) and not np.allclose(mc["mean"], levy["mean"])
+    outside = (mc["value"] < mc["lower"]) | (mc["value"] > mc["upper"])
+    assert (mc["flagged"] == outside).all()
+    pd.testing.assert_frame_equal(watch(fitted, few, alpha=0.1, calibration=cal, mc_passes=3).frame, mc)
+    with pytest.raises(ValueError, match="mc_passes"):
+        watch(fitted, few, mc_passes=1)
