@@ -66,11 +66,11 @@ def when_text(ahead: float) -> str:
 
 
 def default_horizon(res: FitResult) -> float:
-    """The fit's horizon, else a tenth of the median series span (at least an hour)."""
+    """The fit's horizon, else a quarter of the median series span, rounded (at least an hour)."""
     if res.fitted.task.horizon:
         return float(res.fitted.task.horizon)
     spans = res.obs.frame.groupby("series_id")["time"].agg(lambda t: t.max() - t.min())
-    return float(max(np.median(spans) / 4, 1.0))
+    return float(max(float(f"{np.median(spans) / 4:.1g}"), 1.0))  # a round number: 11.9 h → 10 h
 
 
 def advice_data(res: FitResult, series_id: str) -> tuple[Observations, Observations | None, str]:

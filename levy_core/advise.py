@@ -166,7 +166,7 @@ class Advice:
             j = int(r["candidate"])
             when = "now" if r["ahead"] <= 0 else f"in {duration_text(r['ahead'], ' ')}"
             order = np.argsort(-total[j], kind="stable")
-            parts = [f"of {self.targets[t]} by {total[j, t]:.0f} %" for t in order]
+            parts = [f"of {self.targets[t]} by {int(round(total[j, t]))} %" for t in order]
             out.append(f"measuring {r['channel']} {when} would narrow the next {duration_text(self.horizon, ' ')} "
                        f"band " + ", ".join(parts))
         return out

@@ -13,6 +13,16 @@ __all__ = ["MARK", "advice_figure"]
 MARK = "#009E73"  # bluish green: the hypothetical measurement
 
 
+def _outline(fig: go.Figure, band: pd.DataFrame, name: str) -> None:
+    """Today's band as dashed edges (the band with the measurement is drawn filled over it)."""
+    for edge, show in (("upper", True), ("lower", False)):
+        fig.add_trace(go.Scatter(x=band["when"], y=band[edge], mode="lines", name=name, legendgroup=name,
+                                 showlegend=show, line={"color": NEUTRAL, "dash": "dash", "width": 1.6},
+                                 hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=band["when"], y=band["mean"], mode="lines", line={"color": NEUTRAL, "dash": "dot"},
+                             name=f"{name}: mean", legendgroup=name, showlegend=False))
+
+
 def _band(fig: go.Figure, band: pd.DataFrame, colour: str, alpha: float, name: str, dash: str) -> None:
     x = list(band["when"]) + list(band["when"])[::-1]
     y = list(band["upper"]) + list(band["lower"])[::-1]
@@ -29,8 +39,8 @@ def advice_figure(points: pd.DataFrame, before: pd.DataFrame, after: pd.DataFram
     ``measure``: ``channel, when, label`` and, when it is this channel, ``value, std`` (its
     predictive: a marker with a ±1 std bar), else a dotted line at its time."""
     fig = go.Figure()
-    _band(fig, before, NEUTRAL, 0.22, f"{pct(level)} band today", "dot")
     _band(fig, after, LEVY, 0.30, f"{pct(level)} band with {measure['label']}", "solid")
+    _outline(fig, before, f"{pct(level)} band today")
     seen = points[points["role"] == "seen"]
     later = points[points["role"] == "later"]
     fig.add_trace(go.Scatter(x=seen["when"], y=seen["value"], mode="markers", name="observed",

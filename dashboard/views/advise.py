@@ -15,6 +15,8 @@ from dashboard.charts.advise import advice_figure
 from dashboard.views import band
 from levy_core.data import DataError
 
+ADVISE_SHOWN = "_advise_shown"  # (series, candidate) whose band was last drawn
+
 
 def _targets(res: services.FitResult, series_id: str) -> list[str]:
     observed = services.channel_options(res.key, res, series_id)
@@ -60,27 +62,30 @@ def render(res: services.FitResult) -> None:
     picks = list(range(len(ranking)))
     if ss.get(state.ADVISE_PICK) not in picks:
         ss[state.ADVISE_PICK] = 0
-    cols = st.columns([2.3, 1.7])
     shown = ranking[["rank", "measure", "narrowing_pct", "evidence_pct", "value_pct",
                      *[f"{t} %" for t in view.advice.targets]]].rename(columns={
                          "narrowing_pct": "narrowing %", "evidence_pct": "of which evidence %",
                          "value_pct": "of which value %"})
-    cols[0].dataframe(shown.round(1), hide_index=True, key=state.ADVISE_TABLE, height=300)
-    pick = cols[1].selectbox("Show the band with", picks, key=state.ADVISE_PICK,
+    st.dataframe(shown.round(1), hide_index=True, key=state.ADVISE_TABLE, height=280)
+    cols = st.columns(2)
+    pick = cols[0].selectbox("Show the band with", picks, key=state.ADVISE_PICK,
                              format_func=lambda i: f"#{ranking['rank'][i]} · measuring {ranking['measure'][i]}")
+    row = ranking.iloc[pick]
+    if ss.get(ADVISE_SHOWN) != (sid, int(row["candidate"])):  # a new suggestion: the band of its own channel
+        ss[ADVISE_SHOWN] = (sid, int(row["candidate"]))
+        if row["channel"] in view.advice.targets:
+            ss[state.ADVISE_CHANNEL] = row["channel"]
     if ss.get(state.ADVISE_CHANNEL) not in view.advice.targets:
         ss[state.ADVISE_CHANNEL] = ss[state.CHANNEL] if ss.get(state.CHANNEL) in targets else targets[0]
     channel = cols[1].selectbox("Band of", list(view.advice.targets), key=state.ADVISE_CHANNEL)
-    row = ranking.iloc[pick]
     j = int(row["candidate"])
     mark = {"channel": row["channel"], "when": row["when"], "label": row["measure"],
             "value": float(row["value_mean"]), "std": float(row["value_std"])}
     before = advise_services.band_frame(res, view, None)
     after = advise_services.band_frame(res, view, j)
-    fig = advice_figure(view.points[view.points["channel"] == channel],
-                                      before[before["channel"] == channel], after[after["channel"] == channel],
-                                      channel=channel, measure=mark, level=level,
-                                      time_title=services.time_axis(res))
+    fig = advice_figure(view.points[view.points["channel"] == channel], before[before["channel"] == channel],
+                        after[after["channel"] == channel], channel=channel, measure=mark, level=level,
+                        time_title=services.time_axis(res))
     st.plotly_chart(fig, key=state.ADVISE_CHART)
     st.caption(
         f"How to read: advice starts from {view.start}. Each row is one measurement — a channel, now or a "
@@ -89,6 +94,6 @@ def render(res: services.FitResult) -> None:
         "weight in the Lévy measure depends on its channel and time, not on its value. The value part is "
         f"an expectation over what the measurement might read ({view.advice.draws.shape[1]} draws from its "
         "own calibrated band, every measurement and draw in one batched model pass); it can be negative "
-        "when a new value may disagree with the old. The chart: grey, the band today; blue, the band "
+        "when a new value may disagree with the old. The chart: dashed grey, the band today; blue, the band "
         "expected with the chosen measurement; the star, the measurement (± its predictive std)."
     )

@@ -324,6 +324,7 @@ def test_dashboard_in_chromium(server, tmp_path):
                 ("Trust ranking", "ranking", 1),
                 ("Check the identity", "identity", 1),
                 ("Watch", "watch", 1),  # the replay of the test series, flags marked
+                ("Measure next", "advise", 1),  # the ranked measurements, the band with the first
             ]:
                 _tab(page, label, charts)
                 _shot(page, name)
