@@ -367,6 +367,7 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
         if not data.exists():
             raise DataError(f"{data}: no such file; give a CSV of observations or no argument for the sample")
         env["LEVY_DASHBOARD_DATA"] = str(data.resolve())
+    env.update({"LEVY_DASHBOARD_FIT_WORKERS": str(args.fit_workers)} if args.fit_workers else {})  # fit_pool.py
     app = _REPO / "dashboard" / "app.py"
     if not app.exists():
         raise DataError(f"the dashboard is not installed next to levy_core ({app} missing)")
@@ -572,6 +573,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="address to listen on (default localhost: this machine only); 0.0.0.0 lets anyone who "
                    "can reach the port upload data and start fits, with no authentication")
     d.add_argument("--headless", type=lambda s: s.lower() in ("1", "true", "yes"), default=True)
+    d.add_argument("--fit-workers", type=_bounded_int(1, cores := os.cpu_count() or 1), metavar="N", help="fits run "
+                   f"at once, a thread each, 1 to {cores}; more wait in a queue (default: {max(1, cores // 2)})")
     d.set_defaults(func=_cmd_dashboard)
     return p
 

@@ -14,6 +14,7 @@ benchmarks all go through these steps, so none of them rebuilds the recipe:
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -279,7 +280,10 @@ def _training_summary(result: TrainResult | None) -> dict[str, Any] | None:
         return None
     summary = {"best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
                "seconds": round(result.seconds, 3), "best_val_mse": result.best_val_loss,
-               "stopped_by": result.stopped_by}
+               "stopped_by": result.stopped_by,
+               # per epoch: [epoch, training loss, early-stopping MSE] (the Fit panel's chart; None: not finite)
+               "history": [[h["epoch"], *(round(float(h[k]), 7) if math.isfinite(h[k]) else None
+                                          for k in ("train_loss", "val_loss"))] for h in result.history]}
     if result.correction is not None:
         summary.update(result.correction.to_dict())
     return summary
