@@ -27,7 +27,7 @@ way).
 Usage::
 
     python benchmarks/advise.py --data-dir PATH/TO/physionet2012 [--n-train 200] [--n-eval 100]
-        [--epochs 15] [--max-seconds 240] [--seed 0]
+        [--epochs 40] [--max-seconds 240] [--seed 0]
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--n-train", type=int, default=200)
     parser.add_argument("--n-eval", type=int, default=100)
-    parser.add_argument("--epochs", type=int, default=15)
+    parser.add_argument("--epochs", type=int, default=40, help="as levy fit (early stopping may end sooner)")
     parser.add_argument("--max-seconds", type=float, default=240.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--history", type=float, default=24.0)
