@@ -7,7 +7,7 @@ PORT ?= 8501
 HOST ?= localhost
 DATA ?=
 
-.PHONY: install test test-fast dashboard bench docs lint clean
+.PHONY: install test test-fast dashboard bench docs lint clean sample-models
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,11 @@ test-fast: $(STAMP)
 ## localhost only unless HOST=0.0.0.0 (then anyone who can reach the port can upload data and start fits)
 dashboard: $(STAMP)
 	$(BIN)/levy dashboard $(DATA) --port $(PORT) --host $(HOST)
+
+## make sample-models: retrain the models shipped for the bundled samples (sample_data/models/, one recorded
+## `levy fit` command each, seed 0, one thread; a few minutes) — `make dashboard` opens them with no fit
+sample-models: $(STAMP)
+	$(BIN)/python sample_data/make_models.py
 
 ## make bench: the benchmark tables quoted in the README
 bench: $(STAMP)

@@ -1,10 +1,12 @@
 """How fast the dashboard answers: first band after start-up, and cached re-renders.
 
-(a) **First band in a browser**: seconds from ``streamlit run dashboard/app.py`` being
-    started (a fresh process: empty caches, so the default fit is included) until the
-    predictive band is drawn in Chromium on the default sample (Synthetic multichannel),
-    with no click. Chromium (Debian's, driven by Playwright) is started before the clock.
-    Also reported: when the server answered ``/_stcore/health``.
+(a) **First band in a browser**: a fresh ``streamlit run dashboard/app.py`` (what ``make
+    dashboard`` starts: empty caches), then the page opened in Chromium on the default
+    sample (Synthetic multichannel), with no click: seconds from the page being opened
+    until the predictive band is drawn — from the sample's shipped model, no fit (the
+    requirement: ≤ 5 s on a quiet machine). Also reported: when the server answered
+    ``/_stcore/health`` and the band's time from the server's start. Chromium (Debian's,
+    driven by Playwright) is started before the clock.
 (b) **Re-render after a change** (``streamlit.testing.v1.AppTest``, no browser): the
     script-run time after changing the series, the channel or the band level, once the
     model is fitted. "first visit" computes that series/channel's grid (one model pass, with
@@ -57,8 +59,8 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def first_band(runs: int) -> list[tuple[float, float]]:
-    """[(seconds to health, seconds to the first band drawn)] per fresh server."""
+def first_band(runs: int) -> list[tuple[float, float, float]]:
+    """[(seconds to health, to the first band drawn, from the page opened to that band)] per fresh server."""
     from playwright.sync_api import sync_playwright
 
     out = []
@@ -92,9 +94,11 @@ def first_band(runs: int) -> list[tuple[float, float]]:
                     if proc.poll() is not None:
                         raise RuntimeError("streamlit exited")
                 t_health = time.perf_counter() - t0
+                t_open = time.perf_counter()
                 page.goto(url)
                 page.wait_for_function(BAND_DRAWN, timeout=300_000, polling=100)
-                out.append((t_health, time.perf_counter() - t0))
+                now = time.perf_counter()
+                out.append((t_health, now - t0, now - t_open))
             finally:
                 page.close()
                 os.kill(proc.pid, signal.SIGTERM)
@@ -156,15 +160,14 @@ def main() -> None:
             print(f"(a) skipped: {CHROMIUM} missing")
         else:
             res = first_band(args.runs)
+            print("\n(a) first band on the default sample (its shipped model, no fit), load average "
+                  f"{os.getloadavg()[0]:.2f} before")
+            print(f"{'run':>4} {'server healthy (s)':>19} {'band drawn (s)':>15} {'page opened → band (s)':>23}")
+            for i, (h, b, o) in enumerate(res, 1):
+                print(f"{i:>4} {h:>19.1f} {b:>15.1f} {o:>23.1f}")
             print(
-                "\n(a) first band on the default sample, from `streamlit run` (training included)"
-            )
-            print(f"{'run':>4} {'server healthy (s)':>19} {'band drawn (s)':>15}")
-            for i, (h, b) in enumerate(res, 1):
-                print(f"{i:>4} {h:>19.1f} {b:>15.1f}")
-            print(
-                f"{'median':>4} {statistics.median(h for h, _ in res):>19.1f} "
-                f"{statistics.median(b for _, b in res):>15.1f}"
+                f"{'median':>4} {statistics.median(r[0] for r in res):>19.1f} "
+                f"{statistics.median(r[1] for r in res):>15.1f} {statistics.median(r[2] for r in res):>23.1f}"
             )
 
     times = rerender(args.changes)

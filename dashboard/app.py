@@ -74,11 +74,14 @@ st.caption(
     "disagreement), how it compares with MC-Dropout, and whether it is calibrated."
 )
 
+# fixed places (every run draws the same elements in the same order, so nothing below them
+# is replaced by something else while a rerun is under way: a drawn band never blanks)
+describe_slot = st.empty()  # what the current model is
+job_slot = st.empty()  # this session's fit: its place in the queue, then its epochs (fit.follow_job)
 choice = sidebar.render()
 res = fit.ensure_model(choice)
 if res is not None:
-    st.caption(plain(res.describe()))
-twin_slot = st.empty()  # where a twin left for after the panels shows its progress
+    describe_slot.caption(plain(res.describe()))
 
 tabs = st.tabs(state.PANELS, key=state.PANEL, on_change="rerun", default=state.DEFAULT_PANEL)
 for tab, name in zip(tabs, state.PANELS, strict=True):
@@ -94,4 +97,4 @@ for tab, name in zip(tabs, state.PANELS, strict=True):
         else:
             MODEL_PANELS[name](res)
 
-fit.finish_deferred_twin(res, twin_slot)
+fit.follow_job(job_slot)

@@ -22,8 +22,10 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard import fit_pool
 from levy_core import pipeline
 from levy_core.data import Observations
+from levy_core.modelzip import load_model_zip, model_zip_bytes
 from levy_core.pipeline import FittedModel, ModelData
 from levy_core.tasks import TaskConfig
 from levy_core.train import Progress, TrainConfig
@@ -48,9 +50,9 @@ class FitSettings:
     cutoff: float | None = None  # forecast: history ends here (h, model time); None → the median series midpoint
     horizon: float | None = None  # forecast on rolling origins (few series): hours ahead; None → a tenth of the span
     holdout_fraction: float = 0.2  # interpolate: share of observations held out
-    size: str = "small"  # key of pipeline.MODEL_SIZES
-    epochs: int = 200  # upper bound on epochs per model (the time budget usually binds first)
-    max_seconds: float = 3.5  # wall-clock budget per model (s); keeps the first band within 15 s
+    size: str = "small"  # key of pipeline.MODEL_SIZES (what `levy fit --size auto` picks below 1,000 series)
+    epochs: int = 40  # epochs per model, with early stopping on the early-stopping split (`levy fit`'s default)
+    max_seconds: float = 600.0  # safety cap per model (s), not a budget: a fit that reaches it says it is under-trained
     train_twin: bool = True  # train the softmax+dropout twin alongside (MC-Dropout)
     mc_passes: int = 20  # T used to calibrate the twin
     seed: int = 0  # seeds the split, initialisation and hold-outs
@@ -64,7 +66,7 @@ class FitSettings:
 class SessionLimits:
     """What one session may ask a shared server to fit (environment variables, read at
     each call): ``LEVY_DASHBOARD_MAX_EPOCHS`` (default 500), ``LEVY_DASHBOARD_MAX_SECONDS``
-    per model (default 60), ``LEVY_DASHBOARD_SIZES`` (default "small,medium"),
+    the safety cap per model (default 600), ``LEVY_DASHBOARD_SIZES`` (default "small,medium"),
     ``LEVY_DASHBOARD_MAX_MC_PASSES`` (default 100)."""
 
     max_epochs: int
@@ -77,7 +79,7 @@ def session_limits() -> SessionLimits:
     env = os.environ
     try:
         return SessionLimits(int(env.get("LEVY_DASHBOARD_MAX_EPOCHS", 500)),
-                             float(env.get("LEVY_DASHBOARD_MAX_SECONDS", 60.0)),
+                             float(env.get("LEVY_DASHBOARD_MAX_SECONDS", 600.0)),
                              tuple(s.strip() for s in env.get("LEVY_DASHBOARD_SIZES", "small,medium").split(",")
                                    if s.strip()),
                              int(env.get("LEVY_DASHBOARD_MAX_MC_PASSES", 100)))
@@ -92,7 +94,7 @@ def check_limits(settings: FitSettings) -> None:
     if settings.epochs > lim.max_epochs:
         problems.append(f"at most {lim.max_epochs} epochs (asked {settings.epochs})")
     if not settings.max_seconds or settings.max_seconds > lim.max_seconds:
-        problems.append(f"a budget of at most {lim.max_seconds:g} s per model (asked {settings.max_seconds or 'none'})")
+        problems.append(f"a safety cap of at most {lim.max_seconds:g} s per model (asked {settings.max_seconds or 'none'})")
     if settings.size not in lim.sizes:
         problems.append(f"model size one of {', '.join(lim.sizes)} (asked {settings.size})")
     if settings.mc_passes > lim.max_mc_passes:
@@ -120,8 +122,10 @@ def session_fit(key: str, provenance: tuple[str, str] | None) -> FitResult | Non
 
 
 def default_settings() -> FitSettings:
-    """Short default fit: a few seconds on 2 CPU cores (tiny with ``LEVY_DASHBOARD_FAST=1``)."""
-    return FitSettings(epochs=3, max_seconds=1.5, mc_passes=5) if fast() else FitSettings()
+    """The default fit: `levy fit`'s training (40 epochs, early stopping, seed 0), the time only
+    a safety cap; what ``make sample-models`` ships for the bundled samples (tiny with
+    ``LEVY_DASHBOARD_FAST=1``: 3 epochs)."""
+    return FitSettings(epochs=3, mc_passes=5) if fast() else FitSettings()
 
 
 def default_mc_passes() -> int:
@@ -142,6 +146,8 @@ class FitResult:
     seconds: float
     fitted_at: str  # ISO 8601 UTC ("" for a model opened from a zip)
     opened_from: str = ""  # the zip a saved model was opened from (no training in this session)
+    shipped: str = ""  # the recorded command of a model shipped with a bundled sample (no training here)
+    preview: str = ""  # mid-training: "epoch k of n" (the band of the best epoch so far; training goes on)
 
     @property
     def obs(self) -> Observations:
@@ -166,10 +172,35 @@ class FitResult:
             return f"forecast after the cut-off {f.task.cutoff:g} h"
         return f"interpolation of {100 * f.task.holdout_fraction:.0f} % held-out observations"
 
+    def cap_note(self) -> str:
+        """Plain words when a model's training stopped at the time cap (empty otherwise)."""
+        hit = [name for key, name in (("levy", "Lévy model"), ("softmax", "MC-Dropout twin"))
+               if ((self.fitted.training or {}).get(key) or {}).get("stopped_by") == "time"]
+        if not hit:
+            return ""
+        runs = {k: ((self.fitted.training or {}).get(k) or {}).get("epochs_run") for k in ("levy", "softmax")}
+        return (f"Under-trained: the {' and the '.join(hit)} stopped at the server's safety cap of "
+                f"{self.settings.max_seconds:g} s per model after {runs['levy']} of {self.settings.epochs} epochs, before "
+                "early stopping ended it. Raise the cap (sidebar, up to the server's LEVY_DASHBOARD_MAX_SECONDS), "
+                "lower the epochs or the model size, or fit on the command line (`levy fit`, no cap).")
+
     def describe(self) -> str:
         f, o, n = self.fitted, self.obs, self.fitted.training["n_series"]
         unit = {"origin": "forecast origins", "window": "windows"}.get(f.split.mode, "series")
         twin = " and its MC-Dropout twin" if self.has_twin else ""
+        if self.preview:
+            return (f"Training on {self.data_label}: the Lévy model as it stands after {self.preview} (its best "
+                    f"epoch so far, calibrated: c = {f.levy_calibration.scale_:.3g}); the band is redrawn as the "
+                    "early-stopping loss improves.")
+        if self.shipped:
+            lv = f.training.get("levy") or {}
+            return (f"Lévy model{twin} trained on {self.data_label} and shipped with it: trained to the end "
+                    f"(early stopping or its epochs) by `{self.shipped}` ({lv.get('epochs_run')} epochs, best {lv.get('best_epoch')}; "
+                    f"split by {f.split.mode}: {n['train']} train / {n.get('stopping', 0)} early-stopping / "
+                    f"{n['calibration']} calibration / {n['test']} test {unit}), task: {self._task_text()}; "
+                    f"calibration scale c = {f.levy_calibration.scale_:.3g}; offset: {f.offset_description()}. "
+                    "Opened with no training in this session: Refit (sidebar) trains it here."
+                    + (f" {f.training_note()}" if f.training_note() else ""))
         if self.opened_from:
             return (f"Saved Lévy model ({self.settings.size}){twin} opened from {self.opened_from}, applied without "
                     f"refitting to {self.data_label} ({o.n_series} series, {o.n_channels} channels, {o.n_obs:,} "
@@ -181,7 +212,8 @@ class FitResult:
                 f"{n['calibration']} calibration / {n['test']} test {unit}), task: {self._task_text()}; "
                 f"{f.training['levy']['epochs_run']} epochs in {self.seconds:.1f} s; "
                 f"calibration scale c = {f.levy_calibration.scale_:.3g}; offset: {f.offset_description()}."
-                + (f" {f.training_note()}" if f.training_note() else ""))
+                + (f" {f.training_note()}" if f.training_note() else "")
+                + (f" {self.cap_note()}" if self.cap_note() else ""))
 
 
 _store_lock = threading.Lock()
@@ -231,6 +263,16 @@ def recording(history: list[dict[str, Any]],
 # ----------------------------------------------------------------------------- fitting (through the store)
 
 
+def fit_configs(settings: FitSettings) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``TaskConfig`` and ``TrainConfig`` arguments of ``settings`` (plain dicts: they
+    also travel to the fit workers). The same for an in-process fit and a pooled one."""
+    forecast = settings.task == "forecast"
+    task = {"kind": settings.task, "cutoff": settings.cutoff if forecast else None,
+            "horizon": settings.horizon if forecast else None, "holdout_fraction": settings.holdout_fraction}
+    train = {"epochs": settings.epochs, "max_seconds": settings.max_seconds or None, "seed": settings.seed}
+    return task, train
+
+
 def fit_model(obs: Observations, obs_hash: str, data_label: str, settings: FitSettings,
               progress: Callable[[Progress], None] | None = None) -> FitResult:
     """``pipeline.fit`` with the settings, cached by (data hash, settings)."""
@@ -240,13 +282,11 @@ def fit_model(obs: Observations, obs_hash: str, data_label: str, settings: FitSe
     if hit is not None:
         return for_this_session(hit, data_label)
     history: list[dict[str, Any]] = []
-    forecast = settings.task == "forecast"
-    task = TaskConfig(settings.task, cutoff=settings.cutoff if forecast else None,
-                      horizon=settings.horizon if forecast else None, holdout_fraction=settings.holdout_fraction)
-    train = TrainConfig(epochs=settings.epochs, max_seconds=settings.max_seconds or None, seed=settings.seed)
+    task, train = fit_configs(settings)
     t0 = time.perf_counter()
-    fitted = pipeline.fit(obs, task=task, train=train, size=settings.size, train_twin=settings.train_twin,
-                          mc_passes=settings.mc_passes, progress=recording(history, progress))
+    fitted = pipeline.fit(obs, task=TaskConfig(**task), train=TrainConfig(**train), size=settings.size,
+                          train_twin=settings.train_twin, mc_passes=settings.mc_passes,
+                          progress=recording(history, progress))
     seconds = time.perf_counter() - t0
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return remember(FitResult(key, fitted, pipeline.prepare(fitted, obs), obs_hash, settings, data_label, history,
@@ -269,3 +309,60 @@ def add_twin(res: FitResult, progress: Callable[[Progress], None] | None = None)
     # the split, scaler and channels are unchanged, so the prepared data still holds
     return remember(FitResult(key, fitted, res.data, res.obs_hash, settings, res.data_label, history,
                                res.seconds + time.perf_counter() - t0, res.fitted_at))
+
+
+# ----------------------------------------------------------------------------- fitting in the server's pool
+
+
+def levy_key(obs_hash: str, settings: FitSettings) -> str:
+    """The store key of the Lévy model alone (what a pooled fit delivers first)."""
+    return fit_key(obs_hash, dataclasses.replace(settings, train_twin=False))
+
+
+def final_key(obs_hash: str, settings: FitSettings) -> str:
+    """The store key of what a pooled fit of ``settings`` ends with (``+twin``: its twin added)."""
+    return levy_key(obs_hash, settings) + ("+twin" if settings.train_twin else "")
+
+
+def submit_fit(obs: Observations, obs_hash: str, settings: FitSettings) -> str:
+    """Queue ``settings`` on ``obs`` in the server's fit pool (or join the same fit already
+    queued or running); returns the job's key. ValueError beyond the server's limits."""
+    check_limits(settings)
+    task, train = fit_configs(settings)
+    key = fit_key(obs_hash, settings)
+    fit_pool.pool().submit_fit(key, obs, task=task, train=train, size=settings.size, train_twin=settings.train_twin,
+                               mc_passes=settings.mc_passes)
+    return key
+
+
+def submit_twin(res: FitResult) -> str:
+    """Queue the MC-Dropout twin of ``res`` (fitted without it) in the pool; the job's key."""
+    key = res.key + "+twin"
+    fit_pool.pool().submit_twin(key, model_zip_bytes(res.fitted), res.obs, res.settings.mc_passes)
+    return key
+
+
+def job_result(key: str, model_zip: bytes, obs: Observations, obs_hash: str, settings: FitSettings,
+               data_label: str, history: list[dict[str, Any]]) -> FitResult:
+    """A pooled fit's model as this session's ``FitResult`` (stored under ``key``: the first
+    session to collect it prepares it, the others find it)."""
+    hit = cached_fit(key)
+    if hit is not None:
+        return for_this_session(hit, data_label)
+    fitted = load_model_zip(model_zip, name="the fitted model")
+    seconds = sum(float(((fitted.training or {}).get(m) or {}).get("seconds", 0.0)) for m in ("levy", "softmax"))
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    settings = dataclasses.replace(settings, train_twin=fitted.twin is not None)
+    return remember(FitResult(key, fitted, pipeline.prepare(fitted, obs), obs_hash, settings, data_label,
+                              [dict(h) for h in history], seconds, now))
+
+
+def preview_result(key: str, model_zip: bytes, obs: Observations, obs_hash: str, settings: FitSettings,
+                   data_label: str, progress: dict[str, Any], history: list[dict[str, Any]]) -> FitResult:
+    """A preview (the Lévy model mid-training) as a ``FitResult`` of its own ``key`` (never
+    stored: the views' caches tell it apart by its key)."""
+    fitted = load_model_zip(model_zip, name="the preview")
+    text = f"epoch {progress['epoch']} of at most {progress['epochs']} (best so far: epoch {progress['best_epoch']})"
+    return FitResult(key, fitted, pipeline.prepare(fitted, obs), obs_hash,
+                     dataclasses.replace(settings, train_twin=False), data_label, [dict(h) for h in history],
+                     float(progress["seconds"]), "", preview=text)

@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from dashboard import tables, user_clock
+from dashboard import fit_pool, tables, user_clock
 from dashboard.fits import (
     FitResult,
     FitSettings,
@@ -43,11 +44,18 @@ from dashboard.fits import (
     default_mc_passes,
     default_settings,
     fast,
+    final_key,
     fit_key,
     fit_model,
     for_this_session,
+    job_result,
+    levy_key,
+    preview_result,
+    remember,
     session_fit,
     session_limits,
+    submit_fit,
+    submit_twin,
 )
 from dashboard.inputs import (
     BAND_LABELS,
@@ -57,6 +65,7 @@ from dashboard.inputs import (
 )
 from dashboard.report import report_is_offline
 from dashboard.saved_models import OpenedModel, apply_model, open_model, opened_key
+from dashboard.shipped import ShippedModel, load_shipped, shipped_key, shipped_result
 from dashboard.sources import (
     DEFAULT_SAMPLE,
     DataSource,
@@ -87,7 +96,8 @@ from levy_core.tasks import MIN_SERIES_FOR_SERIES_SPLIT
 __all__ = ["BAND_LABELS", "CoverageMonitor", "OpenedModel", "apply_model", "open_model", "opened_key", "DEFAULT_SAMPLE", "DRIFT_CAPTION", "GUARANTEE_CAPTION", "BandInputs", "DataSource", "FitResult",
            "FitSettings", "SessionLimits", "for_this_session", "session_fit", "session_limits", "FutureInputs", "OriginInputs", "add_twin", "backtest_table", "cached_fit", "default_mc_passes",
            "default_settings", "env_data_path", "fast", "fit_key", "fit_model", "metrics_table", "report_is_offline",
-           "source_from_path", "source_from_sample", "source_from_upload", "check_upload_size", "upload_limit_text"]
+           "source_from_path", "source_from_sample", "source_from_upload", "check_upload_size", "upload_limit_text",
+           "final_key", "job_result", "levy_key", "preview_result", "shipped_fit", "submit_fit", "submit_twin", "JobView", "job_view", "job_models", "fit_workers"]
 
 DRIFT_CAPTION = (
     f"How to read: a channel is flagged when more than {VALUE_SHARE:.0%} of the series have their median "
@@ -95,9 +105,49 @@ DRIFT_CAPTION = (
     f"{DENSITY_FACTOR:g}× less or more often per hour than in training (each rule needs {MIN_VALUES} values "
     "of the channel); `levy predict`, `levy evaluate` and `levy rank` print the same warnings."
 )
+log = logging.getLogger(__name__)
 GUARANTEE = pipeline.GUARANTEE  # the adaptive band's guarantee, in words (views name it)
 
 MODEL_SIZES = pipeline.MODEL_SIZES  # for the sidebar: views do not import the pipeline
+
+
+JobView = fit_pool.JobView
+
+
+def job_view(key: str) -> JobView | None:
+    """The server pool's job of ``key`` as a session shows it (queue place, epoch, loss)."""
+    return fit_pool.pool().view(key)
+
+
+def job_models(key: str) -> tuple[bytes | None, dict[str, Any] | None, bytes | None, bytes | None]:
+    """(preview zip, its epoch, Lévy-alone zip, final zip) of the pool's job of ``key``."""
+    return fit_pool.pool().models(key)
+
+
+def fit_workers() -> int:
+    """How many fits this server runs at once."""
+    return fit_pool.pool().size
+
+
+@st.cache_resource(show_spinner=False)
+def shipped_model(digest: str) -> ShippedModel | None:
+    """The model shipped for the file of SHA-256 ``digest`` (loaded once per server; None: none)."""
+    return load_shipped(digest)
+
+
+def shipped_fit(source: DataSource, obs: Observations, obs_hash: str) -> FitResult | None:
+    """The shipped model of a bundled sample as a fit (None for any other data): no training."""
+    shipped = shipped_model(source.digest)
+    if shipped is None:
+        return None
+    hit = cached_fit(shipped_key(source.digest))
+    if hit is not None:
+        return for_this_session(hit, source.label)
+    try:
+        return remember(shipped_result(shipped, obs, obs_hash, source.label))
+    except (DataError, ValueError) as exc:  # read differently since it was made: fit instead
+        log.warning("shipped model not used: %s", exc)
+        return None
 
 
 def grid_points() -> int:

@@ -13,45 +13,31 @@ from dashboard import charts, services, state
 from dashboard.markup import plain
 from dashboard.views.sidebar import Choice
 from levy_core.data import DataError
-from levy_core.train import Progress
 
 log = logging.getLogger(__name__)
+FOLLOW_EVERY_S = 0.5  # how often a waiting session looks at its job
 
 
-class _ProgressUI:
-    """Progress bar with the live loss and an ETA over the Lévy model and (optionally) its twin."""
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
-    def __init__(self, settings: services.FitSettings, twin: bool, label: str) -> None:
-        self.settings, self.twin = settings, twin
-        self.bar = st.progress(0.0, text=f"Preparing {label} …")
-        self.levy_seconds = 0.0
-        self.t0 = time.perf_counter()
 
-    def _model_fraction(self, p: Progress) -> float:
-        if p.eta_seconds <= 0:
-            return 1.0
-        by_budget = p.seconds / self.settings.max_seconds if self.settings.max_seconds else 0.0
-        return min(1.0, max(p.fraction, by_budget))
-
-    def __call__(self, p: Progress) -> None:
-        budget = self.settings.max_seconds or float("inf")
-        eta = min(p.eta_seconds, max(0.0, budget - p.seconds))
-        share = 1 / 3 if self.twin else 1.0  # the twin's epochs take about twice as long
-        if p.model == "levy":
-            self.levy_seconds = p.seconds
-            frac = share * self._model_fraction(p)
-            if self.twin:  # the twin is still to come
-                eta += min(budget, 2 * (p.seconds + p.eta_seconds))
-            name = "Lévy model"
-        else:
-            frac = share + (1 - share) * self._model_fraction(p)
-            name = "MC-Dropout twin"
-        text = (
-            f"{name}: epoch {p.epoch}/{p.epochs} · training MSE {p.train_loss:.4f} · early-stopping "
-            "MSE "
-            f"{p.val_loss:.4f} (best {p.best_val_loss:.4f}) · ETA {eta:.0f} s"
-        )
-        self.bar.progress(min(max(frac, 0.0), 1.0), text=text)
+def status_text(view: services.JobView, label: str) -> tuple[float, str]:
+    """(progress fraction, words) of a pooled job, for the status slot."""
+    if view.state == "queued":
+        return 0.0, (f"Queued: {_ordinal(view.position)} in line for a fit worker ({view.running} fit"
+                     f"{'s' if view.running != 1 else ''} running; this server fits {services.fit_workers()} at a "
+                     f"time). The panels keep the current model meanwhile.")
+    p = view.progress
+    if p is None:
+        return 0.0, f"Preparing {label} …"
+    name = "Lévy model" if p["model"] == "levy" else "MC-Dropout twin"
+    share = 1 / 3 if p["model"] == "levy" else 2 / 3
+    frac = (0 if p["model"] == "levy" else 1 / 3) + share * min(1.0, p["epoch"] / max(1, p["epochs"]))
+    shown = " · the band shows the best epoch so far" if p["model"] == "levy" and view.preview_seq else ""
+    return frac, (f"Training the {name} on {label}: epoch {p['epoch']} of at most {p['epochs']} · early-stopping "
+                  f"MSE {p['val_loss']:.4f} (best {p['best_val_loss']:.4f}, epoch {p['best_epoch']}) · "
+                  f"{view.seconds:.0f} s{shown}")
 
 
 def _show_failure(message: str) -> None:
@@ -63,8 +49,7 @@ def _show_failure(message: str) -> None:
 
 
 def _levy_first(settings: services.FitSettings) -> services.FitSettings:
-    """The settings of the fit that draws the first band: the Lévy model alone (its twin is
-    trained after the panels are drawn, ``finish_deferred_twin``)."""
+    """The settings of the Lévy model alone (a pooled fit delivers it first, its twin next)."""
     return dataclasses.replace(settings, train_twin=False)
 
 
@@ -75,43 +60,86 @@ def _keys_of(obs_hash: str, settings: services.FitSettings) -> tuple[str, ...]:
     return (key, key + "+twin", first + "+twin", first) if settings.train_twin else (key, key + "+twin")
 
 
-def _run_fit(choice: Choice) -> services.FitResult | None:
+def _submit(choice: Choice, *, new_data: bool) -> bool:
+    """Queue the sidebar's fit in the server's pool; this session follows it (``state.JOB``)."""
     assert choice.obs is not None and choice.obs_hash is not None and choice.source is not None
-    label = choice.source.label
-    settings = _levy_first(choice.settings)
-    with st.status(f"Fitting on {label} …", expanded=True) as status:
-        ui = _ProgressUI(settings, False, label)
-        try:
-            res = services.fit_model(
-                choice.obs, choice.obs_hash, label, settings, progress=ui
-            )
-        except (DataError, ValueError, FloatingPointError, RuntimeError) as exc:
-            status.update(label="Fit failed", state="error", expanded=False)
-            st.session_state[state.FAILURES][services.fit_key(choice.obs_hash, choice.settings)] = (
-                str(exc)
-            )
-            log.warning("fit failed: %s", exc)
-            _show_failure(str(exc))
-            return None
-        ui.bar.progress(1.0, text=f"Fitted in {res.seconds:.1f} s")
-        later = " (the MC-Dropout twin next)" if choice.settings.train_twin else ""
-        status.update(
-            label=f"Fitted on {label} in {res.seconds:.1f} s{later}", state="complete", expanded=False
-        )
-    st.session_state[state.DEFERRED_TWIN] = choice.settings.train_twin
-    return res
+    try:
+        key = services.submit_fit(choice.obs, choice.obs_hash, choice.settings)
+    except ValueError as exc:  # beyond this server's limits
+        _show_failure(str(exc))
+        return False
+    st.session_state[state.JOB] = {
+        "key": key, "kind": "fit", "obs": choice.obs, "obs_hash": choice.obs_hash, "label": choice.source.label,
+        "settings": choice.settings, "new_data": new_data, "levy": False, "seq": 0,
+        "final": services.final_key(choice.obs_hash, choice.settings),
+        "levy_key": services.levy_key(choice.obs_hash, choice.settings),
+        "failure_key": services.fit_key(choice.obs_hash, choice.settings)}
+    st.session_state.pop(state.PREVIEW, None)
+    return True
 
 
-def _run_twin(res: services.FitResult) -> services.FitResult:
-    with st.status("Training the MC-Dropout twin …", expanded=True) as status:
-        ui = _ProgressUI(dataclasses.replace(res.settings, train_twin=True), False, "the twin")
-        out = services.add_twin(res, progress=ui)
-        status.update(
-            label=f"MC-Dropout twin trained ({out.fitted.training['softmax']['seconds']:.1f} s)",
-            state="complete",
-            expanded=False,
-        )
-    return out
+def _submit_twin(res: services.FitResult) -> None:
+    key = services.submit_twin(res)
+    st.session_state[state.JOB] = {
+        "key": key, "kind": "twin", "obs": res.obs, "obs_hash": res.obs_hash, "label": res.data_label,
+        "settings": dataclasses.replace(res.settings, train_twin=True), "new_data": False, "levy": True, "seq": 0,
+        "final": key, "levy_key": res.key, "failure_key": key}
+
+
+def _collect() -> services.FitResult | None:
+    """This session's pooled job: adopt what it has delivered (the Lévy model alone, then the
+    final model), show a failure once; returns the latest preview while the Lévy model trains."""
+    ss = st.session_state
+    job = ss.get(state.JOB)
+    if not job:
+        return None
+    view = services.job_view(job["key"])
+    if view is None:  # the server forgot it (restarted pool): nothing to follow
+        ss.pop(state.JOB, None)
+        return None
+    preview_zip, preview_progress, levy_zip, final_zip = services.job_models(job["key"])
+    args = (job["obs"], job["obs_hash"], job["settings"], job["label"], view.history)
+    if view.state == "failed":
+        ss.pop(state.JOB, None)
+        ss.pop(state.PREVIEW, None)
+        if levy_zip is not None and not job["levy"]:  # the Lévy model was trained: keep it
+            _adopt(services.job_result(job["levy_key"], levy_zip, *args),
+                   new_data=job["new_data"] and not job.get("views_reset"))
+            job["levy"] = True
+        if job["kind"] == "twin" or job["levy"]:
+            ss[state.TWIN_FAILURE] = view.error or "the twin's fit failed"
+        else:
+            ss[state.FAILURES][job["failure_key"]] = view.error or "the fit failed"
+            _show_failure(view.error or "the fit failed")
+        log.warning("pooled fit failed: %s", view.error)
+        return None
+    if view.state == "done" and final_zip is not None:
+        res = services.job_result(job["final"], final_zip, *args)
+        ss.pop(state.JOB, None)
+        ss.pop(state.PREVIEW, None)
+        ss[state.FAILURES].pop(job["failure_key"], None)
+        _adopt(res, new_data=job["new_data"] and not job["levy"] and not job.get("views_reset"))
+        return None
+    if levy_zip is not None and not job["levy"]:
+        res = services.job_result(job["levy_key"], levy_zip, *args)
+        _adopt(res, new_data=job["new_data"] and not job.get("views_reset"))
+        job["levy"] = True
+        ss.pop(state.PREVIEW, None)
+        return None
+    if job["levy"] or preview_zip is None or preview_progress is None:
+        return None
+    held = ss.get(state.PREVIEW)
+    if held is not None and held[0] == view.preview_seq:
+        return held[1]
+    preview = services.preview_result(f"{job['key']}~preview{view.preview_seq}", preview_zip,
+                                      job["obs"], job["obs_hash"], job["settings"], job["label"], preview_progress,
+                                      view.history)
+    if job["new_data"] and not job.get("views_reset"):  # the first preview of new data: its first series
+        _reset_views(None, preview, new_data=True)
+        job["views_reset"] = True
+    ss[state.PREVIEW] = (view.preview_seq, preview)
+    job["seq"] = view.preview_seq
+    return preview
 
 
 def _reset_views(before: services.FitResult | None, res: services.FitResult, *, new_data: bool) -> None:
@@ -162,47 +190,69 @@ def _apply_saved_model(choice: Choice, fitted: services.FitResult | None) -> ser
     return res
 
 
-def ensure_model(choice: Choice) -> services.FitResult | None:
-    """Keep, fetch or fit the model for the sidebar's choice; returns the current model.
+def _same_settings(res: services.FitResult, settings: services.FitSettings) -> bool:
+    """A shipped model stands for the sidebar's settings when they are its recorded ones (the
+    cut-off and horizon it resolved count as the sidebar's "auto"; the time cap, which it
+    was trained without, changes nothing a fit reaches its end within)."""
+    auto = dataclasses.replace(settings, cutoff=settings.cutoff if settings.cutoff is not None else res.settings.cutoff,
+                               horizon=settings.horizon if settings.horizon is not None else res.settings.horizon,
+                               max_seconds=res.settings.max_seconds)
+    return auto == res.settings
 
-    New data is fitted automatically (so the first band appears with no clicks); changed
-    settings wait for the Fit button. With a saved model open, the data is scored by it
-    instead (no fit) until Fit is pressed or the model is closed. Any problem is shown as
-    ``st.error`` and the previous data and model stay.
+
+def ensure_model(choice: Choice) -> services.FitResult | None:
+    """Keep, fetch or fit the model for the sidebar's choice; returns the model the panels draw.
+
+    A bundled sample opens on its shipped model (no fit). Other new data is fitted
+    automatically; changed settings wait for the Fit (Refit) button. Fits run in the server's
+    pool (``fit_pool``): this returns at once, with the current model — or, while the Lévy
+    model trains, its latest preview — and ``follow_job`` (after the panels) shows the queue
+    and the training, and redraws as previews and models arrive. With a saved model open, the
+    data is scored by it instead (no fit) until Fit is pressed or the model is closed. Any
+    problem is shown as ``st.error`` and the previous data and model stay.
     """
     ss = st.session_state
+    job = ss.get(state.JOB)
+    if job and choice.obs_hash is not None and job["obs_hash"] != choice.obs_hash and job["kind"] == "fit":
+        ss.pop(state.JOB, None)  # other data chosen meanwhile: stop following that fit (it finishes for the store)
+        ss.pop(state.PREVIEW, None)
+    preview = _collect()
     res = services.session_fit(ss[state.FIT_KEY], ss.get(state.FIT_PROVENANCE)) if ss.get(state.FIT_KEY) else None
     if ss.get(state.OPENED_MODEL) is not None:
         if not choice.fit_clicked:
             return _apply_saved_model(choice, res)
         state.close_saved_model()  # Fit: a new fit replaces the saved model
-    if res is not None and ss.pop(state.PENDING_TWIN, False) and not res.has_twin:
-        res = _adopt(_run_twin(res), new_data=False)
+    if res is not None and ss.pop(state.PENDING_TWIN, False) and not res.has_twin and not ss.get(state.JOB):
+        _submit_twin(res)
     if choice.error or choice.settings_error:
         _show_failure(choice.error or choice.settings_error or "")
-        return res
-    if choice.obs is None or choice.obs_hash is None:
-        return res
+        return preview or res
+    if choice.obs is None or choice.obs_hash is None or choice.source is None:
+        return preview or res
+    if ss.get(state.JOB) and not choice.fit_clicked:
+        return preview or res
     key = services.fit_key(choice.obs_hash, choice.settings)
     keys = _keys_of(choice.obs_hash, choice.settings)
     same_data = res is not None and res.obs_hash == choice.obs_hash
     if same_data and not choice.fit_clicked:
-        if res.key not in keys:
-            st.sidebar.info("The settings differ from the current model's: press **Fit** to refit.")
+        if res.key not in keys and not (res.shipped and _same_settings(res, choice.settings)):
+            st.sidebar.info("The settings differ from the current model's: press **Refit** to fit them.")
         return res
     if key in ss[state.FAILURES] and not choice.fit_clicked:
         _show_failure(ss[state.FAILURES][key])
         return res
+    if not choice.fit_clicked:
+        shipped = services.shipped_fit(choice.source, choice.obs, choice.obs_hash)
+        if shipped is not None:  # a bundled sample: its shipped model, no fit
+            return _adopt(shipped, new_data=True)
     hit = next((h for k in keys if (h := services.cached_fit(k)) is not None), None)
     if hit is not None:  # another session may have fitted it: this session's file name only
-        ss[state.DEFERRED_TWIN] = choice.settings.train_twin and not hit.has_twin
-        return _adopt(services.for_this_session(hit, choice.source.label if choice.source else hit.data_label),
-                      new_data=not same_data)
-    new = _run_fit(choice)
-    if new is None:
-        return res
-    ss[state.FAILURES].pop(key, None)
-    return _adopt(new, new_data=not same_data)
+        adopted = _adopt(services.for_this_session(hit, choice.source.label), new_data=not same_data)
+        if choice.settings.train_twin and not hit.has_twin:
+            _submit_twin(adopted)
+        return adopted
+    _submit(choice, new_data=not same_data)
+    return res
 
 
 def request_twin() -> None:
@@ -210,30 +260,34 @@ def request_twin() -> None:
 
 
 def twin_deferred(res: services.FitResult) -> bool:
-    """The current model's twin is being trained after this run's panels (see below)."""
-    return bool(st.session_state.get(state.DEFERRED_TWIN)) and not res.has_twin and not res.opened_from
+    """This session's pooled job will bring the current model's twin (MC-Dropout waits for it)."""
+    job = st.session_state.get(state.JOB)
+    return bool(job) and job["settings"].train_twin and not res.has_twin and not res.opened_from
 
 
-def finish_deferred_twin(res: services.FitResult | None, slot) -> None:
-    """After every panel is drawn: train the twin the fit left for later (its progress in
-    ``slot``, an ``st.empty`` under the title), then redraw with it. The first band so
-    appears without waiting for the twin's training and calibration."""
+def follow_job(slot) -> None:
+    """After every panel is drawn: while this session's pooled job is queued or training, its
+    place in the queue or its epoch and early-stopping loss in ``slot`` (an ``st.empty`` at a
+    fixed place under the title, so nothing else on the page moves); the page is redrawn
+    when a better preview, the Lévy model or the final model arrives, and the panels keep
+    the last model drawn until then."""
     ss = st.session_state
-    if res is None or not twin_deferred(res):
-        ss.pop(state.DEFERRED_TWIN, None)
+    failure = ss.pop(state.TWIN_FAILURE, None)
+    if failure:
+        slot.warning(f"The MC-Dropout twin could not be trained: {plain(str(failure).strip().rstrip('.'))}. The Lévy "
+                     "model and its panels are kept; the MC-Dropout tab offers to try again.", icon="⚠️")
         return
-    try:
-        with slot.container():
-            new = _run_twin(res)
-    except (DataError, ValueError, FloatingPointError, RuntimeError) as exc:  # keep the Lévy model, say why
-        ss.pop(state.DEFERRED_TWIN, None)
-        log.warning("twin failed: %s", exc)
-        slot.warning(f"The MC-Dropout twin could not be trained: {plain(str(exc).strip().rstrip('.'))}. The Lévy model and its "
-                     "panels are kept; the MC-Dropout tab offers to try again.", icon="⚠️")
+    job = ss.get(state.JOB)
+    if not job:
         return
-    ss.pop(state.DEFERRED_TWIN, None)
-    _adopt(new, new_data=False)
-    st.rerun()
+    while True:
+        view = services.job_view(job["key"])
+        if view is None or view.state in ("done", "failed") or (view.has_levy and not job["levy"]) or (
+                not job["levy"] and view.preview_seq > job["seq"]):
+            st.rerun()
+        frac, text = status_text(view, job["label"])
+        slot.progress(min(max(frac, 0.0), 1.0), text=plain(text))
+        time.sleep(FOLLOW_EVERY_S)
 
 
 def _download_section(res: services.FitResult) -> None:

@@ -230,13 +230,14 @@ def _model_controls(d: services.FitSettings) -> tuple[str, int, float, bool]:
         help="Early stopping (on held-out training series) may end sooner.",
     )
     budget = c2.number_input(
-        "Budget per model (s)",
+        "Safety cap per model (s)",
         min_value=0.5,
         max_value=float(limits.max_seconds),
         value=min(float(d.max_seconds), float(limits.max_seconds)),
         step=1.0,
         key=state.FIT_BUDGET,
-        help=f"Wall-clock limit per model (this server allows up to {limits.max_seconds:g} s).",
+        help="Not a budget: training ends by early stopping or the epochs; a fit that reaches this cap stops "
+        f"there and says it is under-trained (this server allows up to {limits.max_seconds:g} s).",
     )
     twin = sb.checkbox(
         "Train the MC-Dropout twin alongside",
@@ -267,7 +268,7 @@ def _task_settings(
 
 
 def _fit_section(
-    obs: Observations | None, obs_hash: str | None
+    obs: Observations | None, obs_hash: str | None, has_model: bool = False
 ) -> tuple[services.FitSettings, bool, str | None]:
     st.sidebar.header("2 · Fit")
     d = services.default_settings()
@@ -283,11 +284,12 @@ def _fit_section(
         seed=d.seed,
     )
     clicked = st.sidebar.button(
-        "Fit",
+        "Refit" if has_model else "Fit",
         type="primary",
         key=state.FIT_BUTTON,
         width="stretch",
-        help="Fit with these settings (cached: settings fitted before come back instantly).",
+        help="Fit with these settings in this server (queued when its fit workers are busy; cached: settings "
+        "fitted before come back instantly). A bundled sample opens on its shipped model: Refit trains it here.",
     )
     return settings, clicked, error
 
@@ -347,6 +349,7 @@ def render() -> Choice:
     time_unit = "hours"
     if src is not None:
         obs, obs_hash, mapping_json, time_unit, error = _load(src)
-    settings, clicked, settings_error = _fit_section(obs, obs_hash)
+    has_model = bool(state.get(state.FIT_KEY)) or (src is not None and services.shipped_model(src.digest) is not None)
+    settings, clicked, settings_error = _fit_section(obs, obs_hash, has_model)
     _model_section()
     return Choice(src, obs, obs_hash, error, mapping_json, time_unit, settings, clicked, settings_error)

@@ -97,10 +97,13 @@ def captions(at: AppTest) -> str:
 # ----------------------------------------------------------------------------- first load, sample
 
 
-def test_first_load_fits_and_shows_the_band_with_no_clicks():
+def test_first_load_opens_the_shipped_model_and_shows_the_band_with_no_fit():
     at = start()
     assert at.session_state["panel"] == "Predictive band"
-    assert at.session_state["_fit_key"]
+    assert at.session_state["_fit_key"].startswith("shipped-"), "the sample's shipped model, no fit"
+    assert "_job" not in at.session_state
+    assert "trained on sample: Synthetic multichannel and shipped with it" in rendered(captions(at))
+    assert at.button(key="fit_button").label == "Refit"
     assert_band(figure(at, "band_chart"), mc=True)
     scatter = figure(at, "evidence_scatter")
     assert trace(scatter, "held-out queries")["marker"]["colorscale"]
@@ -390,43 +393,30 @@ def test_interpolation_fit():
     )
 
 
-def test_the_first_band_comes_before_the_twin(monkeypatch):
-    """The first fit trains the Lévy model alone, the panels are drawn without MC-Dropout,
-    and only then is the twin trained and the page redrawn with it."""
-    from dashboard.views import fit
-
-    finish = fit.finish_deferred_twin
-    monkeypatch.setattr(fit, "finish_deferred_twin", lambda res, slot: None)  # stop after the first pass
-    at = start()
-    key = at.session_state["_fit_key"]
-    res = services.cached_fit(key)
-    assert not res.has_twin and not res.settings.train_twin, "the Lévy model alone first"
-    assert at.session_state["_deferred_twin"] is True
-    assert_band(figure(at, "band_chart"), mc=False)
-    show(at, "MC-Dropout")
-    assert any("twin is training" in i.value for i in at.info), [i.value for i in at.info]
-    monkeypatch.setattr(fit, "finish_deferred_twin", finish)  # trained after this run's panels, then redrawn
-    at.run()
-    assert not at.exception
+def test_an_upload_is_fitted_in_the_pool_levy_model_first_then_its_twin():
+    """The pool delivers the Lévy model alone before training its twin; the session ends on
+    the model with its twin, under the key the settings name."""
+    at = upload(start(), "long.csv", long_csv(12))
     res = services.cached_fit(at.session_state["_fit_key"])
-    assert res.has_twin and res.key == key + "+twin" and res.settings.train_twin
-    assert "_deferred_twin" not in at.session_state
-    assert any(c.startswith("MC-Dropout") for c in at.dataframe[0].value.columns)
+    settings = services.default_settings()
+    assert res.has_twin and res.key == services.final_key(res.obs_hash, settings)
+    job = services.fit_pool.pool().job(services.fit_key(res.obs_hash, settings))
+    assert job.levy is not None and job.state == "done", "the pool delivered the Lévy model before its twin"
+    assert [h["model"] for h in job.history] == ["levy"] * 3 + ["softmax"] * 3
+    assert "_job" not in at.session_state and "_preview" not in at.session_state
+    assert_band(figure(at, "band_chart"), mc=True)
     assert not any("differ" in i.value for i in at.sidebar.info), "the twin-added fit matches the settings"
 
 
 def test_a_twin_that_fails_after_the_band_keeps_the_levy_model(monkeypatch):
-    def fail(*args, **kwargs):
-        raise FloatingPointError("softmax: 51 optimiser steps in a row had a non-finite loss")
-
-    monkeypatch.setattr(services, "add_twin", fail)
-    at = start()
-    assert not at.exception
+    # one MC-Dropout pass cannot calibrate the twin: the Lévy model trains, its twin fails in the worker
+    monkeypatch.setattr(services, "default_settings", lambda: services.FitSettings(epochs=3, mc_passes=1))
+    at = upload(start(), "long.csv", long_csv(10))
     res = services.cached_fit(at.session_state["_fit_key"])
-    assert not res.has_twin
-    assert any("could not be trained" in w.value and "optimiser steps" in w.value for w in at.warning)
+    assert res is not None and not res.has_twin and res.data_label == "upload: long.csv"
+    assert any("could not be trained" in w.value and "mc_passes" in rendered(w.value) for w in at.warning)
     assert_band(figure(at, "band_chart"), mc=False)
-    assert "_deferred_twin" not in at.session_state, "not retried on every rerun"
+    assert "_job" not in at.session_state, "not retried on every rerun"
     show(at, "MC-Dropout")
     assert at.button(key="twin_button"), "offered again, on demand"
 

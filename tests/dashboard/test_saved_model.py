@@ -72,7 +72,8 @@ def test_a_saved_model_opens_in_a_fresh_session_and_scores_new_data_without_refi
     data, fit_key = saved
     at = start()  # a fresh session on the bundled sample (its default fit is the one fit allowed)
     trained = []
-    monkeypatch.setattr(fits.pipeline, "fit", lambda *a, **k: trained.append(1))  # from here on, no fit
+    monkeypatch.setattr(fits.pipeline, "fit", lambda *a, **k: trained.append(1))  # from here on, no fit here
+    monkeypatch.setattr(services, "submit_fit", lambda *a, **k: trained.append(2))  # ... nor in the server's pool
     at = upload(at, "icu_model.zip", data, key="model_upload")
     assert at.session_state["_opened_model"].name == "icu_model.zip"
     at = upload(at, "new_ward.csv", series_csv(24, 36))

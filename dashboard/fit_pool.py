@@ -1,0 +1,348 @@
+"""The server's fit workers: a bounded pool of processes, a FIFO queue, progress and previews.
+
+Every fit of a dashboard server runs here, never in a session's script thread:
+
+* **Bounded**: at most ``workers()`` fits at once (``LEVY_DASHBOARD_FIT_WORKERS``, set by
+  ``levy dashboard --fit-workers N``; default ``max(1, cores // 2)``: the other half of the
+  cores answers the sessions' views while fits run). More are queued, first in first out,
+  and each waiting job knows its place (``JobView.position``).
+* **No oversubscription, reproducible**: each worker is a process of its own running torch
+  with :data:`FIT_THREADS` (1) intra-op thread, so ``workers × threads ≤ cores``; a fit's
+  result does not depend on the pool size, the load or the other fits (processes share no
+  torch random state; a fit is bit-for-bit reproducible at a fixed thread count, and
+  ``make sample-models`` fits with one thread too).
+* **Deduplicated**: a job is keyed by the fit key (data hash + settings); a session asking
+  for a fit already queued or running joins it.
+* **Progress and previews**: a worker reports each epoch and, as the early-stopping loss
+  improves (at most every :data:`PREVIEW_EVERY_S` s), the Lévy model as it stands (a
+  calibrated preview, ``levy_core.recipe.preview_model``), then the Lévy model alone as
+  soon as it is trained (its twin is trained next). Models cross the process boundary as
+  the project's saved-model zip (``levy_core.modelzip``), never pickled modules.
+
+No Streamlit here: the pool is a process-wide object (``pool()``), tested on its own.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import multiprocessing as mp
+import os
+import queue
+import threading
+import time
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from levy_core.threads import available_cores, prefer_passive_wait
+
+__all__ = ["ENV_WORKERS", "FIT_THREADS", "PREVIEW_EVERY_S", "FitPool", "Job", "JobView", "cores", "default_workers",
+           "pool", "workers"]
+
+ENV_WORKERS = "LEVY_DASHBOARD_FIT_WORKERS"
+FIT_THREADS = 1  # torch intra-op threads per fit (fixed: a fit is reproducible at a fixed thread count)
+PREVIEW_EVERY_S = 2.0  # a worker sends a preview at most this often (the first one after epoch 1)
+
+
+def cores() -> int:
+    """CPU cores this process may run on (its affinity and cgroup quota: ``levy_core.threads``)."""
+    return available_cores()
+
+
+def default_workers() -> int:
+    """Half the cores (at least one): fits never take the cores the views need."""
+    return max(1, cores() // 2)
+
+
+def workers() -> int:
+    """The pool size: ``LEVY_DASHBOARD_FIT_WORKERS`` (1 … cores) or :func:`default_workers`.
+    ValueError naming the variable for anything else."""
+    raw = os.environ.get(ENV_WORKERS, "").strip()
+    if not raw:
+        return default_workers()
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= cores():
+        raise ValueError(f"{ENV_WORKERS}={raw!r}: give a whole number of fit workers from 1 to {cores()} (the "
+                         f"cores here: each fit uses {FIT_THREADS} thread); unset, it is {default_workers()}")
+    return n
+
+
+# ----------------------------------------------------------------------------- in the worker process
+
+_events: Any = None  # the worker's end of the event queue (set by _init)
+
+
+def _init(events: Any, threads: int) -> None:
+    """Worker start: one torch thread count for every fit it runs, and the event queue."""
+    global _events
+    prefer_passive_wait()  # waiting OpenMP threads sleep (before torch loads its runtime)
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    import torch
+
+    torch.set_num_threads(threads)
+    torch.set_num_interop_threads(1)
+    _events = events
+    import levy_core.pipeline  # noqa: F401  (imported once, before the first job's clock starts)
+
+
+def _post(job_id: int, kind: str, payload: Any = None) -> None:
+    _events.put((job_id, kind, payload, time.time()))
+
+
+def _epoch_event(p: Any) -> dict[str, Any]:
+    return {"model": p.model, "epoch": p.epoch, "epochs": p.epochs, "train_loss": p.train_loss,
+            "val_loss": p.val_loss, "best_val_loss": p.best_val_loss, "best_epoch": p.best_epoch,
+            "seconds": p.seconds, "eta_seconds": p.eta_seconds, "stopped_by": p.stopped_by}
+
+
+def _fit_job(job_id: int, obs: Any, task: dict[str, Any], train: dict[str, Any], size: str, train_twin: bool,
+             mc_passes: int, previews: bool) -> bytes:
+    """In a worker: the Lévy model (previews as it trains, then the model alone), then its twin.
+    Returns the final model as zip bytes."""
+    from levy_core import pipeline
+    from levy_core.modelzip import model_zip_bytes
+    from levy_core.tasks import TaskConfig
+    from levy_core.train import TrainConfig
+
+    _post(job_id, "started")
+    last = {"at": -1e9, "best": -1}
+
+    def preview(p: Any, build: Any) -> None:
+        now = time.monotonic()
+        if p.best_epoch > last["best"] and (p.epoch == 1 or now - last["at"] >= PREVIEW_EVERY_S):
+            last.update(at=now, best=p.best_epoch)
+            _post(job_id, "preview", (model_zip_bytes(build()), _epoch_event(p)))
+
+    fitted = pipeline.fit(obs, task=TaskConfig(**task), train=TrainConfig(**train), size=size, train_twin=False,
+                          mc_passes=mc_passes, progress=lambda p: _post(job_id, "epoch", _epoch_event(p)),
+                          preview=preview if previews else None)
+    if not train_twin:
+        return model_zip_bytes(fitted)
+    _post(job_id, "levy", model_zip_bytes(fitted))
+    return model_zip_bytes(pipeline.add_twin(fitted, obs, mc_passes=mc_passes,
+                                             progress=lambda p: _post(job_id, "epoch", _epoch_event(p))))
+
+
+def _twin_job(job_id: int, model_zip: bytes, obs: Any, mc_passes: int) -> bytes:
+    """In a worker: the MC-Dropout twin of a model fitted without it."""
+    from levy_core import pipeline
+    from levy_core.modelzip import load_model_zip, model_zip_bytes
+
+    _post(job_id, "started")
+    fitted = load_model_zip(model_zip, name="the fitted model")
+    return model_zip_bytes(pipeline.add_twin(fitted, obs, mc_passes=mc_passes,
+                                             progress=lambda p: _post(job_id, "epoch", _epoch_event(p))))
+
+
+# ----------------------------------------------------------------------------- in the server
+
+
+@dataclass
+class JobView:
+    """What a session shows of a job, copied under the pool's lock."""
+
+    key: str
+    state: str  # "queued", "running", "done" or "failed"
+    position: int  # queued: 1 = next to start; 0 otherwise
+    running: int  # jobs running now (all sessions)
+    progress: dict[str, Any] | None  # the last epoch event
+    history: list[dict[str, Any]]
+    preview_seq: int  # how many previews have come (a new one: redraw)
+    has_levy: bool  # the Lévy model alone is ready (the twin still training)
+    error: str | None
+    seconds: float  # since the job started (0 while queued)
+
+
+@dataclass
+class Job:
+    """One fit (or twin) in the pool; read through :meth:`FitPool.view` (a copy under the lock)."""
+
+    id: int
+    key: str
+    kind: str  # "fit" or "twin"
+    state: str = "queued"
+    submitted: float = field(default_factory=time.time)
+    started: float = 0.0
+    finished: float = 0.0
+    progress: dict[str, Any] | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+    preview: bytes | None = None  # the latest preview model (zip bytes)
+    preview_progress: dict[str, Any] | None = None
+    preview_seq: int = 0
+    levy: bytes | None = None  # the Lévy model alone (zip bytes), before its twin
+    result: bytes | None = None  # the final model (zip bytes)
+    error: str | None = None
+    future: Future | None = field(default=None, repr=False)
+
+
+class FitPool:
+    """``size`` worker processes (spawned; :data:`FIT_THREADS` torch threads each) and a
+    FIFO queue of jobs keyed by fit key. Thread-safe."""
+
+    def __init__(self, size: int, *, threads: int = FIT_THREADS, keep: int = 64) -> None:
+        if size < 1:
+            raise ValueError(f"a fit pool needs at least one worker, got {size}")
+        ctx = mp.get_context("spawn")
+        self.size, self.threads, self._keep = size, threads, keep
+        self._events = ctx.Queue()
+        self._executor = ProcessPoolExecutor(size, mp_context=ctx, initializer=_init,
+                                             initargs=(self._events, threads))
+        self._lock = threading.Lock()
+        self._jobs: dict[str, Job] = {}  # key -> job (finished ones kept, newest last, up to ``keep``)
+        self._by_id: dict[int, Job] = {}
+        self._ids = itertools.count(1)
+        self._closed = False
+        self._listener = threading.Thread(target=self._listen, name="fit-pool-events", daemon=True)
+        self._listener.start()
+
+    # -- submitting
+    def submit_fit(self, key: str, obs: Any, *, task: dict[str, Any], train: dict[str, Any], size: str,
+                   train_twin: bool, mc_passes: int, previews: bool = True) -> Job:
+        """Queue a fit (or join the queued or running job of ``key``; a failed one is retried)."""
+        return self._submit(key, "fit", _fit_job, obs, task, train, size, train_twin, mc_passes, previews)
+
+    def submit_twin(self, key: str, model_zip: bytes, obs: Any, mc_passes: int) -> Job:
+        """Queue the twin of a model fitted without it (``key``: the twin's fit key)."""
+        return self._submit(key, "twin", _twin_job, model_zip, obs, mc_passes)
+
+    def _submit(self, key: str, kind: str, fn: Any, *args: Any) -> Job:
+        with self._lock:
+            old = self._jobs.get(key)
+            if old is not None and old.state in ("queued", "running", "done"):
+                return old
+            job = Job(next(self._ids), key, kind)
+            self._jobs.pop(key, None)
+            self._jobs[key] = job
+            self._by_id[job.id] = job
+            job.future = self._executor.submit(fn, job.id, *args)
+        job.future.add_done_callback(lambda f, job=job: self._finish(job, f))
+        self._trim()
+        return job
+
+    def _finish(self, job: Job, fut: Future) -> None:
+        with self._lock:
+            job.finished = time.time()
+            if fut.cancelled():
+                job.state, job.error = "failed", "cancelled (the server is shutting down)"
+                return
+            exc = fut.exception()
+            if exc is None:
+                job.result, job.state = fut.result(), "done"
+            else:
+                job.state, job.error = "failed", _message(exc)
+            job.preview = None  # the final model replaces it
+
+    def _listen(self) -> None:
+        while True:
+            try:
+                item = self._events.get(timeout=0.5)
+            except queue.Empty:
+                if self._closed:
+                    return
+                continue
+            except (EOFError, OSError):
+                return
+            job_id, kind, payload, at = item
+            with self._lock:
+                job = self._by_id.get(job_id)
+                if job is None:
+                    continue
+                if kind == "started":
+                    job.state, job.started = "running", at
+                elif kind == "epoch":
+                    job.progress = payload
+                    job.history.append(payload)
+                elif kind == "preview" and job.state == "running":
+                    job.preview, job.preview_progress = payload
+                    job.preview_seq += 1
+                elif kind == "levy":
+                    job.levy = payload
+
+    def _trim(self) -> None:
+        with self._lock:
+            done = [k for k, j in self._jobs.items() if j.state in ("done", "failed")]
+            for key in done[:max(0, len(done) - self._keep)]:
+                self._by_id.pop(self._jobs.pop(key).id, None)
+
+    # -- reading
+    def job(self, key: str) -> Job | None:
+        with self._lock:
+            return self._jobs.get(key)
+
+    def view(self, key: str) -> JobView | None:
+        """A copy of the job of ``key`` as a session shows it (None: no such job)."""
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is None:
+                return None
+            waiting = [j for j in self._jobs.values() if j.state == "queued"]
+            waiting.sort(key=lambda j: j.id)
+            position = next((i + 1 for i, j in enumerate(waiting) if j is job), 0)
+            running = sum(j.state == "running" for j in self._jobs.values())
+            return JobView(key, job.state, position, running, dict(job.progress) if job.progress else None,
+                           list(job.history), job.preview_seq, job.levy is not None, job.error,
+                           time.time() - job.started if job.started else 0.0)
+
+    def models(self, key: str) -> tuple[bytes | None, dict[str, Any] | None, bytes | None, bytes | None]:
+        """(preview zip, its epoch event, Lévy-alone zip, final zip) of the job of ``key``."""
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is None:
+                return None, None, None, None
+            return job.preview, job.preview_progress, job.levy, job.result
+
+    def running(self) -> int:
+        with self._lock:
+            return sum(j.state == "running" for j in self._jobs.values())
+
+    def queued(self) -> int:
+        with self._lock:
+            return sum(j.state == "queued" for j in self._jobs.values())
+
+    def wait(self, key: str, timeout: float | None = None) -> JobView | None:
+        """Block until the job of ``key`` is done or failed (or ``timeout`` s); its view."""
+        job = self.job(key)
+        if job is not None and job.future is not None:
+            try:
+                job.future.exception(timeout=timeout)
+            except TimeoutError:
+                pass
+        deadline = time.time() + 2.0  # the done callback runs just after the future resolves
+        while time.time() < deadline:
+            view = self.view(key)
+            if view is None or view.state in ("done", "failed") or timeout is not None:
+                return view
+            time.sleep(0.01)
+        return self.view(key)
+
+    def shutdown(self) -> None:
+        self._closed = True
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _message(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    if type(exc).__name__ == "BrokenProcessPool":
+        return ("the fit worker stopped unexpectedly (out of memory?); try a smaller model or fewer epochs, "
+                "or fit on the command line (`levy fit`)")
+    return text
+
+
+_pool: FitPool | None = None
+_pool_lock = threading.Lock()
+
+
+def pool() -> FitPool:
+    """The process-wide pool, started on first use with :func:`workers` processes."""
+    global _pool
+    with _pool_lock:
+        if _pool is not None and getattr(_pool._executor, "_broken", False):  # a worker died: start again
+            _pool.shutdown()
+        if _pool is None or _pool._closed:
+            _pool = FitPool(workers())
+            atexit.register(_pool.shutdown)
+        return _pool

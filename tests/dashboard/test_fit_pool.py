@@ -1,0 +1,160 @@
+"""The server's fit pool (dashboard/fit_pool.py): bounded, FIFO, deterministic under load."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+from dash_helpers import long_csv
+
+from dashboard import fit_pool, fits
+from dashboard.fit_pool import FitPool, JobView
+from dashboard.views.fit import status_text
+from levy_core import pipeline
+from levy_core.data import read_csv
+from levy_core.modelzip import load_model_zip
+from levy_core.threads import using_threads
+
+TASK = {"kind": "interpolate", "cutoff": None, "horizon": None, "holdout_fraction": 0.2}
+
+
+@pytest.fixture(scope="module")
+def obs():
+    import io
+
+    return read_csv(io.BytesIO(long_csv(12)))
+
+
+def _submit(p: FitPool, obs, seed: int, epochs: int = 2, key: str | None = None, previews: bool = False):
+    return p.submit_fit(key or f"k{seed}-{epochs}", obs, task=TASK, train={"epochs": epochs, "seed": seed},
+                        size="small", train_twin=False, mc_passes=5, previews=previews)
+
+
+def _predictions(zip_bytes: bytes, obs) -> np.ndarray:
+    fitted = load_model_zip(zip_bytes)
+    grid = pipeline.predict_grid(fitted, obs, n_points=5)
+    return grid[["mean", "sigma", "log_evidence", "disagreement"]].to_numpy()
+
+
+def test_one_worker_runs_one_fit_at_a_time_first_in_first_out(obs) -> None:
+    p = FitPool(1)
+    try:
+        jobs = [_submit(p, obs, seed) for seed in range(3)]
+        views = [p.view(j.key) for j in jobs]
+        waiting = [v.position for v in views if v.state == "queued"]
+        assert waiting == list(range(1, len(waiting) + 1)) and len(waiting) >= 2, "FIFO places 1, 2, … in order"
+        assert p.submit_fit(jobs[1].key, obs, task=TASK, train={"epochs": 2, "seed": 1}, size="small",
+                            train_twin=False, mc_passes=5) is jobs[1], "the same fit joins the queued job"
+        for j in jobs:
+            assert p.wait(j.key, timeout=300).state == "done"
+        spans = sorted((j.started, j.finished) for j in jobs)
+        assert [j.id for j in sorted(jobs, key=lambda j: j.started)] == [j.id for j in jobs], "started in order"
+        for (_, e0), (s1, _) in zip(spans, spans[1:], strict=False):
+            assert s1 >= e0 - 0.05, "never two fits at once with one worker"
+    finally:
+        p.shutdown()
+
+
+@pytest.fixture(scope="module")
+def pool2():
+    p = FitPool(2)
+    yield p
+    p.shutdown()
+
+
+def test_the_same_fit_alone_and_beside_other_fits_under_load_is_bit_identical(obs, pool2) -> None:
+    job = _submit(pool2, obs, 7, epochs=4, previews=True)
+    assert pool2.wait(job.key, timeout=300).state == "done"
+    stop = threading.Event()
+
+    def burn() -> None:  # CPU hogs beside the fits: their clock runs slower
+        x = 0
+        while not stop.is_set():
+            x += 1
+
+    hogs = [threading.Thread(target=burn, daemon=True) for _ in range(2)]
+    for h in hogs:
+        h.start()
+    try:
+        other = _submit(pool2, obs, 8, epochs=4)  # another fit at the same time, in the other worker
+        again = _submit(pool2, obs, 7, epochs=4, key="again", previews=False)
+        assert pool2.wait(again.key, timeout=300).state == "done"
+        assert pool2.wait(other.key, timeout=300).state == "done"
+        assert other.started < again.finished and again.started < other.finished, "they ran at the same time"
+    finally:
+        stop.set()
+    np.testing.assert_array_equal(_predictions(job.result, obs), _predictions(again.result, obs))
+    a, b = load_model_zip(job.result), load_model_zip(again.result)
+    for x, y in zip(a.levy.state_dict().values(), b.levy.state_dict().values(), strict=True):
+        assert bool((x == y).all())
+    assert a.levy_calibration.scale_ == b.levy_calibration.scale_
+
+
+def test_a_pooled_fit_equals_the_in_process_fit_and_sends_previews(obs, pool2) -> None:
+    settings = fits.FitSettings(epochs=3, train_twin=False, mc_passes=5)
+    with using_threads(1):  # the workers' thread count
+        local = fits.fit_model(obs, obs.content_hash(), "test", settings)
+    task, train = fits.fit_configs(settings)
+    job = pool2.submit_fit("k", obs, task=task, train=train, size="small", train_twin=False, mc_passes=5)
+    view = pool2.wait("k", timeout=300)
+    assert view.state == "done" and view.preview_seq >= 1 and len(view.history) == 3
+    assert [h["epoch"] for h in view.history] == [1, 2, 3]
+    pooled = load_model_zip(job.result)
+    for x, y in zip(local.fitted.levy.state_dict().values(), pooled.levy.state_dict().values(), strict=True):
+        assert bool((x == y).all())
+
+
+def test_pool_size_comes_from_the_environment_within_the_cores(monkeypatch) -> None:
+    monkeypatch.delenv(fit_pool.ENV_WORKERS, raising=False)
+    assert fit_pool.workers() == max(1, fit_pool.cores() // 2)
+    monkeypatch.setenv(fit_pool.ENV_WORKERS, "1")
+    assert fit_pool.workers() == 1
+    for bad in ("0", "lots", str(fit_pool.cores() + 1)):
+        monkeypatch.setenv(fit_pool.ENV_WORKERS, bad)
+        with pytest.raises(ValueError, match="LEVY_DASHBOARD_FIT_WORKERS"):
+            fit_pool.workers()
+
+
+def test_a_queued_session_reads_its_place_and_a_training_one_its_epoch() -> None:
+    queued = JobView("k", "queued", 2, 1, None, [], 0, False, None, 0.0)
+    _, text = status_text(queued, "upload: a.csv")
+    assert "2nd in line" in text and "1 fit running" in text
+    epoch = {"model": "levy", "epoch": 5, "epochs": 40, "val_loss": 0.01, "best_val_loss": 0.009, "best_epoch": 4,
+             "train_loss": 0.02, "seconds": 3.0}
+    frac, text = status_text(JobView("k", "running", 0, 1, epoch, [epoch], 2, False, None, 3.0), "upload: a.csv")
+    assert "epoch 5 of at most 40" in text and "0.0090" in text and "best epoch so far" in text
+    assert 0 < frac < 1 / 3
+    assert "11th" in status_text(JobView("k", "queued", 11, 1, None, [], 0, False, None, 0.0), "x")[1]
+
+
+def test_a_failed_fit_says_why_and_can_be_retried(obs, pool2) -> None:
+    bad = pool2.submit_fit("bad", obs, task={**TASK, "holdout_fraction": 2.0}, train={"epochs": 1}, size="small",
+                           train_twin=False, mc_passes=5)
+    view = pool2.wait(bad.key, timeout=300)
+    assert view.state == "failed" and "holdout_fraction" in view.error
+    again = pool2.submit_fit("bad", obs, task=TASK, train={"epochs": 1}, size="small", train_twin=False, mc_passes=5)
+    assert again is not bad and pool2.wait("bad", timeout=300).state == "done"
+
+
+def test_previews_arrive_while_the_levy_model_trains_and_draw_a_band(obs, pool2) -> None:
+    settings = fits.FitSettings(epochs=8, train_twin=False, mc_passes=5)
+    task, train = fits.fit_configs(settings)
+    pool2.submit_fit("previewed", obs, task=task, train=train, size="small", train_twin=False, mc_passes=5)
+    preview = None
+    while preview is None:
+        zip_bytes, progress, _, final = pool2.models("previewed")
+        if zip_bytes is not None:
+            preview = fits.preview_result("previewed~1", zip_bytes, obs, obs.content_hash(), settings, "upload: x.csv",
+                                          progress, [])
+        assert final is None or preview is not None or pool2.view("previewed").preview_seq >= 1
+        if final is not None:
+            break
+        time.sleep(0.05)
+    assert preview is not None, "a preview came before the fit ended"
+    assert preview.preview.startswith("epoch ") and "Training on upload: x.csv" in preview.describe()
+    grid = pipeline.predict_grid(preview.fitted, obs, n_points=5)
+    assert np.isfinite(grid["sigma"]).all() and (grid["sigma"] > 0).all()
+    assert pool2.wait("previewed", timeout=300).state == "done"
+    assert pool2.models("previewed")[0] is None, "the final model replaces the preview"

@@ -1,0 +1,149 @@
+"""The first minute in a real browser, sampled every 0.5 s: a band, once drawn, never disappears.
+
+Opens the app (the bundled sample's shipped model: no fit), samples the page every 0.5 s
+from opening until it is idle, then presses **Refit** and samples again until the refit is
+over: at every sample after the first band, the band chart must be drawn (traces and marks
+in its SVG). Meanwhile a second session uploads a file while the first one's fit holds the
+server's only fit worker, and must see its place in the queue. Screenshots
+(``docs/screenshots/``): ``first_minute_opened.png`` (the shipped model's band),
+``first_minute_training.png`` (after Refit: the band of the best epoch so far, the epoch and
+the early-stopping loss above it), ``first_minute_trained.png`` and ``queued_session.png``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+
+import pytest
+from test_browser import (
+    ARGS,
+    CHROMIUM,
+    EXCEPTION,
+    ROOT,
+    SHOTS,
+    STATUS,
+    _free_port,
+    _long_csv,
+    _need_browser,
+)
+
+from levy_core.cli import streamlit_command
+
+pytestmark = pytest.mark.e2e
+
+BAND_DRAWN = """() => { const gd = document.querySelector('.js-plotly-plot');
+    return !!(gd && gd._fullData && gd._fullData.some(t => t.name === 'Lévy mean')
+              && gd.querySelector('.main-svg .scatterlayer path')); }"""
+
+
+@pytest.fixture
+def one_worker_server(tmp_path):
+    """``streamlit run`` with one fit worker (so a second fit queues); yields the URL."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("LEVY_DASHBOARD_FAST", "LEVY_DASHBOARD_DATA")}
+    env["LEVY_DASHBOARD_FIT_WORKERS"] = "1"
+    log = open(tmp_path / "streamlit.log", "w")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(streamlit_command(port), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.read().strip() == b"ok":
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                pytest.fail(f"streamlit did not start:\n{(tmp_path / 'streamlit.log').read_text()[-3000:]}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+        log.close()
+
+
+def _sample_until_idle(page, samples: list[tuple[float, bool]], t0: float, timeout_s: float, *,
+                       also=None) -> None:
+    """Every 0.5 s: is the band drawn? Until the script run is over (twice in a row: a
+    rerun may follow at once) and at least 2 s have passed; ``also(page)`` at each sample."""
+    idle_in_a_row = 0
+    while time.perf_counter() - t0 < timeout_s:
+        drawn = bool(page.evaluate(BAND_DRAWN))
+        samples.append((time.perf_counter() - t0, drawn))
+        if also is not None:
+            also(page)
+        idle = page.locator(STATUS).count() == 0
+        idle_in_a_row = idle_in_a_row + 1 if idle and drawn else 0
+        if idle_in_a_row >= 3 and time.perf_counter() - t0 > 2:
+            return
+        page.wait_for_timeout(500)
+    pytest.fail(f"not idle within {timeout_s} s: {samples[-5:]}")
+
+
+def _never_disappears(samples: list[tuple[float, bool]], what: str) -> None:
+    first = next((i for i, (_, d) in enumerate(samples) if d), None)
+    assert first is not None, f"{what}: no band was ever drawn ({len(samples)} samples)"
+    gone = [round(t, 1) for t, d in samples[first:] if not d]
+    assert not gone, f"{what}: the band, drawn at {samples[first][0]:.1f} s, was gone at {gone} s"
+
+
+def test_first_minute_the_band_never_disappears_and_a_queued_session_sees_its_place(one_worker_server, tmp_path):
+    sync_playwright = _need_browser()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    csv = _long_csv(tmp_path / "colleague.csv", n_series=14)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = browser.new_context(viewport={"width": 1440, "height": 1300}).new_page()
+            samples: list[tuple[float, bool]] = []
+            t0 = time.perf_counter()
+            page.goto(one_worker_server)
+            _sample_until_idle(page, samples, t0, 300)
+            _never_disappears(samples, "opening")
+            first = next(t for t, d in samples if d)
+            assert page.get_by_text("and shipped with it", exact=False).count() > 0, "the shipped model, no fit"
+            assert page.locator(EXCEPTION).count() == 0
+            page.screenshot(path=str(SHOTS / "first_minute_opened.png"))
+
+            # Refit: the band stays (the shipped model's, then the best epoch so far) while it trains
+            page.get_by_role("button", name="Refit").click()
+            page.get_by_text("early-stopping MSE", exact=False).first.wait_for(timeout=120_000)
+            other = browser.new_context(viewport={"width": 1440, "height": 1300}).new_page()
+            other.goto(one_worker_server)
+            other.wait_for_function(BAND_DRAWN, timeout=300_000)
+            other.locator('[data-testid="stFileUploader"]').filter(has_text="Upload a CSV").locator(
+                'input[type="file"]').set_input_files(str(csv))
+            other.get_by_text("in line for a fit worker", exact=False).first.wait_for(timeout=120_000)
+            assert other.get_by_text("Queued: 1st in line", exact=False).count() > 0
+            other.screenshot(path=str(SHOTS / "queued_session.png"))
+            shots = {"training": False}
+
+            def shoot_training(pg) -> None:
+                if not shots["training"] and pg.get_by_text("the Lévy model as it stands", exact=False).count():
+                    pg.wait_for_timeout(600)
+                    pg.screenshot(path=str(SHOTS / "first_minute_training.png"))
+                    shots["training"] = True
+
+            refit: list[tuple[float, bool]] = [(0.0, True)]
+            t1 = time.perf_counter()
+            _sample_until_idle(page, refit, t1, 600, also=shoot_training)
+            _never_disappears(refit, "refit")
+            assert shots["training"], "a preview band was drawn while the model trained"
+            assert page.get_by_text("and its MC-Dropout twin fitted", exact=False).count() > 0
+            page.screenshot(path=str(SHOTS / "first_minute_trained.png"))
+            other.get_by_text("on upload: colleague.csv", exact=False).first.wait_for(timeout=600_000)
+            assert page.locator(EXCEPTION).count() == 0 and other.locator(EXCEPTION).count() == 0
+            print(f"first band {first:.1f} s after opening; {len(samples)} + {len(refit)} samples")
+        finally:
+            browser.close()

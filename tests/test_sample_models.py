@@ -1,0 +1,90 @@
+"""The models shipped for the bundled samples (sample_data/models/, ``make sample-models``).
+
+Each one loads, was fitted on its sample's exact bytes (SHA-256 in the manifest and in its
+``model.json``), is small enough to ship in git, and is what its recorded ``levy fit``
+command produces. Tolerance of the refit: a fit is deterministic under its seed at a fixed
+thread count (the commands run with one thread), so with the torch build the manifest
+records the refit must be **bit-identical** (weights, calibration scale, predictions).
+With another torch build, float32 kernels may round differently in the last bit; training
+then amplifies that chaotically, so only the calibration scale is compared, within 5 %
+(the spread of c between seeds on these samples is larger than that: a refit on another
+build is the same model in distribution, not in bits).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from levy_core import pipeline
+from levy_core.cli import main as levy
+from levy_core.data import SAMPLES, read_csv
+from levy_core.modelfile import file_sha256, load_model
+from levy_core.modelzip import load_model_zip
+from levy_core.threads import using_threads
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "sample_data"))
+import make_models  # noqa: E402
+
+MANIFEST = json.loads((make_models.MODELS / make_models.MANIFEST).read_text())
+MAX_BYTES = 2_000_000  # per model zip: they ship in git (the one-series model's ACI state is most of its 1.4 MB)
+
+
+def _weights(fitted) -> list[np.ndarray]:
+    models = [fitted.levy] + ([fitted.twin] if fitted.twin is not None else [])
+    return [t.numpy() for m in models for t in m.state_dict().values()]
+
+
+def test_every_offered_sample_has_a_recorded_model() -> None:
+    assert set(MANIFEST["models"]) == set(SAMPLES) == set(make_models.TASKS)
+    assert MANIFEST["environment"]["OMP_NUM_THREADS"] == "1"
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_shipped_model_loads_matches_its_sample_and_is_small(name: str) -> None:
+    entry = MANIFEST["models"][name]
+    path = ROOT / entry["model"]
+    fitted = load_model_zip(path.read_bytes())
+    digest = file_sha256(SAMPLES[name])
+    assert entry["sha256"] == digest == fitted.source_sha256, "fitted on these very bytes"
+    assert fitted.data_hash == read_csv(SAMPLES[name]).content_hash(), "and read the way the dashboard reads them"
+    assert fitted.twin is not None and fitted.mc_calibration is not None
+    assert entry["stopped_by"]["levy"] != "time", "trained to convergence, not cut by the safety cap"
+    assert path.stat().st_size < MAX_BYTES, f"{path} is {path.stat().st_size:,} bytes"
+    assert entry["command"].startswith("levy fit ") and "--seed 0" in entry["command"]
+
+
+def _refit(name: str, tmp_path: Path):
+    argv = [a if a != "<model>" else str(tmp_path / "model") for a in MANIFEST["models"][name]["argv"]]
+    with using_threads(1):
+        assert levy(argv) == 0
+    return load_model(tmp_path / "model")
+
+
+def _check_same(name: str, tmp_path: Path) -> None:
+    shipped = load_model_zip((ROOT / MANIFEST["models"][name]["model"]).read_bytes())
+    refit = _refit(name, tmp_path)
+    obs = read_csv(SAMPLES[name])
+    if torch.__version__ != MANIFEST["torch"]:
+        c0, c1 = shipped.levy_calibration.scale_, refit.levy_calibration.scale_
+        assert abs(c1 - c0) <= 0.05 * c0, (c0, c1)
+        pytest.skip(f"torch {torch.__version__} (the models were made with {MANIFEST['torch']}): c compared only")
+    for a, b in zip(_weights(shipped), _weights(refit), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert shipped.levy_calibration.scale_ == refit.levy_calibration.scale_
+    p0 = pipeline.predict_grid(shipped, obs, n_points=7)
+    p1 = pipeline.predict_grid(refit, obs, n_points=7)
+    for col in ("mean", "sigma", "lower", "upper"):
+        np.testing.assert_array_equal(p0[col].to_numpy(), p1[col].to_numpy(), err_msg=col)
+
+
+@pytest.mark.slow  # 25 s (synthetic), 2 min (one series: its classical offsets) and 2.5 min (PhysioNet) on 2 busy cores
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_each_shipped_model_is_what_its_recorded_command_makes(name: str, tmp_path: Path) -> None:
+    _check_same(name, tmp_path)
