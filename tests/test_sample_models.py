@@ -80,7 +80,7 @@ def _check_same(name: str, tmp_path: Path) -> None:
     assert shipped.levy_calibration.scale_ == refit.levy_calibration.scale_
     p0 = pipeline.predict_grid(shipped, obs, n_points=7)
     p1 = pipeline.predict_grid(refit, obs, n_points=7)
-    for col in ("mean", "sigma", "lower", "upper"):
+    for col in ("mean", "sigma", "log_evidence", "disagreement"):
         np.testing.assert_array_equal(p0[col].to_numpy(), p1[col].to_numpy(), err_msg=col)
 
 
