@@ -27,7 +27,11 @@ Flagged: ``p ≤ α``. With nothing injected the flag rate is the false-alarm ra
 a series are correlated (neighbouring steps share their context), series are independent,
 so its standard error is the ratio estimator's between-series one,
 ``sqrt(Σ_s (f_s − r n_s)² / (S (S − 1))) / n̄`` (:meth:`levy_core.watch.WatchTally.standard_error`),
-and the window ``r ± 2 s.e.`` is said to hold when it contains α.
+and the window ``r ± 2 s.e.`` is said to hold when it contains α. The threshold itself is set on
+a finite sample of calibration series, whose exceedance share at α varies between series in
+the same way: that second, independent part of the variance is added (the calibration
+observations' own p-values, the same between-series formula), ``s.e.² = s.e._test² +
+s.e._cal²``.
 
 Injections (seeded, one per test series, on a channel with at least 12 observations there,
 at one of its observations with at least one before and ten after): a **spike**, that one
@@ -77,6 +81,7 @@ STATIC = ["Age", "Gender", "Height", "ICUType"]
 ALPHAS = (0.01, 0.05)
 SPIKE, SHIFT, WINDOW = 4.0, 2.0, 10
 KEY = ["series_id", "channel", "time"]
+ZSCORE = "z-score (last value, fitted s_c)"
 
 
 def seen_before(frame: pd.DataFrame) -> pd.DataFrame:
@@ -101,9 +106,13 @@ def common(rows: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     return rows.merge(known, on=KEY, how="inner")
 
 
-def restricted(cal_rows: pd.DataFrame, cal_frame: pd.DataFrame, source: str) -> WatchCalibration:
+def restricted(cal_rows: pd.DataFrame, cal_frame: pd.DataFrame, source: str) -> tuple[WatchCalibration, pd.DataFrame]:
+    """The calibration from the calibration stays' scores of the common observations, and
+    those rows with their own p-values against it (for the calibration's share of the s.e.)."""
     kept = common(cal_rows, cal_frame)
-    return WatchCalibration.of_scores(kept["score"].to_numpy(), kept["channel"].to_numpy(), source)
+    cal = WatchCalibration.of_scores(kept["score"].to_numpy(), kept["channel"].to_numpy(), source)
+    p, _ = cal.p_values(kept["score"].to_numpy(), kept["channel"].to_numpy())
+    return cal, kept.assign(p_value=p)
 
 
 def zscore_rows(frame: pd.DataFrame, spread: pd.Series) -> pd.DataFrame:
@@ -117,12 +126,25 @@ def zscore_rows(frame: pd.DataFrame, spread: pd.Series) -> pd.DataFrame:
     return f[[*KEY, "p_value"]].reset_index(drop=True)
 
 
-def rate_line(rows: pd.DataFrame, alpha: float) -> str:
+def tally_of(rows: pd.DataFrame, alpha: float) -> WatchTally:
     tally = WatchTally(alpha)
     tally.add(rows.assign(flagged=rows["p_value"] <= alpha))
-    r, se = tally.flag_rate, tally.standard_error()
+    return tally
+
+
+def rate_line(rows: pd.DataFrame, alpha: float, cal_rows: pd.DataFrame | None) -> str:
+    """The flag rate, its s.e. and the window ``r ± 2 s.e.``. The s.e. has two independent
+    parts: the test series' (between-series, as ``WatchTally``) and the calibration's — the
+    threshold is set on a finite sample of calibration series, whose own exceedance share
+    at α varies between series the same way (``cal_rows``: the calibration observations
+    with their p-values against the calibration; None: the test part only)."""
+    tally = tally_of(rows, alpha)
+    r, se_test = tally.flag_rate, tally.standard_error()
+    se_cal = tally_of(cal_rows, alpha).standard_error() if cal_rows is not None else 0.0
+    se = math.hypot(se_test, se_cal)
     inside = r - 2 * se <= alpha <= r + 2 * se
-    return f"{r:.4f} ± {se:.4f} [{r - 2 * se:.4f}, {r + 2 * se:.4f}] {'holds' if inside else 'NOT'}"
+    return (f"{r:.4f} ± {se:.4f} (test {se_test:.4f}, cal. {se_cal:.4f}) [{r - 2 * se:.4f}, {r + 2 * se:.4f}] "
+            f"{'holds' if inside else 'NOT'}")
 
 
 def inject(frame: pd.DataFrame, seed: int, spread: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -170,35 +192,39 @@ def evaluate(name: str, fitted, cal: pd.DataFrame, test: pd.DataFrame, mc_passes
     spread = channel_spread(cal_obs.frame)
     lv_cal = calibrate_watch(fitted, cal_obs)
     cal_rows = watch(fitted, cal_obs, alpha=0.5, calibration=lv_cal).frame
-    methods = {"Lévy": (0, restricted(cal_rows, cal_obs.frame, "Lévy, calibration stays"))}
+    methods = {"Lévy": (0, *restricted(cal_rows, cal_obs.frame, "Lévy, calibration stays"))}
     if mc_passes and fitted.twin is not None:
         mc_cal_rows = watch(fitted, cal_obs, alpha=0.5, calibration=lv_cal, mc_passes=mc_passes).frame
-        methods[f"MC-Dropout T={mc_passes}"] = (mc_passes, restricted(mc_cal_rows, cal_obs.frame, "MC"))
+        methods[f"MC-Dropout T={mc_passes}"] = (mc_passes, *restricted(mc_cal_rows, cal_obs.frame, "MC"))
     z_cal = seen_before(cal_obs.frame).dropna(subset=["last"])
     z_spread = (z_cal["value"] - z_cal["last"]).pow(2).groupby(z_cal["channel"]).mean().pow(0.5)
+    cal_p = {m: rows for m, (_, _, rows) in methods.items()}
+    cal_p[ZSCORE] = zscore_rows(cal_obs.frame, z_spread)
     spiked, shifted, injections = inject(test_obs.frame, seed, spread)
     variants = {"none": test_obs.frame, "spike": spiked, "shift": shifted}
     results: dict[str, dict[str, pd.DataFrame]] = {}
-    for method, (passes, calibration) in methods.items():
+    for method, (passes, calibration, _) in methods.items():
         results[method] = {v: common(watch(fitted, from_frame(f), alpha=0.01, calibration=calibration,
                                            mc_passes=passes).frame, f) for v, f in variants.items()}
-    results["z-score (last value, fitted s_c)"] = {v: zscore_rows(f, z_spread) for v, f in variants.items()}
+    results[ZSCORE] = {v: zscore_rows(f, z_spread) for v, f in variants.items()}
     # Lévy on every observation it scores, and against the fit's own (forecast) scores
     all_rows = watch(fitted, test_obs, alpha=0.01, calibration=lv_cal).frame
     own_rows = watch(fitted, test_obs, alpha=0.01).frame
+    all_cal = cal_rows.assign(p_value=lv_cal.p_values(cal_rows["score"].to_numpy(), cal_rows["channel"].to_numpy())[0])
     n_obs = len(results["Lévy"]["none"])
     print(f"\n## {name}: {cal_obs.n_series} calibration series, {test_obs.n_series} test series, {n_obs:,} scored "
           f"observations (channel seen before); {len(injections)} injections of each kind "
           f"({time.perf_counter() - t0:.0f} s)")
-    print("\nNothing injected: flag rate ± per-series s.e. [r ± 2 s.e.], and whether α lies inside")
+    print("\nNothing injected: flag rate ± s.e. (its test-series and calibration-series parts, each between "
+          "series) [r ± 2 s.e.], and whether α lies inside")
     print("| method | " + " | ".join(f"α = {a}" for a in ALPHAS) + " |")
     print("|---|" + "---|" * len(ALPHAS))
     for method, by in results.items():
-        print(f"| {method} | " + " | ".join(rate_line(by["none"], a) for a in ALPHAS) + " |")
+        print(f"| {method} | " + " | ".join(rate_line(by["none"], a, cal_p[method]) for a in ALPHAS) + " |")
     print(f"| Lévy, every observation it scores ({len(all_rows):,}) | "
-          + " | ".join(rate_line(all_rows, a) for a in ALPHAS) + " |")
+          + " | ".join(rate_line(all_rows, a, all_cal) for a in ALPHAS) + " |")
     print("| Lévy against the fit's own forecast scores (no watch calibration) | "
-          + " | ".join(rate_line(own_rows, a) for a in ALPHAS) + " |")
+          + " | ".join(rate_line(own_rows, a, None) for a in ALPHAS) + " |")
     print(f"\nInjected ({SPIKE:g} σ_c spikes; {SHIFT:g} σ_c level shifts, detected within {WINDOW} observations): "
           "share detected ± s.e. (chance: the same share with nothing injected), median delay")
     print("| method | α | spike detected | spike chance | shift detected | shift chance | shift delay |")
