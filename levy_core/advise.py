@@ -22,6 +22,10 @@ taken, and splits the narrowing into two parts:
   new observation in it. That part is an expectation over the candidate's own calibrated
   predictive ``N(ŷ, (c·spread)²)`` at its time: ``draws`` values per candidate (antithetic
   pairs from a seeded generator), **all candidates × draws in one batched model pass**.
+  It also holds what moves the disagreement whatever the value: a candidate ahead of now
+  moves the encoder's "now" (the observations' lags, the queries' horizon features).
+  In short: evidence part = the band with ``Λ'`` and today's ``trΣ``; value (disagreement)
+  part = the rest of the expected change.
 
 Widths are those of the calibrated split-conformal band at ``level`` (the scaled-Gaussian
 band where a channel's conformal quantile is infinite), in the data's units; a channel's
