@@ -97,7 +97,8 @@ def run_watch(args: argparse.Namespace) -> int:
         print(f"note: calibration: {cal.source}", file=sys.stderr)
     else:
         cal = None
-    tally, drift = WatchTally(args.alpha), DriftTally(fitted.drift)
+    tally = WatchTally(args.alpha, calibration_se=cal.standard_error(args.alpha) if cal is not None else 0.0)
+    drift = DriftTally(fitted.drift)
 
     def scored(obs: Observations) -> pd.DataFrame:
         if not tally.scored.keys().isdisjoint(obs.series_ids):  # a file with series out of place, read again whole

@@ -50,7 +50,7 @@ from levy_core.model import Batch
 from levy_core.modelfile import FittedModel
 from levy_core.origins import OriginPlan
 from levy_core.predict import run_pass
-from levy_core.watch_calibration import WatchCalibration, calibration_part
+from levy_core.watch_calibration import WatchCalibration, between_series_se, calibration_part
 
 __all__ = ["DEFAULT_ALPHA", "WATCH_COLUMNS", "WatchCalibration", "WatchResult", "WatchTally", "calibrate_watch",
            "check_alpha", "iter_watch", "watch"]
@@ -268,6 +268,7 @@ class WatchTally:
     scored: dict[str, int] = field(default_factory=dict)
     flags: dict[str, int] = field(default_factory=dict)
     skipped: int = 0
+    calibration_se: float = 0.0  # the calibration's share (WatchCalibration.standard_error)
 
     def add(self, rows: pd.DataFrame, skipped: int = 0) -> None:
         """Count one chunk's scored ``rows`` (:data:`WATCH_COLUMNS`) and its unscored observations."""
@@ -281,7 +282,7 @@ class WatchTally:
 
     def clear(self) -> None:
         """Forget every chunk (a file read again from the start)."""
-        self.scored, self.flags, self.skipped = {}, {}, 0
+        self.scored, self.flags, self.skipped = {}, {}, 0  # calibration_se stays: the same calibration
 
     @property
     def n_scored(self) -> int:
@@ -301,24 +302,23 @@ class WatchTally:
         return self.n_flagged / self.n_scored if self.n_scored else 0.0
 
     def standard_error(self) -> float:
-        """Standard error of :attr:`flag_rate` with the series as the unit: flags within a
-        series are correlated (neighbouring steps share their context), series independent,
-        so the ratio estimator's between-series variance ``Σ_s (f_s − r n_s)² / (S (S − 1))
-        / n̄²`` (``f_s`` flags and ``n_s`` scored in series ``s``, ``r`` the pooled rate,
-        ``n̄`` the mean ``n_s``). ``inf`` with fewer than two series."""
-        if self.n_series < 2:
-            return math.inf
+        """Standard error of :attr:`flag_rate`. Two independent parts: the watched series' —
+        flags within a series are correlated (neighbouring steps share their context),
+        series independent, so the ratio estimator's between-series s.e.
+        (:func:`~levy_core.watch_calibration.between_series_se`) — and the calibration's
+        (:attr:`calibration_se`: the threshold is set on a finite sample of series);
+        ``sqrt(test² + calibration²)``. ``inf`` with fewer than two watched series."""
         n = np.array([self.scored[s] for s in self.scored], np.float64)
         f = np.array([self.flags[s] for s in self.scored], np.float64)
-        S, r = len(n), self.flag_rate
-        return float(math.sqrt(np.sum((f - r * n) ** 2) / (S * (S - 1))) / n.mean())
+        return math.hypot(between_series_se(n, f), self.calibration_se)
 
     def summary(self) -> str:
         """One line: the flag rate against the nominal α, with its ±2 s.e. window."""
         if not self.n_scored:
             return f"no observation could be scored ({self.skipped:,} had nothing before them)"
         se = self.standard_error()
-        window = f" ± {2 * se:.4f} (2 s.e. between {self.n_series:,} series)" if math.isfinite(se) else ""
+        part = ", calibration included" if self.calibration_se > 0 else ""
+        window = f" ± {2 * se:.4f} (2 s.e. between {self.n_series:,} series{part})" if math.isfinite(se) else ""
         return (f"flagged {self.n_flagged:,} of {self.n_scored:,} observations: rate {self.flag_rate:.4f}{window} "
                 f"against the nominal α = {self.alpha:g}")
 
@@ -428,7 +428,7 @@ def watch(fitted: FittedModel, data: Observations | pd.DataFrame, *, alpha: floa
         A channel the model was never trained on; observations not sorted by series and
         time; values the model cannot hold.
     """
-    tally = WatchTally(check_alpha(alpha))
+    tally = WatchTally(check_alpha(alpha), calibration_se=calibration.standard_error(alpha) if calibration else 0.0)
     frames = list(iter_watch(fitted, [data], alpha=alpha, calibration=calibration, start=start, end=end,
                              max_context=max_context, tally=tally, mc_passes=mc_passes))
     return WatchResult(frames[0], tally, calibration.source if calibration is not None
@@ -462,4 +462,5 @@ def calibrate_watch(fitted: FittedModel, data: Observations, *,
     rows, _ = _score_chunk(fitted, _check_frame(part), 0.5, _span(start, end), _check_max_context(max_context),
                            WatchCalibration.of_fit(fitted, mc=bool(mc_passes)), mc_passes)
     return WatchCalibration.of_scores(rows["score"].to_numpy(), rows["channel"].to_numpy(),
-                                      f"one-step-ahead scores of {source} ({len(rows):,} scores)")
+                                      f"one-step-ahead scores of {source} ({len(rows):,} scores)",
+                                      rows["series_id"].to_numpy())

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from levy_core.adaptive import conformal_rank
 from levy_core.calibrate import DEFAULT_MIN_GROUP_SIZE
@@ -25,7 +26,19 @@ from levy_core.data import DataError, Observations
 from levy_core.modelfile import FittedModel
 from levy_core.origins import OriginClock, OriginPlan
 
-__all__ = ["WatchCalibration", "calibration_part", "watched_part"]
+__all__ = ["WatchCalibration", "between_series_se", "calibration_part", "watched_part"]
+
+
+def between_series_se(scored: np.ndarray, flagged: np.ndarray) -> float:
+    """Standard error of a flag rate with the series as the unit: ``scored``, ``flagged``
+    (S,) per series; the ratio estimator's ``sqrt(Σ_s (f_s − r n_s)² / (S (S − 1))) / n̄``
+    (``r`` the pooled rate, ``n̄`` the mean ``n_s``). ``inf`` with fewer than two series."""
+    n = np.asarray(scored, np.float64)
+    f = np.asarray(flagged, np.float64)
+    if n.size < 2 or not n.sum() > 0:
+        return math.inf
+    r = f.sum() / n.sum()
+    return float(math.sqrt(np.sum((f - r * n) ** 2) / (n.size * (n.size - 1))) / n.mean())
 
 
 @dataclass(frozen=True)
@@ -42,12 +55,16 @@ class WatchCalibration:
         A channel with fewer scores is calibrated against the pooled ones.
     source : str
         Where the scores come from, in words.
+    series : ndarray or None
+        Replayed scores only: each score's series, channel and score, in replay order
+        (shape (n, 3), object) — the calibration's own between-series variability.
     """
 
     groups: dict[str, np.ndarray]
     pooled: np.ndarray
     min_group_size: int = DEFAULT_MIN_GROUP_SIZE
     source: str = ""
+    series: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.pooled.size == 0:
@@ -66,14 +83,17 @@ class WatchCalibration:
                    "the fit's calibration scores (forecasts from the cut-off over the fitted horizon)")
 
     @classmethod
-    def of_scores(cls, scores: np.ndarray, channels: np.ndarray, source: str = "") -> WatchCalibration:
-        """From replayed scores (n,) and their channels (n,)."""
+    def of_scores(cls, scores: np.ndarray, channels: np.ndarray, source: str = "",
+                  series: np.ndarray | None = None) -> WatchCalibration:
+        """From replayed scores (n,), their channels (n,) and, optionally, their series (n,)."""
         scores = np.asarray(scores, np.float64)
         channels = np.asarray(channels).astype(str)
         if not np.isfinite(scores).all():
             raise DataError("calibration scores must be finite")
         groups = {str(c): np.sort(scores[channels == c]) for c in np.unique(channels)}
-        return cls(groups, np.sort(scores), DEFAULT_MIN_GROUP_SIZE, source)
+        by_series = None if series is None else np.column_stack([np.asarray(series).astype(str), channels,
+                                                                   scores.astype(object)])
+        return cls(groups, np.sort(scores), DEFAULT_MIN_GROUP_SIZE, source, by_series)
 
     def scores_for(self, channel: str) -> np.ndarray:
         own = self.groups.get(str(channel))
@@ -99,6 +119,20 @@ class WatchCalibration:
         cal = self.scores_for(channel)
         k = conformal_rank(cal.size, level)
         return math.inf if k > cal.size else float(cal[k - 1])
+
+    def standard_error(self, alpha: float) -> float:
+        """The calibration's share of a flag rate's standard error at ``alpha``: the threshold
+        is set on a finite sample of series, whose own exceedance share varies between
+        series — the between-series s.e. of the calibration scores' flag rate against
+        themselves. 0 when the series are not known (the fit's own scores)."""
+        if self.series is None or len(self.series) == 0:
+            return 0.0
+        sid, ch, sc = self.series[:, 0], self.series[:, 1], self.series[:, 2].astype(np.float64)
+        p, _ = self.p_values(sc, ch)
+        frame = pd.DataFrame({"series": sid, "flag": p <= alpha})
+        counts = frame.groupby("series", sort=False)["flag"].agg(["size", "sum"])
+        se = between_series_se(counts["size"].to_numpy(), counts["sum"].to_numpy())
+        return se if math.isfinite(se) else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"groups": {k: v.tolist() for k, v in self.groups.items()}, "min_group_size": self.min_group_size,

@@ -17,6 +17,7 @@ from levy_core.watch import (
     iter_watch,
     watch,
 )
+from levy_core.watch_calibration import between_series_se
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +119,7 @@ def test_calibrating_on_the_fitted_data_replays_its_calibration_series_only(fitt
 
 def test_streaming_by_chunks_gives_the_same_rows_and_tally(fitted, new_obs, calibration, watched) -> None:
     ids = new_obs.series_ids
-    tally = WatchTally(0.1)
+    tally = WatchTally(0.1, calibration_se=calibration.standard_error(0.1))
     parts = list(iter_watch(fitted, [new_obs.subset(ids[:3]), new_obs.subset(ids[3:])], alpha=0.1,
                             calibration=calibration, tally=tally))
     # batches padded to another width sum in another order: float32 rounding only
@@ -174,3 +175,16 @@ def test_mc_dropouts_band_is_watched_the_same_way(fitted, new_obs, held_out) -> 
     pd.testing.assert_frame_equal(watch(fitted, few, alpha=0.1, calibration=cal, mc_passes=3).frame, mc)
     with pytest.raises(ValueError, match="mc_passes"):
         watch(fitted, few, mc_passes=1)
+
+
+def test_the_rates_standard_error_has_the_calibrations_share(fitted, held_out, calibration, watched) -> None:
+    own = watch(fitted, held_out, alpha=0.1, calibration=calibration).frame  # calibration rows against themselves
+    counts = own.groupby("series_id")["flagged"].agg(["size", "sum"])
+    by_hand = between_series_se(counts["size"].to_numpy(), counts["sum"].to_numpy())
+    assert 0 < calibration.standard_error(0.1) == pytest.approx(by_hand, rel=1e-6)
+    assert watched.tally.calibration_se == pytest.approx(by_hand, rel=1e-6)
+    test_only = WatchTally(0.1)
+    test_only.add(watched.frame)
+    assert watched.tally.standard_error() == pytest.approx(math.hypot(test_only.standard_error(), by_hand))
+    assert "calibration included" in watched.summary()
+    assert WatchCalibration.of_fit(fitted).standard_error(0.1) == 0.0  # series unknown
