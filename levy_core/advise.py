@@ -161,16 +161,21 @@ class Advice:
                              "value_pct": float(val[j, t]), "score_pct": float(r["narrowing_pct"])})
         return pd.DataFrame(rows)
 
-    def sentences(self, top: int = 3) -> list[str]:
+    def sentences(self, top: int = 3, targets: int = 4) -> list[str]:
         """Plain words for the ``top`` candidates, e.g. "measuring K now would narrow the
-        next 24 h band of K by 38 %, of Lactate by 4 %"."""
+        next 24 h band of K by 38 %, of Lactate by 4 %" (the ``targets`` most narrowed
+        target channels by name, the others summed up)."""
         total, _, _ = self.per_target()
         out = []
         for _, r in self.ranking().head(top).iterrows():
             j = int(r["candidate"])
             when = "now" if r["ahead"] <= 0 else f"in {duration_text(r['ahead'], ' ')}"
             order = np.argsort(-total[j], kind="stable")
-            parts = [f"of {self.targets[t]} by {int(round(total[j, t]))} %" for t in order]
+            parts = [f"of {self.targets[t]} by {int(round(total[j, t]))} %" for t in order[:targets]]
+            if len(order) > targets:
+                rest = total[j, order[targets:]]
+                parts.append(f"of the {len(rest)} other targets by {int(round(rest.min()))} to "
+                             f"{int(round(rest.max()))} %")
             out.append(f"measuring {r['channel']} {when} would narrow the next {duration_text(self.horizon, ' ')} "
                        f"band " + ", ".join(parts))
         return out

@@ -126,6 +126,9 @@ def test_ranking_table_and_sentences(fitted, one_series) -> None:
     best = ranking.iloc[0]
     sentence = advice.sentences(1)[0]
     assert sentence.startswith(f"measuring {best['channel']} ") and "6 h band of" in sentence and "%" in sentence
+    assert sentence.count(" by ") == len(advice.targets)
+    short = advice.sentences(1, targets=1)[0]  # many targets: the most narrowed by name, the rest summed up
+    assert short.count(" by ") == 2 and f"of the {len(advice.targets) - 1} other targets by " in short
 
 
 def test_a_seed_fixes_the_advice(fitted, one_series) -> None:
