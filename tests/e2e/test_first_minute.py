@@ -91,6 +91,11 @@ def _sample_until_idle(page, samples: list[tuple[float, bool]], t0: float, timeo
     pytest.fail(f"not idle within {timeout_s} s: {samples[-5:]}")
 
 
+def _idle_page(page) -> None:
+    page.wait_for_timeout(400)
+    page.wait_for_selector(STATUS, state="detached", timeout=300_000)
+
+
 def _never_disappears(samples: list[tuple[float, bool]], what: str) -> None:
     first = next((i for i, (_, d) in enumerate(samples) if d), None)
     assert first is not None, f"{what}: no band was ever drawn ({len(samples)} samples)"
@@ -116,30 +121,36 @@ def test_first_minute_the_band_never_disappears_and_a_queued_session_sees_its_pl
             assert page.locator(EXCEPTION).count() == 0
             page.screenshot(path=str(SHOTS / "first_minute_opened.png"))
 
-            # Refit: the band stays (the shipped model's, then the best epoch so far) while it trains
-            page.get_by_role("button", name="Refit").click()
-            page.get_by_text("early-stopping MSE", exact=False).first.wait_for(timeout=120_000)
+            # a colleague's session, open on the same server before the Refit
             other = browser.new_context(viewport={"width": 1440, "height": 1300}).new_page()
             other.goto(one_worker_server)
             other.wait_for_function(BAND_DRAWN, timeout=300_000)
-            other.locator('[data-testid="stFileUploader"]').filter(has_text="Upload a CSV").locator(
-                'input[type="file"]').set_input_files(str(csv))
-            other.get_by_text("in line for a fit worker", exact=False).first.wait_for(timeout=120_000)
-            assert other.get_by_text("Queued: 1st in line", exact=False).count() > 0
-            other.screenshot(path=str(SHOTS / "queued_session.png"))
-            shots = {"training": False}
+            _idle_page(other)
 
-            def shoot_training(pg) -> None:
+            # Refit: the band stays (the shipped model's, then the best epoch so far) while it trains;
+            # as soon as the first preview is drawn, the colleague uploads a file: it waits in the queue
+            shots = {"training": False, "uploaded": False, "queued": False}
+
+            def step(pg) -> None:
                 if not shots["training"] and pg.get_by_text("the Lévy model as it stands", exact=False).count():
-                    pg.wait_for_timeout(600)
                     pg.screenshot(path=str(SHOTS / "first_minute_training.png"))
                     shots["training"] = True
+                    other.locator('[data-testid="stFileUploader"]').filter(has_text="Upload a CSV").locator(
+                        'input[type="file"]').set_input_files(str(csv))
+                    shots["uploaded"] = True
+                if shots["uploaded"] and not shots["queued"] and other.get_by_text("Queued: 1st in line",
+                                                                                   exact=False).count():
+                    other.wait_for_timeout(300)
+                    other.screenshot(path=str(SHOTS / "queued_session.png"))
+                    shots["queued"] = True
 
+            page.get_by_role("button", name="Refit").click()
             refit: list[tuple[float, bool]] = [(0.0, True)]
             t1 = time.perf_counter()
-            _sample_until_idle(page, refit, t1, 600, also=shoot_training)
+            _sample_until_idle(page, refit, t1, 600, also=step)
             _never_disappears(refit, "refit")
             assert shots["training"], "a preview band was drawn while the model trained"
+            assert shots["queued"], "the colleague saw its place in the queue"
             assert page.get_by_text("and its MC-Dropout twin fitted", exact=False).count() > 0
             page.screenshot(path=str(SHOTS / "first_minute_trained.png"))
             other.get_by_text("on upload: colleague.csv", exact=False).first.wait_for(timeout=600_000)
