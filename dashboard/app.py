@@ -82,6 +82,7 @@ choice = sidebar.render()
 res = fit.ensure_model(choice)
 if res is not None:
     describe_slot.caption(plain(res.describe()))
+fit.show_job(job_slot)
 
 tabs = st.tabs(state.PANELS, key=state.PANEL, on_change="rerun", default=state.DEFAULT_PANEL)
 for tab, name in zip(tabs, state.PANELS, strict=True):

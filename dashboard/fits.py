@@ -182,7 +182,7 @@ class FitResult:
         return (f"Under-trained: the {' and the '.join(hit)} stopped at the server's safety cap of "
                 f"{self.settings.max_seconds:g} s per model after {runs['levy']} of {self.settings.epochs} epochs, before "
                 "early stopping ended it. Raise the cap (sidebar, up to the server's LEVY_DASHBOARD_MAX_SECONDS), "
-                "lower the epochs or the model size, or fit on the command line (`levy fit`, no cap).")
+                "lower the epochs or the model size, or fit on the command line (levy fit, no cap).")
 
     def describe(self) -> str:
         f, o, n = self.fitted, self.obs, self.fitted.training["n_series"]
@@ -195,7 +195,7 @@ class FitResult:
         if self.shipped:
             lv = f.training.get("levy") or {}
             return (f"Lévy model{twin} trained on {self.data_label} and shipped with it: trained to the end "
-                    f"(early stopping or its epochs) by `{self.shipped}` ({lv.get('epochs_run')} epochs, best {lv.get('best_epoch')}; "
+                    f"(early stopping or its epochs) by “{self.shipped}” ({lv.get('epochs_run')} epochs, best {lv.get('best_epoch')}; "
                     f"split by {f.split.mode}: {n['train']} train / {n.get('stopping', 0)} early-stopping / "
                     f"{n['calibration']} calibration / {n['test']} test {unit}), task: {self._task_text()}; "
                     f"calibration scale c = {f.levy_calibration.scale_:.3g}; offset: {f.offset_description()}. "

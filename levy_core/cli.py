@@ -438,7 +438,7 @@ def streamlit_command(port: int, *, headless: bool = True, host: str = "localhos
     ``host`` is the address Streamlit listens on (``--server.address``): ``localhost`` by
     default, so only this machine can reach the app; ``0.0.0.0`` opens it to every network
     interface, that is to anyone who can reach the port, with no authentication."""
-    return [sys.executable, "-m", "streamlit", "run", str(_REPO / "dashboard" / "app.py"),
+    return [sys.executable, "-m", "dashboard.serve", "run", str(_REPO / "dashboard" / "app.py"),
             "--server.headless", str(headless).lower(), "--server.port", str(port),
             "--server.address", host, "--browser.gatherUsageStats", "false"]
 

@@ -265,6 +265,16 @@ def twin_deferred(res: services.FitResult) -> bool:
     return bool(job) and job["settings"].train_twin and not res.has_twin and not res.opened_from
 
 
+def show_job(slot) -> None:
+    """This session's pooled job, as it stands, in ``slot`` at once (``follow_job`` keeps it
+    up to date after the panels): the status never blinks out while the panels redraw."""
+    job = st.session_state.get(state.JOB)
+    view = services.job_view(job["key"]) if job else None
+    if view is not None and view.state in ("queued", "running"):
+        frac, text = status_text(view, job["label"])
+        slot.progress(min(max(frac, 0.0), 1.0), text=plain(text))
+
+
 def follow_job(slot) -> None:
     """After every panel is drawn: while this session's pooled job is queued or training, its
     place in the queue or its epoch and early-stopping loss in ``slot`` (an ``st.empty`` at a

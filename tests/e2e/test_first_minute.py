@@ -133,6 +133,8 @@ def test_first_minute_the_band_never_disappears_and_a_queued_session_sees_its_pl
 
             def step(pg) -> None:
                 if not shots["training"] and pg.get_by_text("the Lévy model as it stands", exact=False).count():
+                    pg.mouse.move(1000, 40)  # no tooltip over the page
+                    pg.get_by_text("early-stopping MSE", exact=False).first.wait_for(timeout=30_000)
                     pg.screenshot(path=str(SHOTS / "first_minute_training.png"))
                     shots["training"] = True
                     other.locator('[data-testid="stFileUploader"]').filter(has_text="Upload a CSV").locator(
@@ -145,6 +147,7 @@ def test_first_minute_the_band_never_disappears_and_a_queued_session_sees_its_pl
                     shots["queued"] = True
 
             page.get_by_role("button", name="Refit").click()
+            page.mouse.move(1000, 40)
             refit: list[tuple[float, bool]] = [(0.0, True)]
             t1 = time.perf_counter()
             _sample_until_idle(page, refit, t1, 600, also=step)
@@ -152,6 +155,8 @@ def test_first_minute_the_band_never_disappears_and_a_queued_session_sees_its_pl
             assert shots["training"], "a preview band was drawn while the model trained"
             assert shots["queued"], "the colleague saw its place in the queue"
             assert page.get_by_text("and its MC-Dropout twin fitted", exact=False).count() > 0
+            page.mouse.move(1000, 40)
+            page.wait_for_timeout(500)
             page.screenshot(path=str(SHOTS / "first_minute_trained.png"))
             other.get_by_text("on upload: colleague.csv", exact=False).first.wait_for(timeout=600_000)
             assert page.locator(EXCEPTION).count() == 0 and other.locator(EXCEPTION).count() == 0

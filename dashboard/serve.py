@@ -1,0 +1,38 @@
+"""Start the dashboard's Streamlit server with the library imported and the threads set.
+
+``python -m dashboard.serve run dashboard/app.py [Streamlit options]`` is ``python -m
+streamlit run …`` (what ``levy dashboard`` and ``make dashboard`` start) with, before the
+server listens:
+
+* torch and ``levy_core`` imported, so the first page opened does not wait for them (2–4 s
+  of the first band on 2 cores);
+* the server's own intra-op threads (the views' passes) set to the cores the fit workers
+  leave: ``max(1, cores − workers)``, the workers running one thread each
+  (``dashboard/fit_pool.py``), so fits and passes together never oversubscribe the cores.
+
+Nothing else of the dashboard is imported here: its caches belong to the Streamlit runtime.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    from levy_core.threads import available_cores, prefer_passive_wait
+
+    prefer_passive_wait()  # before torch loads its OpenMP runtime
+    import torch
+
+    import levy_core.pipeline  # noqa: F401  (imported now, not on the first page)
+    from dashboard.fit_pool import FIT_THREADS, workers
+
+    torch.set_num_threads(max(1, available_cores() - workers() * FIT_THREADS))
+    from streamlit.web.cli import main as streamlit_main
+
+    sys.argv = ["streamlit", *sys.argv[1:]]
+    streamlit_main(prog_name="streamlit")
+
+
+if __name__ == "__main__":
+    main()
