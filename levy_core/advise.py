@@ -33,9 +33,11 @@ narrowing is ``1 − E[mean width after] / mean width before`` over its target g
 evidence and value parts add up to it.
 
 A candidate ahead of now moves "now": on rolling origins the forecast origin moves to it
-(the context window ``[o' − history, o']``, the leads and the offset follow, as a refit of
-the end episode on the data with the measurement appended would); otherwise the
-measurement joins the series' context.
+(the context window ``[o' − history, o']``, the leads and the offset follow, as a forecast
+past the end of the data with the measurement appended would) and the targets before it keep
+today's band (a forecast issued at ``o'`` does not reach back before it); otherwise the
+measurement joins the series' context, and the model's time decay, symmetric in time, lets
+it inform targets on both sides of it.
 """
 
 from __future__ import annotations
@@ -330,6 +332,12 @@ def _assess(fitted: FittedModel, series: _Series, horizon: float, level: float, 
     sigma_ev = sigma_ev * _lead_factor(fitted, lead1)
     width_ev = _widths(fitted, sigma_ev.reshape(-1), np.tile(t_names, J), level).reshape(J, m)
     mean1 = out1.mean[:, :m].reshape(J, n_draws, m).mean(axis=1)
+    if series.history is not None:  # rolling origins: a target before the measurement is past its forecast origin
+        past = t_time[None, :] < series.now + c_ahead[:, None]  # (J, M): today's forecast stands there
+        width1 = np.where(past[:, None, :], width0[None, None, :], width1)
+        width_ev = np.where(past, width0[None, :], width_ev)
+        mean1 = np.where(past, out0.mean[0, :m][None, :], mean1)
+        log_ev1 = np.where(past[:, None, :], out0.log_evidence[0, :, :m][None], log_ev1)
 
     def original(x: np.ndarray) -> np.ndarray:
         flat = np.broadcast_to(t_names, x.shape).reshape(-1)

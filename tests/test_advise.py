@@ -84,6 +84,11 @@ def test_rolling_origins_refit_the_offset_and_move_the_origin(origin_fit, ahead:
                                rtol=1e-4, atol=1e-4)
     ev = head_mean_log(advice.log_evidence_after[0])[merged["query"].to_numpy()]
     np.testing.assert_allclose(ev, merged["log_evidence"], atol=1e-4)
+    # a forecast issued at the measurement does not reach back: targets before it keep today's band
+    before = advice.target_time < advice.now + ahead
+    assert before.any() == (ahead > 0)
+    np.testing.assert_array_equal(advice.width_after[0, before], advice.width_before[before])
+    np.testing.assert_array_equal(advice.width_evidence[0, before], advice.width_before[before])
 
 
 def test_evidence_part_does_not_depend_on_the_value(fitted, one_series) -> None:
