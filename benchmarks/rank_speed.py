@@ -5,7 +5,9 @@ measured as a ratio: ``levy_core/ranking.py`` and ``levy_core/scaling.py`` at ``
 (read with ``git show``) are loaded as modules of their own, and the scoring of the same
 3,383 set-A stays (``score_series``: preparing the episodes and the passes, after a
 warm-up) alternates between that revision and this one ``--reps`` times. Both must rank
-the stays in the same order with trust scores equal to float rounding.
+the stays in the same order with trust scores equal to float rounding. Beside the wall
+time, the process's CPU time is reported: with one thread it is the work done, which
+other processes on a shared machine disturb far less than the wall time.
 
 Usage::
 
@@ -85,15 +87,17 @@ def main() -> None:
 
     ranking.warm_up(fitted)
     times: dict[str, list[float]] = {args.rev: [], "this revision": []}
+    cpu: dict[str, list[float]] = {args.rev: [], "this revision": []}
     scores = {}
     print(f"python benchmarks/rank_speed.py --rev {args.rev} --reps {args.reps} --threads {args.threads}"
           + (f" --batch-series {args.batch_series}" if args.batch_series else "")
           + f"; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} before", flush=True)
     for _ in range(args.reps):
         for name, run in ((args.rev, before), ("this revision", after)):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             frame, _ = run()
             times[name].append(time.perf_counter() - t0)
+            cpu[name].append(time.process_time() - c0)
             scores[name] = ranking.order_by_trust(frame)
     a, b = scores[args.rev], scores["this revision"]
     diff = np.abs(a.set_index("series_id")["trust_score"] - b.set_index("series_id")["trust_score"])
@@ -101,9 +105,11 @@ def main() -> None:
     same_order = a["series_id"].tolist() == b["series_id"].tolist()
     for name, seconds in times.items():
         print(f"  {name}: scoring {len(b):,} stays, median {statistics.median(seconds):.3f} s "
-              f"(min {min(seconds):.3f}; {', '.join(f'{s:.2f}' for s in seconds)})")
+              f"(min {min(seconds):.3f}; {', '.join(f'{s:.2f}' for s in seconds)}); CPU time median "
+              f"{statistics.median(cpu[name]):.3f} s (min {min(cpu[name]):.3f})")
     print(f"  ratio of medians, this revision / {args.rev}: "
-          f"{statistics.median(times['this revision']) / statistics.median(times[args.rev]):.3f}; trust scores "
+          f"{statistics.median(times['this revision']) / statistics.median(times[args.rev]):.3f} (wall), "
+          f"{statistics.median(cpu['this revision']) / statistics.median(cpu[args.rev]):.3f} (CPU); trust scores "
           f"equal to {rel:.1e} (relative), same order: {same_order}; load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} after")
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -14,6 +16,8 @@ from levy_core.modelfile import FittedModel
 from levy_core.origins import OriginClock
 from levy_core.predict import chunks
 from levy_core.prepared import ModelData, as_model_data
+from levy_core.tasks import EpisodeBuilder
+from levy_core.threads import pass_workers
 
 __all__ = ["SCORE_COLUMNS", "order_by_trust", "rank", "score_series", "warm_up"]
 
@@ -59,13 +63,19 @@ def order_by_trust(scores: pd.DataFrame, first_rank: int = 1) -> pd.DataFrame:
 
 @torch.no_grad()
 def score_series(fitted: FittedModel, data: Observations | ModelData, *, points_per_channel: int = 2,
-                 batch_series: int = RANK_BATCH_SERIES) -> tuple[pd.DataFrame, float]:
+                 batch_series: int = RANK_BATCH_SERIES, workers: int | None = None) -> tuple[pd.DataFrame, float]:
     """The trust score of every user series in ``data``, unsorted (what :func:`rank` ranks).
 
     A series' score depends on that series alone, so scoring the data in pieces of whole
     series (``levy_core.chunked``, ``levy_core.ray_engine``) gives the scores of the whole.
     Returns the frame (:data:`SCORE_COLUMNS`, one row per user series) and the seconds it
     took (preparing the episodes and the forward passes; no warm-up).
+
+    ``workers`` batches are scored side by side, each with one intra-op thread (default:
+    :func:`levy_core.threads.pass_workers`, PyTorch's thread count): the passes are many
+    small operators, which one OpenMP team splits poorly and which, beside other work,
+    wait on each other's threads. Each batch is computed alike whatever ``workers`` is, so
+    the scores do not depend on it.
     """
     t0 = time.perf_counter()
     data = as_model_data(fitted, data)
@@ -77,32 +87,24 @@ def score_series(fitted: FittedModel, data: Observations | ModelData, *, points_
     # itself (what the keys are), not the whole series, the padded keys drop by a quarter
     context = {sid: builder.split_indices(sid)[0] for sid in ids}
     ids = sorted(ids, key=lambda s: (len(context[s]), s))
-    c = fitted.levy_calibration.scale_
     # where in each series' prediction range the queries sit (past the cut-off for a forecast)
     where = (np.linspace(0.0, 1.0, points_per_channel + 1)[1:] if fitted.task.kind == "forecast"
              else np.linspace(0.0, 1.0, points_per_channel))
-    rows = []
-    for chunk in chunks(ids, batch_series):
-        items = []
-        for sid in chunk:
-            s, ctx = builder.series[sid], context[sid]
-            lo, hi = fitted.prediction_range(s.time)
-            t = lo + (hi - lo) * where
-            chans = np.unique(s.channel[ctx]) if len(ctx) else np.unique(s.channel)
-            items.append((sid, ctx, np.tile(t, len(chans)), np.repeat(chans, len(t))))
-        batch = builder.collate(items)
-        out = fitted.levy(batch)
-        mask = batch.qry_mask  # (B, M)
-        denom = mask.sum(1).clamp_min(1.0)
-        n_heads = out.log_evidence.shape[1]
-        per_query = (out.sigma, torch.logsumexp(out.log_evidence, dim=1) - np.log(n_heads),
-                     out.n_eff.mean(dim=1), out.disagreement.sum(dim=1))  # each (B, M)
-        sig, lev, nef, dsg = (((x * mask).sum(1) / denom).numpy() for x in per_query)  # each (B,)
-        for b, sid in enumerate(chunk):
-            rows.append((sid, c * sig[b], sig[b], lev[b], nef[b], dsg[b], len(builder.series[sid].time),
-                         int(denom[b])))
+    batches = chunks(ids, batch_series)
+    score = partial(_score_batch, fitted, builder, context, where)
+    threads = torch.get_num_threads()
+    workers = min(pass_workers() if workers is None else workers, len(batches))
+    if workers <= 1:
+        parts = [score(chunk) for chunk in batches]
+    else:
+        try:
+            with ThreadPoolExecutor(workers, thread_name_prefix="levy-score", initializer=torch.set_num_threads,
+                                    initargs=(1,)) as pool:
+                parts = list(pool.map(score, batches))
+        finally:
+            torch.set_num_threads(threads)  # the workers set the process's count for new threads
     seconds = time.perf_counter() - t0
-    df = pd.DataFrame(rows, columns=SCORE_COLUMNS)
+    df = pd.DataFrame([row for part in parts for row in part], columns=SCORE_COLUMNS)
     if data.clock.windowed:  # the user's series, not the model's windows or episodes
         df["series_id"] = data.clock.user_series(df["series_id"].tolist())
         df = df.groupby("series_id", as_index=False).agg(
@@ -111,6 +113,31 @@ def score_series(fitted: FittedModel, data: Observations | ModelData, *, points_
             mean_disagreement=("mean_disagreement", "mean"), n_observations=("n_observations", "sum"),
             n_queries=("n_queries", "sum"))
     return df, seconds
+
+
+@torch.no_grad()  # grad mode is per thread: set here, where a worker runs it
+def _score_batch(fitted: FittedModel, builder: EpisodeBuilder, context: dict[str, np.ndarray], where: np.ndarray,
+                 chunk: list[str]) -> list[tuple]:
+    """One batch's rows of :data:`SCORE_COLUMNS`: each series queried at ``where`` in its
+    prediction range for each channel of its ``context``, one pass."""
+    items = []
+    for sid in chunk:
+        s, ctx = builder.series[sid], context[sid]
+        lo, hi = fitted.prediction_range(s.time)
+        t = lo + (hi - lo) * where
+        chans = np.unique(s.channel[ctx]) if len(ctx) else np.unique(s.channel)
+        items.append((sid, ctx, np.tile(t, len(chans)), np.repeat(chans, len(t))))
+    batch = builder.collate(items)
+    out = fitted.levy(batch)
+    mask = batch.qry_mask  # (B, M)
+    denom = mask.sum(1).clamp_min(1.0)
+    n_heads = out.log_evidence.shape[1]
+    per_query = (out.sigma, torch.logsumexp(out.log_evidence, dim=1) - np.log(n_heads),
+                 out.n_eff.mean(dim=1), out.disagreement.sum(dim=1))  # each (B, M)
+    sig, lev, nef, dsg = (((x * mask).sum(1) / denom).numpy() for x in per_query)  # each (B,)
+    c = fitted.levy_calibration.scale_
+    return [(sid, c * sig[b], sig[b], lev[b], nef[b], dsg[b], len(builder.series[sid].time), int(denom[b]))
+            for b, sid in enumerate(chunk)]
 
 
 @torch.no_grad()

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
+import pandas as pd
 import pytest
+import torch
 
 from levy_core import ranking
 from levy_core.data import DataError
@@ -50,3 +54,22 @@ def test_the_scaler_scales_a_channel_column_per_row(fitted, new_obs) -> None:
     bad = frame.assign(channel=frame["channel"].astype(str).where(frame.index != frame.index[3], "nope"))
     with pytest.raises(DataError, match="nope"):
         scaler.check_range(bad)
+
+
+def test_batches_scored_side_by_side_give_the_same_scores(fitted, synthetic_obs,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    before = torch.get_num_threads()
+    one, _ = ranking.score_series(fitted, synthetic_obs, batch_series=4, workers=1)
+    seen: list[tuple[str, int]] = []
+    real = fitted.levy
+
+    def spy(batch):
+        seen.append((threading.current_thread().name, torch.get_num_threads()))
+        return real(batch)
+
+    monkeypatch.setattr(fitted, "levy", spy)
+    two, _ = ranking.score_series(fitted, synthetic_obs, batch_series=4, workers=2)
+    assert len(seen) == 10
+    assert all(name.startswith("levy-score") and n == 1 for name, n in seen)  # one intra-op thread per worker
+    assert torch.get_num_threads() == before
+    pd.testing.assert_frame_equal(one, two, check_exact=True)

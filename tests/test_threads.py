@@ -172,3 +172,11 @@ def test_scores_are_the_same_with_one_or_two_threads(fitted, new_obs) -> None:
     with threads.using_threads(2):
         two, _ = ranking.score_series(fitted, new_obs)
     pd.testing.assert_frame_equal(one, two, check_exact=True)
+
+
+def test_a_pass_splits_by_batch_unless_torch_defaults_are_asked() -> None:
+    with threads.using_threads(2):
+        assert threads.pass_workers(environ={}) == 2
+        assert threads.pass_workers(environ={"LEVY_THREADS": "torch"}) == 1
+    with threads.using_threads(1):
+        assert threads.pass_workers(environ={}) == 1
