@@ -5,20 +5,23 @@ policy the waiting threads spin and the scoring pass slows several-fold (issue 2
 beside one fit on 2 cores). This measures the scoring time (``levy rank``'s last line,
 ``scored N series in X s``: episodes and passes, no reading) and the whole command:
 
-1. **alone**: ``levy rank`` of the 3,383 stays (``benchmarks/rank.py``'s file: set-A stays
-   the bundled sample never held) as a subprocess, each variant in turn, ``--reps`` times;
-2. **beside a fit**: the same, while one ``levy fit`` of the whole of set A (3,997 stays,
-   a medium model, ``--epochs 100000``: it trains for the whole measurement) runs as
-   another process; it is started once per fit setting and waited for until it trains
-   (its CPU time is sampled: the share of the cores it took during each run is printed,
-   so a fit that idled cannot pass for load).
+1. **alone**: ``levy rank`` of the 3,383 stays (``benchmarks/rank.py``'s stays: set-A stays
+   the bundled sample never held; written as Parquet, so that reading, which the scoring
+   time leaves out anyway, keeps the benchmark short) as a subprocess, each variant in
+   turn, ``--reps`` times;
+2. **beside a fit**: the same, while one ``levy fit`` of the first 2,000 set-A stays (a
+   medium model, ``--epochs 100000``: it trains for the whole measurement) runs as another
+   process; it is started once per fit setting and waited for until it trains (30 s after
+   it has read its data, or its first epoch if sooner); its CPU time is sampled: the cores
+   it took during each run are printed, so a fit that idled cannot pass for load.
 
-Variants (each a setting of the rank and the fit it runs beside; ``--variants``):
+Variants (each a setting of the rank and of the fit it runs beside; ``--variants``):
 
-- ``before``: ``LEVY_THREADS=torch``: PyTorch's defaults as before the thread policy (all
-  cores, OpenMP's default spinning wait) for the rank and the fit;
-- ``after``: the ``levy`` defaults now (``levy_core.threads``: waiting threads sleep, one
-  thread per core) for both;
+- ``before``: ``LEVY_THREADS=torch``: PyTorch's defaults as before the thread policy (an
+  OpenMP team over all cores per operator, OpenMP's default spinning wait) for both;
+- ``passive``: as ``before`` with ``OMP_WAIT_POLICY=PASSIVE`` (waiting threads sleep);
+- ``after``: the ``levy`` defaults now (``levy_core.threads``: waiting threads sleep; the
+  rank scores one batch per core, each on one thread; the fit one team over the cores);
 - ``after-1``: as ``after``, the rank with ``--threads 1``;
 - ``split``: as ``after``, the rank and the fit with ``--threads 1`` each.
 
@@ -28,7 +31,7 @@ the machine may be shared, so compare the variants with one another (they are in
 Usage::
 
     python benchmarks/rank_load.py --data-dir PATH/TO/physionet2012 [--model DIR] [--reps 3]
-        [--variants before,after,after-1]
+        [--variants before,passive,after,after-1]
 """
 
 from __future__ import annotations
@@ -44,10 +47,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
 from rank import model_on_the_sample, unseen_stays
 
 REPO = Path(__file__).resolve().parent.parent
 LEVY = [sys.executable, "-m", "levy_core"]
+FIT_STAYS = 2000  # the background fit's stays (the first by id): a medium model, minutes per epoch
+SETTLE_SECONDS = 30.0  # after reading, the fit builds its episodes before it trains
 CLEAN = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "LEVY_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -67,6 +73,7 @@ class Variant:
 
 VARIANTS = {
     "before": Variant("before", {"LEVY_THREADS": "torch"}),
+    "passive": Variant("passive", {"LEVY_THREADS": "torch", "OMP_WAIT_POLICY": "PASSIVE"}),
     "after": Variant("after", {}),
     "after-1": Variant("after-1", {}, ("--threads", "1")),
     "split": Variant("split", {}, ("--threads", "1"), ("--threads", "1")),
@@ -97,7 +104,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 class BackgroundFit:
-    """``levy fit`` of the whole of set A as a subprocess, restarted if it ever ends."""
+    """``levy fit`` of ``data`` as a subprocess, restarted if it ever ends."""
 
     def __init__(self, data: Path, out: Path, variant: Variant) -> None:
         self.cmd = [*LEVY, "fit", str(data), "--out", str(out), "--epochs", "100000", *variant.fit_args]
@@ -110,14 +117,19 @@ class BackgroundFit:
         self.log_file = self.log.open("a")
         self.proc = subprocess.Popen(self.cmd, stdout=self.log_file, stderr=subprocess.STDOUT, env=self.env,
                                      cwd=REPO)
-        # training starts once the data is read and the episodes are built: wait for the
-        # first epoch's progress bar
-        t0 = time.time()
-        while "epoch" not in self.log.read_text().split("data:")[-1]:
+        # training starts once the data is read and the episodes are built: wait until the
+        # data is read ("data: …"), then SETTLE_SECONDS or the first epoch's bar if sooner
+        t0, read = time.time(), None
+        while True:
+            text = self.log.read_text()
+            if read is None and "data:" in text:
+                read = time.time()
+            if read is not None and ("epoch" in text.split("data:")[-1] or time.time() - read > SETTLE_SECONDS):
+                return
             if self.proc.poll() is not None:
-                raise RuntimeError(f"the background fit ended: {self.log.read_text()[-2000:]}")
+                raise RuntimeError(f"the background fit ended: {text[-2000:]}")
             if time.time() - t0 > 1800:
-                raise RuntimeError("the background fit did not start training within 30 minutes")
+                raise RuntimeError("the background fit did not read its data within 30 minutes")
             time.sleep(1.0)
 
     def check(self) -> None:
@@ -159,7 +171,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--model", type=Path, default=None)
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--variants", default="before,after,after-1")
+    parser.add_argument("--variants", default="before,passive,after,after-1")
     args = parser.parse_args()
     variants = [VARIANTS[v] for v in args.variants.split(",")]
     print(f"python benchmarks/rank_load.py --reps {args.reps} --variants {args.variants}; "
@@ -167,10 +179,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         model = model_on_the_sample(args.model, tmp)
-        stays_path = tmp / "stays.csv"
+        stays_path = tmp / "stays.parquet"
         stays = unseen_stays(args.data_dir, 3383)
-        stays.to_csv(stays_path, index=False)
+        stays.to_parquet(stays_path, index=False)
         n = int(stays["patient_id"].nunique())
+        fit_data = tmp / "fit.parquet"
+        full = pd.read_csv(args.data_dir / "set-a-long.csv.gz")
+        full[full["patient_id"].isin(sorted(full["patient_id"].unique())[:FIT_STAYS])].to_parquet(fit_data, index=False)
+        del full
         alone = {v.name: Runs() for v in variants}
         beside = {v.name: Runs() for v in variants}
         rank_once(variants[0], model, stays_path, n, tmp / "r.csv", None, Runs())  # warm the file cache
@@ -183,7 +199,7 @@ def main() -> None:
             groups.setdefault(v.fit_key, []).append(v)
         for k, group in enumerate(groups.values()):
             print(f"starting the fit beside {', '.join(v.name for v in group)}: load average {load()}", flush=True)
-            fit = BackgroundFit(args.data_dir / "set-a-long.csv.gz", tmp / f"fit{k}", group[0])
+            fit = BackgroundFit(fit_data, tmp / f"fit{k}", group[0])
             print(f"  the fit trains (load average {load()})", flush=True)
             try:
                 for _ in range(args.reps):
