@@ -92,7 +92,7 @@ def advice_data(res: FitResult, series_id: str) -> tuple[Observations, Observati
 @st.cache_data(show_spinner="Weighing every measurement…", max_entries=32)
 def advice(key: str, _res: FitResult, series_id: str, targets: tuple[str, ...], horizon: float,
            level: float) -> AdviceView:
-    """Every channel the model knows, now and an eighth and a quarter of ``horizon`` ahead,
+    """Every channel the model knows, now and about an eighth and a quarter of ``horizon`` ahead,
     for the ``targets`` over ``horizon`` hours (one batched pass; cached by the fit key)."""
     seen, later, start = advice_data(_res, series_id)
     result = advise(_res.fitted, seen, series_id, targets=list(targets) or None, horizon=horizon, level=level)

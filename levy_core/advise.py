@@ -235,7 +235,8 @@ def advise(fitted: FittedModel, data: Observations | ModelData, series_id: str |
         Hours after now the targets span (default: the fit's horizon, else 24).
     at : sequence of float, optional
         Hours after now at which a named channel could be measured (0 = now; default: now,
-        an eighth and a quarter of the horizon ahead). Each in ``[0, horizon]``.
+        about an eighth and a quarter of the horizon ahead, to one significant figure). Each in
+        ``[0, horizon]``.
     points : int
         Target grid points per channel (≥ 1).
     draws : int
@@ -410,7 +411,7 @@ def _targets(fitted: FittedModel, series: _Series, targets: Sequence[str] | None
 
 def _candidate_pairs(fitted: FittedModel, series: _Series, candidates: Sequence[Candidate] | None,
                      at: Sequence[float] | None, horizon: float) -> list[tuple[str, float]]:
-    times = [0.0, horizon / 8, horizon / 4] if at is None else [float(a) for a in at]
+    times = [0.0, _round(horizon / 8), _round(horizon / 4)] if at is None else [float(a) for a in at]
     if not times:
         raise ValueError("at is empty: give at least one time to measure at (0 = now)")
     items: Sequence[Candidate] = fitted.channels if candidates is None else candidates
@@ -436,6 +437,11 @@ def _candidate_pairs(fitted: FittedModel, series: _Series, candidates: Sequence[
             raise DataError(f"candidate {channel} {ahead:g} h ahead lies past the {horizon:g} h horizon of the "
                             "targets: measure within it, or lengthen the horizon")
     return list(dict.fromkeys(pairs))
+
+
+def _round(hours: float) -> float:
+    """One significant figure (4.19 h → 4 h): default candidate times a person would name."""
+    return float(f"{hours:.1g}")
 
 
 def _normal_draws(n: int, draws: int, seed: int) -> np.ndarray:

@@ -111,7 +111,7 @@ def add_advise_command(sub: argparse._SubParsersAction,
     a.add_argument("--horizon", default=None, help="how far after the series' last observation the targets reach, "
                    "e.g. 24h (default: the fit's horizon)")
     a.add_argument("--at", default=None, help="when each candidate could be measured, e.g. now,+1h,+4h (default: "
-                   "now, an eighth and a quarter of the horizon ahead)")
+                   "now, about an eighth and a quarter of the horizon ahead)")
     a.add_argument("--points", type=_bounded(1, MAX_POINTS), default=DEFAULT_POINTS,
                    help="target times per channel over the horizon")
     a.add_argument("--draws", type=_bounded(1, MAX_DRAWS), default=DEFAULT_DRAWS,
