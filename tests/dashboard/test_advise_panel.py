@@ -38,3 +38,25 @@ def test_the_advise_panel_ranks_measurements_and_shows_the_band_with_one() -> No
     at.multiselect(key=state.keyed(state.ADVISE_TARGETS, sid)).set_value([]).run()
     assert not at.exception, at.exception
     assert any("at least one target" in i.value for i in at.info)
+
+
+def test_advice_on_a_forecast_fit_starts_at_the_cut_off() -> None:
+    """A fit on many series with a cut-off: advice starts from the observations up to it, and
+    those after it (what was really measured next) are kept apart for the chart."""
+    from types import SimpleNamespace
+
+    from dashboard.advise_services import advice_data
+    from levy_core.data import load_sample
+    from levy_core.tasks import TaskConfig
+
+    obs = load_sample("Synthetic multichannel")
+    sid = obs.series_ids[3]
+    res = SimpleNamespace(obs=obs, on_origins=False, fitted=SimpleNamespace(task=TaskConfig("forecast", cutoff=24.0)))
+    seen, later, start = advice_data(res, sid)
+    assert "cut-off (24 h)" in start
+    assert set(seen.frame["series_id"]) == {sid} and seen.frame["time"].max() <= 24.0
+    assert later is not None and later.frame["time"].min() > 24.0
+    assert len(seen.frame) + len(later.frame) == int((obs.frame["series_id"] == sid).sum())
+    res.fitted.task = TaskConfig("interpolate")
+    seen, later, start = advice_data(res, sid)
+    assert later is None and start == "the series' last observation" and len(seen.frame) > 0
