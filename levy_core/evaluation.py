@@ -17,6 +17,7 @@ import pandas as pd
 import torch
 
 from levy_core import metrics
+from levy_core.attention import levy_attention
 from levy_core.coverage import check_coverage
 from levy_core.data import DataError, Observations
 from levy_core.model import Batch
@@ -142,11 +143,16 @@ def sampler_draws(fitted: FittedModel, batch: Batch, n_draws: int, seed: int) ->
     """Draws of the sampled Lévy operator through the model's read-out, offset and prior,
     (n_draws, B, M), normalised units, heads drawn independently."""
     op = fitted.levy.operator(batch)
+    # the share s(q) under the correction bound scales the read-out (LevyModel.bound_factor):
+    # a function of the operator's expectation, so the draws scale by it too
+    expected = levy_attention(op.q, op.k, op.v, kappa=op.kappa, key_weight=op.key_weight,
+                              phi=fitted.model_config.phi, decay=op.decay, readout=op.readout, prior=op.prior)
+    share = fitted.levy.bound_factor(expected.mean[..., 0].sum(dim=1), batch.qry_channel)  # (B, M)
     gen = torch.Generator().manual_seed(seed)
     draws = sample_levy_attention(op.q, op.k, op.v, kappa=op.kappa, key_weight=op.key_weight,
                                   phi=fitted.model_config.phi, n_draws=n_draws, generator=gen, decay=op.decay,
                                   readout=op.readout, prior=op.prior)  # (n, B, H, M, 1)
-    return (draws.sum(dim=2)[..., 0] + op.offset).numpy()
+    return (share * draws.sum(dim=2)[..., 0] + op.offset).numpy()
 
 
 def _sampler_crps(fitted: FittedModel, batches: list[tuple[Batch, list[np.ndarray]]], df: pd.DataFrame,

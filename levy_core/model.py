@@ -449,6 +449,17 @@ class LevyModel(nn.Module):
         # a linear, query-dependent read-out scale, so σ̂ stays exact. Not a weight: kept in
         # model.json, outside the safetensors file.
         self.register_buffer("correction_scale", torch.ones(cfg.n_channels), persistent=False)
+        # the largest correction |γ_c Σ_h m_h| held-out episodes validated, per channel (inf:
+        # none); a query whose correction would exceed it keeps the share s(q) that reaches it
+        self.register_buffer("correction_bound", torch.full((cfg.n_channels,), math.inf), persistent=False)
+
+    def bound_factor(self, correction: Tensor, channels: Tensor) -> Tensor:
+        """The share ``s(q) = min(1, B_c / |correction|)`` of each query's correction (B, M)
+        kept under the channel's bound ``B_c``. It is a function of the query and context
+        alone (the correction is the operator's expectation, not a draw), so scaling the
+        read-out by it is item 2 of docs/levy-math.md: mean correction and σ̂ scale by
+        ``s``, the disagreement by ``s²``, the evidence not at all."""
+        return _bound_factor(correction, self.correction_bound[channels])
 
     @property
     def kappa(self) -> Tensor:
@@ -476,10 +487,13 @@ class LevyModel(nn.Module):
         out = levy_attention(op.q, op.k, op.v, kappa=op.kappa, key_weight=op.key_weight, phi=self.cfg.phi,
                              impl=impl, decay=op.decay, readout=op.readout, prior=op.prior,
                              check_finite=not self.training)
-        mean = op.offset + out.mean[..., 0].sum(dim=1)  # (B, M)
-        sigma = out.sigma.pow(2).sum(dim=1).sqrt()  # heads: independent measures, variances add
-        evidence_term, disagreement_term = log_sigma_terms(sigma, out.disagreement.sum(dim=1))
-        return ModelOutput(mean=mean, sigma=sigma, log_evidence=out.log_evidence, disagreement=out.disagreement,
+        correction = out.mean[..., 0].sum(dim=1)  # (B, M)
+        share = self.bound_factor(correction, batch.qry_channel)  # (B, M), 1 where within the bound
+        mean = op.offset + share * correction
+        sigma = share * out.sigma.pow(2).sum(dim=1).sqrt()  # heads: independent measures, variances add
+        disagreement = out.disagreement * share.unsqueeze(1).pow(2)
+        evidence_term, disagreement_term = log_sigma_terms(sigma, disagreement.sum(dim=1))
+        return ModelOutput(mean=mean, sigma=sigma, log_evidence=out.log_evidence, disagreement=disagreement,
                            n_eff=torch.exp(out.log_data_evidence), evidence_term=evidence_term,
                            disagreement_term=disagreement_term)
 
@@ -496,6 +510,14 @@ class LevyModel(nn.Module):
         return torch.softmax(log_lam, -1), share
 
 
+def _bound_factor(correction: Tensor, bound: Tensor) -> Tensor:
+    """``min(1, bound / |correction|)``, elementwise, 1 where the bound is infinite (none
+    fitted), with finite gradients everywhere (training runs with no bound)."""
+    size = correction.abs()
+    finite = torch.where(torch.isinf(bound), torch.ones_like(bound), bound)
+    return torch.where(size > bound, finite / size.clamp_min(1e-30), torch.ones_like(size))
+
+
 class SoftmaxTwin(nn.Module):
     """The same backbone, offset, read-out and prior atom, with dot-product softmax attention
     over the same time-decayed index space and dropout (MC-Dropout at inference)."""
@@ -506,6 +528,7 @@ class SoftmaxTwin(nn.Module):
         self.backbone = Backbone(cfg, dropout=cfg.dropout)
         self.heads = CrossHeads(cfg)
         self.register_buffer("correction_scale", torch.ones(cfg.n_channels), persistent=False)  # as LevyModel's
+        self.register_buffer("correction_bound", torch.full((cfg.n_channels,), math.inf), persistent=False)
         # as sharp as the Lévy model at the start: logits ≈ κ_init·cos on unit-norm codes
         with torch.no_grad():
             hd = cfg.head_dim
@@ -552,7 +575,9 @@ class SoftmaxTwin(nn.Module):
             mask = torch.rand(heads.shape, device=heads.device) < keep
             heads = heads * mask / keep
         gamma = self.correction_scale[batch.qry_channel]  # (B, M)
-        return ModelOutput(mean=enc.offset + gamma * heads.sum(1), sigma=None, log_evidence=None,
+        correction = gamma * heads.sum(1)
+        correction = correction * _bound_factor(correction, self.correction_bound[batch.qry_channel])
+        return ModelOutput(mean=enc.offset + correction, sigma=None, log_evidence=None,
                            disagreement=None, n_eff=None)
 
     @torch.no_grad()

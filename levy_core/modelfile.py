@@ -171,6 +171,8 @@ class FittedModel:
             "horizon_scale": self.horizon_scale.to_dict() if self.horizon_scale is not None else None,
             "correction_scale": {"levy": self.levy.correction_scale.tolist(),
                                  "softmax": self.twin.correction_scale.tolist() if self.twin is not None else None},
+            "correction_bound": {key: [None if math.isinf(b) else b for b in model.correction_bound.tolist()]
+                                 for key, model in (("levy", self.levy), ("softmax", self.twin)) if model is not None},
         }
         (out / "model.json").write_text(json.dumps(meta, indent=1))
         return out
@@ -306,6 +308,10 @@ def _from_meta(meta: dict[str, Any], path: Path) -> FittedModel:
     for key, model in (("levy", levy), ("softmax", twin)):
         if model is not None and scales.get(key) is not None:
             model.correction_scale.copy_(correction_scale(scales[key], cfg.n_channels, key))
+    bounds = meta.get("correction_bound") or {}  # absent from models saved before it was fitted: none
+    for key, model in (("levy", levy), ("softmax", twin)):
+        if model is not None and bounds.get(key) is not None:
+            model.correction_bound.copy_(correction_bound(bounds[key], cfg.n_channels, key))
     return FittedModel(levy=levy.eval(), twin=twin.eval() if twin else None, **parts)
 
 
@@ -336,6 +342,17 @@ def correction_scale(values: Any, n_channels: int, key: str) -> torch.Tensor:
         raise ModelLoadError(f"model.json: correction_scale.{key} must list {n_channels} numbers in (0, 1]; "
                              "re-run `levy fit`")
     return torch.tensor(values, dtype=torch.float32)
+
+
+def correction_bound(values: Any, n_channels: int, key: str) -> torch.Tensor:
+    """``model.json``'s correction bound of one model: ``n_channels`` entries, each a
+    number in [0, 1e6] (normalised units) or null (no bound)."""
+    if not isinstance(values, list) or len(values) != n_channels or not all(
+            v is None or (isinstance(v, numbers.Real) and not isinstance(v, bool) and 0 <= v <= 1e6)
+            for v in values):
+        raise ModelLoadError(f"model.json: correction_bound.{key} must list {n_channels} numbers in [0, 1e6] or "
+                             "null; re-run `levy fit`")
+    return torch.tensor([math.inf if v is None else v for v in values], dtype=torch.float32)
 
 
 def _load_weights(model: torch.nn.Module, file: Path) -> None:

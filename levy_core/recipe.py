@@ -271,6 +271,7 @@ def keep_correction(model: LevyModel | SoftmaxTwin, data: FitData, result: Train
     record it in ``result``."""
     fit = fit_correction_scale(model, data.builder, correction_episodes(data))
     model.correction_scale.copy_(torch.as_tensor(fit.scale))
+    model.correction_bound.copy_(torch.as_tensor(fit.bound))
     result.correction = fit
     return result
 

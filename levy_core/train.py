@@ -131,12 +131,16 @@ class CorrectionFit:
         MSE of the trained model (γ = 1) there.
     mse : float
         MSE with the fitted γ there.
+    bound : ndarray, shape (C,)
+        The largest kept correction ``|γ_c (ŷ − b)|`` seen there per channel (the largest
+        over all channels where one had no queries); ``LevyModel.correction_bound``.
     """
 
     scale: np.ndarray
     offset_mse: float
     raw_mse: float
     mse: float
+    bound: np.ndarray | None = None
 
     @property
     def improves(self) -> bool:
@@ -145,7 +149,8 @@ class CorrectionFit:
 
     def to_dict(self) -> dict:
         return {"correction_scale": [round(float(g), 6) for g in self.scale], "offset_mse": self.offset_mse,
-                "raw_mse": self.raw_mse, "mse": self.mse, "improves_on_offset": self.improves}
+                "raw_mse": self.raw_mse, "mse": self.mse, "improves_on_offset": self.improves,
+                "correction_bound": None if self.bound is None else [round(float(b), 6) for b in self.bound]}
 
 
 @dataclass
@@ -161,6 +166,26 @@ class TrainResult:
 
 MIN_CORRECTION_SCALE = 0.05  # γ never reaches 0: σ̂ would vanish with the correction
 MIN_CHANNEL_QUERIES = 50  # fewer held-out queries of a channel: it takes the pooled γ
+MIN_HALF_EPISODES = 2  # the cross-fitted check of γ needs this many held-out episodes a half
+
+
+def _shares(sums: np.ndarray) -> np.ndarray:
+    """γ per channel from ``sums`` (4, C) = (Σ r·m, Σ m², Σ r², count): the least-squares
+    share clipped to ``[MIN_CORRECTION_SCALE, 1]``, the pooled one for a channel with fewer
+    than ``MIN_CHANNEL_QUERIES`` queries."""
+    rm, mm, _, n = sums
+    pooled = float(np.clip(rm.sum() / mm.sum(), MIN_CORRECTION_SCALE, 1.0)) if mm.sum() > 0 else 1.0
+    own = np.clip(np.divide(rm, mm, out=np.ones_like(rm), where=mm > 0), MIN_CORRECTION_SCALE, 1.0)
+    return np.where(n >= MIN_CHANNEL_QUERIES, own, pooled)
+
+
+def _gain(scale: np.ndarray, sums: np.ndarray) -> np.ndarray:
+    """Per channel, how much keeping ``scale`` (C,) of the correction lowers the squared
+    error summed in ``sums`` (4, C): ``Σ r² − Σ (r − γ m)² = 2γ Σ rm − γ² Σ m²``; channels
+    that take the pooled share are judged pooled."""
+    rm, mm, _, n = sums
+    own = 2 * scale * rm - scale**2 * mm
+    return np.where(n >= MIN_CHANNEL_QUERIES, own, float(own.sum()))
 IMPROVEMENT_SHARE = 0.01  # "training improved on the offset": at least this share of its MSE
 
 
@@ -177,30 +202,46 @@ def fit_correction_scale(model: nn.Module, builder: EpisodeBuilder, ids: list[st
     n_channels = model.correction_scale.numel()
     model.correction_scale.fill_(1.0)
     model.eval()
-    rm, mm, n = np.zeros(n_channels), np.zeros(n_channels), np.zeros(n_channels)
-    rr = np.zeros(n_channels)
+    # per episode and channel: Σ r·m, Σ m², Σ r², count (r = y − b, m = ŷ − b)
+    sums = {sid: np.zeros((4, n_channels)) for sid in ids}
+    peak = np.zeros(n_channels)  # the largest |ŷ − b| per channel
     for chunk in _batches(ids, batch_size, builder):
         batch, _ = builder.batch(chunk)
         if batch.target is None:
             raise ValueError("correction scale: episodes need targets")
         out = model(batch)
         offset = model.backbone.offset(batch, channel_state(batch, n_channels))
-        real = (batch.qry_mask > 0).numpy()
-        ch = batch.qry_channel.numpy()[real]
-        r = (batch.target - offset).numpy()[real].astype(np.float64)
-        m = (out.mean - offset).numpy()[real].astype(np.float64)
-        np.add.at(rm, ch, r * m)
-        np.add.at(mm, ch, m * m)
-        np.add.at(rr, ch, r * r)
-        np.add.at(n, ch, 1)
-    pooled = float(np.clip(rm.sum() / mm.sum(), MIN_CORRECTION_SCALE, 1.0)) if mm.sum() > 0 else 1.0
-    own = np.clip(np.divide(rm, mm, out=np.ones_like(rm), where=mm > 0), MIN_CORRECTION_SCALE, 1.0)
-    scale = np.where(n >= MIN_CHANNEL_QUERIES, own, pooled)
+        mask = (batch.qry_mask > 0).numpy()
+        residual = (batch.target - offset).numpy().astype(np.float64)
+        correction = (out.mean - offset).numpy().astype(np.float64)
+        channels = batch.qry_channel.numpy()
+        for row, sid in enumerate(chunk):
+            real = mask[row]
+            r, m, ch = residual[row][real], correction[row][real], channels[row][real]
+            for k, values in enumerate((r * m, m * m, r * r, np.ones_like(r))):
+                np.add.at(sums[sid][k], ch, values)
+            np.maximum.at(peak, ch, np.abs(m))
+    total_sums = sum(sums.values(), np.zeros((4, n_channels)))
+    scale = _shares(total_sums)
+    # a share must hold from one half of the held-out episodes to the other (in time order on
+    # rolling origins): fitted on each half, it must lower the other half's error, else the
+    # channel keeps the minimum (a correction learned from a few overlapping origins can fit
+    # them all and fail on the next)
+    half = len(ids) // 2
+    if half >= MIN_HALF_EPISODES:
+        first = sum((sums[sid] for sid in ids[:half]), np.zeros((4, n_channels)))
+        second = total_sums - first
+        held = _gain(_shares(first), second) + _gain(_shares(second), first)
+        scale = np.where(held > 0, scale, MIN_CORRECTION_SCALE)
+    rm, mm, rr, n = total_sums
     total = max(n.sum(), 1.0)
     # Σ (r − γ m)² = Σ r² − 2γ Σ rm + γ² Σ m², per channel
     mse = float((rr - 2 * scale * rm + scale**2 * mm).sum() / total)
     raw = float((rr - 2 * rm + mm).sum() / total)
-    return CorrectionFit(scale.astype(np.float32), float(rr.sum() / total), raw, mse)
+    # the correction a query may keep: no larger than any held out (beyond it, e.g. values
+    # outside the training range, the network extrapolates unvalidated)
+    bound = np.where(n > 0, scale * peak, float(np.max(scale * peak, initial=0.0)))
+    return CorrectionFit(scale.astype(np.float32), float(rr.sum() / total), raw, mse, bound.astype(np.float32))
 
 
 MIN_PATIENCE_STEPS = 200

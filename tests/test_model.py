@@ -145,6 +145,31 @@ def test_prediction_and_sigma_from_explicit_atoms(phi: str, context_layers: int,
             torch.testing.assert_close(out.sigma[b, :m].double(), sigma, rtol=1e-3, atol=1e-6)
 
 
+def test_the_correction_bound_scales_mean_correction_and_sigma_by_one_share() -> None:
+    """A query whose correction exceeds its channel's bound keeps the share s = B/|m|:
+    ŷ − b = ±B, σ̂ and the disagreement scale by s and s², the evidence does not move;
+    queries within the bound are untouched; no bound (inf) is the plain model."""
+    torch.manual_seed(6)
+    levy = LevyModel(ModelConfig(n_channels=N_CHANNELS)).eval()
+    batch = make_batch([(9, 4), (6, 4)], seed=2)
+    with torch.no_grad():
+        plain = levy(batch)
+        offset = levy.operator(batch).offset
+        correction = plain.mean - offset
+        bound = float(correction.abs().median())
+        levy.correction_bound.fill_(bound)
+        capped = levy(batch)
+    share = torch.clamp(bound / correction.abs(), max=1.0)
+    assert (share < 1).any() and (share == 1).any()
+    torch.testing.assert_close(capped.mean - offset, share * correction, rtol=1e-5, atol=1e-6)
+    assert float((capped.mean - offset).abs().max()) <= bound + 1e-6  # float32 rounding of ŷ − b
+    torch.testing.assert_close(capped.sigma, share * plain.sigma, rtol=1e-5, atol=1e-7)
+    torch.testing.assert_close(capped.disagreement, plain.disagreement * share.unsqueeze(1) ** 2, rtol=1e-5,
+                               atol=1e-8)
+    torch.testing.assert_close(capped.log_evidence, plain.log_evidence)
+    torch.testing.assert_close(capped.evidence_term, plain.evidence_term, rtol=1e-5, atol=1e-6)
+
+
 def with_external_offset_and_correction_scale(levy: LevyModel, batch: Batch, seed: int) -> Batch:
     """A classical forecaster's offset on every other query (NaN: the model's own) and a
     correction share γ per channel in (0.05, 1]: what a fit on rolling origins runs."""
@@ -171,12 +196,16 @@ def test_monte_carlo_identity_through_the_whole_model(phi: str, context_layers: 
         batch = with_external_offset_and_correction_scale(levy, batch, seed=context_layers)
     n = 20_000
     with torch.no_grad():
+        if external:  # and a correction bound that binds on some queries (the read-out's share s(q))
+            levy.correction_bound.fill_(float((levy(batch).mean - levy.operator(batch).offset).abs().median()))
         out = levy(batch)
         op = levy.operator(batch)
         draws = sample_levy_attention(op.q, op.k, op.v, kappa=op.kappa, key_weight=op.key_weight, phi=phi,
                                       n_draws=n, generator=torch.Generator().manual_seed(0), decay=op.decay,
                                       readout=op.readout, prior=op.prior)  # (n, B, H, M, 1)
-        y = draws.sum(dim=2)[..., 0] + op.offset  # heads' measures are independent: draws add
+        expected = (draws.new_tensor(0) + levy_attention_mean(levy, op)) if external else None
+        share = levy.bound_factor(expected, batch.qry_channel) if external else 1.0
+        y = share * draws.sum(dim=2)[..., 0] + op.offset  # heads' measures are independent: draws add
     dev = (y - out.mean).double()
     se = dev.std(0) / math.sqrt(n)
     assert (dev.mean(0).abs() <= 4 * se + 1e-7).all()
@@ -184,6 +213,15 @@ def test_monte_carlo_identity_through_the_whole_model(phi: str, context_layers: 
     rmsd = sq.mean(0).sqrt()
     se_rmsd = sq.std(0) / math.sqrt(n) / (2 * out.sigma.double())
     assert ((rmsd - out.sigma.double()).abs() <= 4 * se_rmsd + 1e-6).all()
+
+
+def levy_attention_mean(levy: LevyModel, op) -> torch.Tensor:
+    """The operator's expected correction Σ_h m_h (B, M), before any bound."""
+    from levy_core.attention import levy_attention
+
+    out = levy_attention(op.q, op.k, op.v, kappa=op.kappa, key_weight=op.key_weight, phi=levy.cfg.phi,
+                         decay=op.decay, readout=op.readout, prior=op.prior)
+    return out.mean[..., 0].sum(dim=1)
 
 
 def test_fused_and_reference_attention_agree(levy: LevyModel) -> None:

@@ -80,6 +80,10 @@ def padded_weights(d: Path) -> None:
 CASES: dict[str, tuple[Callable[[Path], None], str]] = {
     # sizes and depths: refused before the networks are built
     "n_channels 1e9": (setting("model_config", "n_channels", 10**9), r"n_channels must be an integer in \[1, 100000\]"),
+    "correction_bound 1e9": (edit_meta(lambda m: m.__setitem__("correction_bound", {"levy": [1e9] * 3})),
+                             r"correction_bound.levy must list 3 numbers in \[0, 1e6\] or null"),
+    "correction_bound short": (edit_meta(lambda m: m.__setitem__("correction_bound", {"levy": [0.5]})),
+                               "correction_bound.levy must list 3"),
     "context_layers 1e6": (setting("model_config", "context_layers", 10**6), r"context_layers must be an integer in \[0, 8\]"),
     "channel_layers -1": (setting("model_config", "channel_layers", -1), "channel_layers must be an integer"),
     "d_model 1e6": (setting("model_config", "d_model", 10**6), r"d_model must be an integer in \[2, 512\]"),
@@ -152,6 +156,14 @@ def test_the_shared_model_loads_and_has_three_channels(fitted_dir: Path) -> None
     fitted = load_model(fitted_dir)
     assert fitted.model_config.n_channels == len(fitted.channels) == 3
     assert json_depth((fitted_dir / "model.json").read_bytes()) <= 8
+
+
+def test_the_correction_bound_round_trips_with_null_for_none(model_copy: Path) -> None:
+    edit_meta(lambda m: m.__setitem__("correction_bound", {"levy": [0.25, None, 0.0]}))(model_copy)
+    bound = load_model(model_copy).levy.correction_bound.tolist()
+    assert bound[0] == pytest.approx(0.25) and math.isinf(bound[1]) and bound[2] == 0.0
+    saved = load_model(model_copy).save(model_copy.parent / "again")
+    assert json.loads((saved / "model.json").read_text())["correction_bound"]["levy"][:2] == [0.25, None]
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
@@ -336,3 +337,36 @@ def test_correction_scale_is_the_least_squares_share_of_the_correction(problem) 
     fit = fit_correction_scale(model, Targets(0.0), val_ids)
     assert fit.scale.min() == pytest.approx(MIN_CORRECTION_SCALE) and fit.offset_mse == 0.0 and not fit.improves
     assert float(model.correction_scale.min()) == 1.0  # the caller installs the result
+
+
+def test_a_correction_share_that_does_not_hold_from_one_half_to_the_other_is_dropped(problem) -> None:
+    """Targets that take the whole correction on the first half of the held-out episodes and
+    its opposite on the second: the pooled least-squares share is 0 either way, but a share
+    fitted on either half raises the other half's error, so every channel keeps the floor.
+    The bound is the largest kept correction seen."""
+    from levy_core.model import channel_state
+    from levy_core.train import MIN_CORRECTION_SCALE, fit_correction_scale
+
+    builder, _, val_ids = problem
+    model = new_model(seed=3).eval()
+    n_channels = model.correction_scale.numel()
+    first = set(val_ids[: len(val_ids) // 2])
+
+    class Targets:
+        series = builder.series
+
+        def batch(self, ids, rng=None):
+            b, rows = builder.batch(ids)
+            with torch.no_grad():
+                offset = model.backbone.offset(b, channel_state(b, n_channels))
+                sign = torch.tensor([1.0 if sid in first else -0.8 for sid in ids]).unsqueeze(1)
+                target = offset + sign * (model(b).mean - offset)
+            return b._replace(target=target), rows
+
+    fit = fit_correction_scale(model, Targets(), val_ids)
+    assert np.all(fit.scale == pytest.approx(MIN_CORRECTION_SCALE))
+    with torch.no_grad():
+        batch, _ = builder.batch(val_ids)
+        offset = model.backbone.offset(batch, channel_state(batch, n_channels))
+        peak = float((model(batch).mean - offset)[batch.qry_mask > 0].abs().max())
+    assert float(fit.bound.max()) == pytest.approx(MIN_CORRECTION_SCALE * peak, rel=1e-4)
