@@ -10,7 +10,7 @@ install``) open it at once. Each session:
    per session, so every session's fit is its own) and waits for the band of its own data —
    **first own band** (the first preview drawn while the Lévy model trains, or the model);
 3. waits for its model to be final (the twin trained; the page idle) — **fitted**;
-4. flips the band level (the slider, by keyboard) ``--flips`` times and times each
+4. flips the band level (the slider's range input, by keyboard: 0.89, 0.90, …) ``--flips`` times and times each
    re-render until the page is idle and the band's title shows the new level — **cached
    re-renders**; those made while other sessions' fits were still queued or running are
    counted as "while others fit";
@@ -141,7 +141,7 @@ async def one_session(browser, url: str, i: int, csv: Path, flips: int, state: d
     await _idle(page)
     out["fitted_s"] = time.perf_counter() - t0
     state["done"] += 1
-    slider = page.locator('[data-testid="stSlider"]').filter(has_text="Band level").locator('[role="slider"]')
+    slider = page.locator('input[type="range"][aria-label="Band level"]')
     for k in range(flips):
         fitting = state["done"] < state["n"]
         before = await page.evaluate(BAND_TITLE)
@@ -150,8 +150,9 @@ async def one_session(browser, url: str, i: int, csv: Path, flips: int, state: d
         await page.keyboard.press("ArrowLeft" if k % 2 == 0 else "ArrowRight")
         await page.wait_for_function("(b) => { const gd = document.querySelector('.js-plotly-plot');"
                                      " return gd && gd.layout.title.text !== b; }", arg=before, timeout=600_000)
-        await _idle(page)
+        await page.wait_for_selector(STATUS, state="detached", timeout=600_000)  # the run is over
         seconds = time.perf_counter() - t1
+        await _idle(page)
         out["flips"].append(seconds)
         if fitting:
             out["flips_while_fitting"].append(seconds)
