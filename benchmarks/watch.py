@@ -269,8 +269,9 @@ def synthetic(args: argparse.Namespace, tmp: Path) -> tuple[Path, Path]:
     print(f"\nSynthetic: fitted on 60 series in {time.perf_counter() - t0:.0f} s "
           f"({pipeline.size_name(fitted.model_config)}, cut-off {fitted.task.cutoff:g} h)")
     cal = data[data["series_id"].isin(set(ids[60:120]))]
-    evaluate("Synthetic (levy_core.synthetic), held-out series", fitted, cal,
-             data[data["series_id"].isin(set(ids[120:]))], args.mc_passes, args.seed)
+    if "synthetic" not in args.skip:
+        evaluate("Synthetic (levy_core.synthetic), held-out series", fitted, cal,
+                 data[data["series_id"].isin(set(ids[120:]))], args.mc_passes, args.seed)
     model = fitted.save(tmp / "synthetic_model")
     cal_csv = tmp / "cal.csv"
     cal.to_csv(cal_csv, index=False)
@@ -292,27 +293,34 @@ def child(argv: list[str]) -> tuple[float, float]:
 
 
 def cost(args: argparse.Namespace, model: Path, cal_csv: Path, tmp: Path) -> None:
-    per_series = 230  # observations per synthetic series, about
-    print(f"\n## Cost: levy watch on synthetic files (OMP_NUM_THREADS=1; load average before "
-          f"{os.getloadavg()[0]:.2f})")
+    per_series = 200  # observations per synthetic series, at most about
+    print(f"\n## Cost: levy watch on synthetic files (--chunk-series {args.chunk_series}, OMP_NUM_THREADS=1; load "
+          f"average before {os.getloadavg()[0]:.2f})")
     print("| observations | series | levy watch s | obs/s | peak RSS MiB | levy rank s (same file) | watch / rank |")
     print("|---|---|---|---|---|---|---|")
     runs = []
     for n_obs in (args.replay_obs // 10, args.replay_obs):
-        n_series = max(2, int(round(n_obs / per_series)))
+        n_series = max(2, math.ceil(n_obs / per_series))
         big = make_synthetic(n_series=n_series, seed=args.seed + 11).observations
+        keep = sorted(big["series_id"].unique(), key=lambda s: int(s.lstrip("s")))
+        for k in range(2, len(keep) + 1):  # the fewest whole series holding n_obs observations
+            if big["series_id"].isin(set(keep[:k])).sum() >= n_obs:
+                break
+        big = big[big["series_id"].isin(set(keep[:k]))]
+        n_series = k
         path = tmp / f"replay_{n_obs}.csv"
         big.to_csv(path, index=False)
+        chunks = ["--chunk-series", str(args.chunk_series), "--quiet"]
         wall, rss = child(["watch", str(model), str(path), "--calibration", str(cal_csv), "--alpha", "0.01",
-                           "--out", str(tmp / "flags.csv"), "--quiet"])
-        rank_wall, _ = child(["rank", str(model), str(path), "--out", str(tmp / "rank.csv"), "--quiet"])
+                           "--out", str(tmp / "flags.csv"), *chunks])
+        rank_wall, _ = child(["rank", str(model), str(path), "--out", str(tmp / "rank.csv"), *chunks])
         print(f"| {len(big):,} | {n_series} | {wall:.1f} | {len(big) / wall:,.0f} | {rss:.0f} | {rank_wall:.1f} | "
               f"{wall / rank_wall:.1f} |")
         runs.append((len(big), wall, rss))
     (n1, w1, r1), (n2, w2, r2) = runs
     print(f"marginal rate (start-up and model loading excluded): {(n2 - n1) / (w2 - w1):,.0f} observations/s; "
-          f"peak memory {r2:.0f} MiB at {n2:,} observations against {r1:.0f} MiB at {n1:,} (chunks of series: "
-          f"memory does not grow with the file); load average after: {os.getloadavg()[0]:.2f}")
+          f"peak memory {r2:.0f} MiB at {n2:,} observations against {r1:.0f} MiB at {n1:,} (chunks of "
+          f"{args.chunk_series} series: memory is that of one chunk, not of the file); load average after: {os.getloadavg()[0]:.2f}")
 
 
 def main() -> None:
@@ -324,6 +332,7 @@ def main() -> None:
     parser.add_argument("--mc-passes", type=int, default=10)
     parser.add_argument("--max-seconds", type=float, default=150.0, help="training budget per model")
     parser.add_argument("--replay-obs", type=int, default=100_000)
+    parser.add_argument("--chunk-series", type=int, default=100, help="levy watch / rank --chunk-series in the cost runs")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip", nargs="*", default=[], choices=["physionet", "synthetic", "cost"])
     args = parser.parse_args()
