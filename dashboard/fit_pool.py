@@ -42,7 +42,7 @@ __all__ = ["ENV_WORKERS", "FIT_THREADS", "PREVIEW_EVERY_S", "FitPool", "Job", "J
 
 ENV_WORKERS = "LEVY_DASHBOARD_FIT_WORKERS"
 FIT_THREADS = 1  # torch intra-op threads per fit (fixed: a fit is reproducible at a fixed thread count)
-PREVIEW_EVERY_S = 2.0  # a worker sends a preview at most this often (the first one after epoch 1)
+PREVIEW_EVERY_S = 5.0  # a worker sends a preview at most this often (the first one after epoch 1): each one redraws its session
 
 
 def cores() -> int:
