@@ -27,7 +27,12 @@ def main() -> None:
     import levy_core.pipeline  # noqa: F401  (imported now, not on the first page)
     from dashboard.fit_pool import FIT_THREADS, workers
 
-    torch.set_num_threads(max(1, available_cores() - workers() * FIT_THREADS))
+    try:
+        n = workers()
+    except ValueError as exc:  # a bad LEVY_DASHBOARD_FIT_WORKERS: said before the server starts
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    torch.set_num_threads(max(1, available_cores() - n * FIT_THREADS))
     from streamlit.web.cli import main as streamlit_main
 
     sys.argv = ["streamlit", *sys.argv[1:]]

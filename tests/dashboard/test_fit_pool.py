@@ -158,3 +158,15 @@ def test_previews_arrive_while_the_levy_model_trains_and_draw_a_band(obs, pool2)
     assert np.isfinite(grid["sigma"]).all() and (grid["sigma"] > 0).all()
     assert pool2.wait("previewed", timeout=300).state == "done"
     assert pool2.models("previewed")[0] is None, "the final model replaces the preview"
+
+
+def test_a_bad_pool_size_stops_the_server_with_a_message() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, fit_pool.ENV_WORKERS: "lots"}
+    out = subprocess.run([sys.executable, "-m", "dashboard.serve", "run", "dashboard/app.py", "--server.headless",
+                          "true"], cwd=fits.__file__.rsplit("/dashboard/", 1)[0], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 2 and out.stderr.startswith("error: LEVY_DASHBOARD_FIT_WORKERS='lots'"), out.stderr

@@ -269,7 +269,7 @@ def test_dashboard_in_chromium(server, tmp_path):
             # 2. upload a CSV; the app refits on it and redraws
             _data_uploader(page).set_input_files(str(csv))
             # the live progress bar while it fits (the fit takes seconds: it must be seen)
-            page.get_by_text("early-stopping MSE", exact=False).first.wait_for(timeout=30_000)
+            page.get_by_text("early-stopping MSE", exact=False).first.wait_for(timeout=120_000)  # a fit worker starts first
             page.wait_for_timeout(300)
             SHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SHOTS / "fitting.png"))
