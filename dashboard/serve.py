@@ -19,19 +19,19 @@ import sys
 
 
 def main() -> None:
+    from dashboard.fit_pool import FIT_THREADS, workers
     from levy_core.threads import available_cores, prefer_passive_wait
 
+    try:
+        n = workers()
+    except ValueError as exc:  # a bad LEVY_DASHBOARD_FIT_WORKERS: said before anything loads
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     prefer_passive_wait()  # before torch loads its OpenMP runtime
     import torch
 
     import levy_core.pipeline  # noqa: F401  (imported now, not on the first page)
-    from dashboard.fit_pool import FIT_THREADS, workers
 
-    try:
-        n = workers()
-    except ValueError as exc:  # a bad LEVY_DASHBOARD_FIT_WORKERS: said before the server starts
-        print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
     torch.set_num_threads(max(1, available_cores() - n * FIT_THREADS))
     from streamlit.web.cli import main as streamlit_main
 
