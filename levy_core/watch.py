@@ -14,9 +14,10 @@ fewer than the calibrator's ``min_group_size``, or was not calibrated per channe
 the observation is exchangeable with the calibration points, ``P(p ≤ α) ≤ α``: flagging
 ``p ≤ α`` raises false alarms at rate at most α. ``p ≤ α`` exactly when the observation
 lies outside the split-conformal band at level ``1 − α`` that is reported beside it
-(``lower``, ``upper``, data units). What the guarantee assumes, and what the replay's
-one-step-ahead scores do to it, is measured in ``benchmarks/watch.py``
-(``docs/guides/watch.md``).
+(``lower``, ``upper``, data units). Exchangeable means calibration scores made the same way:
+:func:`calibrate_watch` replays held-out series one step ahead exactly as the watch does
+(the fit's own calibration scores come from forecasts over the fitted horizon and flag 8 to
+10 % of observations at α = 0.01; ``benchmarks/watch.py``, ``docs/guides/watch.md``).
 
 Efficiency: every step of a series is one episode of one batched pass (context = a prefix
 of the series' past, the queries = the observations at ``u_j``); episodes are packed into
