@@ -440,7 +440,7 @@ def streamlit_command(port: int, *, headless: bool = True, host: str = "localhos
     interface, that is to anyone who can reach the port, with no authentication."""
     return [sys.executable, "-m", "dashboard.serve", "run", str(_REPO / "dashboard" / "app.py"),
             "--server.headless", str(headless).lower(), "--server.port", str(port),
-            "--server.address", host, "--browser.gatherUsageStats", "false"]
+            "--server.address", host, "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
 
 
 def _positive_int(text: str) -> int:
