@@ -17,8 +17,9 @@ core, taking it from the other process: ``levy rank`` measured 5.6× slower besi
 - :func:`using_threads` applies a count around a block and restores the previous one.
 - **Passes split by batch, not by operator**: ``levy rank`` scores :func:`pass_workers`
   batches side by side, each on one intra-op thread (``levy_core.ranking.score_series``):
-  its operators are small, so one OpenMP team of 2 gained ~10 % over 1 thread, while two
-  batches at once use both cores, and no thread ever waits on another.
+  its operators are small, so one OpenMP team of 2 was no faster than 1 thread (1.79 vs
+  1.69 s, ``benchmarks/rank_threads.py``), while two batches at once took 1.18 s, and no
+  thread ever waits on another.
 
 ``LEVY_THREADS=torch`` leaves PyTorch's own defaults (all cores, spinning waits): the
 behaviour before this policy, kept for comparisons.
