@@ -363,6 +363,19 @@ def _check_max_context(max_context: int) -> int:
     return max_context
 
 
+def _check_span_in_data(frame: pd.DataFrame, span: tuple[float, float]) -> None:
+    """DataError when ``[start, end]`` misses the data: nothing could be scored."""
+    if frame.empty:
+        raise DataError("watch: the data holds no observation")
+    first, last = float(frame["time"].min()), float(frame["time"].max())
+    if span[0] > last:
+        raise DataError(f"start {span[0]:g} h lies after every observation (the data ends at {last:g} h): nothing to "
+                        "watch; give an earlier start, or none to score from each series' second time")
+    if span[1] < first:
+        raise DataError(f"end {span[1]:g} h lies before every observation (the data starts at {first:g} h): nothing "
+                        "to watch; give a later end, or none")
+
+
 def iter_watch(fitted: FittedModel, chunks: Iterable[Observations | pd.DataFrame], *, alpha: float = DEFAULT_ALPHA,
                calibration: WatchCalibration | None = None, start: float | None = None, end: float | None = None,
                max_context: int = DEFAULT_MAX_CONTEXT, tally: WatchTally | None = None,
@@ -427,9 +440,11 @@ def watch(fitted: FittedModel, data: Observations | pd.DataFrame, *, alpha: floa
         ``alpha`` outside (0, 1), a bad ``start``/``end`` or ``max_context``.
     DataError
         A channel the model was never trained on; observations not sorted by series and
-        time; values the model cannot hold.
+        time; values the model cannot hold; no observations, or a ``start`` after every
+        observation (an ``end`` before every one).
     """
     tally = WatchTally(check_alpha(alpha), calibration_se=calibration.standard_error(alpha) if calibration else 0.0)
+    _check_span_in_data(_check_frame(data), _span(start, end))
     frames = list(iter_watch(fitted, [data], alpha=alpha, calibration=calibration, start=start, end=end,
                              max_context=max_context, tally=tally, mc_passes=mc_passes))
     return WatchResult(frames[0], tally, calibration.source if calibration is not None
