@@ -37,8 +37,11 @@ MAX_JSON_ELEMENTS = 5_000_000
 """Most values in ``model.json`` (a split of two million series ids and the calibration scores)."""
 MAX_ABS_NUMBER = 1e100
 """Largest magnitude of any number in ``model.json`` (the data reader's own limit on values)."""
-MAX_CALIBRATION = 1e6
-"""Largest calibration scale ``c``, conformal score or σ floor (normalised units; a fit gives ~1–100)."""
+MAX_CALIBRATION = 1e12
+"""Largest calibration scale ``c``, conformal score or σ floor (normalised units). A fit
+usually gives ~1–100, but a barely trained MC-Dropout twin whose passes hardly differ gave
+c = 2.55e6 once (a time-capped fit under load): every model a fit writes must load, and
+``c·σ`` stays far inside float64 (the bands are computed in float64)."""
 MAX_HOURS = 1e8
 """Largest time in hours (about 11,000 years, the limit on date-times)."""
 MAX_HEADER_BYTES = 2**20
