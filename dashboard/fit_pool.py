@@ -104,7 +104,6 @@ def _fit_job(job_id: int, obs: Any, task: dict[str, Any], train: dict[str, Any],
     """In a worker: the Lévy model (previews as it trains, then the model alone), then its twin.
     Returns the final model as zip bytes."""
     from levy_core import pipeline
-    from levy_core.modelzip import model_zip_bytes
     from levy_core.tasks import TaskConfig
     from levy_core.train import TrainConfig
 
@@ -115,27 +114,41 @@ def _fit_job(job_id: int, obs: Any, task: dict[str, Any], train: dict[str, Any],
         now = time.monotonic()
         if p.best_epoch > last["best"] and (p.epoch == 1 or now - last["at"] >= PREVIEW_EVERY_S):
             last.update(at=now, best=p.best_epoch)
-            _post(job_id, "preview", (model_zip_bytes(build()), _epoch_event(p)))
+            try:
+                _post(job_id, "preview", (_checked_zip(build()), _epoch_event(p)))
+            except ValueError:  # a preview its checks refuse is skipped: the fit goes on
+                pass
 
     fitted = pipeline.fit(obs, task=TaskConfig(**task), train=TrainConfig(**train), size=size, train_twin=False,
                           mc_passes=mc_passes, progress=lambda p: _post(job_id, "epoch", _epoch_event(p)),
                           preview=preview if previews else None)
     if not train_twin:
-        return model_zip_bytes(fitted)
-    _post(job_id, "levy", model_zip_bytes(fitted))
-    return model_zip_bytes(pipeline.add_twin(fitted, obs, mc_passes=mc_passes,
-                                             progress=lambda p: _post(job_id, "epoch", _epoch_event(p))))
+        return _checked_zip(fitted)
+    _post(job_id, "levy", _checked_zip(fitted))
+    return _checked_zip(pipeline.add_twin(fitted, obs, mc_passes=mc_passes,
+                                          progress=lambda p: _post(job_id, "epoch", _epoch_event(p))))
+
+
+def _checked_zip(fitted: Any) -> bytes:
+    """The model as zip bytes, opened once here as the server will open it: a model its own
+    checks refuse (``ModelLoadError``, e.g. a calibration scale beyond ``model_limits``) fails
+    the job in the worker, with that message, instead of reaching a session."""
+    from levy_core.modelzip import load_model_zip, model_zip_bytes
+
+    data = model_zip_bytes(fitted)
+    load_model_zip(data, name="the fitted model")
+    return data
 
 
 def _twin_job(job_id: int, model_zip: bytes, obs: Any, mc_passes: int) -> bytes:
     """In a worker: the MC-Dropout twin of a model fitted without it."""
     from levy_core import pipeline
-    from levy_core.modelzip import load_model_zip, model_zip_bytes
+    from levy_core.modelzip import load_model_zip
 
     _post(job_id, "started")
     fitted = load_model_zip(model_zip, name="the fitted model")
-    return model_zip_bytes(pipeline.add_twin(fitted, obs, mc_passes=mc_passes,
-                                             progress=lambda p: _post(job_id, "epoch", _epoch_event(p))))
+    return _checked_zip(pipeline.add_twin(fitted, obs, mc_passes=mc_passes,
+                                          progress=lambda p: _post(job_id, "epoch", _epoch_event(p))))
 
 
 # ----------------------------------------------------------------------------- in the server

@@ -114,7 +114,13 @@ def _collect() -> services.FitResult | None:
         log.warning("pooled fit failed: %s", view.error)
         return None
     if view.state == "done" and final_zip is not None:
-        res = services.job_result(job["final"], final_zip, *args)
+        try:
+            res = services.job_result(job["final"], final_zip, *args)
+        except ValueError as exc:  # a model the checks refuse (the worker checks first: a safety net)
+            ss.pop(state.JOB, None)
+            ss[state.FAILURES][job["failure_key"]] = str(exc)
+            _show_failure(str(exc))
+            return None
         ss.pop(state.JOB, None)
         ss.pop(state.PREVIEW, None)
         ss[state.FAILURES].pop(job["failure_key"], None)
