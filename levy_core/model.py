@@ -535,10 +535,21 @@ class SoftmaxTwin(nn.Module):
             self.heads.index_proj.weight.normal_(0.0, math.sqrt(cfg.kappa_init * hd**0.5 / (2 * hd)))
             self.heads.index_proj.bias.zero_()
 
-    def forward(self, batch: Batch, generator: torch.Generator | None = None) -> ModelOutput:
+    def forward(self, batch: Batch, generator: torch.Generator | None = None,
+                share: Tensor | None = None) -> ModelOutput:
         """The twin's prediction. Without ``generator``: deterministic in eval mode, dropout
         from the global RNG in training mode. With one: an MC-Dropout pass, every mask drawn
-        from ``generator``, in either mode (nothing of the model is changed)."""
+        from ``generator``, in either mode (nothing of the model is changed). ``share``
+        (B, M): the correction bound's share to apply (default: from this pass's own
+        correction; MC-Dropout passes the deterministic pass's, see :meth:`mc_dropout`)."""
+        offset, correction = self._correction(batch, generator)
+        if share is None:
+            share = _bound_factor(correction, self.correction_bound[batch.qry_channel])
+        return ModelOutput(mean=offset + share * correction, sigma=None, log_evidence=None,
+                           disagreement=None, n_eff=None)
+
+    def _correction(self, batch: Batch, generator: torch.Generator | None) -> tuple[Tensor, Tensor]:
+        """The offset and the kept correction ``γ Σ_h heads`` before any bound, each (B, M)."""
         enc = self.backbone.encode(batch, generator)
         q, k, v, readout = self.heads.project(enc)
         B, H, M, hd = q.shape
@@ -574,11 +585,7 @@ class SoftmaxTwin(nn.Module):
             keep = 1.0 - self.cfg.dropout
             mask = torch.rand(heads.shape, device=heads.device) < keep
             heads = heads * mask / keep
-        gamma = self.correction_scale[batch.qry_channel]  # (B, M)
-        correction = gamma * heads.sum(1)
-        correction = correction * _bound_factor(correction, self.correction_bound[batch.qry_channel])
-        return ModelOutput(mean=enc.offset + correction, sigma=None, log_evidence=None,
-                           disagreement=None, n_eff=None)
+        return enc.offset, self.correction_scale[batch.qry_channel] * heads.sum(1)
 
     @torch.no_grad()
     def mc_dropout(self, batch: Batch, passes: int, generator_seed: int = 0) -> tuple[Tensor, Tensor]:
@@ -590,7 +597,14 @@ class SoftmaxTwin(nn.Module):
         if passes < 2:
             raise ValueError("MC-Dropout needs at least 2 passes")
         generator = torch.Generator(device=batch.ctx_value.device).manual_seed(generator_seed)
-        draws = torch.stack([self.forward(batch, generator).mean for _ in range(passes)])  # (T, B, M)
+        # the bound's share from the deterministic pass (as LevyModel's, from the expectation),
+        # the same for every dropout pass: clipping each pass would make them agree and the
+        # MC spread vanish
+        share = None
+        if bool(torch.isfinite(self.correction_bound).any()):
+            _, deterministic = self._correction(batch, None)
+            share = _bound_factor(deterministic, self.correction_bound[batch.qry_channel])
+        draws = torch.stack([self.forward(batch, generator, share).mean for _ in range(passes)])  # (T, B, M)
         return draws.mean(0), draws.std(0, correction=1)
 
 

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from levy_core.attention import log_phi
-from levy_core.model import Batch, LevyModel, ModelConfig, SoftmaxTwin, build_model, encoder_layer
+from levy_core.model import Batch, LevyModel, ModelConfig, SoftmaxTwin, build_model, channel_state, encoder_layer
 
 N_CHANNELS = 3
 
@@ -380,6 +380,26 @@ def test_twin_eval_is_deterministic_and_mc_dropout_is_seeded(twin: SoftmaxTwin) 
     assert (mean_a[mask] - first[mask]).abs().max() < 10 * std_a[mask].max()
     with pytest.raises(ValueError):
         twin.mc_dropout(batch, passes=1)
+
+
+def test_a_binding_correction_bound_scales_mc_dropout_and_keeps_its_spread() -> None:
+    """The twin's bound share comes from its deterministic correction and scales every
+    dropout pass alike: MC-Dropout's spread shrinks by that share, it does not collapse (a
+    per-pass clip would make every pass ±B)."""
+    torch.manual_seed(7)
+    twin = SoftmaxTwin(ModelConfig(n_channels=N_CHANNELS, dropout=0.3)).eval()
+    batch = make_batch([(10, 5), (7, 5)], seed=4)
+    mask = batch.qry_mask > 0
+    with torch.no_grad():
+        offset = twin.backbone.offset(batch, channel_state(batch, N_CHANNELS))
+        correction = twin(batch).mean - offset
+        _, std = twin.mc_dropout(batch, passes=16, generator_seed=1)
+        twin.correction_bound.fill_(float(correction[mask].abs().min()) / 2)  # binds everywhere
+        capped = twin(batch).mean - offset
+        _, std_capped = twin.mc_dropout(batch, passes=16, generator_seed=1)
+    share = capped[mask] / correction[mask]
+    assert (share > 0).all() and (share < 1).all()
+    torch.testing.assert_close(std_capped[mask], share * std[mask], rtol=1e-4, atol=1e-7)
 
 
 def test_mc_dropout_layer_copy_is_the_layer_without_dropout(twin: SoftmaxTwin) -> None:
