@@ -5,7 +5,8 @@ streamlit run …`` (what ``levy dashboard`` and ``make dashboard`` start) with,
 server listens:
 
 * torch and ``levy_core`` imported, so the first page opened does not wait for them (2–4 s
-  of the first band on 2 cores);
+  of the first band on 2 cores), and the default sample's shipped model loaded before the
+  server listens (``dashboard.shipped.warm_up``: about 1 s);
 * the server's own intra-op threads (the views' passes) set to the cores the fit workers
   leave: ``max(1, cores − workers)``, the workers running one thread each
   (``dashboard/fit_pool.py``), so fits and passes together never oversubscribe the cores.
@@ -33,6 +34,10 @@ def main() -> None:
     import levy_core.pipeline  # noqa: F401  (imported now, not on the first page)
 
     torch.set_num_threads(max(1, available_cores() - n * FIT_THREADS))
+    from dashboard.shipped import warm_up
+
+    warm_up()  # the default sample's shipped model, before the server listens
+    import plotly.graph_objects  # noqa: F401  (the charts' library, imported now too)
     from streamlit.web.cli import main as streamlit_main
 
     sys.argv = ["streamlit", *sys.argv[1:]]

@@ -10,6 +10,7 @@ same thread count).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from dataclasses import dataclass
@@ -49,9 +50,12 @@ def manifest() -> dict:
         return {}
 
 
+@functools.lru_cache(maxsize=8)
 def load_shipped(digest: str) -> ShippedModel | None:
     """The shipped model fitted on the file whose SHA-256 is ``digest`` (None: none was, or
-    it does not load, or its ``model.json`` names other bytes — logged, never raised)."""
+    it does not load, or its ``model.json`` names other bytes — logged, never raised).
+    Loaded once per process (``dashboard/serve.py`` loads them before the first page), and
+    never changed after (every view reads it)."""
     for sample, entry in (manifest().get("models") or {}).items():
         if entry.get("sha256") != digest:
             continue
@@ -97,3 +101,13 @@ def recorded_history(fitted: FittedModel) -> list[dict]:
             out.append({"model": model, "epoch": epoch, "train_loss": float("nan") if train is None else train,
                         "val_loss": float("nan") if val is None else val, "seconds": 0.0})
     return out
+
+
+def warm_up() -> None:
+    """Load the default sample's shipped model now (``dashboard/serve.py`` does, before the
+    server listens, so the first page does not wait for it; the others load on first use)."""
+    from dashboard.sources import DEFAULT_SAMPLE
+
+    entry = (manifest().get("models") or {}).get(DEFAULT_SAMPLE) or {}
+    if entry.get("sha256"):
+        load_shipped(entry["sha256"])
