@@ -137,9 +137,11 @@ async def one_session(browser, url: str, i: int, csv: Path, flips: int, state: d
     await up.set_input_files(str(csv))
     await page.wait_for_function(CAPTION_HAS, arg=f"upload: {csv.name}", timeout=900_000)
     out["own_band_s"] = time.perf_counter() - t0
-    await page.wait_for_function(CAPTION_HAS, arg="MC-Dropout twin fitted", timeout=900_000)
+    await page.wait_for_function("() => document.body.innerText.includes('MC-Dropout twin fitted') || "
+                                 "document.body.innerText.includes('twin could not be trained')", timeout=900_000)
     await _idle(page)
     out["fitted_s"] = time.perf_counter() - t0
+    out["twin_failed"] = "twin could not be trained" in await page.evaluate("() => document.body.innerText")
     state["done"] += 1
     slider = page.locator('input[type="range"][aria-label="Band level"]')
     for k in range(flips):
@@ -234,7 +236,7 @@ def run_n(n: int, flips: int, workers: int | None, folder: Path, cache: dict) ->
     during = [s for r in results for s in r["flips_while_fitting"]]
     return {"n": n, "wall": wall, "first_band": [r["first_band_s"] for r in results],
             "own_band": [r["own_band_s"] for r in results], "fitted": [r["fitted_s"] for r in results],
-            "flips": flips_all, "during": during, "same": same,
+            "flips": flips_all, "during": during, "same": same, "twin_failed": sum(r["twin_failed"] for r in results),
             "peak_server_mib": mem.peak_server / 1024, "peak_total_mib": mem.peak_total / 1024}
 
 
@@ -273,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
             r = run_n(n, args.flips, args.fit_workers, Path(tmp), cache)
             say(f"{n:>2} {_fmt(r['first_band']):>16} {_fmt(r['own_band']):>18} {_fmt(r['fitted']):>18} "
                 f"{_fmt(r['flips']):>18} {_fmt(r['during']):>18} {sum(r['same'])}/{n:<11} "
-                f"{r['peak_server_mib']:>9.0f}/{r['peak_total_mib']:<12.0f}")
+                f"{r['peak_server_mib']:>9.0f}/{r['peak_total_mib']:<12.0f}"
+                + (f" (twin refused in {r['twin_failed']} session(s))" if r["twin_failed"] else ""))
     if args.out:
         with open(args.out, "a") as f:
             f.write(buf.getvalue())
