@@ -56,6 +56,10 @@ def test_the_offset_and_the_lead_factors_survive_save_and_load(fitted_cycle: Lev
     meta = json.loads((path / "model.json").read_text())
     assert meta["base_forecast"]["methods"] and meta["horizon_scale"]["factors"]
     assert len(meta["correction_scale"]["levy"]) == 1
+    # rolling origins: the correction is bounded by what the held-out origins validated
+    bound = meta["correction_bound"]["levy"][0]
+    recorded = fitted_cycle.fitted.training["levy"]["correction_bound"][0]  # rounded to 6 decimals
+    assert bound is not None and bound >= 0 and bound == pytest.approx(recorded, abs=1e-6)
     loaded = LevyForecaster.load(path)
     a = fitted_cycle.predict(h="6h", level=[90])
     b = loaded.predict(h="6h", level=[90], df=daily_cycle)

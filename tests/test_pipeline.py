@@ -530,3 +530,10 @@ def test_short_timings_are_repeated_and_the_median_reported() -> None:
     calls.clear()
     result, _ = pipeline.timed(work, min_total=0.0)
     assert result == 1 and len(calls) == 1  # long enough at once: one run
+
+
+def test_a_panel_fit_installs_no_correction_bound(fitted) -> None:
+    """New series of a panel are exchangeable with the held-out ones: no bound (recipe.keep_correction)."""
+    assert fitted.split.mode != "origin"
+    assert bool(torch.isinf(fitted.levy.correction_bound).all())
+    assert fitted.training["levy"]["correction_bound"] is None
