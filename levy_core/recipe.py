@@ -269,7 +269,7 @@ def keep_correction(model: LevyModel | SoftmaxTwin, data: FitData, result: Train
     """Install the share of the learned correction each channel keeps
     (:func:`~levy_core.train.fit_correction_scale`, on :func:`correction_episodes`), on
     rolling origins its bound too, and record them in ``result``."""
-    fit = fit_correction_scale(model, data.builder, correction_episodes(data))
+    fit = fit_correction_scale(model, data.builder, correction_episodes(data), cross_fit=data.split.mode == "origin")
     model.correction_scale.copy_(torch.as_tensor(fit.scale))
     if data.split.mode == "origin":
         # one series' future leaves the range its past origins trained on (a trend, an
