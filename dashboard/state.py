@@ -40,6 +40,7 @@ SERIES = "series"
 CHANNEL = "channel"
 LEVEL = "level"
 BAND_KIND = "band_kind"
+BAND_KIND_ORIGINS = "_band_kind_origins"  # whether the band type was last set for a fit on rolling origins
 MC_OVERLAY = "mc_overlay"
 MC_T = "mc_T"
 QUERY = "_query"  # selected query: {"series_id", "channel", "time"[, "origin"]} (user ids and hours) or None

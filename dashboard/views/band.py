@@ -40,8 +40,11 @@ def ensure_view_state(res: services.FitResult) -> None:
     if ss.get(state.CHANNEL) not in chans:
         ss[state.CHANNEL] = chans[0]
     kinds = origin_services.band_kinds(res)
-    if ss.get(state.BAND_KIND) not in kinds:
+    # each kind of fit starts on its own default band (adaptive on rolling origins), even when
+    # the model changed in a run that did not draw this panel (the radio's last value comes back)
+    if ss.get(state.BAND_KIND) not in kinds or ss.get(state.BAND_KIND_ORIGINS, res.on_origins) != res.on_origins:
         ss[state.BAND_KIND] = kinds[0]
+    ss[state.BAND_KIND_ORIGINS] = res.on_origins
     levels = origin_services.adaptive_levels(res) if res.on_origins else []
     if levels and ss.get(state.LEVEL) not in levels:
         ss[state.LEVEL] = min(levels, key=lambda v: abs(v - float(ss.get(state.LEVEL, 0.9))))

@@ -273,9 +273,10 @@ def test_dashboard_in_chromium(server, tmp_path):
             page.wait_for_timeout(300)
             SHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SHOTS / "fitting.png"))
-            page.get_by_text("on upload: my_sensors.csv", exact=False).first.wait_for(
-                timeout=180_000
-            )
+            # the final model (previews of the Lévy model come first, then it, then its twin)
+            page.wait_for_function("""() => [...document.querySelectorAll('[data-testid="stCaptionContainer"]')]
+                .some(e => e.innerText.includes('twin fitted') && e.innerText.includes('on upload: my_sensors.csv'))""",
+                                   timeout=300_000)
             _idle(page)
             assert _drawn_charts(page) >= 2
 
