@@ -108,14 +108,14 @@ def _fit_job(job_id: int, obs: Any, task: dict[str, Any], train: dict[str, Any],
     from levy_core.train import TrainConfig
 
     _post(job_id, "started")
-    last = {"at": -1e9, "best": -1}
+    last = {"at": -1e9, "best": 0}  # a preview once an epoch beat the untrained model (epoch 0: the offset alone)
 
     def preview(p: Any, build: Any) -> None:
         now = time.monotonic()
         if p.best_epoch > last["best"] and (p.epoch == 1 or now - last["at"] >= PREVIEW_EVERY_S):
             last.update(at=now, best=p.best_epoch)
             try:
-                _post(job_id, "preview", (_checked_zip(build()), _epoch_event(p)))
+                _post(job_id, "preview", (_checked_zip(build()), _epoch_event(p)))  # after the first better epoch
             except ValueError:  # a preview its checks refuse is skipped: the fit goes on
                 pass
 
