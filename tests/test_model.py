@@ -10,7 +10,15 @@ import torch
 import torch.nn.functional as F
 
 from levy_core.attention import log_phi
-from levy_core.model import Batch, LevyModel, ModelConfig, SoftmaxTwin, build_model, channel_state, encoder_layer
+from levy_core.model import (
+    Batch,
+    LevyModel,
+    ModelConfig,
+    SoftmaxTwin,
+    build_model,
+    channel_state,
+    encoder_layer,
+)
 
 N_CHANNELS = 3
 
