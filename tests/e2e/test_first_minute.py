@@ -154,7 +154,8 @@ def test_first_minute_the_band_never_disappears_and_a_queued_session_sees_its_pl
             _never_disappears(refit, "refit")
             assert shots["training"], "a preview band was drawn while the model trained"
             assert shots["queued"], "the colleague saw its place in the queue"
-            assert page.get_by_text("and its MC-Dropout twin fitted", exact=False).count() > 0
+            captions = page.locator('[data-testid="stCaptionContainer"]').all_inner_texts()
+            assert page.get_by_text("and its MC-Dropout twin fitted", exact=False).count() > 0, captions[:3]
             page.mouse.move(1000, 40)
             page.wait_for_timeout(500)
             page.screenshot(path=str(SHOTS / "first_minute_trained.png"))
