@@ -62,9 +62,9 @@ from levy_core import gp_forecast, smoothing
 from levy_core.gp_forecast import GPSpec
 from levy_core.seasonality import (
     MAX_PERIODS,
-    _median_gap,
     candidate_periods,
     false_alarm,
+    median_gap,
     periodogram_peak,
 )
 
@@ -492,6 +492,24 @@ class BaseForecast:
         return out.copy()
 
 
+def _fitted_parameters(richest: dict[str, _ChannelPast], first: float, periods: tuple[float, ...], gap: float, *,
+                       few: bool) -> tuple[dict[str, GPSpec], dict[str, tuple[float, float, float]]]:
+    """Per channel, from its best-observed series' past before ``first`` (the first scored
+    origin: the choice never sees its own future): the Gaussian process's kernel (``few``
+    series only) and the damped trend's smoothing parameters."""
+    kernels: dict[str, GPSpec] = {}
+    damped: dict[str, tuple[float, float, float]] = {}
+    for channel, p in richest.items():
+        t, y = p.before(first)
+        spec = gp_forecast.fit(t, y, periods, gap) if few and len(t) >= 30 else None
+        if spec is not None:
+            kernels[channel] = spec
+        params = smoothing.fit(_grid(t, y, float(t[-1]), gap)) if len(t) >= 2 else None
+        if params is not None:
+            damped[channel] = params
+    return kernels, damped
+
+
 def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes: dict[str, pd.DataFrame],
            *, season: float | None = None) -> BaseForecastSpec:
     """Score every candidate on the later half of ``episodes`` and keep the best per channel.
@@ -510,7 +528,7 @@ def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes:
         :func:`candidate_periods`.
     """
     periods = candidate_periods(frame) if season is None else ((float(season),) if season > 0 else ())
-    gap = _median_gap(frame["time"].to_numpy(np.float64)) or 1.0
+    gap = median_gap(frame["time"].to_numpy(np.float64)) or 1.0
     names = [("last", 0.0), ("level", 0.0), ("drift", 0.0)]
     names += [(m, p) for p in periods for m in SEASONAL]
     # without a period, harmonic is Prophet's piecewise-linear trend alone, and harmonic_recent
@@ -529,21 +547,8 @@ def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes:
             orders[channel] = ar_order(p.t[-MAX_PAST:], p.y[-MAX_PAST:], gap, longest)
     by_time = sorted(episodes, key=lambda m: (origins[m][1], m))
     scored = by_time[len(by_time) // 2:] if len(by_time) >= 2 * MIN_SCORED_ORIGINS else by_time
-    kernels: dict[str, GPSpec] = {}
-    damped: dict[str, tuple[float, float, float]] = {}
-    if frame["series_id"].nunique() <= gp_forecast.MAX_SERIES and scored:
-        # fitted on the past before the first scored origin: the choice never sees its own future
-        first = origins[scored[0]][1]
-        for channel, p in richest.items():
-            t, y = p.before(first)
-            spec = gp_forecast.fit(t, y, periods, gap) if len(t) >= 30 else None
-            if spec is not None:
-                kernels[channel] = spec
-    for channel, p in richest.items():  # smoothing parameters from the past before the scored origins
-        t, y = p.before(origins[scored[0]][1]) if scored else (p.t, p.y)
-        params = smoothing.fit(_grid(t, y, float(t[-1]), gap)) if len(t) >= 2 else None
-        if params is not None:
-            damped[channel] = params
+    kernels, damped = _fitted_parameters(richest, origins[scored[0]][1] if scored else np.inf, periods, gap,
+                                         few=frame["series_id"].nunique() <= gp_forecast.MAX_SERIES)
     records: dict[str, list[tuple[dict[tuple[str, float], np.ndarray], np.ndarray]]] = {}
     # scored on the later half of the origins given (``scored``): the nearest to what is
     # forecast next, and with the most past behind them (the first origins' short past

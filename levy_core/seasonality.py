@@ -116,7 +116,7 @@ def snap_to_calendar(period: float) -> float:
 # Lomb–Scargle peak, for irregular times and missing points
 
 
-def _median_gap(times: np.ndarray) -> float:
+def median_gap(times: np.ndarray) -> float:
     gaps = np.diff(np.unique(times))
     return float(np.median(gaps)) if gaps.size else 0.0
 
@@ -161,7 +161,7 @@ def candidate_periods(frame: pd.DataFrame) -> tuple[float, ...]:
     found: dict[float, float] = {}
     for _, g in frame.groupby(["series_id", "channel"], sort=True):
         times, values = g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64)
-        gap = _median_gap(times)
+        gap = median_gap(times)
         if not gap > 0:
             continue
         span = float(times.max() - times.min())
