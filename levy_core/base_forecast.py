@@ -1,13 +1,9 @@
 """The deterministic offset ``b(q)`` of a fit on rolling origins: a classical forecaster.
 
-A user with one series or a few has little data to learn a forecast from, and what they
-would run instead (seasonal naive, exponential smoothing, Prophet's trend + Fourier
-seasonality, a Gaussian process) is strong there. The variance identity allows any offset
-that is a function of the query and the context, not of the Poisson draw
-(``docs/levy-math.md``), so the Lévy layer here predicts the *correction* to one of those
-forecasters, fitted in closed form to each episode's **whole past** (every observation of
-its series at or before the origin, not only the episode's context window), and its ``σ̂``
-the uncertainty that remains.
+One series or a few give little data to learn a forecast from, and classical forecasters
+are strong there. Any offset that is a function of the query and the context, not of the
+Poisson draw, keeps ``σ̂`` exact (``docs/levy-math.md``): the Lévy layer predicts the
+*correction* to one of them, fitted in closed form to each episode's **whole past**.
 
 The candidates, per channel (times in hours; ``o`` the origin, ``t_q`` the query):
 
@@ -29,24 +25,14 @@ The candidates, per channel (times in hours; ``o`` the origin, ``t_q`` the query
   past;
 * ``autoregressive`` — an AR(p) of the past on a regular grid of the median sampling
   interval, ``p`` picked by AIC;
-* ``gp`` — a Gaussian process's posterior mean (trend, locally periodic terms, short-range
-  variation, noise; hyperparameters fitted once per channel: :mod:`levy_core.gp_forecast`),
-  for one series or a few;
+* ``gp`` — a Gaussian process's posterior mean (:mod:`levy_core.gp_forecast`; few series);
 * ``combination`` — the mean of the ``COMBINED`` candidates that score best.
 
-A harmonic is left out at an origin whose past is shorter than its period; without any
-period ``harmonic`` is Prophet's piecewise-linear trend alone.
-
-Candidate periods: the calendar ones the data can resolve (a day, a week, a year: at least
-``MIN_SAMPLES_PER_PERIOD`` sampling intervals a period and two periods in the span) and the
-strongest peak of a Lomb–Scargle periodogram (irregular times and missing points need no
-grid) when white noise would rise that high less than ``FALSE_ALARM`` of the time, snapped
-to the calendar. :func:`choose` scores every candidate on the later half of the training
-origins and the calibration ones (the latest before the test origins) and keeps, per
-channel, the one with the smallest squared error there: the model is never built on an
-offset worse than another candidate on the origins it is fitted and calibrated on. A
-candidate is kept over a simpler one (``METHODS`` is in order of complexity) only when its
-error is lower by more than ``SIMPLER_MARGIN``: near-ties go to the simpler forecaster.
+Candidate periods: :func:`levy_core.seasonality.candidate_periods`. :func:`choose` scores
+every candidate on the later half of the training and calibration origins (the latest
+before the test ones) and keeps, per channel, the one with the smallest squared error
+there; a candidate is kept over a simpler one (``METHODS`` is in order of complexity) only
+when its error is lower by more than ``SIMPLER_MARGIN``.
 """
 
 from __future__ import annotations
@@ -67,6 +53,7 @@ from levy_core.seasonality import (
     median_gap,
     periodogram_peak,
 )
+from levy_core.threads import single_threaded_blas
 
 __all__ = ["METHODS", "BaseForecast", "BaseForecastSpec", "candidate_periods", "choose", "false_alarm",
            "periodogram_peak"]
@@ -468,6 +455,14 @@ class BaseForecast:
         if cached is not None:
             return cached.copy()
         sid, origin = self.origins[model_id]
+        with single_threaded_blas():  # the same offsets whatever the machine's cores
+            out = self._compute(sid, origin, times, channel_codes)
+        if len(self._cache) >= CACHE_EPISODES:
+            self._cache.clear()
+        self._cache[key] = out
+        return out.copy()
+
+    def _compute(self, sid: str, origin: float, times: np.ndarray, channel_codes: np.ndarray) -> np.ndarray:
         out = np.full(len(times), np.nan)
         for code in np.unique(channel_codes):
             channel = self.channels[int(code)]
@@ -486,10 +481,7 @@ class BaseForecast:
                                           order=self.spec.orders.get(channel, 0), gp=self.spec.gp.get(channel),
                                           smoothing_parameters=self.spec.smoothing.get(channel)))
                                  for m, period in pairs], axis=0)
-        if len(self._cache) >= CACHE_EPISODES:
-            self._cache.clear()
-        self._cache[key] = out
-        return out.copy()
+        return out
 
 
 def _fitted_parameters(richest: dict[str, _ChannelPast], first: float, periods: tuple[float, ...], gap: float, *,
@@ -512,6 +504,13 @@ def _fitted_parameters(richest: dict[str, _ChannelPast], first: float, periods: 
 
 def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes: dict[str, pd.DataFrame],
            *, season: float | None = None) -> BaseForecastSpec:
+    """:func:`choose_offsets` with NumPy's BLAS on one thread: the same choice on any machine."""
+    with single_threaded_blas():
+        return choose_offsets(frame, origins, episodes, season=season)
+
+
+def choose_offsets(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes: dict[str, pd.DataFrame],
+                   *, season: float | None = None) -> BaseForecastSpec:
     """Score every candidate on the later half of ``episodes`` and keep the best per channel.
 
     Parameters

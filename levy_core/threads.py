@@ -36,7 +36,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["MAX_THREADS", "THREADS_ENV", "add_threads_option", "available_cores", "command_threads", "parse_threads",
-           "pass_workers", "prefer_passive_wait", "thread_budget", "torch_defaults", "using_threads"]
+           "pass_workers", "prefer_passive_wait", "single_threaded_blas", "thread_budget", "torch_defaults",
+           "using_threads"]
 
 THREADS_ENV = "LEVY_THREADS"
 """Environment variable: intra-op threads per job (a whole number), or ``torch`` for PyTorch's defaults."""
@@ -221,3 +222,24 @@ def using_threads(threads: int | None) -> Iterator[int]:
         yield torch.get_num_threads()
     finally:
         torch.set_num_threads(before)
+
+
+_BLAS: list = []  # one threadpoolctl controller, made on first use (it lists the loaded libraries)
+
+
+@contextmanager
+def single_threaded_blas() -> Iterator[None]:
+    """Run NumPy/SciPy's BLAS and LAPACK on one thread inside the block.
+
+    A multi-threaded BLAS splits a Cholesky or a least-squares solve differently with the
+    thread count, and the last bits of the result with it. The classical offsets
+    (``levy_core.base_forecast``: Gaussian process, ridge and MAP fits, autoregressions)
+    decide which candidate wins by small margins, so a fit would depend on how many cores
+    the machine has; their matrices are small (a few hundred rows), where one thread is
+    as fast. The limit is process-wide while the block runs (threadpoolctl)."""
+    from threadpoolctl import ThreadpoolController
+
+    if not _BLAS:
+        _BLAS.append(ThreadpoolController())
+    with _BLAS[0].limit(limits=1, user_api="blas"):
+        yield
