@@ -180,3 +180,19 @@ def test_a_pass_splits_by_batch_unless_torch_defaults_are_asked() -> None:
         assert threads.pass_workers(environ={"LEVY_THREADS": "torch"}) == 1
     with threads.using_threads(1):
         assert threads.pass_workers(environ={}) == 1
+
+
+def test_single_threaded_blas_limits_numpys_blas_inside_the_block_and_restores_it() -> None:
+    import numpy as np
+    from threadpoolctl import threadpool_info
+
+    from levy_core.threads import single_threaded_blas
+
+    def blas_threads() -> list[int]:
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+    np.linalg.cholesky(np.eye(3))  # BLAS loaded
+    before = blas_threads()
+    with single_threaded_blas():
+        assert blas_threads() and all(n == 1 for n in blas_threads())
+    assert blas_threads() == before
