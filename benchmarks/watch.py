@@ -49,7 +49,7 @@ the same file beside it as a ratio.
 
 Usage::
 
-    python benchmarks/watch.py --data-dir /work/shared/data/physionet2012 [--n-cal 100] [--n-test 100]
+    python benchmarks/watch.py --data-dir PATH/TO/physionet2012 [--n-cal 100] [--n-test 100]
         [--n-synthetic 60] [--mc-passes 10] [--max-seconds 150] [--replay-obs 100000] [--seed 0]
 """
 
