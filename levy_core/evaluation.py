@@ -145,9 +145,11 @@ def sampler_draws(fitted: FittedModel, batch: Batch, n_draws: int, seed: int) ->
     op = fitted.levy.operator(batch)
     # the share s(q) under the correction bound scales the read-out (LevyModel.bound_factor):
     # a function of the operator's expectation, so the draws scale by it too
-    expected = levy_attention(op.q, op.k, op.v, kappa=op.kappa, key_weight=op.key_weight,
-                              phi=fitted.model_config.phi, decay=op.decay, readout=op.readout, prior=op.prior)
-    share = fitted.levy.bound_factor(expected.mean[..., 0].sum(dim=1), batch.qry_channel)  # (B, M)
+    share = 1.0
+    if bool(torch.isfinite(fitted.levy.correction_bound).any()):  # a bound only on rolling origins
+        expected = levy_attention(op.q, op.k, op.v, kappa=op.kappa, key_weight=op.key_weight,
+                                  phi=fitted.model_config.phi, decay=op.decay, readout=op.readout, prior=op.prior)
+        share = fitted.levy.bound_factor(expected.mean[..., 0].sum(dim=1), batch.qry_channel)  # (B, M)
     gen = torch.Generator().manual_seed(seed)
     draws = sample_levy_attention(op.q, op.k, op.v, kappa=op.kappa, key_weight=op.key_weight,
                                   phi=fitted.model_config.phi, n_draws=n_draws, generator=gen, decay=op.decay,

@@ -211,8 +211,7 @@ def test_monte_carlo_identity_through_the_whole_model(phi: str, context_layers: 
         draws = sample_levy_attention(op.q, op.k, op.v, kappa=op.kappa, key_weight=op.key_weight, phi=phi,
                                       n_draws=n, generator=torch.Generator().manual_seed(0), decay=op.decay,
                                       readout=op.readout, prior=op.prior)  # (n, B, H, M, 1)
-        expected = (draws.new_tensor(0) + levy_attention_mean(levy, op)) if external else None
-        share = levy.bound_factor(expected, batch.qry_channel) if external else 1.0
+        share = levy.bound_factor(levy_attention_mean(levy, op), batch.qry_channel) if external else 1.0
         y = share * draws.sum(dim=2)[..., 0] + op.offset  # heads' measures are independent: draws add
     dev = (y - out.mean).double()
     se = dev.std(0) / math.sqrt(n)
