@@ -20,7 +20,8 @@ import pandas as pd
 
 from levy_core.modelfile import FittedModel
 
-__all__ = ["BAND_KINDS", "MODEL_NAME", "band_kind", "band_levels", "level_bands", "level_label", "nixtla_frame"]
+__all__ = ["BAND_KINDS", "MODEL_NAME", "band_kind", "band_levels", "level_bands", "level_label", "nixtla_frame",
+           "percent_levels"]
 
 MODEL_NAME = "Lévy"
 BAND_KINDS = ("auto", "gaussian", "conformal", "adaptive")
@@ -60,6 +61,42 @@ def band_levels(values: Sequence[float] | float) -> list[float]:
         else:
             raise ValueError(f"level {v:g} is neither a fraction strictly between 0 and 1 (0.9) nor a percent from "
                              "10 to under 100 (90): write 0.9 or 90 for a 90 % band")
+    return sorted(out)
+
+
+def percent_levels(values: Sequence[float] | float) -> list[int | float]:
+    """Band levels written as percents, as NeuralForecast and StatsForecast take them
+    (``level=[80, 90]``): ascending and distinct, whole numbers as ``int``.
+
+    Parameters
+    ----------
+    values : float or sequence of float
+        Each a percent strictly between 0 and 100; a fraction such as ``0.9`` is refused,
+        so that ``0.9`` never silently means a 0.9 % band.
+
+    Returns
+    -------
+    list of int or float
+        The percents (``[80, 90]``, ``[97.5]``); ``p / 100`` is the band's fraction, as
+        :func:`band_levels` computes it (``round(p / 100, 10)``).
+
+    Raises
+    ------
+    ValueError
+        No level, a fraction, or anything that is not a number in (0, 100).
+    """
+    items = [values] if isinstance(values, numbers.Real) else list(values)
+    if not items:
+        raise ValueError("give at least one band level: levels are percents, e.g. level=[80, 90]")
+    out: set[int | float] = set()
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or not 0 < v < 100:
+            raise ValueError(f"levels are percents, e.g. level=[80, 90]: each a number strictly between 0 and 100, "
+                             f"got {v!r}")
+        if v < 1:
+            raise ValueError(f"levels are percents, e.g. level=[80, 90]: got {v!r}, a fraction; write "
+                             f"{round(100 * float(v), 6):g} for a {round(100 * float(v), 6):g} % band")
+        out.add(int(v) if float(v).is_integer() else float(v))
     return sorted(out)
 
 

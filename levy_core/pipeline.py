@@ -5,7 +5,7 @@ A thin facade over the modules that do the work (see ``docs/architecture.md``):
 * ``recipe`` — the fit in steps (prepare → train → calibrate), ``add_twin``;
 * ``modelfile`` — :class:`FittedModel`, its save and :func:`load_model`;
 * ``prepared`` — the data in the model's series space, prepared once (:func:`prepare`);
-* ``predict`` — at a split's observed queries, on a grid, at given queries;
+* ``predict`` — at a split's observed queries, on a grid, at given queries, past each series' end;
 * ``predictive`` — one method's predictive as an object (std, intervals, original units);
 * ``evaluation`` — every method scored the same way, the coverage guarantee;
 * ``ranking`` and ``diagnostics`` — trust ranking, attention weights, operator draws.
@@ -37,6 +37,7 @@ from levy_core.evaluation import (
 from levy_core.modelfile import FORMAT, FittedModel, ModelLoadError, load_model
 from levy_core.over_time import GUARANTEE, rolling_coverage
 from levy_core.predict import (
+    predict_after_end,
     predict_future,
     predict_grid,
     predict_queries,
@@ -81,6 +82,7 @@ __all__ = [
     "fit",
     "load_model",
     "operator_draws",
+    "predict_after_end",
     "predict_future",
     "predict_grid",
     "predict_queries",

@@ -18,8 +18,8 @@ from levy_core.predictive import to_original_units
 from levy_core.prepared import ModelData, as_model_data
 from levy_core.tasks import EpisodeBuilder
 
-__all__ = ["BATCH_SERIES", "chunks", "horizon_note", "observed_queries", "predict_future", "predict_grid", "predict_queries", "run_pass",
-           "split_predictions", "with_context", "in_original_units"]
+__all__ = ["BATCH_SERIES", "chunks", "horizon_note", "observed_queries", "predict_after_end", "predict_future", "predict_grid",
+           "predict_queries", "run_pass", "split_predictions", "with_context", "in_original_units"]
 
 BATCH_SERIES = 64  # series per inference batch
 PASS_COLUMNS = ["mean_norm", "sigma_norm", "spread_norm", "log_evidence", "disagreement_norm", "n_eff", "evidence_term",
@@ -265,6 +265,67 @@ def predict_future(fitted: FittedModel, data: Observations | ModelData, horizon:
             part["lead"] = t  # model time: hours after the end episode's origin
             frames.append(pd.DataFrame(part))
     df = pd.concat(frames, ignore_index=True)
+    note = horizon_note(fitted, df.pop("lead").to_numpy())
+    out = in_original_units(fitted, df, level)
+    if note:
+        out.attrs["beyond_horizon"] = note
+    return out
+
+
+def predict_after_end(fitted: FittedModel, data: Observations | ModelData, queries: pd.DataFrame, *,
+                      level: float = 0.9, mc_passes: int = 0) -> pd.DataFrame:
+    """Forecasts at given times past each series' end, from every observation of the
+    series' latest episode (the context :func:`predict_future` forecasts from); **user ids
+    and clock**, rows in the order given.
+
+    Parameters
+    ----------
+    fitted : FittedModel
+    data : Observations or ModelData
+        The observations to forecast from (a backtest's history up to its cut-off).
+    queries : pandas.DataFrame
+        ``n`` rows of ``series_id, channel, time`` (the user's ids, hours on the data's
+        clock), normally after the series' last observation in ``data``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``n`` rows: ``series_id, channel, time`` as given, ``horizon`` (hours after the
+        series' last observation) and the columns of :func:`predict_grid`;
+        ``attrs["beyond_horizon"]`` as :func:`predict_future` sets it.
+    """
+    need = {"series_id", "channel", "time"}
+    if not need <= set(queries.columns):
+        raise DataError(f"queries need the columns {sorted(need)}; got {list(queries.columns)}")
+    if queries.empty:
+        raise DataError("no queries to forecast at")
+    data = as_model_data(fitted, data)
+    builder, model_ids = data.builder, set(data.builder.series)
+    q = queries[["series_id", "channel", "time"]].reset_index(drop=True)
+    q = q.assign(series_id=q["series_id"].astype(str), channel=q["channel"].astype(str), time=query_times(q["time"]))
+    unknown = sorted(set(q["series_id"]) - set(data.obs.series_ids))
+    if unknown:
+        raise DataError(f"queries name series with no observations in the data: {unknown[:5]}")
+    bad = sorted(set(q["channel"]) - set(builder.channel_index))
+    if bad:
+        raise DataError(f"queries name channels the model was not trained on: {bad[:5]}")
+    items, meta = [], []
+    for sid, g in q.groupby("series_id", sort=True):
+        model_id, origin = data.clock.end_episode(str(sid), model_ids)
+        s = builder.series[model_id]
+        t = g["time"].to_numpy(np.float64) - origin  # model time: hours after the end episode's origin
+        items.append((model_id, np.arange(len(s.time)), t, g["channel"].map(builder.channel_index).to_numpy(np.int64)))
+        meta.append((g.index.to_numpy(), float(s.time.max())))
+    frames = []
+    for start in range(0, len(items), 16):
+        part_items = items[start:start + 16]
+        res = run_pass(fitted, builder.collate(part_items), mc_passes)
+        for b, ((_, _, t, _), (rows, last)) in enumerate(zip(part_items, meta[start:start + 16], strict=True)):
+            part = {"order": rows, "horizon": t - last, "lead": t}
+            part.update({k: v[b, :len(t)] for k, v in res.items()})
+            frames.append(pd.DataFrame(part))
+    df = pd.concat(frames, ignore_index=True).sort_values("order").reset_index(drop=True)
+    df = pd.concat([q, df.drop(columns="order")], axis=1)
     note = horizon_note(fitted, df.pop("lead").to_numpy())
     out = in_original_units(fitted, df, level)
     if note:

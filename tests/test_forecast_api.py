@@ -78,10 +78,11 @@ def test_queries_api_equals_levy_predict_queries(forecaster, saved, nixtla_df, f
                                api[["Lévy", "Lévy-lo-90", "Lévy-hi-90"]], rtol=1e-9)
 
 
-def test_percent_and_fraction_levels_agree(forecaster: LevyForecaster) -> None:
+def test_levels_are_percents_and_fractions_are_refused(forecaster: LevyForecaster) -> None:
     a = forecaster.predict(h=6, level=[90], points=2)
-    b = forecaster.predict(h=6, level=0.9, points=2)
-    pd.testing.assert_frame_equal(a, b)
+    pd.testing.assert_frame_equal(a, forecaster.predict(h=6, level=90.0, points=2))
+    with pytest.raises(ValueError, match=r"levels are percents, e\.g\. level=\[80, 90\].*write 90"):
+        forecaster.predict(h=6, level=0.9, points=2)
 
 
 def test_save_and_load_give_the_same_predictions(forecaster, saved, nixtla_df) -> None:
@@ -136,8 +137,8 @@ def test_what_it_refuses(forecaster: LevyForecaster) -> None:
         forecaster.predict(pd.DataFrame({"unique_id": ["x"], "ds": [1.0]}), h=6)
     with pytest.raises(ValueError, match="not both and not neither"):
         forecaster.predict()
-    with pytest.raises(ValueError, match="write 0.9 or 90"):
-        forecaster.predict(h=6, level=[5])
+    with pytest.raises(ValueError, match="levels are percents"):
+        forecaster.predict(h=6, level=[100])
     with pytest.raises(ValueError, match="band must be one of"):
         forecaster.predict(h=6, band="wide")
     with pytest.raises(DataError, match="pandas DataFrame"):
