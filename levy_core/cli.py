@@ -27,19 +27,14 @@ from levy_core.chunked import predict_file, rank_file
 from levy_core.cli_advise import add_advise_command
 from levy_core.cli_watch import add_watch_command
 from levy_core.csv_safety import to_safe_csv
-from levy_core.data import (
-    DataError,
-    Observations,
-    parse_duration,
-    read_queries,
-    to_user_time,
-)
+from levy_core.data import DataError, Observations, parse_duration, read_queries, to_user_time
 from levy_core.data.series_chunks import DEFAULT_CHUNK_SERIES, read_observations
 from levy_core.drift import DriftReport, DriftTally
 from levy_core.modelfile import file_sha256
 from levy_core.nixtla import band_kind, band_levels, level_bands, level_label, nixtla_frame
 from levy_core.over_time import GUARANTEE
 from levy_core.pipeline import ModelLoadError
+from levy_core.priority import add_nice_option, lower_priority
 from levy_core.table_writer import TableWriter, atomic_output, refuse_same_file
 from levy_core.tasks import TaskConfig
 from levy_core.threads import add_threads_option, command_threads, using_threads
@@ -127,6 +122,7 @@ def _warn_drift(report: DriftReport) -> None:
 
 def _cmd_fit(args: argparse.Namespace) -> int:
     _refuse_overwriting(args, out=args.out)
+    lower_priority(args.nice)  # before the fit starts torch's threads: they inherit it
     obs = _load_data(args.data, args.time_unit, **_dates(args))
     _report_load(obs)
     print(f"data: {obs.n_series} series, {obs.n_channels} channels, {obs.n_obs} observations", file=sys.stderr)
@@ -523,6 +519,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--phi", choices=["rate", "count"], default="rate")
     f.add_argument("--no-twin", action="store_true", help="skip the softmax/MC-Dropout twin")
     f.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_nice_option(f)  # a fit runs behind interactive work (levy_core.priority)
     f.set_defaults(func=_cmd_fit)
 
     pr = sub.add_parser("predict", help="predictions with σ̂ and bands on a dense grid or given queries")
