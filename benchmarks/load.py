@@ -22,7 +22,10 @@ install``) open it at once. Each session:
 The server's peak memory is sampled from /proc every 0.2 s: the server process alone and
 with its fit workers (children). Usage::
 
-    python benchmarks/load.py [--sessions 1 2 4 8] [--flips 4] [--fit-workers N] [--out FILE]
+    python benchmarks/load.py [--sessions 1 2 4 8] [--flips 4] [--fit-workers N] [--fit-nice N] [--out FILE]
+
+``--fit-nice`` sets the fit workers' niceness (``LEVY_DASHBOARD_FIT_NICE``; default the
+pool's, 19; 0: the server's priority, as before the workers were niced).
 
 Prints (and with ``--out`` appends to FILE) one table row per N and a summary line per N.
 """
@@ -208,11 +211,13 @@ def server_predictions(zip_bytes: bytes, obs) -> np.ndarray:
     return pipeline.predict_grid(load_model_zip(zip_bytes), obs, n_points=20)[["mean", "sigma"]].to_numpy()
 
 
-def run_n(n: int, flips: int, workers: int | None, folder: Path, cache: dict) -> dict:
+def run_n(n: int, flips: int, workers: int | None, folder: Path, cache: dict, nice: int | None = None) -> dict:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("LEVY_DASHBOARD_FAST", "LEVY_DASHBOARD_DATA")}
     if workers:
         env["LEVY_DASHBOARD_FIT_WORKERS"] = str(workers)
+    if nice is not None:
+        env["LEVY_DASHBOARD_FIT_NICE"] = str(nice)
     proc = subprocess.Popen(streamlit_command(port), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                             stderr=open(folder / f"server_{n}.log", "w"))  # noqa: SIM115
     mem = Memory(proc.pid)
@@ -259,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, nargs="+", default=[1, 2, 4, 8])
     parser.add_argument("--flips", type=int, default=4)
     parser.add_argument("--fit-workers", type=int, default=None)
+    parser.add_argument("--fit-nice", type=int, default=None, help="the fit workers' niceness (default: the pool's)")
     parser.add_argument("--out", default=None, help="append the table to this file too")
     args = parser.parse_args(argv)
     buf = io.StringIO()
@@ -267,10 +273,11 @@ def main(argv: list[str] | None = None) -> int:
         print(line, flush=True)
         buf.write(line + "\n")
 
-    from dashboard.fit_pool import cores, default_workers
+    from dashboard.fit_pool import cores, default_workers, fit_niceness
 
     say(f"# benchmarks/load.py {' '.join(argv or sys.argv[1:])} — {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, "
-        f"{cores()} cores, fit workers {args.fit_workers or default_workers()}, load average before "
+        f"{cores()} cores, fit workers {args.fit_workers or default_workers()}, fit niceness "
+        f"{fit_niceness() if args.fit_nice is None else args.fit_nice}, this process's {os.nice(0)}, load average before "
         f"{os.getloadavg()[0]:.2f}")
     say("medians [min–max] in seconds; first band: page opened → the sample's band; own band: upload → its first "
         "band (a preview or the model); fitted: upload → final model, page idle; re-render: band level flipped → "
@@ -280,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     cache: dict = {}
     with tempfile.TemporaryDirectory(prefix="levy-load-") as tmp:
         for n in args.sessions:
-            r = run_n(n, args.flips, args.fit_workers, Path(tmp), cache)
+            r = run_n(n, args.flips, args.fit_workers, Path(tmp), cache, args.fit_nice)
             say(f"{n:>2} {_fmt(r['first_band']):>16} {_fmt(r['own_band']):>18} {_fmt(r['fitted']):>18} "
                 f"{_fmt(r['flips']):>18} {_fmt(r['during']):>18} {sum(r['same'])}/{len(r['same']):<11} "
                 f"{r['peak_server_mib']:>9.0f}/{r['peak_total_mib']:<12.0f}"

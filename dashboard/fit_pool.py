@@ -11,6 +11,11 @@ Every fit of a dashboard server runs here, never in a session's script thread:
   result does not depend on the pool size, the load or the other fits (processes share no
   torch random state; a fit is bit-for-bit reproducible at a fixed thread count, and
   ``make sample-models`` fits with one thread too).
+* **Behind the views**: each worker runs at a low CPU priority (niceness :data:`FIT_NICE`,
+  ``LEVY_DASHBOARD_FIT_NICE``; ``levy_core.priority``), set before torch starts any thread,
+  so every thread of a fit inherits it: when the cores are busy, a session's re-render (the
+  server process) runs before a fit's next step. A fit's result does not depend on it (it
+  only decides who runs first); on an idle machine the fits use the cores as before.
 * **Deduplicated**: a job is keyed by the fit key (data hash + settings); a session asking
   for a fit already queued or running joins it.
 * **Progress and previews**: a worker reports each epoch and, as the early-stopping loss
@@ -35,12 +40,15 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from levy_core.priority import MAX_NICE, lower_priority
 from levy_core.threads import available_cores, prefer_passive_wait
 
-__all__ = ["ENV_WORKERS", "FIT_THREADS", "PREVIEW_EVERY_S", "FitPool", "Job", "JobView", "cores", "default_workers",
-           "pool", "workers"]
+__all__ = ["ENV_NICE", "ENV_WORKERS", "FIT_NICE", "FIT_THREADS", "PREVIEW_EVERY_S", "FitPool", "Job", "JobView",
+           "cores", "default_workers", "fit_niceness", "pool", "workers"]
 
 ENV_WORKERS = "LEVY_DASHBOARD_FIT_WORKERS"
+ENV_NICE = "LEVY_DASHBOARD_FIT_NICE"
+FIT_NICE = MAX_NICE  # the fit workers' niceness, the lowest priority: the views' script runs first
 FIT_THREADS = 1  # torch intra-op threads per fit (fixed: a fit is reproducible at a fixed thread count)
 PREVIEW_EVERY_S = 5.0  # a worker sends a preview at most this often (the first one after epoch 1): each one redraws its session
 
@@ -71,14 +79,32 @@ def workers() -> int:
     return n
 
 
+def fit_niceness() -> int:
+    """The fit workers' niceness: ``LEVY_DASHBOARD_FIT_NICE`` (0 … 19; 0 leaves them at the
+    server's priority) or :data:`FIT_NICE`. ValueError naming the variable for anything else."""
+    raw = os.environ.get(ENV_NICE, "").strip()
+    if not raw:
+        return FIT_NICE
+    try:
+        n = int(raw)
+    except ValueError:
+        n = -1
+    if not 0 <= n <= MAX_NICE:
+        raise ValueError(f"{ENV_NICE}={raw!r}: give the fit workers' niceness, a whole number from 0 (the server's "
+                         f"priority) to {MAX_NICE} (the lowest); unset, it is {FIT_NICE}")
+    return n
+
+
 # ----------------------------------------------------------------------------- in the worker process
 
 _events: Any = None  # the worker's end of the event queue (set by _init)
 
 
-def _init(events: Any, threads: int) -> None:
-    """Worker start: one torch thread count for every fit it runs, and the event queue."""
+def _init(events: Any, threads: int, nice: int = 0) -> None:
+    """Worker start: a low priority (``nice``, before any other thread starts), one torch
+    thread count for every fit it runs, and the event queue."""
     global _events
+    lower_priority(nice)
     prefer_passive_wait()  # waiting OpenMP threads sleep (before torch loads its runtime)
     os.environ["OMP_NUM_THREADS"] = str(threads)
     import torch
@@ -193,17 +219,19 @@ class Job:
 
 
 class FitPool:
-    """``size`` worker processes (spawned; :data:`FIT_THREADS` torch threads each) and a
-    FIFO queue of jobs keyed by fit key. Thread-safe."""
+    """``size`` worker processes (spawned; :data:`FIT_THREADS` torch threads each, at
+    niceness ``nice``: default :func:`fit_niceness`) and a FIFO queue of jobs keyed by fit
+    key. Thread-safe."""
 
-    def __init__(self, size: int, *, threads: int = FIT_THREADS, keep: int = 64) -> None:
+    def __init__(self, size: int, *, threads: int = FIT_THREADS, nice: int | None = None, keep: int = 64) -> None:
         if size < 1:
             raise ValueError(f"a fit pool needs at least one worker, got {size}")
         ctx = mp.get_context("spawn")
         self.size, self.threads, self._keep = size, threads, keep
+        self.nice = fit_niceness() if nice is None else nice
         self._events = ctx.Queue()
         self._executor = ProcessPoolExecutor(size, mp_context=ctx, initializer=_init,
-                                             initargs=(self._events, threads))
+                                             initargs=(self._events, threads, self.nice))
         self._lock = threading.Lock()
         self._jobs: dict[str, Job] = {}  # key -> job (finished ones kept, newest last, up to ``keep``)
         self._by_id: dict[int, Job] = {}

@@ -20,12 +20,13 @@ import sys
 
 
 def main() -> None:
-    from dashboard.fit_pool import FIT_THREADS, workers
+    from dashboard.fit_pool import FIT_THREADS, fit_niceness, workers
     from levy_core.threads import available_cores, prefer_passive_wait
 
     try:
         n = workers()
-    except ValueError as exc:  # a bad LEVY_DASHBOARD_FIT_WORKERS: said before anything loads
+        fit_niceness()
+    except ValueError as exc:  # a bad LEVY_DASHBOARD_FIT_WORKERS or _FIT_NICE: said before anything loads
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     prefer_passive_wait()  # before torch loads its OpenMP runtime

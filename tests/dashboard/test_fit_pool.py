@@ -15,6 +15,7 @@ from dashboard.views.fit import status_text
 from levy_core import pipeline
 from levy_core.data import read_csv
 from levy_core.modelzip import load_model_zip
+from levy_core.priority import thread_niceness
 from levy_core.threads import using_threads
 
 TASK = {"kind": "interpolate", "cutoff": None, "horizon": None, "holdout_fraction": 0.2}
@@ -38,6 +39,7 @@ def _predictions(zip_bytes: bytes, obs) -> np.ndarray:
     return grid[["mean", "sigma", "log_evidence", "disagreement"]].to_numpy()
 
 
+@pytest.mark.slow  # three fits one after the other
 def test_one_worker_runs_one_fit_at_a_time_first_in_first_out(obs) -> None:
     p = FitPool(1)
     try:
@@ -64,9 +66,15 @@ def pool2():
     p.shutdown()
 
 
+@pytest.mark.slow  # four fits, two beside CPU hogs
 def test_the_same_fit_alone_and_beside_other_fits_under_load_is_bit_identical(obs, pool2) -> None:
     job = _submit(pool2, obs, 7, epochs=4, previews=True)
+    # a second job at once, so that the pool starts its second process now: a process is
+    # spawned only when a job finds no idle one, and one started below, beside the fits,
+    # can take longer to import torch than the other fit takes to run (a busy machine)
+    warm = _submit(pool2, obs, 9, epochs=1)
     assert pool2.wait(job.key, timeout=300).state == "done"
+    assert pool2.wait(warm.key, timeout=300).state == "done"
     stop = threading.Event()
 
     def burn() -> None:  # CPU hogs beside the fits: their clock runs slower
@@ -131,6 +139,7 @@ def test_a_queued_session_reads_its_place_and_a_training_one_its_epoch() -> None
     assert "11th" in status_text(JobView("k", "queued", 11, 1, None, [], 0, False, None, 0.0), "x")[1]
 
 
+@pytest.mark.slow  # fits in the pool
 def test_a_failed_fit_says_why_and_can_be_retried(obs, pool2) -> None:
     bad = pool2.submit_fit("bad", obs, task={**TASK, "holdout_fraction": 2.0}, train={"epochs": 1}, size="small",
                            train_twin=False, mc_passes=5)
@@ -140,6 +149,7 @@ def test_a_failed_fit_says_why_and_can_be_retried(obs, pool2) -> None:
     assert again is not bad and pool2.wait("bad", timeout=300).state == "done"
 
 
+@pytest.mark.slow  # a fit with previews
 def test_previews_arrive_while_the_levy_model_trains_and_draw_a_band(obs, pool2) -> None:
     settings = fits.FitSettings(epochs=15, train_twin=False, mc_passes=5)
     task, train = fits.fit_configs(settings)
@@ -173,3 +183,32 @@ def test_a_bad_pool_size_stops_the_server_with_a_message() -> None:
                           "true"], cwd=fits.__file__.rsplit("/dashboard/", 1)[0], env=env, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 2 and out.stderr.startswith("error: LEVY_DASHBOARD_FIT_WORKERS='lots'"), out.stderr
+
+
+def _worker_threads() -> dict[int, int]:
+    """In a worker: a parallel torch operator (its OpenMP team started), then the niceness
+    of every thread of the worker."""
+    import torch
+
+    x = torch.rand(512, 512)
+    for _ in range(3):
+        x = torch.tanh(x @ x) + x.sum(0)
+    return thread_niceness()
+
+
+def test_fit_workers_run_every_thread_at_low_priority_and_fit_alike(obs, monkeypatch) -> None:
+    monkeypatch.setenv(fit_pool.ENV_NICE, "12")
+    p = FitPool(1, threads=2)  # two intra-op threads: the worker starts an OpenMP team
+    try:
+        assert p.nice == 12
+        tasks = p._executor.submit(_worker_threads).result(timeout=300)
+        assert len(tasks) >= 2, f"the team's threads: {tasks}"
+        assert set(tasks.values()) == {max(12, thread_niceness()[threading.get_native_id()])}, tasks
+    finally:
+        p.shutdown()
+    for bad in ("-5", "20", "low"):
+        monkeypatch.setenv(fit_pool.ENV_NICE, bad)
+        with pytest.raises(ValueError, match="LEVY_DASHBOARD_FIT_NICE"):
+            fit_pool.fit_niceness()
+    monkeypatch.delenv(fit_pool.ENV_NICE)
+    assert fit_pool.fit_niceness() == fit_pool.FIT_NICE == 19
