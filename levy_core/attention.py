@@ -48,6 +48,7 @@ from levy_core.flash_inputs import (
 )
 from levy_core.operator_checks import (
     as_kappa,
+    broadcast_shapes,
     check_inputs,
     check_options,
     nonfinite_queries,
@@ -392,10 +393,10 @@ def _nearest_key_distance(decay: TimeDecay, key_weight: Tensor | None) -> Tensor
     tq, tk = decay.query_time, decay.key_time
     if key_weight is not None:
         real = key_weight > 0
-        batch = torch.broadcast_shapes(tk.shape[:-1], real.shape[:-1])
+        batch = broadcast_shapes(tk.shape[:-1], real.shape[:-1])
         tk = torch.where(real.expand(*batch, tk.shape[-1]), tk.expand(*batch, tk.shape[-1]),
                          torch.full((), math.inf, dtype=tk.dtype, device=tk.device))
-    batch = torch.broadcast_shapes(tq.shape[:-1], tk.shape[:-1])
+    batch = broadcast_shapes(tq.shape[:-1], tk.shape[:-1])
     tk_sorted = torch.sort(tk.expand(*batch, tk.shape[-1]).contiguous(), dim=-1).values
     tq_b = tq.expand(*batch, tq.shape[-1]).contiguous()
     pos = torch.searchsorted(tk_sorted, tq_b)
@@ -419,10 +420,10 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, kappa: Tensor, key_weight: Tensor | 
     dtype = q.dtype if q.dtype in (torch.float32, torch.float64) else torch.float32
     q, k, v, kappa = q.to(dtype), k.to(dtype), v.to(dtype), kappa.to(dtype)
     terms = decay_terms(decay, key_weight, q) if decay is not None else None
-    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], kappa.shape[:-2],
-                                   key_weight.shape[:-1] if key_weight is not None else (),
-                                   terms.q_col.shape[:-1] if terms is not None else (),
-                                   terms.k_col.shape[:-1] if terms is not None else ())
+    batch = broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2], kappa.shape[:-2],
+                             key_weight.shape[:-1] if key_weight is not None else (),
+                             terms.q_col.shape[:-1] if terms is not None else (),
+                             terms.k_col.shape[:-1] if terms is not None else ())
     n_q, n_k = q.shape[-2], k.shape[-2]
     S = D * (D + 1) // 2 if full else 1
     if n_q == 0:  # nothing to attend from: empty outputs of the right shapes, in the graph

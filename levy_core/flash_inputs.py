@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import torch
 from torch import Tensor
 
-from levy_core.operator_checks import check_value_range
+from levy_core.operator_checks import broadcast_shapes, check_value_range
 
 if TYPE_CHECKING:  # annotations only: attention imports this module
     from levy_core.attention import TimeDecay
@@ -56,7 +56,7 @@ def decay_terms(decay: TimeDecay, key_weight: Tensor | None, like: Tensor) -> De
     inv = torch.as_tensor(decay.length_scale, dtype=like.dtype, device=like.device).pow(-2)
     inv = inv.squeeze(-1) if inv.dim() >= 2 else inv  # (..., 1)
     tq_c, tk_c = tq - ref, tk - ref
-    return DecayTerms(tq_c * inv, tk_c.expand(torch.broadcast_shapes(tk_c.shape, inv.shape[:-1] + (1,))),
+    return DecayTerms(tq_c * inv, tk_c.expand(broadcast_shapes(tk_c.shape, inv.shape[:-1] + (1,))),
                       -0.5 * tk_c.pow(2) * inv, 0.5 * tq_c.pow(2) * inv)
 
 

@@ -131,27 +131,42 @@ def _leaves(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str,
         yield path, value
 
 
-def _bound_of(path: tuple[str, ...]) -> tuple[float, float, str] | None:
+_Patterns = dict[tuple[int, str], list[tuple[tuple[str, ...], tuple[float, float, str]]]]
+
+
+def _patterns() -> _Patterns:
+    """:data:`NUMBER_BOUNDS` as step tuples, by (number of steps, first step): a saved model
+    holds tens of thousands of numbers (conformal scores), each one looked up."""
+    out: _Patterns = {}
     for pattern, bound in NUMBER_BOUNDS.items():
-        steps = pattern.split(".")
-        if len(steps) == len(path) and all(s in (_ANY, p) for s, p in zip(steps, path, strict=True)):
-            return bound
+        steps = tuple(pattern.split("."))
+        out.setdefault((len(steps), steps[0]), []).append((steps, bound))
+    return out
+
+
+def _bound_of(path: tuple[str, ...], patterns: _Patterns) -> tuple[float, float, str] | None:
+    if not path:
+        return None
+    for key in ((len(path), path[0]), (len(path), _ANY)):
+        for steps, bound in patterns.get(key, ()):
+            if all(s in (_ANY, p) for s, p in zip(steps, path, strict=True)):
+                return bound
     return None
 
 
 def check_numbers(meta: Mapping[str, Any]) -> None:
     """:class:`LimitError` naming the first number of ``model.json`` outside its bounds:
     :data:`NUMBER_BOUNDS` where it has one, ``±``:data:`MAX_ABS_NUMBER` everywhere."""
+    patterns = _patterns()
     for path, value in _leaves(meta):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             continue
-        name = ".".join(path)
         if not math.isfinite(value):
-            raise LimitError(f"model.json: {name} is {value}, not a finite number; re-run `levy fit`")
-        bound = _bound_of(path)
+            raise LimitError(f"model.json: {'.'.join(path)} is {value}, not a finite number; re-run `levy fit`")
+        bound = _bound_of(path, patterns)
         lo, hi, what = bound if bound is not None else (-MAX_ABS_NUMBER, MAX_ABS_NUMBER, "")
         if not lo <= value <= hi:
-            raise LimitError(f"model.json: {name} is {value:g}, outside [{lo:g}, {hi:g}]"
+            raise LimitError(f"model.json: {'.'.join(path)} is {value:g}, outside [{lo:g}, {hi:g}]"
                              + (f" ({what})" if what else "") + "; a model fitted by `levy fit` stays within it: "
                              "re-run `levy fit`")
 

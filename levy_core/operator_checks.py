@@ -14,7 +14,8 @@ from torch import Tensor
 if TYPE_CHECKING:  # annotations only: attention imports this module
     from levy_core.attention import LevyOutput, LevyPrior, TimeDecay
 
-__all__ = ["as_kappa", "check_inputs", "check_options", "check_value_range", "nonfinite_queries", "poison"]
+__all__ = ["as_kappa", "broadcast_shapes", "check_inputs", "check_options", "check_value_range", "nonfinite_queries",
+           "poison"]
 
 
 def check_inputs(q: Tensor, k: Tensor, v: Tensor, key_weight: Tensor | None, phi: str) -> None:
@@ -63,6 +64,38 @@ def check_options(q: Tensor, k: Tensor, v: Tensor, decay: TimeDecay | None, read
                              f"variance (..., Q); got {tuple(prior.log_mass.shape)}, {tuple(prior.mean.shape)}")
 
 
+def broadcast_shapes(*shapes: tuple[int, ...] | torch.Size) -> torch.Size:
+    """The shape ``shapes`` broadcast to, as :func:`torch.broadcast_shapes` gives it for
+    concrete shapes (``RuntimeError`` if they do not broadcast).
+
+    The passes call this for every batch; ``torch.broadcast_shapes`` imports PyTorch's
+    symbolic-shape machinery and SymPy on its first call (0.6 s of CPU, more on a busy
+    machine, in every command's first pass), for shapes that are plain integers here.
+
+    Parameters
+    ----------
+    *shapes : tuple of int
+        Each a tensor's shape (or part of one), any lengths.
+
+    Returns
+    -------
+    torch.Size
+        Length the longest of ``shapes``; each dim the one size, other than 1, of that dim
+        among them (1 if all are 1).
+    """
+    out = [1] * max((len(shape) for shape in shapes), default=0)
+    for shape in shapes:
+        for i, size in enumerate(shape, start=len(out) - len(shape)):
+            if size < 0:
+                raise RuntimeError(f"broadcast_shapes: a negative size {size} in {tuple(shape)}")
+            if out[i] == 1:
+                out[i] = int(size)
+            elif size not in (1, out[i]):
+                raise RuntimeError(f"broadcast_shapes: shapes {[tuple(s) for s in shapes]} do not broadcast "
+                                   f"(dim {i - len(out)}: {out[i]} against {size})")
+    return torch.Size(out)
+
+
 def as_kappa(kappa: float | Tensor, ref: Tensor, *others: Tensor) -> Tensor:
     """``κ`` as a tensor broadcastable to (..., 1, 1); ``ValueError`` unless finite and > 0
     and, for a tensor, of shape (..., 1, 1) broadcastable to the batch shape of ``ref`` and
@@ -72,11 +105,11 @@ def as_kappa(kappa: float | Tensor, ref: Tensor, *others: Tensor) -> Tensor:
         raise ValueError("kappa must be finite and > 0")
     if kappa_t.dim() < 2 and kappa_t.numel() == 1:
         return kappa_t.reshape(1, 1)  # broadcastable to (..., 1, 1)
-    batch = torch.broadcast_shapes(*(t.shape[:-2] for t in (ref, *others)))
+    batch = broadcast_shapes(*(t.shape[:-2] for t in (ref, *others)))
     try:
         if kappa_t.dim() < 2 or kappa_t.shape[-2:] != (1, 1):
             raise RuntimeError("not (..., 1, 1)")
-        torch.broadcast_shapes(kappa_t.shape[:-2], batch)
+        broadcast_shapes(kappa_t.shape[:-2], batch)
     except RuntimeError:
         example = (1,) * max(0, len(batch) - 1) + tuple(batch[-1:]) + (1, 1)
         raise ValueError(

@@ -11,7 +11,13 @@ import torch
 from torch import Tensor
 
 from levy_core.attention import LevyPrior, Phi, TimeDecay, log_intensity
-from levy_core.operator_checks import as_kappa, check_inputs, check_options, nonfinite_queries
+from levy_core.operator_checks import (
+    as_kappa,
+    broadcast_shapes,
+    check_inputs,
+    check_options,
+    nonfinite_queries,
+)
 
 __all__ = ["sample_levy_attention"]
 
@@ -106,7 +112,7 @@ def sample_levy_attention(
         values = v.unsqueeze(-3) if readout is None else torch.einsum("...qpd,...kd->...qkp", readout, v)
         if prior is not None:
             log_prior, prior_values = prior.atoms()
-            batch = torch.broadcast_shapes(log_lam.shape[:-1], log_prior.shape[:-1])
+            batch = broadcast_shapes(log_lam.shape[:-1], log_prior.shape[:-1])
             log_lam = torch.cat([log_lam.expand(*batch, log_lam.shape[-1]), log_prior.expand(*batch, 2)], -1)
             values = torch.cat([values.expand(*batch, *values.shape[-2:]),
                                 prior_values.expand(*batch, *prior_values.shape[-2:])], -2)

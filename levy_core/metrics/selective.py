@@ -10,7 +10,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
 
 from levy_core.checks import FloatArray, check_gaussian
 
@@ -40,6 +39,8 @@ def spearman_sigma_abs_error(y_true: ArrayLike, mean: ArrayLike, sigma: ArrayLik
     abs_err = np.abs(y - mu)
     if s.size < 2 or np.ptp(s) == 0.0 or np.ptp(abs_err) == 0.0:
         return 0.0
+    from scipy import stats  # here: importing scipy.stats takes half a second, only this needs it
+
     rho = float(stats.spearmanr(s, abs_err).statistic)
     return 0.0 if not np.isfinite(rho) else rho
 
