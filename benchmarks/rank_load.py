@@ -18,10 +18,14 @@ beside one fit on 2 cores). This measures the scoring time (``levy rank``'s last
 Variants (each a setting of the rank and of the fit it runs beside; ``--variants``):
 
 - ``before``: ``LEVY_THREADS=torch``: PyTorch's defaults as before the thread policy (an
-  OpenMP team over all cores per operator, OpenMP's default spinning wait) for both;
+  OpenMP team over all cores per operator, OpenMP's default spinning wait) for both, and
+  the fit at the rank's priority (``--nice 0``);
 - ``passive``: as ``before`` with ``OMP_WAIT_POLICY=PASSIVE`` (waiting threads sleep);
 - ``after``: the ``levy`` defaults now (``levy_core.threads``: waiting threads sleep; the
-  rank scores one batch per core, each on one thread; the fit one team over the cores);
+  rank scores one batch per core, each on one thread; the fit one team over the cores, at
+  niceness 10: ``levy_core.priority``);
+- ``fit-nice-0``: as ``after``, the fit with ``--nice 0`` (at the rank's priority: the
+  defaults before ``levy fit`` lowered its own);
 - ``after-1``: as ``after``, the rank with ``--threads 1``;
 - ``split``: as ``after``, the rank and the fit with ``--threads 1`` each.
 
@@ -31,7 +35,7 @@ the machine may be shared, so compare the variants with one another (they are in
 Usage::
 
     python benchmarks/rank_load.py --data-dir PATH/TO/physionet2012 [--model DIR] [--reps 3]
-        [--variants before,passive,after,after-1]
+        [--variants before,passive,after,fit-nice-0,after-1]
 """
 
 from __future__ import annotations
@@ -72,9 +76,10 @@ class Variant:
 
 
 VARIANTS = {
-    "before": Variant("before", {"LEVY_THREADS": "torch"}),
-    "passive": Variant("passive", {"LEVY_THREADS": "torch", "OMP_WAIT_POLICY": "PASSIVE"}),
+    "before": Variant("before", {"LEVY_THREADS": "torch"}, fit_args=("--nice", "0")),
+    "passive": Variant("passive", {"LEVY_THREADS": "torch", "OMP_WAIT_POLICY": "PASSIVE"}, fit_args=("--nice", "0")),
     "after": Variant("after", {}),
+    "fit-nice-0": Variant("fit-nice-0", {}, fit_args=("--nice", "0")),
     "after-1": Variant("after-1", {}, ("--threads", "1")),
     "split": Variant("split", {}, ("--threads", "1"), ("--threads", "1")),
 }
@@ -175,7 +180,8 @@ def main() -> None:
     args = parser.parse_args()
     variants = [VARIANTS[v] for v in args.variants.split(",")]
     print(f"python benchmarks/rank_load.py --reps {args.reps} --variants {args.variants}; "
-          f"{os.cpu_count()} CPUs, load average {load()} at the start", flush=True)
+          f"{os.cpu_count()} CPUs, load average {load()} at the start, this process's niceness {os.nice(0)}",
+          flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         model = model_on_the_sample(args.model, tmp)
