@@ -18,12 +18,18 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 ## make test: lint, then the whole suite (unit, statistical, dashboard AppTest, browser e2e when Chromium is there)
+## on TEST_WORKERS pytest-xdist workers (one intra-op thread each; tests/conftest.py keeps each test file,
+## and the browser tests together, on one worker); TEST_WORKERS=0 runs it in this one process
+TEST_WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q
+	$(PYTEST)
 
+## make test-fast: the same without the slow (training, statistical) and browser tests
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow and not e2e"
+	$(PYTEST) -m "not slow and not e2e"
 
 ## make dashboard: start the app on the bundled sample data (http://localhost:$(PORT)); it listens on
 ## localhost only unless HOST=0.0.0.0 (then anyone who can reach the port can upload data and start fits)

@@ -37,6 +37,7 @@ import queue
 import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -347,15 +348,18 @@ class FitPool:
     def wait(self, key: str, timeout: float | None = None) -> JobView | None:
         """Block until the job of ``key`` is done or failed (or ``timeout`` s); its view."""
         job = self.job(key)
+        resolved = True
         if job is not None and job.future is not None:
             try:
                 job.future.exception(timeout=timeout)
-            except TimeoutError:
-                pass
-        deadline = time.time() + 2.0  # the done callback runs just after the future resolves
+            except FutureTimeout:  # (on Python 3.10 not the builtin TimeoutError)
+                resolved = False
+        # the done callback records the state just after the future resolves (another thread):
+        # wait for it, unless the timeout ran out first
+        deadline = time.time() + 2.0
         while time.time() < deadline:
             view = self.view(key)
-            if view is None or view.state in ("done", "failed") or timeout is not None:
+            if view is None or view.state in ("done", "failed") or not resolved:
                 return view
             time.sleep(0.01)
         return self.view(key)

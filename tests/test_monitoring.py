@@ -93,6 +93,7 @@ def test_on_the_fitted_data_it_checks_the_test_split(fitted, fit_obs) -> None:
     assert "test split" in own.note
 
 
+@pytest.mark.slow  # a fit on rolling origins
 def test_a_model_on_rolling_origins_counts_forecast_origins() -> None:
     from levy_core.data import load_sample
     from levy_core.train import TrainConfig

@@ -193,7 +193,7 @@ def test_scoring_new_data_never_hashes_it(many, monkeypatch) -> None:
 # ----------------------------------------------------------------------------- points
 
 
-@pytest.mark.parametrize("which", ["many", "origin"])
+@pytest.mark.parametrize("which", ["many", pytest.param("origin", marks=pytest.mark.slow)])  # origin: a fit on rolling origins
 def test_points_columns_roles_and_held_out_rows_are_the_episode_queries(which, request) -> None:
     obs, fitted = request.getfixturevalue(which)
     data = prepare(fitted, obs)
@@ -230,7 +230,7 @@ def test_points_with_a_horizon_leave_later_rows_unused(many) -> None:
 # ----------------------------------------------------------------------------- series_choices
 
 
-@pytest.mark.parametrize("which", ["many", "origin"])
+@pytest.mark.parametrize("which", ["many", pytest.param("origin", marks=pytest.mark.slow)])  # origin: a fit on rolling origins
 def test_series_choices_test_then_calibration_then_train_naturally_sorted(which, request) -> None:
     obs, fitted = request.getfixturevalue(which)
     data = prepare(fitted, obs)

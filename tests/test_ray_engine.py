@@ -46,6 +46,7 @@ def series_parquet(synthetic_obs: Observations, tmp_path_factory: pytest.TempPat
     return path
 
 
+@pytest.mark.slow  # a local Ray cluster
 def test_ray_scores_equal_in_process_scores(local_ray, fitted, fitted_dir: Path, series_parquet: Path,
                                             tmp_path: Path) -> None:
     # in this process the rows must come grouped by series: the same rows, sorted
@@ -64,6 +65,7 @@ def test_ray_scores_equal_in_process_scores(local_ray, fitted, fitted_dir: Path,
     assert (on_ray["n_queries"].to_numpy() == local["n_queries"].to_numpy()).all()
 
 
+@pytest.mark.slow  # a local Ray cluster
 def test_levy_rank_engine_ray_on_the_command_line(local_ray, fitted_dir: Path, series_parquet: Path,
                                                   tmp_path: Path, capsys) -> None:
     out = tmp_path / "rank.csv"
@@ -73,6 +75,7 @@ def test_levy_rank_engine_ray_on_the_command_line(local_ray, fitted_dir: Path, s
     assert pd.read_csv(out)["rank"].tolist() == list(range(1, 41))
 
 
+@pytest.mark.slow  # a local Ray cluster
 def test_a_bad_bucket_is_refused_with_the_data_message(local_ray, fitted_dir: Path, series_parquet: Path,
                                                        tmp_path: Path) -> None:
     bad = pd.read_parquet(series_parquet)
@@ -104,6 +107,7 @@ def test_without_ray_the_message_says_how_to_install_it(monkeypatch, fitted_dir:
     assert "pip install 'levy-core[ray]'" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # a local Ray cluster
 def test_ray_reads_parquet_only(local_ray, fitted_dir: Path, tmp_path: Path) -> None:
     csv = tmp_path / "d.csv"
     csv.write_text("series_id,time,value\na,0,1\na,1,2\n")
@@ -175,6 +179,7 @@ def _sockets_of(pids: set[int]) -> set[int]:
     return inodes
 
 
+@pytest.mark.slow  # starts `levy rank --engine ray`: a Ray cluster
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux's /proc/net/tcp")
 def test_a_local_ray_listens_on_loopback_only_and_leaves_no_folder(fitted_dir: Path, series_parquet: Path,
                                                                     tmp_path: Path) -> None:

@@ -148,7 +148,8 @@ def assert_same_weights(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) 
     assert unequal == []
 
 
-@pytest.fixture(scope="module", params=["series", "window", "origin"])
+# the rolling-origin fits are the slow ones (the offsets refitted at each origin)
+@pytest.fixture(scope="module", params=["series", "window", pytest.param("origin", marks=pytest.mark.slow)])
 def both_ways(request, obs: Observations, few: Observations):
     """(data, fit with the twin, fit without it, that one + add_twin, its Lévy weights before);
     few series are cut into windows to interpolate, into rolling origins to forecast."""

@@ -152,6 +152,7 @@ def test_early_stopping_keeps_the_best_epoch(problem, monkeypatch) -> None:
     assert final != pytest.approx(vals[-1], rel=1e-3)
 
 
+@pytest.mark.slow  # trains until early stopping
 def test_patience_waits_a_minimum_number_of_steps_on_small_data(problem) -> None:
     """With few batches per epoch, 2 epochs of patience would be a handful of steps."""
     builder, train_ids, val_ids = problem

@@ -112,6 +112,7 @@ def test_first_load_opens_the_shipped_model_and_shows_the_band_with_no_fit():
     assert not at.error
 
 
+@pytest.mark.slow  # AppTest runs with fits
 def test_band_controls_rerender_from_cache():
     at = start()
     before = figure(at, "band_chart")
@@ -266,6 +267,7 @@ def test_selecting_a_query_shows_what_it_drew_on():
 # ----------------------------------------------------------------------------- uploads
 
 
+@pytest.mark.slow  # a fit of each upload, every panel (the wide one: rolling origins)
 @pytest.mark.parametrize(
     "name,data,n_series",
     [("long.csv", long_csv(12), 12), ("wide.csv", wide_csv(), 1)],

@@ -85,6 +85,7 @@ def assert_no_pseudo_ids(at: AppTest, where: str) -> None:
 # ----------------------------------------------------------------------------- no pseudo ids
 
 
+@pytest.mark.slow  # a forecast fit on rolling origins
 def test_forecast_on_one_series_shows_only_the_users_ids_and_clock():
     at = start_single()
     res = services.cached_fit(at.session_state["_fit_key"])
@@ -121,6 +122,7 @@ def test_forecast_on_one_series_shows_only_the_users_ids_and_clock():
     assert set(services.ranking(res.key, res)[0]["series_id"]) == {"series_0"}
 
 
+@pytest.mark.slow  # fits in the app
 def test_interpolation_on_one_series_shows_only_the_users_ids_and_clock():
     at = start_single()
     at.radio(key="fit_task_few").set_value("interpolate")
@@ -160,6 +162,7 @@ def test_future_band_extends_past_the_last_observation_and_widens():
     assert pipeline.GUARANTEE in " ".join(c.value for c in at.caption)
 
 
+@pytest.mark.slow  # a forecast fit in the app
 def test_future_band_follows_the_horizon_and_keeps_the_chart_on_bad_input():
     at = start_single()
     key = f"future_horizon_{at.session_state['_fit_key']}"
@@ -182,6 +185,7 @@ def test_future_band_follows_the_horizon_and_keeps_the_chart_on_bad_input():
 # ----------------------------------------------------------------------------- the backtest
 
 
+@pytest.mark.slow  # a forecast fit and its backtest
 def test_backtest_panel_shows_both_methods_over_time_and_the_guarantee():
     at = show(start_single(), "Backtest")
     rolling = figure(at, "rolling_coverage_chart")

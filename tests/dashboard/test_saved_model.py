@@ -103,6 +103,7 @@ def test_a_saved_model_opens_in_a_fresh_session_and_scores_new_data_without_refi
     assert trained == []
 
 
+@pytest.mark.slow  # a forecast fit in the app
 def test_data_with_no_observed_future_is_said_plainly(monkeypatch) -> None:
     at = upload(start(), "train.csv", series_csv(0, 16))
     at.radio(key="fit_task").set_value("forecast")

@@ -71,6 +71,7 @@ def test_future_cache_hit_runs_no_model(ores: FitResult, monkeypatch: pytest.Mon
     assert calls == [1]
 
 
+@pytest.mark.slow  # a backtest refits on rolling origins
 def test_backtest_is_evaluate_and_rolling_coverage_in_the_users_clock(ores: FitResult):
     result, pred = pipeline.evaluate(ores.fitted, ores.data, mc_passes=MC)
     user = origin_services.backtest_predictions(ores.key, ores, MC)
