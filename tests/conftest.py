@@ -47,8 +47,9 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Each test file is one ``xdist_group`` (its module-scoped fits are made once, on one
-    worker, as in a serial run; a local Ray is started by one worker at a time); the
-    browser tests, in three files, are one group; in a worker, the longest groups first."""
+    worker, as in a serial run; a local Ray is started by one worker at a time), unless a
+    test names its own; the browser tests, in three files, are one group; in a worker, the
+    longest groups first."""
     tests = Path(__file__).resolve().parent
 
     def where(item: pytest.Item) -> str:
@@ -59,7 +60,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     for item in items:
         path = where(item)
-        if not path:
+        if not path or item.get_closest_marker("xdist_group") is not None:  # its own group
             continue
         group = next((g for prefix, g in _SHARED_GROUPS.items() if path.startswith(prefix)), path)
         if path in _EACH_ITS_OWN:
