@@ -86,7 +86,7 @@ def scores(df: pd.DataFrame, sd: pd.Series, name: str) -> dict:
     per = part.groupby("c").apply(lambda g: pd.Series({
         "mse": np.mean((g.y - g.m) ** 2), "mae": np.mean(np.abs(g.y - g.m)),
         "crps": metrics.crps_gaussian(g.y.to_numpy(), g.m.to_numpy(), g.s.to_numpy())}))
-    row = {"method": name, "n": len(df), "mse_channels": per["mse"].mean(), "mae_channels": per["mae"].mean(),
+    row = {"method": name, "n": len(df), "per_channel": per, "mse_channels": per["mse"].mean(), "mae_channels": per["mae"].mean(),
            "crps_channels": per["crps"].mean(), "mse_queries": float(np.mean((y - mean) ** 2)),
            "crps_queries": metrics.crps_gaussian(y, mean, std)}
     if "lower" in df:
@@ -108,11 +108,16 @@ def main() -> None:
                         help="levy fit --size (auto, the default a user gets: small on the sample, medium on "
                         "the protocol's training split)")
     parser.add_argument("--model", type=Path, default=None, help="reuse a model directory fitted on the same file")
+    parser.add_argument("--workdir", type=Path, default=None,
+                        help="keep the files (training file, context, queries, model, predictions) here")
+    parser.add_argument("--per-channel", type=int, default=0, metavar="K",
+                        help="also print the K channels that add most to Lévy's MSE over the last value's")
     args = parser.parse_args()
 
     full = load_protocol_frame(args.data_dir)
     full = full[~full["channel"].isin(["Age", "Gender", "Height", "ICUType"])]  # as the sample: time series only
-    tmp = Path(tempfile.mkdtemp(prefix="levy-unseen-"))
+    tmp = args.workdir or Path(tempfile.mkdtemp(prefix="levy-unseen-"))
+    tmp.mkdir(parents=True, exist_ok=True)
     if args.train == "sample":
         train_file = REPO / "sample_data" / "physionet2012_sample.csv.gz"
         train = pd.read_csv(train_file).rename(columns={"patient_id": "series_id", "time_hours": "time",
@@ -182,6 +187,12 @@ def main() -> None:
     print(f"Lévy vs last value: MSE {100 * (a['mse_channels'] / b['mse_channels'] - 1):+.1f} %, "
           f"CRPS {100 * (a['crps_channels'] / b['crps_channels'] - 1):+.1f} % (per channel, averaged); "
           f"vs MC-Dropout: CRPS {100 * (a['crps_channels'] / m['crps_channels'] - 1):+.1f} %")
+    if args.per_channel:  # where the average over channels is won or lost
+        both = a["per_channel"].add_suffix("_levy").join(b["per_channel"].add_suffix("_last"))
+        both["n"] = pred["channel"].value_counts()
+        both["mse_gap"] = (both["mse_levy"] - both["mse_last"]) / len(both)  # each channel's share of the mean's gap
+        print(f"channels adding most to the MSE gap (of {len(both)}; gap in channel sd², share of the mean):")
+        print(both.sort_values("mse_gap", ascending=False).head(args.per_channel).round(4).to_string())
 
     # far from the data: the same stays, every observed channel, at 10× and 100× the history
     pairs = context.groupby(["series_id", "channel"]).size().reset_index()[["series_id", "channel"]]
