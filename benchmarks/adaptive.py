@@ -22,8 +22,12 @@ import math
 
 import numpy as np
 
-from levy_core.adaptive import AdaptiveConformal, RecencyWeightedConformal, normalised_scores
-from levy_core.calibrate import SplitConformal
+from levy_core.calibration.adaptive import (
+    AdaptiveConformal,
+    RecencyWeightedConformal,
+    normalised_scores,
+)
+from levy_core.calibration.calibrate import SplitConformal
 
 LEVELS = (0.8, 0.9, 0.95)
 

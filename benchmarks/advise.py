@@ -2,7 +2,7 @@
 
 For held-out series (never trained on), the first ``--history`` hours are the data; every
 channel actually measured in the next ``--window`` hours gives one candidate — its first
-real measurement, at its real time. ``levy_core.advise`` predicts, before the value is
+real measurement, at its real time. ``levy_core.decisions.advise`` predicts, before the value is
 known, how much that measurement would narrow the calibrated 90 % band of the targets
 (every channel the series has observed, over the next ``--horizon`` hours; the score is the
 mean narrowing over the targets); then the real value is put in (``values=``, which the
@@ -21,7 +21,7 @@ Reported, per data set:
 
 Data sets: PhysioNet 2012 set A (seeded draws of ``--n-train`` training stays and
 ``--n-eval`` other stays; static descriptors are neither targets nor candidates), and a
-generated multichannel set (``levy_core.synthetic.make_synthetic``, series split the same
+generated multichannel set (``levy_core.data.synthetic.make_synthetic``, series split the same
 way).
 
 Usage::
@@ -43,11 +43,11 @@ from physionet import STATIC, load_protocol_frame
 from scipy.stats import spearmanr
 
 from levy_core import pipeline
-from levy_core.advise import advise
 from levy_core.data import Observations, from_frame
-from levy_core.synthetic import make_synthetic
-from levy_core.tasks import TaskConfig
-from levy_core.train import TrainConfig
+from levy_core.data.synthetic import make_synthetic
+from levy_core.decisions.advise import advise
+from levy_core.episodes.tasks import TaskConfig
+from levy_core.training.train import TrainConfig
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -35,9 +35,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 from dashboard.fits import FitSettings, fit_configs  # noqa: E402
 from levy_core import pipeline  # noqa: E402
 from levy_core.data import SAMPLES, read_csv  # noqa: E402
-from levy_core.tasks import MIN_SERIES_FOR_SERIES_SPLIT, TaskConfig  # noqa: E402
-from levy_core.threads import using_threads  # noqa: E402
-from levy_core.train import TrainConfig  # noqa: E402
+from levy_core.episodes.tasks import MIN_SERIES_FOR_SERIES_SPLIT, TaskConfig  # noqa: E402
+from levy_core.runtime.threads import using_threads  # noqa: E402
+from levy_core.training.train import TrainConfig  # noqa: E402
 
 
 def _score(obs, task: TaskConfig, train: TrainConfig, size: str) -> tuple[float, dict, float]:

@@ -1,4 +1,4 @@
-"""The drift rules (``levy_core.drift``) on the bundled many-series samples: how often they
+"""The drift rules (``levy_core.data.drift``) on the bundled many-series samples: how often they
 flag data that are like the training data, and whether they flag data that are not.
 
 For each sample, ``--splits`` random splits by series: the statistics of 60 % of the series
@@ -19,7 +19,7 @@ import argparse
 import numpy as np
 
 from levy_core.data import Observations, from_frame, load_sample
-from levy_core.drift import MIN_VALUES, check_drift, reference_from
+from levy_core.data.drift import MIN_VALUES, check_drift, reference_from
 
 SAMPLES = ("PhysioNet 2012 ICU (300 patients)", "Synthetic multichannel")
 

@@ -54,7 +54,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from levy_core.cli import streamlit_command  # noqa: E402
+from levy_core.cli.main import streamlit_command  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -195,7 +195,7 @@ def single_user_predictions(csv: Path, cache: dict) -> np.ndarray:
         from dashboard import fits
         from levy_core import pipeline
         from levy_core.data import read_csv
-        from levy_core.threads import using_threads
+        from levy_core.runtime.threads import using_threads
 
         obs = read_csv(csv)
         with using_threads(1):
@@ -206,7 +206,7 @@ def single_user_predictions(csv: Path, cache: dict) -> np.ndarray:
 
 def server_predictions(zip_bytes: bytes, obs) -> np.ndarray:
     from levy_core import pipeline
-    from levy_core.modelzip import load_model_zip
+    from levy_core.serving.modelzip import load_model_zip
 
     return pipeline.predict_grid(load_model_zip(zip_bytes), obs, n_points=20)[["mean", "sigma"]].to_numpy()
 

@@ -59,7 +59,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from levy_core.attention import levy_attention
+from levy_core.operator.attention import levy_attention
 
 KAPPA = 5.0
 # (B, H, Q, K, D); the first is the headline shape, the last the long one.

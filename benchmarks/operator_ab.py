@@ -1,7 +1,7 @@
 """`levy rank`'s scoring with the operator of another revision beside this one, in one process.
 
 Timings on this machine drift by 10–30 % from one minute to the next, so a change to the
-operator is measured as a ratio: ``levy_core/attention.py`` at ``--rev`` (read with ``git
+operator is measured as a ratio: ``levy_core/operator/attention.py`` at ``--rev`` (read with ``git
 show``, with that revision's ``flash_inputs.py``) is loaded as a second module, and the scoring of the same prepared stays
 (``ranking.score_series``, after a warm-up) alternates between the two ``--reps`` times.
 Both must give the same trust scores (to float rounding); the ratio of medians says how
@@ -27,10 +27,12 @@ import pandas as pd
 import torch
 from rank import model_on_the_sample, unseen_stays
 
-import levy_core.model as model_module
-from levy_core import attention, pipeline, ranking
+import levy_core.model.levy_model as model_module
+from levy_core import pipeline
 from levy_core.data import read_csv
-from levy_core.prepared import as_model_data
+from levy_core.operator import attention
+from levy_core.pipeline import ranking
+from levy_core.pipeline.prepared import as_model_data
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_data" / "physionet2012_sample.csv.gz"
@@ -40,7 +42,7 @@ OPERATOR_FILES = ("flash_inputs", "attention")  # attention imports flash_inputs
 
 
 def load_operator(rev: str, where: Path):
-    """``levy_core/attention.py`` at ``rev`` (with that revision's ``flash_inputs.py``, when it
+    """``levy_core/operator/attention.py`` at ``rev`` (with that revision's ``flash_inputs.py``, when it
     has one), imported as modules of their own; this revision's modules are left as they are."""
     loaded = {}
     for name in OPERATOR_FILES:
@@ -48,9 +50,9 @@ def load_operator(rev: str, where: Path):
                                cwd=REPO)
         if shown.returncode != 0:
             if name == "attention":
-                raise SystemExit(f"no levy_core/attention.py at {rev}: {shown.stderr.strip()}")
+                raise SystemExit(f"no levy_core/operator/attention.py at {rev}: {shown.stderr.strip()}")
             continue
-        source = shown.stdout.replace("from levy_core.flash_inputs import", "from flash_inputs_at_rev import")
+        source = shown.stdout.replace("from levy_core.operator.flash_inputs import", "from flash_inputs_at_rev import")
         path = where / f"{name}_at_rev.py"
         path.write_text(source)
         spec = importlib.util.spec_from_file_location(f"{name}_at_rev", path)

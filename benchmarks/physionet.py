@@ -45,13 +45,14 @@ from signals import far_from_data, print_far_from_data, signal_table, within_cha
 from sklearn.model_selection import train_test_split
 from validity import print_channel_comparison, print_validity
 
-from levy_core import metrics, pipeline, recipe
-from levy_core.baselines import LastValueForecaster, last_values
-from levy_core.calibrate import SplitConformal
-from levy_core.predict import observed_queries
-from levy_core.scaling import ChannelScaler
-from levy_core.tasks import EpisodeBuilder, Split, TaskConfig
-from levy_core.train import TrainConfig
+from levy_core import metrics, pipeline
+from levy_core.calibration.calibrate import SplitConformal
+from levy_core.episodes.baselines import LastValueForecaster, last_values
+from levy_core.episodes.scaling import ChannelScaler
+from levy_core.episodes.tasks import EpisodeBuilder, Split, TaskConfig
+from levy_core.pipeline import recipe
+from levy_core.pipeline.predict import observed_queries
+from levy_core.training.train import TrainConfig
 
 STATIC = ["Age", "Gender", "Height", "ICUType"]
 HISTORY_HOURS = 24.0

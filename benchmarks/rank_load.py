@@ -21,9 +21,9 @@ Variants (each a setting of the rank and of the fit it runs beside; ``--variants
   OpenMP team over all cores per operator, OpenMP's default spinning wait) for both, and
   the fit at the rank's priority (``--nice 0``);
 - ``passive``: as ``before`` with ``OMP_WAIT_POLICY=PASSIVE`` (waiting threads sleep);
-- ``after``: the ``levy`` defaults now (``levy_core.threads``: waiting threads sleep; the
+- ``after``: the ``levy`` defaults now (``levy_core.runtime.threads``: waiting threads sleep; the
   rank scores one batch per core, each on one thread; the fit one team over the cores, at
-  niceness 10: ``levy_core.priority``);
+  niceness 10: ``levy_core.runtime.priority``);
 - ``fit-nice-0``: as ``after``, the fit with ``--nice 0`` (at the rank's priority: the
   defaults before ``levy fit`` lowered its own);
 - ``after-1``: as ``after``, the rank with ``--threads 1``;

@@ -1,7 +1,7 @@
 """Where `levy rank`'s scoring time goes, stage by stage, on PhysioNet set-A stays it never saw.
 
 ``python benchmarks/rank.py`` times the command; this profiles its scoring
-(``levy_core.ranking.rank``: episodes, forward passes, the trust score) under cProfile and
+(``levy_core.pipeline.ranking.rank``: episodes, forward passes, the trust score) under cProfile and
 attributes each second to one stage:
 
 - **episodes**: the model's view of the data (``prepared.as_model_data``: scaling, the

@@ -1,7 +1,7 @@
 """`levy rank`'s scoring at another revision beside this one, in one process, alternately.
 
 The machine's speed drifts (and it may be shared), so a change to the scoring path is
-measured as a ratio: ``levy_core/ranking.py`` and ``levy_core/scaling.py`` at ``--rev``
+measured as a ratio: ``levy_core/pipeline/ranking.py`` and ``levy_core/episodes/scaling.py`` at ``--rev``
 (read with ``git show``) are loaded as modules of their own, and the scoring of the same
 3,383 set-A stays (``score_series``: preparing the episodes and the passes, after a
 warm-up) alternates between that revision and this one ``--reps`` times. Both must rank
@@ -32,8 +32,9 @@ import numpy as np
 import torch
 from rank import model_on_the_sample, unseen_stays
 
-from levy_core import pipeline, ranking
+from levy_core import pipeline
 from levy_core.data import read_csv
+from levy_core.pipeline import ranking
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -5,7 +5,7 @@ In one process, alternately ``--reps`` times, on the same 3,383 prepared set-A s
 
 - ``1 thread``: one intra-op thread, one batch at a time;
 - ``team of N``: N intra-op threads (an OpenMP team per operator), one batch at a time
-  (the pass before ``levy_core.threads``);
+  (the pass before ``levy_core.runtime.threads``);
 - ``N workers``: N batches side by side, one intra-op thread each (the pass now).
 
 Wall and CPU time (all threads) are printed, and whether the scores are bit-identical.
@@ -34,8 +34,9 @@ from pathlib import Path  # noqa: E402
 import torch  # noqa: E402
 from rank import model_on_the_sample, unseen_stays  # noqa: E402
 
-from levy_core import pipeline, ranking  # noqa: E402
+from levy_core import pipeline  # noqa: E402
 from levy_core.data import read_csv  # noqa: E402
+from levy_core.pipeline import ranking  # noqa: E402
 
 
 def main() -> None:

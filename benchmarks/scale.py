@@ -12,7 +12,7 @@
    in-process, then ``--engine ray --workers 1`` and ``2`` (a local Ray of workers + 1
    CPUs, started by the command and not timed: ``X`` is the pipeline's wall time).
 4. Times the scoring of the 3,383 stays (median of ``--reps``) and profiles one scoring
-   pass (:func:`levy_core.ranking.score_series`, cProfile), beside the paper's 1.4 s.
+   pass (:func:`levy_core.pipeline.ranking.score_series`, cProfile), beside the paper's 1.4 s.
 
 Usage::
 
@@ -110,7 +110,7 @@ def profile_scoring(model: Path, data: Path, reps: int) -> tuple[dict[int, list[
 
     from levy_core import pipeline
     from levy_core.data.parquet import read_parquet
-    from levy_core.ranking import score_series, warm_up
+    from levy_core.pipeline.ranking import score_series, warm_up
 
     fitted = pipeline.load_model(model)
     obs = read_parquet(data)

@@ -17,9 +17,9 @@ import torch
 from scipy.stats import spearmanr
 
 from levy_core import metrics
-from levy_core.attention import log_phi
-from levy_core.model import Batch
-from levy_core.tasks import EpisodeBuilder
+from levy_core.episodes.tasks import EpisodeBuilder
+from levy_core.model.levy_model import Batch
+from levy_core.operator.attention import log_phi
 
 
 def within_channel_spearman(y: np.ndarray, mean: np.ndarray, signal: np.ndarray, channel: np.ndarray,

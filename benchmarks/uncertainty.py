@@ -34,8 +34,8 @@ from validity import print_channel_comparison, print_validity
 
 from levy_core import metrics, pipeline
 from levy_core.data import load_sample, read_csv
-from levy_core.tasks import TaskConfig
-from levy_core.train import TrainConfig
+from levy_core.episodes.tasks import TaskConfig
+from levy_core.training.train import TrainConfig
 
 LEVELS = ("0.5", "0.8", "0.9", "0.95")
 validity: list[tuple] = []  # (data set, fitted, calibration predictions, test predictions)

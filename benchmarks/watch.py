@@ -1,4 +1,4 @@
-"""Flags you can trust: ``levy_core.watch`` on held-out data, with nothing injected and with
+"""Flags you can trust: ``levy_core.decisions.watch`` on held-out data, with nothing injected and with
 injected spikes and level shifts, beside a per-channel z-score on the last value and
 MC-Dropout's band; and what ``levy watch`` costs on 100,000 observations.
 
@@ -9,14 +9,14 @@ Two data sets:
   watch calibrated on ``--n-cal`` other stays (one-step-ahead scores replayed as the watch
   does, ``calibrate_watch``) and tested on ``--n-test`` further stays (none in the sample,
   none in the calibration stays; seeded draws).
-* Synthetic (``levy_core.synthetic``, known process): fitted on 60 series, calibrated on 60
+* Synthetic (``levy_core.data.synthetic``, known process): fitted on 60 series, calibrated on 60
   others, tested on ``--n-synthetic`` further ones.
 
 Every method scores the same observations: those whose channel was observed before in the
 series (the z-score needs a last value), in time order, each from the observations strictly
 before it; each is calibrated on the calibration stays' same observations.
 
-* Lévy: :func:`levy_core.watch.watch`, the conformal p-value of ``|y − ŷ| / spread``
+* Lévy: :func:`levy_core.decisions.watch.watch`, the conformal p-value of ``|y − ŷ| / spread``
   against the calibration stays' one-step-ahead scores of the same channel.
 * MC-Dropout: the same fit's twin, ``--mc-passes`` passes (mean and standard deviation in
   place of ``ŷ`` and σ̂), scored and calibrated the same way (``watch(..., mc_passes=T)``).
@@ -26,7 +26,7 @@ before it; each is calibrated on the calibration stays' same observations.
 Flagged: ``p ≤ α``. With nothing injected the flag rate is the false-alarm rate; flags within
 a series are correlated (neighbouring steps share their context), series are independent,
 so its standard error is the ratio estimator's between-series one,
-``sqrt(Σ_s (f_s − r n_s)² / (S (S − 1))) / n̄`` (:meth:`levy_core.watch.WatchTally.standard_error`),
+``sqrt(Σ_s (f_s − r n_s)² / (S (S − 1))) / n̄`` (:meth:`levy_core.decisions.watch.WatchTally.standard_error`),
 and the window ``r ± 2 s.e.`` is said to hold when it contains α. The threshold itself is set on
 a finite sample of calibration series, whose exceedance share at α varies between series in
 the same way: that second, independent part of the variance is added (the calibration
@@ -73,9 +73,9 @@ from scipy.stats import norm
 
 from levy_core import pipeline
 from levy_core.data import from_frame
-from levy_core.synthetic import make_synthetic
-from levy_core.train import TrainConfig
-from levy_core.watch import WatchCalibration, WatchTally, calibrate_watch, watch
+from levy_core.data.synthetic import make_synthetic
+from levy_core.decisions.watch import WatchCalibration, WatchTally, calibrate_watch, watch
+from levy_core.training.train import TrainConfig
 
 REPO = Path(__file__).resolve().parent.parent
 STATIC = ["Age", "Gender", "Height", "ICUType"]
@@ -271,7 +271,7 @@ def synthetic(args: argparse.Namespace, tmp: Path) -> tuple[Path, Path]:
           f"({pipeline.size_name(fitted.model_config)}, cut-off {fitted.task.cutoff:g} h)")
     cal = data[data["series_id"].isin(set(ids[60:120]))]
     if "synthetic" not in args.skip:
-        evaluate("Synthetic (levy_core.synthetic), held-out series", fitted, cal,
+        evaluate("Synthetic (levy_core.data.synthetic), held-out series", fitted, cal,
                  data[data["series_id"].isin(set(ids[120:]))], args.mc_passes, args.seed)
     # the replay needs the Lévy model only; without the twin the file also loads when the
     # twin's calibration scale is out of load_model's range (seen once: c = 2.6e6 under load)

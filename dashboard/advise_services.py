@@ -1,4 +1,4 @@
-"""Cached wrappers for the "Measure next" panel: ``levy_core.advise`` on one series.
+"""Cached wrappers for the "Measure next" panel: ``levy_core.decisions.advise`` on one series.
 
 Where advice starts from: on rolling origins (few series) the series' last observation, as
 the forecast past the end of the data; on a fit on many series with a forecast cut-off, the
@@ -18,8 +18,8 @@ import streamlit as st
 
 from dashboard import user_clock
 from dashboard.fits import FitResult
-from levy_core.advise import Advice, advise
 from levy_core.data import Observations, duration_text
+from levy_core.decisions.advise import Advice, advise
 
 __all__ = ["AdviceView", "advice", "advice_data", "band_frame", "default_horizon", "when_text"]
 

@@ -12,7 +12,7 @@ Every fit of a dashboard server runs here, never in a session's script thread:
   torch random state; a fit is bit-for-bit reproducible at a fixed thread count, and
   ``make sample-models`` fits with one thread too).
 * **Behind the views**: each worker runs at a low CPU priority (niceness :data:`FIT_NICE`,
-  ``LEVY_DASHBOARD_FIT_NICE``; ``levy_core.priority``), set before torch starts any thread,
+  ``LEVY_DASHBOARD_FIT_NICE``; ``levy_core.runtime.priority``), set before torch starts any thread,
   so every thread of a fit inherits it: when the cores are busy, a session's re-render (the
   server process) runs before a fit's next step. A fit's result does not depend on it (it
   only decides who runs first); on an idle machine the fits use the cores as before.
@@ -20,9 +20,9 @@ Every fit of a dashboard server runs here, never in a session's script thread:
   for a fit already queued or running joins it.
 * **Progress and previews**: a worker reports each epoch and, as the early-stopping loss
   improves (at most every :data:`PREVIEW_EVERY_S` s), the Lévy model as it stands (a
-  calibrated preview, ``levy_core.recipe.preview_model``), then the Lévy model alone as
+  calibrated preview, ``levy_core.pipeline.recipe.preview_model``), then the Lévy model alone as
   soon as it is trained (its twin is trained next). Models cross the process boundary as
-  the project's saved-model zip (``levy_core.modelzip``), never pickled modules.
+  the project's saved-model zip (``levy_core.serving.modelzip``), never pickled modules.
 
 No Streamlit here: the pool is a process-wide object (``pool()``), tested on its own.
 """
@@ -41,8 +41,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
-from levy_core.priority import MAX_NICE, lower_priority
-from levy_core.threads import available_cores, prefer_passive_wait
+from levy_core.runtime.priority import MAX_NICE, lower_priority
+from levy_core.runtime.threads import available_cores, prefer_passive_wait
 
 __all__ = ["ENV_NICE", "ENV_WORKERS", "FIT_NICE", "FIT_THREADS", "PREVIEW_EVERY_S", "FitPool", "Job", "JobView",
            "cores", "default_workers", "fit_niceness", "pool", "workers"]
@@ -55,7 +55,7 @@ PREVIEW_EVERY_S = 5.0  # a worker sends a preview at most this often (the first 
 
 
 def cores() -> int:
-    """CPU cores this process may run on (its affinity and cgroup quota: ``levy_core.threads``)."""
+    """CPU cores this process may run on (its affinity and cgroup quota: ``levy_core.runtime.threads``)."""
     return available_cores()
 
 
@@ -131,8 +131,8 @@ def _fit_job(job_id: int, obs: Any, task: dict[str, Any], train: dict[str, Any],
     """In a worker: the Lévy model (previews as it trains, then the model alone), then its twin.
     Returns the final model as zip bytes."""
     from levy_core import pipeline
-    from levy_core.tasks import TaskConfig
-    from levy_core.train import TrainConfig
+    from levy_core.episodes.tasks import TaskConfig
+    from levy_core.training.train import TrainConfig
 
     _post(job_id, "started")
     last = {"at": -1e9, "best": 0}  # a preview once an epoch beat the untrained model (epoch 0: the offset alone)
@@ -160,7 +160,7 @@ def _checked_zip(fitted: Any) -> bytes:
     """The model as zip bytes, opened once here as the server will open it: a model its own
     checks refuse (``ModelLoadError``, e.g. a calibration scale beyond ``model_limits``) fails
     the job in the worker, with that message, instead of reaching a session."""
-    from levy_core.modelzip import load_model_zip, model_zip_bytes
+    from levy_core.serving.modelzip import load_model_zip, model_zip_bytes
 
     data = model_zip_bytes(fitted)
     load_model_zip(data, name="the fitted model")
@@ -170,7 +170,7 @@ def _checked_zip(fitted: Any) -> bytes:
 def _twin_job(job_id: int, model_zip: bytes, obs: Any, mc_passes: int) -> bytes:
     """In a worker: the MC-Dropout twin of a model fitted without it."""
     from levy_core import pipeline
-    from levy_core.modelzip import load_model_zip
+    from levy_core.serving.modelzip import load_model_zip
 
     _post(job_id, "started")
     fitted = load_model_zip(model_zip, name="the fitted model")

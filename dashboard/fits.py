@@ -25,10 +25,10 @@ import streamlit as st
 from dashboard import fit_pool
 from levy_core import pipeline
 from levy_core.data import Observations
-from levy_core.modelzip import load_model_zip, model_zip_bytes
+from levy_core.episodes.tasks import TaskConfig
 from levy_core.pipeline import FittedModel, ModelData
-from levy_core.tasks import TaskConfig
-from levy_core.train import Progress, TrainConfig
+from levy_core.serving.modelzip import load_model_zip, model_zip_bytes
+from levy_core.training.train import Progress, TrainConfig
 
 __all__ = ["ENV_FAST", "FIT_STORE_SIZE", "FitResult", "FitSettings", "add_twin", "cached_fit", "default_mc_passes",
            "default_settings", "fast", "fit_key", "fit_model", "recording", "remember"]

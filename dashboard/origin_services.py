@@ -45,7 +45,7 @@ from levy_core.data import (
     Observations,
     parse_duration,
 )
-from levy_core.origins import plan_origins
+from levy_core.episodes.origins import plan_origins
 
 # ----------------------------------------------------------------------------- rolling origins
 

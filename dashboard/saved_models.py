@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from dashboard.fits import FitResult, FitSettings
 from levy_core import pipeline
 from levy_core.data import Observations
-from levy_core.modelfile import FittedModel
-from levy_core.modelzip import load_model_zip
+from levy_core.pipeline.modelfile import FittedModel
+from levy_core.serving.modelzip import load_model_zip
 
 __all__ = ["OpenedModel", "apply_model", "open_model", "opened_key", "saved_settings"]
 
@@ -32,7 +32,7 @@ class OpenedModel:
 
 
 def open_model(name: str, data: bytes) -> OpenedModel:
-    """``levy_core.modelzip.load_model_zip`` of an upload; ``ModelLoadError`` (a ``ValueError``)
+    """``levy_core.serving.modelzip.load_model_zip`` of an upload; ``ModelLoadError`` (a ``ValueError``)
     saying what is wrong with a tampered or foreign zip."""
     return OpenedModel(name, hashlib.sha256(data).hexdigest(), load_model_zip(data, name=name))
 

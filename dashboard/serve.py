@@ -21,7 +21,7 @@ import sys
 
 def main() -> None:
     from dashboard.fit_pool import FIT_THREADS, fit_niceness, workers
-    from levy_core.threads import available_cores, prefer_passive_wait
+    from levy_core.runtime.threads import available_cores, prefer_passive_wait
 
     try:
         n = workers()

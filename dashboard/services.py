@@ -78,7 +78,6 @@ from dashboard.sources import (
 )
 from dashboard.tables import GUARANTEE_CAPTION, backtest_table, metrics_table
 from levy_core import pipeline
-from levy_core.csv_safety import to_safe_csv
 from levy_core.data import (
     ColumnMapping,
     DataError,
@@ -87,10 +86,11 @@ from levy_core.data import (
     preview_table,
     read_csv,
 )
-from levy_core.drift import DENSITY_FACTOR, MIN_VALUES, RANGE_MARGIN, VALUE_SHARE
-from levy_core.modelzip import model_zip_bytes
-from levy_core.monitoring import CoverageMonitor, monitor_coverage
-from levy_core.tasks import MIN_SERIES_FOR_SERIES_SPLIT
+from levy_core.data.drift import DENSITY_FACTOR, MIN_VALUES, RANGE_MARGIN, VALUE_SHARE
+from levy_core.episodes.tasks import MIN_SERIES_FOR_SERIES_SPLIT
+from levy_core.serving.csv_safety import to_safe_csv
+from levy_core.serving.modelzip import model_zip_bytes
+from levy_core.serving.monitoring import CoverageMonitor, monitor_coverage
 
 # re-exported: the views reach fits, sources and tables through services only
 __all__ = ["BAND_LABELS", "CoverageMonitor", "OpenedModel", "apply_model", "open_model", "opened_key", "DEFAULT_SAMPLE", "DRIFT_CAPTION", "GUARANTEE_CAPTION", "BandInputs", "DataSource", "FitResult",
@@ -460,13 +460,13 @@ def query_draws(key: str, res: FitResult, series_id: str, channel: str, time_: f
 
 @st.cache_data(show_spinner=False, max_entries=4)
 def model_zip(key: str, _res: FitResult) -> bytes:
-    """``levy_core.modelzip.model_zip_bytes``: the model directory as one zip (the download)."""
+    """``levy_core.serving.modelzip.model_zip_bytes``: the model directory as one zip (the download)."""
     return model_zip_bytes(_res.fitted)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def monitoring(key: str, _res: FitResult) -> CoverageMonitor:
-    """``levy_core.monitoring.monitor_coverage``: the band's coverage per level and channel on
+    """``levy_core.serving.monitoring.monitor_coverage``: the band's coverage per level and channel on
     the observed queries of the data (every series of new data; the test split otherwise)."""
     return monitor_coverage(_res.fitted, _res.data)
 

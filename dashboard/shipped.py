@@ -20,8 +20,8 @@ from dashboard.fits import FitResult
 from dashboard.saved_models import saved_settings
 from levy_core import pipeline
 from levy_core.data import SAMPLE_DIR, Observations
-from levy_core.modelfile import FittedModel, ModelLoadError
-from levy_core.modelzip import load_model_zip
+from levy_core.pipeline.modelfile import FittedModel, ModelLoadError
+from levy_core.serving.modelzip import load_model_zip
 
 __all__ = ["MANIFEST", "MODELS_DIR", "ShippedModel", "load_shipped", "manifest", "shipped_key", "shipped_result"]
 

@@ -141,7 +141,7 @@ def channel_coverage_at(by_channel: pd.DataFrame, level: float) -> tuple[pd.Data
 
 
 def drift_table(flags: pd.DataFrame) -> pd.DataFrame:
-    """``levy_core.drift`` flags (one row per channel and kind) as the Monitoring panel
+    """``levy_core.data.drift`` flags (one row per channel and kind) as the Monitoring panel
     shows them: what was measured, in training and on this data, and what it means."""
     return pd.DataFrame({"channel": flags["channel"], "drift": flags["kind"], "measured": flags["figure"],
                          "training": flags["training"].map(lambda v: f"{v:.4g}"),

@@ -1,9 +1,9 @@
-"""Cached wrappers for the Watch panel: a replay of the data through ``levy_core.watch``.
+"""Cached wrappers for the Watch panel: a replay of the data through ``levy_core.decisions.watch``.
 
 The watch is honest on data the model neither trained nor calibrated on: on the data it was
 fitted on, the test split is replayed (the test series, or the span of the test origins)
 and the p-values are taken against the calibration split replayed the same way
-(``levy_core.watch.calibrate_watch``); on other data (a saved model applied to new data),
+(``levy_core.decisions.watch.calibrate_watch``); on other data (a saved model applied to new data),
 every series, against the fit's own calibration scores (the panel says so). Same rules as
 ``services``: typed cache wrappers keyed by the fit key, nothing computed here.
 """
@@ -19,8 +19,8 @@ import streamlit as st
 from dashboard import user_clock
 from dashboard.fits import FitResult
 from levy_core.data import DataError
-from levy_core.watch import WatchCalibration, calibrate_watch, watch
-from levy_core.watch_calibration import watched_part
+from levy_core.decisions.watch import WatchCalibration, calibrate_watch, watch
+from levy_core.decisions.watch_calibration import watched_part
 
 __all__ = ["ALPHAS", "Replay", "replay", "series_frames", "watch_calibration"]
 
@@ -34,7 +34,7 @@ class Replay:
     Attributes
     ----------
     rows : DataFrame
-        ``levy_core.watch.WATCH_COLUMNS`` plus ``when`` (the user's clock), series then time.
+        ``levy_core.decisions.watch.WATCH_COLUMNS`` plus ``when`` (the user's clock), series then time.
     alpha : float
     watched : str
         What was replayed, in words.
@@ -73,7 +73,7 @@ def watch_calibration(key: str, _res: FitResult) -> WatchCalibration | None:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def replay(key: str, _res: FitResult, alpha: float) -> Replay:
-    """``levy_core.watch.watch`` over the watched part of the data at ``alpha``."""
+    """``levy_core.decisions.watch.watch`` over the watched part of the data at ``alpha``."""
     cal = watch_calibration(key, _res)
     part, start, watched = watched_part(_res.fitted, _res.obs)
     result = watch(_res.fitted, part, alpha=alpha, calibration=cal, start=start)

@@ -1,8 +1,8 @@
 """Lévy attention: single-pass predictive uncertainty for irregularly sampled time series.
 
-The public names load on first use (PEP 562), so ``import levy_core.threads`` and the
+The public names load on first use (PEP 562), so ``import levy_core.runtime.threads`` and the
 ``levy`` command's entry do not load torch: OpenMP's wait policy can still be chosen
-before its runtime starts (:mod:`levy_core.threads`).
+before its runtime starts (:mod:`levy_core.runtime.threads`).
 """
 
 from __future__ import annotations
@@ -11,16 +11,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from levy_core.attention import LevyOutput, LevyPrior, TimeDecay, levy_attention
-    from levy_core.forecast import LevyForecaster
-    from levy_core.layers import LevyAttention
-    from levy_core.sampling import sample_levy_attention
+    from levy_core.forecast.forecaster import LevyForecaster
+    from levy_core.operator.attention import LevyOutput, LevyPrior, TimeDecay, levy_attention
+    from levy_core.operator.layers import LevyAttention
+    from levy_core.operator.sampling import sample_levy_attention
 
 __all__ = ["LevyAttention", "LevyForecaster", "LevyOutput", "LevyPrior", "TimeDecay", "levy_attention", "sample_levy_attention"]
 __version__ = "0.2.0"
 
-_HOME = {"LevyAttention": "layers", "LevyForecaster": "forecast", "LevyOutput": "attention", "LevyPrior": "attention",
-         "TimeDecay": "attention", "levy_attention": "attention", "sample_levy_attention": "sampling"}
+_HOME = {"LevyAttention": "operator.layers", "LevyForecaster": "forecast.forecaster", "LevyOutput": "operator.types",
+         "LevyPrior": "operator.types", "TimeDecay": "operator.types", "levy_attention": "operator.attention",
+         "sample_levy_attention": "operator.sampling"}
 
 
 def __getattr__(name: str) -> Any:

@@ -8,7 +8,7 @@ For every sample the dashboard offers (``levy_core.data.SAMPLES``) this runs one
 ``levy fit`` command — the dashboard's default settings for that data, seed 0, on one CPU
 thread — and ships the model directory it writes as the project's model zip,
 ``sample_data/models/<file stem>.zip`` (deflated, fixed time stamps; what the dashboard's
-"Download the fitted model" gives and ``levy_core.modelzip.load_model_zip`` opens; a third
+"Download the fitted model" gives and ``levy_core.serving.modelzip.load_model_zip`` opens; a third
 of the directory's size). The data file's SHA-256 is in its ``model.json``
 (``source_sha256``, recorded by ``levy fit``).
 ``sample_data/models/manifest.json`` records, per sample, the file, its SHA-256, the
@@ -38,8 +38,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from levy_core.data import SAMPLES  # noqa: E402
-from levy_core.modelfile import file_sha256  # noqa: E402
-from levy_core.modelzip import model_zip_bytes  # noqa: E402
+from levy_core.pipeline.modelfile import file_sha256  # noqa: E402
+from levy_core.serving.modelzip import model_zip_bytes  # noqa: E402
 
 MODELS = HERE / "models"
 MANIFEST = "manifest.json"

@@ -25,7 +25,7 @@ ROOT = HERE.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from levy_core.synthetic import make_synthetic  # noqa: E402
+from levy_core.data.synthetic import make_synthetic  # noqa: E402
 
 # The full set A is not shipped: pass its path, or set LEVY_PHYSIONET_LONG_CSV.
 DEFAULT_PHYSIONET = os.environ.get("LEVY_PHYSIONET_LONG_CSV", "set-a-long.csv.gz")

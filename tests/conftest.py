@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from levy_core.data import Observations, load_sample, read_csv
-from levy_core.threads import prefer_passive_wait
+from levy_core.runtime.threads import prefer_passive_wait
 
 N_FIT_SERIES = 16  # series of the synthetic sample the shared model is fitted on
 MC_PASSES = 5  # MC-Dropout passes recorded with the shared model (small: tests stay fast)
@@ -103,7 +103,7 @@ def fitted(fit_obs: Observations):
     """One tiny forecast model (Lévy + twin, 3 epochs, size "small"), in memory.
     Shared by many tests: do not modify it."""
     from levy_core import pipeline
-    from levy_core.train import TrainConfig
+    from levy_core.training.train import TrainConfig
 
     return pipeline.fit(
         fit_obs, train=TrainConfig(epochs=3, seed=0), size="small", mc_passes=MC_PASSES

@@ -1,4 +1,4 @@
-"""levy_core.adaptive: ACI's deterministic long-run bound on drifting data (and split conformal
+"""levy_core.calibration.adaptive: ACI's deterministic long-run bound on drifting data (and split conformal
 failing it), MAPIE 1.6's ACI as a reference, recency-weighted conformal against split conformal
 and a brute-force weighted quantile, the saved state, and argument checks."""
 
@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 
-from levy_core.adaptive import (
+from levy_core.calibration.adaptive import (
     AdaptiveConformal,
     RecencyWeightedConformal,
     conformal_rank,
@@ -19,7 +19,7 @@ from levy_core.adaptive import (
     relative_sigma_floor,
     weighted_quantile,
 )
-from levy_core.calibrate import NotFittedError, SplitConformal
+from levy_core.calibration.calibrate import NotFittedError, SplitConformal
 
 N_CAL, N_TEST = 1000, 5000
 

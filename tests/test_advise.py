@@ -1,4 +1,4 @@
-"""Measure next (``levy_core.advise``): the evidence part is exact (the evidence of really
+"""Measure next (``levy_core.decisions.advise``): the evidence part is exact (the evidence of really
 appending the observation), a candidate whose value is given is the band of really
 appending it, all candidates × draws run in one pass, bad input is named, and a seed fixes
 the advice. Both a many-series fit and a fit on rolling origins (moving origin, classical
@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from levy_core import pipeline
-from levy_core.advise import advise
 from levy_core.data import DataError, Observations
-from levy_core.tasks import TaskConfig
-from levy_core.train import TrainConfig
+from levy_core.decisions.advise import advise
+from levy_core.episodes.tasks import TaskConfig
+from levy_core.training.train import TrainConfig
 
 HORIZON, POINTS = 6.0, 6
 

@@ -1,10 +1,13 @@
 """The shape of the code, checked: small files and functions, no private name crossing a
-module, layers that import one way (docs/architecture.md), no page outside the repository."""
+module, packages that import one way and no import cycle (docs/architecture.md), a light
+``import levy_core``, no page outside the repository."""
 
 from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,7 +82,7 @@ def test_the_library_never_imports_the_dashboard_or_streamlit() -> None:
 
 def test_views_reach_the_library_through_services_only() -> None:
     # views may name the library's types (DataError, ColumnMapping, Progress) but call nothing in it
-    allowed = {"levy_core.data", "levy_core.train"}
+    allowed = {"levy_core.data", "levy_core.training.train"}
     for path in sources("dashboard/views"):
         bad = {m for m in imported_modules(path) if m.startswith("levy_core") and m not in allowed}
         assert bad == set(), path
@@ -108,3 +111,118 @@ def test_no_pointer_to_a_page_outside_the_repository() -> None:
             if not target.is_relative_to(ROOT):
                 outside.append(f"{path.relative_to(ROOT)}: {hit}")
     assert outside == []
+
+
+# levy_core's packages, bottom to top: a module may import its own package and those below it
+LAYERS = ("runtime", "data", "metrics", "operator", "model", "offsets", "episodes", "training",
+          "calibration", "pipeline", "serving", "decisions", "forecast", "cli")
+LIBRARY = ROOT / "levy_core"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def is_module(dotted: str) -> bool:
+    rel = Path(*dotted.split("."))
+    return (ROOT / rel).with_suffix(".py").is_file() or (ROOT / rel / "__init__.py").is_file()
+
+
+def library_imports(path: Path) -> set[str]:
+    """The library modules ``path`` imports anywhere in it (``TYPE_CHECKING`` and function
+    bodies included): ``from A import b`` names the module ``A.b`` when there is one, else ``A``."""
+    out = set()
+    for node in ast.walk(tree(path)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "levy_core":
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                out.add(sub if is_module(sub) else node.module)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.split(".")[0] == "levy_core")
+    return out
+
+
+def layer(module: str) -> int:
+    """The index of ``module``'s package in :data:`LAYERS`; the top-level ``levy_core`` and its
+    ``__main__`` sit above every package."""
+    parts = module.split(".")
+    if len(parts) == 1 or parts[1] == "__main__":
+        return len(LAYERS)
+    assert parts[1] in LAYERS, f"{module}: a package not in LAYERS (add it where it belongs)"
+    return LAYERS.index(parts[1])
+
+
+def against_the_direction(path: Path) -> list[str]:
+    here = module_name(path)
+    return [f"{here} imports {m} ({LAYERS[layer(m)] if layer(m) < len(LAYERS) else 'levy_core'} is above "
+            f"{LAYERS[layer(here)] if layer(here) < len(LAYERS) else 'levy_core'})"
+            for m in sorted(library_imports(path)) if layer(m) > layer(here)]
+
+
+def test_every_library_module_lives_in_a_package_of_the_stack() -> None:
+    loose = [p.name for p in LIBRARY.glob("*.py") if p.name not in ("__init__.py", "__main__.py")]
+    assert loose == [], "a module of levy_core belongs in one of its packages"
+    assert {p.name for p in LIBRARY.iterdir() if (p / "__init__.py").is_file()} == set(LAYERS)
+
+
+def test_packages_import_only_their_own_and_those_below() -> None:
+    bad = [line for path in sources("levy_core") for line in against_the_direction(path)]
+    assert bad == []
+
+
+def test_an_import_against_the_direction_is_caught(tmp_path: Path) -> None:
+    # the check itself: a data module that imports the pipeline is reported
+    path = LIBRARY / "data" / "_probe_for_the_architecture_test.py"
+    try:
+        path.write_text("from levy_core.pipeline.modelfile import FittedModel\n", encoding="utf-8")
+        assert against_the_direction(path) == [
+            "levy_core.data._probe_for_the_architecture_test imports levy_core.pipeline.modelfile (pipeline is above data)"]
+    finally:
+        path.unlink()
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected component with more than one module, or a module importing itself."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v: str) -> None:  # Tarjan's algorithm (the graph is a few hundred edges)
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1 or v in graph.get(v, ()):
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle_not_even_for_annotations() -> None:
+    graph = {module_name(p): library_imports(p) - {module_name(p)} for p in sources("levy_core")}
+    assert cycles(graph) == []
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]  # the check finds one
+
+
+def test_import_levy_core_is_light() -> None:
+    """``import levy_core`` (and the ``levy`` entry point) loads neither torch's heavy
+    neighbours scipy and pyarrow, nor streamlit or ray: the public names load on first use."""
+    code = ("import sys, levy_core, levy_core.__main__, levy_core.pipeline\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'pyarrow', 'streamlit', 'ray', 'torch', 'plotly'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"

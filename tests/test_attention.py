@@ -10,8 +10,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from levy_core import LevyAttention, attention, levy_attention
-from levy_core.attention import KAPPA_MAX, log_phi
+from levy_core import LevyAttention, levy_attention
+from levy_core.operator import attention
+from levy_core.operator.attention import KAPPA_MAX, log_phi
 
 IMPLS = ["fused", "reference"]
 PHIS = ["rate", "count"]

@@ -9,9 +9,9 @@ import math
 import pytest
 import torch
 
-from levy_core import attention
-from levy_core.attention import LevyPrior, TimeDecay, levy_attention, log_phi
-from levy_core.sampling import sample_levy_attention
+from levy_core.operator import attention
+from levy_core.operator.attention import LevyPrior, TimeDecay, levy_attention, log_phi
+from levy_core.operator.sampling import sample_levy_attention
 
 IMPLS = ["fused", "reference"]
 PHIS = ["rate", "count"]

@@ -1,4 +1,4 @@
-"""levy_core.base_forecast: each classical forecaster on signals whose answer is known, the
+"""levy_core.offsets.base_forecast: each classical forecaster on signals whose answer is known, the
 periods it looks for, the choice on training origins, the record, and that an offset never
 sees past its origin."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core.base_forecast import (
+from levy_core.offsets.base_forecast import (
     COMBINED,
     METHODS,
     BaseForecast,
@@ -165,7 +165,7 @@ def test_spec_round_trip_and_refusals() -> None:
 
 
 def test_an_exploding_forecast_is_kept_finite_and_near_the_data() -> None:
-    from levy_core.base_forecast import OFFSET_RANGE, bounded
+    from levy_core.offsets.base_forecast import OFFSET_RANGE, bounded
 
     t = np.arange(10.0)
     y = np.linspace(0.0, 1.0, 10)

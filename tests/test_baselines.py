@@ -1,4 +1,4 @@
-"""levy_core.baselines: the last-value predictive against a pandas computation."""
+"""levy_core.episodes.baselines: the last-value predictive against a pandas computation."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core.baselines import LastValueForecaster
-from levy_core.tasks import EpisodeBuilder, TaskConfig
+from levy_core.episodes.baselines import LastValueForecaster
+from levy_core.episodes.tasks import EpisodeBuilder, TaskConfig
 
 
 def frame() -> pd.DataFrame:

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
-from levy_core.tasks import EpisodeBuilder, TaskConfig
+from levy_core.episodes.tasks import EpisodeBuilder, TaskConfig
 
 _BENCHMARKS = str(Path(__file__).resolve().parent.parent / "benchmarks")
 

@@ -1,4 +1,4 @@
-"""levy_core.checks and levy_core.calibration_state: each check accepts what it should and
+"""levy_core.metrics.checks and levy_core.calibration.state: each check accepts what it should and
 refuses the rest with a ValueError that names the argument; no private name crosses modules."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 import torch
 from scipy import stats
 
-from levy_core import calibration_state as state
-from levy_core import checks
+from levy_core.calibration import state
+from levy_core.metrics import checks
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,13 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core import chunked, pipeline
-from levy_core.cli import main
+from levy_core import pipeline
+from levy_core.cli.main import main
 from levy_core.data import DataError, Observations, read_csv
 from levy_core.data import series_chunks as series_chunks_module
 from levy_core.data.series_chunks import ChunkTotals, UngroupedSeriesError, iter_series_chunks
-from levy_core.ranking import SCORE_COLUMNS
-from levy_core.table_writer import TableWriter
+from levy_core.pipeline.ranking import SCORE_COLUMNS
+from levy_core.serving import chunked
+from levy_core.serving.table_writer import TableWriter
 from tests.data_files import write
 
 SORT = ["series_id", "time", "channel"]

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from levy_core import pipeline
-from levy_core.cli import main
+from levy_core.cli.main import main
 
 PREDICT_COLUMNS = [
     "series_id",

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core.advise import advise
-from levy_core.cli import main
-from levy_core.cli_advise import ADVICE_COLUMNS, parse_at
+from levy_core.cli.advise import ADVICE_COLUMNS, parse_at
+from levy_core.cli.main import main
 from levy_core.data import DataError, Observations
+from levy_core.decisions.advise import advise
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from levy_core import pipeline
-from levy_core.cli import main
+from levy_core.cli.main import main
 
 
 class Stop(Exception):

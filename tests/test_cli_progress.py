@@ -1,12 +1,12 @@
-"""levy_core.cli.EpochBars: one tqdm bar per model, fed ``levy_core.train.Progress`` events,
+"""levy_core.cli.main.EpochBars: one tqdm bar per model, fed ``levy_core.training.train.Progress`` events,
 written to a text stream; a bar closes at the last epoch or on early stopping (eta 0)."""
 
 from __future__ import annotations
 
 import io
 
-from levy_core.cli import EpochBars
-from levy_core.train import Progress
+from levy_core.cli.main import EpochBars
+from levy_core.training.train import Progress
 
 
 def progress(model: str, epoch: int, epochs: int, eta: float, loss: float = 0.123456) -> Progress:

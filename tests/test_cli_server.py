@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from levy_core import cli
-from levy_core.cli import LOCAL_HOSTS, main, streamlit_command
+from levy_core.cli import main as cli
+from levy_core.cli.main import LOCAL_HOSTS, main, streamlit_command
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""``levy watch MODEL DATA --alpha 0.01 --out FLAGS.csv`` (levy_core.cli_watch), in-process on
+"""``levy watch MODEL DATA --alpha 0.01 --out FLAGS.csv`` (levy_core.cli.watch), in-process on
 the shared tiny model: the rows are the library's, the last line is the flag rate against α,
 bad input is ``error: …`` with exit 2, and nothing is written on an error."""
 
@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core.cli import main
+from levy_core.cli.main import main
 from levy_core.data import read_csv
-from levy_core.watch import WATCH_COLUMNS, calibrate_watch, watch
+from levy_core.decisions.watch import WATCH_COLUMNS, calibrate_watch, watch
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from levy_core.model import Batch, LevyModel, ModelConfig, SoftmaxTwin
+from levy_core.model.levy_model import Batch, LevyModel, ModelConfig, SoftmaxTwin
 
 N_THREADS = 4
 ROUNDS = 6  # jobs of each kind per thread
@@ -116,8 +116,8 @@ def test_mc_dropout_band_is_smooth_along_the_grid() -> None:
     (noise); here few do."""
     from levy_core import pipeline
     from levy_core.data import load_sample
-    from levy_core.tasks import TaskConfig
-    from levy_core.train import TrainConfig
+    from levy_core.episodes.tasks import TaskConfig
+    from levy_core.training.train import TrainConfig
 
     obs = load_sample("Synthetic multichannel")
     fitted = pipeline.fit(obs, task=TaskConfig("interpolate"), train=TrainConfig(epochs=2, seed=0), mc_passes=5)

@@ -1,4 +1,4 @@
-"""levy_core.coverage: coverage checks that respect series, and series-level re-splits."""
+"""levy_core.calibration.coverage: coverage checks that respect series, and series-level re-splits."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from scipy import stats
 
 from levy_core import metrics as M
-from levy_core.calibrate import SplitConformal
-from levy_core.coverage import CoverageCheck, check_coverage, group_resplit_coverage
+from levy_core.calibration.calibrate import SplitConformal
+from levy_core.calibration.coverage import CoverageCheck, check_coverage, group_resplit_coverage
 
 
 def clustered_case(

@@ -1,4 +1,4 @@
-"""Spreadsheet formula injection (issue 12): ``levy_core.csv_safety`` and every CSV the CLI
+"""Spreadsheet formula injection (issue 12): ``levy_core.serving.csv_safety`` and every CSV the CLI
 writes. A text cell starting with ``=``, ``+``, ``-``, ``@``, tab or carriage return gets a
 leading ``'`` (OWASP), unless it is a plain number; numbers never change."""
 
@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core import cli, table_writer
-from levy_core.csv_safety import (
+from levy_core.cli import main as cli
+from levy_core.serving import table_writer
+from levy_core.serving.csv_safety import (
     DANGEROUS_PREFIXES,
     is_plain_number,
     neutralise,

@@ -1,5 +1,5 @@
 """Hostile and mistaken files, one row each: read right, or refused with a message that
-names the problem and what to do -- never misread (levy_core.data, levy_core.cli).
+names the problem and what to do -- never misread (levy_core.data, levy_core.cli.main).
 
 Each row is a file's text, the read_csv options, and either the observations expected
 (:class:`Read`) or a regex the DataError's message must match (plus regexes it must not).
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core import cli
+from levy_core.cli import main as cli
 from levy_core.data import MAX_ABS_VALUE, DataError, from_frame, read_csv
 
 
@@ -280,7 +280,7 @@ def test_values_at_the_bound_fit_and_predict_finite() -> None:
 
     from levy_core import pipeline
     from levy_core.data import load_sample
-    from levy_core.train import TrainConfig
+    from levy_core.training.train import TrainConfig
 
     frame = load_sample("Synthetic multichannel").frame
     frame = frame[frame["series_id"].isin(sorted(frame["series_id"].unique())[:40])].copy()

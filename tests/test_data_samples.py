@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from levy_core.data import SAMPLES, DataError, load_sample
-from levy_core.synthetic import CHANNELS, make_synthetic, synthetic_truth_at
+from levy_core.data.synthetic import CHANNELS, make_synthetic, synthetic_truth_at
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data"
 

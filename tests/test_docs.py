@@ -111,7 +111,7 @@ def test_every_benchmark_page_names_a_command_that_exists() -> None:
 
 
 def test_the_cli_reference_lists_every_subcommand_and_option() -> None:
-    from levy_core.cli import build_parser
+    from levy_core.cli.main import build_parser
 
     reference = _hooks().cli_reference()
     parser = build_parser()

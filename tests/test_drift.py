@@ -1,4 +1,4 @@
-"""Drift, per channel (``levy_core.drift``): each rule flags what it should and nothing else;
+"""Drift, per channel (``levy_core.data.drift``): each rule flags what it should and nothing else;
 the fit records the statistics, the model file keeps them (older models still load), an
 unknown channel is refused by name, and the CLI says each flag as ``warning: …``."""
 
@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from levy_core import pipeline
-from levy_core.cli import main
+from levy_core.cli.main import main
 from levy_core.data import DataError, Observations, from_frame
-from levy_core.drift import (
+from levy_core.data.drift import (
     DENSITY_FACTOR,
     FLAG_COLUMNS,
     MIN_VALUES,
@@ -25,7 +25,7 @@ from levy_core.drift import (
     check_drift,
     reference_from,
 )
-from levy_core.recipe import drift_reference
+from levy_core.pipeline.recipe import drift_reference
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The fused pass's inputs (``levy_core.flash_inputs``): the written-in-place construction
+"""The fused pass's inputs (``levy_core.operator.flash_inputs``): the written-in-place construction
 gives exactly the general one's numbers, and the memory-order norm is ``F.normalize``'s."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from levy_core.attention import TimeDecay
-from levy_core.flash_inputs import (
+from levy_core.operator.attention import TimeDecay
+from levy_core.operator.flash_inputs import (
     augment,
     decay_terms,
     flash_inputs,

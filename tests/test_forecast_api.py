@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from levy_core import LevyForecaster
-from levy_core.cli import main
+from levy_core.cli.main import main
 from levy_core.data import ColumnMapping, DataError, Observations
 
 EPOCHS = 2

@@ -22,9 +22,9 @@ import pytest
 
 from levy_core import LevyForecaster, pipeline
 from levy_core.data import DataError, Observations
-from levy_core.forecast import Backtest, Evaluation
-from levy_core.forecast_results import Scores, WindowScores
-from levy_core.modelzip import model_zip_bytes
+from levy_core.forecast.forecaster import Backtest, Evaluation
+from levy_core.forecast.results import Scores, WindowScores
+from levy_core.serving.modelzip import model_zip_bytes
 
 BANDS = ["Lévy", "Lévy-lo-90", "Lévy-lo-80", "Lévy-hi-80", "Lévy-hi-90"]
 

@@ -1,4 +1,4 @@
-"""levy_core.gp_forecast: the Gaussian-process offset against scikit-learn's own posterior
+"""levy_core.offsets.gp: the Gaussian-process offset against scikit-learn's own posterior
 (the reference), its record, the thinning of a long past, and that it carries a cycle
 through missing points where the last value cannot."""
 
@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from sklearn.gaussian_process import GaussianProcessRegressor
 
-from levy_core import gp_forecast
-from levy_core.base_forecast import BaseForecastSpec, choose, forecast
-from levy_core.gp_forecast import GPSpec, fit, kernel_for, posterior_mean, thinned
+from levy_core.offsets import gp as gp_forecast
+from levy_core.offsets.base_forecast import BaseForecastSpec, choose, forecast
+from levy_core.offsets.gp import GPSpec, fit, kernel_for, posterior_mean, thinned
 
 
 def cycle(n: int = 400, period: float = 24.0, drop: float = 0.3, seed: int = 0):

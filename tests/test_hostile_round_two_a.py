@@ -24,7 +24,7 @@ from test_cli import assert_clean_error, run
 from levy_core.data import DataError, Observations, from_frame, read_csv, read_queries
 from levy_core.data.parquet import read_parquet
 from levy_core.data.series_chunks import iter_series_chunks
-from levy_core.table_writer import TableWriter, atomic_output, refuse_same_file
+from levy_core.serving.table_writer import TableWriter, atomic_output, refuse_same_file
 
 # ----------------------------------------------------------------------------- files
 

@@ -36,13 +36,14 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from levy_core import cli, pipeline
+from levy_core import pipeline
+from levy_core.cli import main as cli
 from levy_core.data import DataError, Observations
 from levy_core.data import parquet as parquet_module
 from levy_core.data.parquet import MAX_ID_CHARS, check_parquet, read_parquet
-from levy_core.model_limits import MAX_JSON_CONTAINERS, NUMBER_BOUNDS
-from levy_core.modelfile import ModelLoadError, load_model
-from levy_core.modelzip import load_model_zip, model_zip_bytes
+from levy_core.model.limits import MAX_JSON_CONTAINERS, NUMBER_BOUNDS
+from levy_core.pipeline.modelfile import ModelLoadError, load_model
+from levy_core.serving.modelzip import load_model_zip, model_zip_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -371,7 +372,7 @@ def test_a_zip_of_64_mib_of_empty_objects_is_refused_in_under_a_second_with_boun
         import re, time
         def peak():
             return int(re.search(r"VmHWM:\\s+(\\d+)", open("/proc/self/status").read()).group(1)) * 1024
-        from levy_core.modelzip import ModelLoadError, load_model_zip
+        from levy_core.serving.modelzip import ModelLoadError, load_model_zip
         data = open({str(tmp_path / "bomb.zip")!r}, "rb").read()
         before, t0 = peak(), time.process_time()
         try:
@@ -416,7 +417,7 @@ def test_weights_that_do_not_match_are_refused_before_they_are_unpacked(model_co
     """A 40 MB weights file in the zip whose header names a tensor the model does not have:
     refused after its header, with at most the first MiB or two written to disk (before: all
     of it, up to 600 MiB, then refused)."""
-    import levy_core.modelzip as modelzip
+    import levy_core.serving.modelzip as modelzip
 
     tensors = load_file(model_copy / "levy.safetensors")
     tensors["zz_extra"] = torch.zeros(10_000_000)

@@ -1,4 +1,4 @@
-"""levy_core.layers.LevyAttention: ``project`` shapes, ``weights`` (a distribution over the
+"""levy_core.operator.layers.LevyAttention: ``project`` shapes, ``weights`` (a distribution over the
 keys, exact zeros on masked keys, equal to the operator's own log-intensity softmax and to a
 hand-written cosine softmax), and the forward mean as ``Σ_h Σ_i p_{h,i} u_{h,i} + bias``.
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from levy_core.attention import log_intensity
-from levy_core.layers import LevyAttention, LevyHeadsOutput
+from levy_core.operator.attention import log_intensity
+from levy_core.operator.layers import LevyAttention, LevyHeadsOutput
 
 B, Q, K = 2, 5, 7
 QUERY_DIM, KEY_DIM, VALUE_DIM = 3, 4, 6

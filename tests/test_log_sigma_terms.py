@@ -1,4 +1,4 @@
-"""levy_core.attention.log_sigma_terms and the ``evidence_term`` / ``disagreement_term`` it
+"""levy_core.operator.attention.log_sigma_terms and the ``evidence_term`` / ``disagreement_term`` it
 feeds (``LevyOutput`` properties, ``ModelOutput`` fields of the multi-head model):
 ``log σ̂ = ½ log φ(Λ) + ½ log tr Σ`` term by term, finite at exact zeros."""
 
@@ -9,9 +9,9 @@ import math
 import pytest
 import torch
 
-from levy_core.attention import levy_attention, log_intensity, log_sigma_terms
-from levy_core.model import Batch, LevyModel, ModelConfig
-from levy_core.phi import log_phi
+from levy_core.model.levy_model import Batch, LevyModel, ModelConfig
+from levy_core.operator.attention import levy_attention, log_intensity, log_sigma_terms
+from levy_core.operator.phi import log_phi
 
 F64 = torch.finfo(torch.float64).eps
 F32 = torch.finfo(torch.float32).eps

@@ -1,4 +1,4 @@
-"""levy_core.model: output shapes, the linear read-out identity, padding and batch
+"""levy_core.model.levy_model: output shapes, the linear read-out identity, padding and batch
 independence, the softmax twin's MC-Dropout, and gradient flow."""
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from levy_core.attention import log_phi
-from levy_core.model import (
+from levy_core.model.levy_model import (
     Batch,
     LevyModel,
     ModelConfig,
@@ -19,6 +18,7 @@ from levy_core.model import (
     channel_state,
     encoder_layer,
 )
+from levy_core.operator.attention import log_phi
 
 N_CHANNELS = 3
 
@@ -195,7 +195,7 @@ def test_monte_carlo_identity_through_the_whole_model(phi: str, context_layers: 
     """Draws of the sampled operator through offset, query read-out and prior (the
     pipeline's sampler): their mean → ŷ and their RMS deviation → σ̂, within 4 s.e. —
     also with an external offset b(q) (base_forecast) and a correction share γ ≠ 1."""
-    from levy_core.sampling import sample_levy_attention
+    from levy_core.operator.sampling import sample_levy_attention
 
     torch.manual_seed(4)
     levy = LevyModel(ModelConfig(n_channels=N_CHANNELS, phi=phi, context_layers=context_layers)).eval()
@@ -224,7 +224,7 @@ def test_monte_carlo_identity_through_the_whole_model(phi: str, context_layers: 
 
 def levy_attention_mean(levy: LevyModel, op) -> torch.Tensor:
     """The operator's expected correction Σ_h m_h (B, M), before any bound."""
-    from levy_core.attention import levy_attention
+    from levy_core.operator.attention import levy_attention
 
     out = levy_attention(op.q, op.k, op.v, kappa=op.kappa, key_weight=op.key_weight, phi=levy.cfg.phi,
                          decay=op.decay, readout=op.readout, prior=op.prior)

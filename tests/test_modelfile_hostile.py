@@ -16,10 +16,11 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from levy_core import cli
+from levy_core.cli import main as cli
 from levy_core.data import DataError
-from levy_core.model import CONFIG_BOUNDS, LevyModel, ModelConfig, SoftmaxTwin
-from levy_core.modelfile import (
+from levy_core.episodes.scaling import ChannelScaler
+from levy_core.model.levy_model import CONFIG_BOUNDS, LevyModel, ModelConfig, SoftmaxTwin
+from levy_core.pipeline.modelfile import (
     MAX_JSON_DEPTH,
     MAX_MC_PASSES,
     MAX_MODEL_JSON_BYTES,
@@ -27,7 +28,6 @@ from levy_core.modelfile import (
     json_depth,
     load_model,
 )
-from levy_core.scaling import ChannelScaler
 
 
 def edit_meta(change: Callable[[dict], None]) -> Callable[[Path], None]:

@@ -19,9 +19,10 @@ import numpy as np
 import pytest
 import torch
 
-from levy_core import modelzip, pipeline
-from levy_core.modelfile import MAX_MODEL_JSON_BYTES, ModelLoadError
-from levy_core.modelzip import load_model_zip, model_zip_bytes
+from levy_core import pipeline
+from levy_core.pipeline.modelfile import MAX_MODEL_JSON_BYTES, ModelLoadError
+from levy_core.serving import modelzip
+from levy_core.serving.modelzip import load_model_zip, model_zip_bytes
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ import pytest
 
 from levy_core import pipeline
 from levy_core.data import from_frame
-from levy_core.evaluation import LEVELS
-from levy_core.monitoring import CHANNEL_COLUMNS, monitor_coverage
+from levy_core.pipeline.evaluation import LEVELS
+from levy_core.serving.monitoring import CHANNEL_COLUMNS, monitor_coverage
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def test_on_the_fitted_data_it_checks_the_test_split(fitted, fit_obs) -> None:
 @pytest.mark.slow  # a fit on rolling origins
 def test_a_model_on_rolling_origins_counts_forecast_origins() -> None:
     from levy_core.data import load_sample
-    from levy_core.train import TrainConfig
+    from levy_core.training.train import TrainConfig
 
     obs = load_sample("Single sensor series")
     fitted = pipeline.fit(obs, train=TrainConfig(epochs=1, max_seconds=2.0, seed=0), train_twin=False)

@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from levy_core import LevyForecaster
-from levy_core.cli import main
-from levy_core.forecast import BeyondHorizonWarning
-from levy_core.horizon_scale import HorizonScale, fit_horizon_scale
+from levy_core.calibration.horizon_scale import HorizonScale, fit_horizon_scale
+from levy_core.cli.main import main
+from levy_core.forecast.forecaster import BeyondHorizonWarning
 
 
 @pytest.fixture(scope="module")

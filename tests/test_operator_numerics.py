@@ -12,9 +12,9 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from levy_core import attention
-from levy_core.attention import LevyPrior, TimeDecay, levy_attention, log_phi
-from levy_core.sampling import sample_levy_attention
+from levy_core.operator import attention
+from levy_core.operator.attention import LevyPrior, TimeDecay, levy_attention, log_phi
+from levy_core.operator.sampling import sample_levy_attention
 
 PATHS = ["reference", "fused-lse-kernel", "fused-null-key"]
 

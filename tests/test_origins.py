@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 
 from levy_core import pipeline
-from levy_core.cli import main
+from levy_core.cli.main import main
 from levy_core.data import DataError, from_frame
-from levy_core.origins import END, OriginClock, OriginPlan, plan_origins
-from levy_core.tasks import TaskConfig, make_origin_split, training_frame
-from levy_core.train import TrainConfig
+from levy_core.episodes.origins import END, OriginClock, OriginPlan, plan_origins
+from levy_core.episodes.tasks import TaskConfig, make_origin_split, training_frame
+from levy_core.training.train import TrainConfig
 
 PSEUDO_ID = re.compile(r"@(\d+|end)\b")
 

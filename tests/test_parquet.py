@@ -114,7 +114,7 @@ def test_an_empty_file_is_refused(tmp_path: Path) -> None:
 
 
 def test_levy_rank_refuses_a_hostile_parquet_file_with_a_message(fitted_dir: Path, tmp_path: Path, capsys) -> None:
-    from levy_core.cli import main
+    from levy_core.cli.main import main
 
     table = pa.Table.from_pandas(long_table(), preserve_index=False).append_column("tags", pa.array([["a"]] * 5))
     code = main(["rank", str(fitted_dir), str(to_parquet(tmp_path, table)), "--out", str(tmp_path / "r.csv")])

@@ -19,9 +19,9 @@ from scipy import stats
 from levy_core import metrics as M
 from levy_core import pipeline
 from levy_core.data import DataError, Observations, from_frame
+from levy_core.episodes.tasks import TaskConfig
 from levy_core.pipeline import FORMAT, PRED_COLUMNS, ModelLoadError, load_model
-from levy_core.tasks import TaskConfig
-from levy_core.train import TrainConfig
+from levy_core.training.train import TrainConfig
 
 LEVELS = ["0.5", "0.8", "0.9", "0.95"]
 M_KEYS = {

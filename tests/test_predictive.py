@@ -1,4 +1,4 @@
-"""levy_core.predictive: one method's predictive (std, intervals, original units) against the
+"""levy_core.pipeline.predictive: one method's predictive (std, intervals, original units) against the
 calibrator and the scaler it wraps, the frame -> predictives rule, and the original-unit
 columns of a prediction frame checked by hand.
 
@@ -15,8 +15,9 @@ import pandas as pd
 import pytest
 from scipy import special
 
-from levy_core.calibrate import Calibrator
-from levy_core.predictive import (
+from levy_core.calibration.calibrate import Calibrator
+from levy_core.episodes.scaling import ChannelScaler
+from levy_core.pipeline.predictive import (
     METHODS,
     Method,
     Predictive,
@@ -24,7 +25,6 @@ from levy_core.predictive import (
     predictives,
     to_original_units,
 )
-from levy_core.scaling import ChannelScaler
 
 EPS = np.finfo(np.float64).eps
 CHANNELS = ("hr", "lactate")

@@ -1,4 +1,4 @@
-"""levy_core.prepared (``prepare``, ``ModelData``, ``as_model_data``, ``natural_key``) and the
+"""levy_core.pipeline.prepared (``prepare``, ``ModelData``, ``as_model_data``, ``natural_key``) and the
 one clock, ``Split.clock`` → ``SeriesClock``, on two tiny fits made once for this module:
 
 * many series (16 ≥ 10: split by series), ids "s0" … "s15" so that natural and
@@ -20,9 +20,14 @@ import pytest
 
 from levy_core import pipeline
 from levy_core.data import DataError, Observations, from_frame, load_sample
-from levy_core.prepared import ModelData, as_model_data, natural_key, prepare
-from levy_core.tasks import MIN_SERIES_FOR_SERIES_SPLIT, SeriesClock, TaskConfig, to_windows
-from levy_core.train import TrainConfig
+from levy_core.episodes.tasks import (
+    MIN_SERIES_FOR_SERIES_SPLIT,
+    SeriesClock,
+    TaskConfig,
+    to_windows,
+)
+from levy_core.pipeline.prepared import ModelData, as_model_data, natural_key, prepare
+from levy_core.training.train import TrainConfig
 
 POINT_COLUMNS = ["series_id", "channel", "time", "value", "role", "split"]
 ROLE_ORDER = ("test", "calibration", "train")

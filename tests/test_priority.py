@@ -1,4 +1,4 @@
-"""Fits behind interactive work (levy_core/priority.py): ``levy fit --nice``, every thread niced."""
+"""Fits behind interactive work (levy_core/runtime/priority.py): ``levy fit --nice``, every thread niced."""
 
 from __future__ import annotations
 
@@ -8,14 +8,21 @@ import threading
 
 import pytest
 
-from levy_core import cli, priority
-from levy_core.priority import FIT_NICE, MAX_NICE, lower_priority, parse_nice, thread_niceness
+from levy_core.cli import main as cli
+from levy_core.runtime import priority
+from levy_core.runtime.priority import (
+    FIT_NICE,
+    MAX_NICE,
+    lower_priority,
+    parse_nice,
+    thread_niceness,
+)
 
 
 def test_every_thread_started_after_lowering_the_priority_inherits_it() -> None:
     code = (
         "import torch\n"
-        "from levy_core.priority import lower_priority, thread_niceness\n"
+        "from levy_core.runtime.priority import lower_priority, thread_niceness\n"
         "before = max(thread_niceness().values())\n"
         "now = lower_priority(7)\n"
         "torch.set_num_threads(2)\n"

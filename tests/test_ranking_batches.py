@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 import torch
 
-from levy_core import ranking
 from levy_core.data import DataError
+from levy_core.pipeline import ranking
 
 
 def test_batched_scores_equal_each_series_scored_alone(fitted, synthetic_obs) -> None:

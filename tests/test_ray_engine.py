@@ -17,10 +17,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core import chunked
-from levy_core.cli import main
+from levy_core.cli.main import main
 from levy_core.data import DataError, Observations
-from levy_core.ray_engine import RankScorer, add_bucket, model_bytes, rank_with_ray, require_ray
+from levy_core.serving import chunked
+from levy_core.serving.ray_engine import (
+    RankScorer,
+    add_bucket,
+    model_bytes,
+    rank_with_ray,
+    require_ray,
+)
 
 RAY_WORKERS = 2
 
@@ -255,7 +261,7 @@ def test_an_address_where_no_grpc_server_answers_is_refused(tmp_path: Path) -> N
     import socket
     import threading
 
-    from levy_core.ray_engine import check_address
+    from levy_core.serving.ray_engine import check_address
 
     server = socket.socket()
     server.bind(("127.0.0.1", 0))

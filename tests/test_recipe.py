@@ -1,4 +1,4 @@
-"""levy_core.recipe: the fit in steps. ``prepare_fit`` (its refusals, a given split and scaler),
+"""levy_core.pipeline.recipe: the fit in steps. ``prepare_fit`` (its refusals, a given split and scaler),
 ``FitData.model_config``, ``fit`` with the twin against ``fit`` without it + ``add_twin``
 (bit-identical twin and MC-Dropout calibration, Lévy side untouched), ``cutoff_range``; and
 the settings objects' dict round trips (``TaskConfig.from_dict``, ``ColumnMapping``).
@@ -16,10 +16,12 @@ import pandas as pd
 import pytest
 import torch
 
-from levy_core import recipe
 from levy_core.data import ColumnMapping, DataError, Observations, load_sample
-from levy_core.model import ModelConfig
-from levy_core.recipe import (
+from levy_core.episodes.scaling import ChannelScaler
+from levy_core.episodes.tasks import Split, TaskConfig, make_split, resolve_task
+from levy_core.model.levy_model import ModelConfig
+from levy_core.pipeline import recipe
+from levy_core.pipeline.recipe import (
     MODEL_SIZES,
     add_twin,
     cutoff_range,
@@ -28,9 +30,7 @@ from levy_core.recipe import (
     resolve_size,
     size_name,
 )
-from levy_core.scaling import ChannelScaler
-from levy_core.tasks import Split, TaskConfig, make_split, resolve_task
-from levy_core.train import TrainConfig
+from levy_core.training.train import TrainConfig
 
 MC_PASSES = 3
 EPS = np.finfo(np.float64).eps

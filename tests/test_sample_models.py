@@ -22,11 +22,11 @@ import pytest
 import torch
 
 from levy_core import pipeline
-from levy_core.cli import main as levy
+from levy_core.cli.main import main as levy
 from levy_core.data import SAMPLES, read_csv
-from levy_core.modelfile import file_sha256, load_model
-from levy_core.modelzip import load_model_zip
-from levy_core.threads import using_threads
+from levy_core.pipeline.modelfile import file_sha256, load_model
+from levy_core.runtime.threads import using_threads
+from levy_core.serving.modelzip import load_model_zip
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "sample_data"))

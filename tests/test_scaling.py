@@ -1,4 +1,4 @@
-"""Tests of the per-channel normalisation (levy_core.scaling)."""
+"""Tests of the per-channel normalisation (levy_core.episodes.scaling)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from data_files import LONG_CSV
 
 from levy_core.data import DataError, read_csv
-from levy_core.scaling import ChannelScaler
+from levy_core.episodes.scaling import ChannelScaler
 
 
 def test_scaler_round_trip() -> None:

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
-from levy_core.model import (
+from levy_core.model.levy_model import (
     Batch,
     ChannelState,
     LevyModel,
@@ -17,7 +17,7 @@ from levy_core.model import (
     channel_state,
     seasonal_offset,
 )
-from levy_core.seasonality import autocorrelation, detect_season, snap_to_calendar
+from levy_core.offsets.seasonality import autocorrelation, detect_season, snap_to_calendar
 
 
 def series(times: np.ndarray, values: np.ndarray, channel: str = "value") -> pd.DataFrame:

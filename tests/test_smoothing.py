@@ -1,4 +1,4 @@
-"""levy_core.smoothing: Holt's damped trend against statsmodels' (the reference), the grid
+"""levy_core.offsets.smoothing: Holt's damped trend against statsmodels' (the reference), the grid
 search on a known trend, and the damped-trend candidate carrying a recovery's slope."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core import smoothing
-from levy_core.base_forecast import BaseForecastSpec, choose, forecast
+from levy_core.offsets import smoothing
+from levy_core.offsets.base_forecast import BaseForecastSpec, choose, forecast
 
 
 def test_forecast_equals_statsmodels_holt_with_the_same_start_and_parameters() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from levy_core import metrics, pipeline
 from levy_core.data import SAMPLE_DIR, load_sample
-from levy_core.tasks import TaskConfig
+from levy_core.episodes.tasks import TaskConfig
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""levy_core.tasks: splits (by series / by time window), forecast and interpolation episodes,
+"""levy_core.episodes.tasks: splits (by series / by time window), forecast and interpolation episodes,
 the data-dependent task defaults and the padded batches the models consume."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from levy_core.data import DataError
-from levy_core.tasks import (
+from levy_core.episodes.tasks import (
     MIN_SERIES_FOR_SERIES_SPLIT,
     EpisodeBuilder,
     TaskConfig,
@@ -84,7 +84,7 @@ def test_series_split_is_seeded() -> None:
 
 
 def test_split_round_trips_through_dict() -> None:
-    from levy_core.tasks import Split
+    from levy_core.episodes.tasks import Split
 
     split = make_split(long_frame(12), seed=2)[1]
     assert split.stopping

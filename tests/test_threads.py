@@ -1,4 +1,4 @@
-"""levy_core.threads (the thread policy) and the ``levy`` commands' ``--threads``."""
+"""levy_core.runtime.threads (the thread policy) and the ``levy`` commands' ``--threads``."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import pandas as pd
 import pytest
 import torch
 
-from levy_core import cli, ranking, threads
-from levy_core.cli import main
+from levy_core.cli import main as cli
+from levy_core.cli.main import main
+from levy_core.pipeline import ranking
+from levy_core.runtime import threads
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -89,7 +91,7 @@ def test_passive_waiting_is_set_unless_the_user_chose() -> None:
 def test_the_levy_entry_sets_passive_waiting_before_torch_loads() -> None:
     # OpenMP reads the policy when torch loads it: the package and the entry must not load torch first
     code = ("import os, sys\n"
-            "import levy_core, levy_core.threads\n"
+            "import levy_core, levy_core.runtime.threads\n"
             "from levy_core.__main__ import main\n"
             "assert 'torch' not in sys.modules, 'torch loaded before the entry ran'\n"
             "sys.argv = ['levy', '--help']\n"
@@ -186,7 +188,7 @@ def test_single_threaded_blas_limits_numpys_blas_inside_the_block_and_restores_i
     import numpy as np
     from threadpoolctl import threadpool_info
 
-    from levy_core.threads import single_threaded_blas
+    from levy_core.runtime.threads import single_threaded_blas
 
     def blas_threads() -> list[int]:
         return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]

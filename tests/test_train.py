@@ -1,4 +1,4 @@
-"""levy_core.train: the fit loop on a tiny problem — learning, determinism, progress events,
+"""levy_core.training.train: the fit loop on a tiny problem — learning, determinism, progress events,
 early stopping on the calibration split, batch sizing."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import pytest
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
-from levy_core import train
-from levy_core.model import LevyModel, ModelConfig, SoftmaxTwin
-from levy_core.scaling import ChannelScaler
-from levy_core.synthetic import CHANNELS, make_synthetic
-from levy_core.tasks import EpisodeBuilder, TaskConfig
-from levy_core.train import (
+from levy_core.data.synthetic import CHANNELS, make_synthetic
+from levy_core.episodes.scaling import ChannelScaler
+from levy_core.episodes.tasks import EpisodeBuilder, TaskConfig
+from levy_core.model.levy_model import LevyModel, ModelConfig, SoftmaxTwin
+from levy_core.training import train
+from levy_core.training.train import (
     Progress,
     TrainConfig,
     auto_batch_size,
@@ -310,8 +310,8 @@ def test_correction_scale_is_the_least_squares_share_of_the_correction(problem) 
     """γ = Σ r m / Σ m² (r = y − b, m = ŷ − b) clipped to [MIN_CORRECTION_SCALE, 1]: targets
     made of the offset plus half the model's own correction give γ = 0.5 and an MSE of 0;
     targets that are the offset alone give the floor, and the fit says training did not help."""
-    from levy_core.model import channel_state
-    from levy_core.train import MIN_CORRECTION_SCALE, fit_correction_scale
+    from levy_core.model.levy_model import channel_state
+    from levy_core.training.train import MIN_CORRECTION_SCALE, fit_correction_scale
 
     builder, _, val_ids = problem
     model = new_model(seed=3).eval()
@@ -345,8 +345,8 @@ def test_a_correction_share_that_does_not_hold_from_one_half_to_the_other_is_dro
     its opposite on the second: the pooled least-squares share is 0 either way, but a share
     fitted on either half raises the other half's error, so every channel keeps the floor.
     The bound is the largest kept correction seen."""
-    from levy_core.model import channel_state
-    from levy_core.train import MIN_CORRECTION_SCALE, fit_correction_scale
+    from levy_core.model.levy_model import channel_state
+    from levy_core.training.train import MIN_CORRECTION_SCALE, fit_correction_scale
 
     builder, _, val_ids = problem
     model = new_model(seed=3).eval()

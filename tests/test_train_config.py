@@ -1,5 +1,5 @@
 """TrainConfig refuses settings that would train nothing or fail later, naming the field
-(levy_core.train)."""
+(levy_core.training.train)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from levy_core.train import TrainConfig
+from levy_core.training.train import TrainConfig
 
 BAD = [
     ("epochs", 0),

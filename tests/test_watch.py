@@ -1,4 +1,4 @@
-"""Watch: each observation scored against the band issued before it (levy_core.watch)."""
+"""Watch: each observation scored against the band issued before it (levy_core.decisions.watch)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from levy_core.data import DataError, from_frame
-from levy_core.watch import (
+from levy_core.decisions.watch import (
     WATCH_COLUMNS,
     WatchCalibration,
     WatchTally,
@@ -17,7 +17,7 @@ from levy_core.watch import (
     iter_watch,
     watch,
 )
-from levy_core.watch_calibration import between_series_se
+from levy_core.decisions.watch_calibration import between_series_se
 
 
 @pytest.fixture(scope="module")

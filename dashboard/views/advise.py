@@ -1,4 +1,4 @@
-"""Panel · Measure next: which measurement would narrow the band most (``levy_core.advise``).
+"""Panel · Measure next: which measurement would narrow the band most (``levy_core.decisions.advise``).
 
 The user picks a series, the target channels and the horizon; a ranked table lists every
 channel measured now or a little later, with how much each target's calibrated band would

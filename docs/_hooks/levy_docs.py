@@ -34,7 +34,7 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
 
 def cli_reference() -> str:
     """``levy --help`` and each subcommand's help as Markdown, one section per subcommand."""
-    from levy_core.cli import build_parser
+    from levy_core.cli.main import build_parser
 
     columns = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = "80"  # argparse wraps to the terminal's width; 80 fits the page

@@ -73,7 +73,7 @@ text), ``reading`` (text to a table; the samples), ``decimals`` (decimal commas)
 ``columns`` (the mapping), ``cells`` and ``times`` (parsing cells), ``frame``
 (:func:`from_frame`), ``ranges`` (values and times too large), ``observations`` (the
 result), ``clock`` (the user's clock, both ways); ``messages`` and ``errors`` serve
-them all. :class:`ChannelScaler` lives in :mod:`levy_core.scaling` and is re-exported
+them all. :class:`ChannelScaler` lives in :mod:`levy_core.episodes.scaling` and is re-exported
 here for existing imports.
 """
 

@@ -33,7 +33,7 @@ from numpy.typing import ArrayLike
 
 from levy_core.data.cells import blank_mask, id_strings, missing_mask, parse_numbers
 from levy_core.data.columns import CHANNEL_ALIASES, SERIES_ALIASES, TIME_ALIASES, find_alias
-from levy_core.data.dates import read_datetimes
+from levy_core.data.dates import read_datetimes, time_zone_mask
 from levy_core.data.decimals import decimal_comma_mask, read_decimal_commas, refuse_decimal_commas
 from levy_core.data.decode import decode_text, read_source, sniff_separator
 from levy_core.data.errors import DataError
@@ -45,7 +45,6 @@ from levy_core.data.times import (
     CLOCK_RE,
     DATETIME,
     TIME_UNITS,
-    time_zone_mask,
     to_utc_stamps,
 )
 

@@ -12,7 +12,7 @@ most ``(6.8e38)² = 4.6e77`` and a sum of :data:`~levy_core.data.frame.MAX_ROWS`
 ``9.3e83``: far below float64's largest number (``1.8e308``). No measurement in any unit
 comes near 1e38, so a bigger value is a mistake or a placeholder. (Data that a model
 meets are also checked against the range it was trained on, once scaled:
-:meth:`levy_core.scaling.ChannelScaler.transform`.)
+:meth:`levy_core.episodes.scaling.ChannelScaler.transform`.)
 
 **Times.** The model works in 32-bit floating point on times in hours as the
 :class:`~levy_core.data.Observations` hold them (numbers as given, date-times as hours

@@ -47,7 +47,7 @@ _SNIFF_BYTES = 1 << 16
 
 class UngroupedSeriesError(DataError):
     """A series reappears after other series: the file cannot be read in chunks of whole
-    series as it is (a file small enough is read whole instead, see ``levy_core.chunked``)."""
+    series as it is (a file small enough is read whole instead, see ``levy_core.serving.chunked``)."""
 
 
 def read_observations(path: str | os.PathLike[str], *, mapping: ColumnMapping | None = None,

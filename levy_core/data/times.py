@@ -2,9 +2,8 @@
 
 Numbers are converted to hours and never shifted. Date-times are kept as UTC stamps
 until the series are known, because they become hours since each series' first
-observation (:func:`hours_since_first`). :func:`to_utc_stamps` and
-:func:`time_zone_mask` also serve :mod:`levy_core.data.clock`, which reads query times
-the way data times are read.
+observation (:func:`hours_since_first`). :func:`to_utc_stamps` also serves :mod:`levy_core.data.clock`, which reads query times
+the way data times are read (which cells carry a time zone: :func:`levy_core.data.dates.time_zone_mask`).
 """
 
 from __future__ import annotations
@@ -16,7 +15,13 @@ import numpy as np
 import pandas as pd
 
 from levy_core.data.cells import parse_numbers
-from levy_core.data.dates import GIVEN_ORDER, DayOrder, read_datetimes, refuse_out_of_range_stamps
+from levy_core.data.dates import (
+    GIVEN_ORDER,
+    DayOrder,
+    read_datetimes,
+    refuse_out_of_range_stamps,
+    time_zone_mask,
+)
 from levy_core.data.decimals import refuse_decimal_commas
 from levy_core.data.errors import DataError
 from levy_core.data.messages import count, describe_lines
@@ -34,12 +39,6 @@ DATETIME = "datetime"
 
 CLOCK_RE: re.Pattern[str] = re.compile(r"^\d+:\d{1,2}(:\d{1,2}(\.\d+)?)?$")
 """An elapsed clock time ``HH:MM`` or ``HH:MM:SS`` (hours may exceed 23), stripped text."""
-# a time zone at the end of a date-time: Z, UTC/GMT or an offset +01:00 / -0500 (plain
-# strings, not compiled patterns, so that Arrow-backed text is searched natively)
-_ZONE_END = r"(?:[+-]\d\d:?\d\d|[zZ]|[uU][tT][cC]|[gG][mM][tT])$"
-# an hours-only offset (+01) looks like the day of a date ("2024-01-31"): it needs a time
-_SHORT_OFFSET_END = r"[+-]\d\d$"
-_TIME_THEN_SHORT_OFFSET = r"\d:\d\d(?::\d\d(?:[.,]\d+)?)?\s*[+-]\d\d$"
 
 
 class ParsedTime(NamedTuple):
@@ -263,40 +262,6 @@ def has_time_zone(col: pd.Series) -> bool:
     bool
     """
     return bool(time_zone_mask(col).any())
-
-
-def time_zone_mask(col: pd.Series) -> np.ndarray:
-    """Which date-time cells carry a time zone.
-
-    A time-zone-aware column: every cell. Text (or objects): the cells that end in an
-    offset (``+01:00``, ``-0500``), ``Z``, ``UTC``/``GMT``, or an hours-only offset
-    (``+01``) right after a time of day. Empty cells: False. A vectorised look at the
-    end of each cell (about 0.1 s per million cells), not a parse.
-
-    Parameters
-    ----------
-    col : pandas.Series
-        The date-time cells.
-
-    Returns
-    -------
-    numpy.ndarray
-        bool, one per cell.
-    """
-    if pd.api.types.is_datetime64_any_dtype(col):
-        return np.full(len(col), isinstance(col.dtype, pd.DatetimeTZDtype))
-    present = col.notna().to_numpy()
-    out = np.zeros(len(col), dtype=bool)
-    if present.any():
-        text = col[present].astype(str).str.strip()
-        zone = np.array(text.str.contains(_ZONE_END).to_numpy(dtype=bool))  # writable
-        short = ~zone & text.str.contains(_SHORT_OFFSET_END).to_numpy(dtype=bool)
-        if short.any():  # a date alone has no ':'
-            short &= text.str.contains(":", regex=False).to_numpy(dtype=bool)
-        if short.any():
-            zone[short] = text[short].str.contains(_TIME_THEN_SHORT_OFFSET).to_numpy(dtype=bool)
-        out[present] = zone
-    return out
 
 
 def hours_since_first(

@@ -41,10 +41,9 @@ Layout (one module per metric family; every public name is re-exported here, so
 - :mod:`levy_core.metrics.selective` -- :func:`spearman_sigma_abs_error` and the
   risk-coverage curve and area.
 
-The input checks live in :mod:`levy_core.checks`.
+The input checks live in :mod:`levy_core.metrics.checks`.
 """
 
-from levy_core.checks import FloatArray as FloatArray
 from levy_core.metrics.accuracy import mean_absolute_error, mean_squared_error
 from levy_core.metrics.calibration import (
     DEFAULT_LEVELS,
@@ -58,6 +57,7 @@ from levy_core.metrics.calibration import (
     pit_values,
     sharpness,
 )
+from levy_core.metrics.checks import FloatArray as FloatArray
 from levy_core.metrics.scoring_rules import (
     NLL_SIGMA_FLOOR,
     crps_ensemble,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from levy_core.checks import check_point_predictions
+from levy_core.metrics.checks import check_point_predictions
 
 __all__ = ["mean_absolute_error", "mean_squared_error"]
 

@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
-from levy_core.checks import (
+from levy_core.metrics.checks import (
     FloatArray,
     as_1d,
     check_bounds,

@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
-from levy_core.checks import FloatArray, as_1d, check_gaussian, check_interval, check_level
+from levy_core.metrics.checks import FloatArray, as_1d, check_gaussian, check_interval, check_level
 
 __all__ = [
     "NLL_SIGMA_FLOOR",

@@ -11,7 +11,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from levy_core.checks import FloatArray, check_gaussian
+from levy_core.metrics.checks import FloatArray, check_gaussian
 
 __all__ = ["risk_coverage_area", "risk_coverage_curve", "spearman_sigma_abs_error"]
 

@@ -47,7 +47,7 @@ def test_advice_on_a_forecast_fit_starts_at_the_cut_off() -> None:
 
     from dashboard.advise_services import advice_data
     from levy_core.data import load_sample
-    from levy_core.tasks import TaskConfig
+    from levy_core.episodes.tasks import TaskConfig
 
     obs = load_sample("Synthetic multichannel")
     sid = obs.series_ids[3]

@@ -14,9 +14,9 @@ from dashboard.fit_pool import FitPool, JobView
 from dashboard.views.fit import status_text
 from levy_core import pipeline
 from levy_core.data import read_csv
-from levy_core.modelzip import load_model_zip
-from levy_core.priority import thread_niceness
-from levy_core.threads import using_threads
+from levy_core.runtime.priority import thread_niceness
+from levy_core.runtime.threads import using_threads
+from levy_core.serving.modelzip import load_model_zip
 
 TASK = {"kind": "interpolate", "cutoff": None, "horizon": None, "holdout_fraction": 0.2}
 

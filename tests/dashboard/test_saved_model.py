@@ -18,8 +18,8 @@ from dash_helpers import SAMPLE_DIR, figure, show, start
 from streamlit.testing.v1 import AppTest
 
 from dashboard import fits, services
-from levy_core.modelfile import MAX_MODEL_JSON_BYTES
-from levy_core.modelzip import load_model_zip
+from levy_core.pipeline.modelfile import MAX_MODEL_JSON_BYTES
+from levy_core.serving.modelzip import load_model_zip
 
 
 def upload(at: AppTest, name: str, data: bytes, key: str = "upload") -> AppTest:

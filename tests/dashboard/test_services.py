@@ -29,7 +29,7 @@ from dashboard import charts, fits, origin_services, services, tables
 from dashboard.fits import FitResult, FitSettings
 from levy_core import pipeline
 from levy_core.data import ColumnMapping, DataError, Observations, preview_table
-from levy_core.prepared import ModelData
+from levy_core.pipeline.prepared import ModelData
 
 MC = 5  # MC-Dropout passes: default_mc_passes() with LEVY_DASHBOARD_FAST=1
 BAD_XLSX = b"PK\x03\x04" + b"\x00" * 64  # a zip (xlsx) header: not CSV text

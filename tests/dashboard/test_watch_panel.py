@@ -8,7 +8,7 @@ from dash_helpers import figure, show, start
 
 from dashboard import state
 from dashboard.charts.watch import FLAG
-from levy_core.watch import WATCH_COLUMNS
+from levy_core.decisions.watch import WATCH_COLUMNS
 
 
 def test_the_watch_panel_replays_the_test_series_with_flags_and_rates() -> None:

@@ -35,8 +35,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from levy_core.cli import streamlit_command
-from levy_core.modelfile import MAX_MODEL_JSON_BYTES
+from levy_core.cli.main import streamlit_command
+from levy_core.pipeline.modelfile import MAX_MODEL_JSON_BYTES
 
 pytestmark = pytest.mark.e2e
 

@@ -1,0 +1,2 @@
+"""The ``levy`` command (``main``) and its ``advise`` and ``watch`` subcommands.
+"""

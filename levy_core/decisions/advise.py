@@ -1,0 +1,575 @@
+"""Measure next: which measurement would narrow the calibrated band of the targets most.
+
+For one series, a set of **target queries** (by default every channel the series has
+observed, on a regular grid over the next ``horizon`` hours) and a set of **candidate
+measurements** (a channel at a time from "now", the series' last observation, on), this
+module predicts the calibrated band width the targets would have if that measurement were
+taken, and splits the narrowing into two parts:
+
+* **Evidence (exact, value-free).** In :class:`~levy_core.model.levy_model.LevyModel` an observation's
+  intensity at a query, ``λ_i(q) = w_i e^{κ_h(cos(P c_q, P c_i) − 1)} e^{−(t_q − t_i)²/(2ℓ_h²)}``,
+  is built from its channel code ``c_i`` (``Backbone.index_channel``), its time ``t_i`` and
+  the padding mask (``LevyModel.operator``: ``q``, ``k``, ``key_weight`` and ``decay``); the
+  prior's mass ``Λ_0`` is a per-(head, query channel) table. No value enters ``Λ_h(q)``, so
+  the evidence with the candidate added, ``Λ'_h(q)``, is known exactly before the value is.
+  The evidence part is the band with ``Λ'`` and today's disagreement,
+  ``σ_ev(q)² = Σ_h trΣ_h(q) φ(Λ'_h(q))`` (times the lead factor ``s(h)`` of a fit on rolling
+  origins at the new lead, also value-free).
+* **Value (an expectation).** The values enter the disagreement ``trΣ_h`` (the atoms'
+  values, the channel tokens, the query's read-out, the prior's variance), the mean, and
+  the deterministic offset ``b(q)`` — the last value of the channel, or on rolling origins
+  the classical forecaster of :mod:`levy_core.offsets.base_forecast` refitted to the past with the
+  new observation in it. That part is an expectation over the candidate's own calibrated
+  predictive ``N(ŷ, (c·spread)²)`` at its time: ``draws`` values per candidate (antithetic
+  pairs from a seeded generator), **all candidates × draws in one batched model pass**.
+  It also holds what moves the disagreement whatever the value: a candidate ahead of now
+  moves the encoder's "now" (the observations' lags, the queries' horizon features).
+  In short: evidence part = the band with ``Λ'`` and today's ``trΣ``; value (disagreement)
+  part = the rest of the expected change.
+
+Widths are those of the calibrated split-conformal band at ``level`` (the scaled-Gaussian
+band where a channel's conformal quantile is infinite), in the data's units; a channel's
+narrowing is ``1 − E[mean width after] / mean width before`` over its target grid, and the
+evidence and value parts add up to it.
+
+A candidate ahead of now moves "now": on rolling origins the forecast origin moves to it
+(the context window ``[o' − history, o']``, the leads and the offset follow, as a forecast
+past the end of the data with the measurement appended would) and the targets before it keep
+today's band (a forecast issued at ``o'`` does not reach back before it); otherwise the
+measurement joins the series' context, and the model's time decay, symmetric in time, lets
+it inform targets on both sides of it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from levy_core.data import DataError, Observations, duration_text
+from levy_core.episodes.origins import OriginClock
+from levy_core.model.levy_model import Batch
+from levy_core.offsets.base_forecast import BaseForecast
+from levy_core.operator.phi import log_phi
+from levy_core.pipeline.modelfile import FittedModel
+from levy_core.pipeline.prepared import ModelData, as_model_data
+
+__all__ = ["Advice", "advise"]
+
+DEFAULT_POINTS = 12  # target grid points per channel over the horizon
+DEFAULT_DRAWS = 8
+FALLBACK_HORIZON = 24.0  # hours, for a model fitted without a horizon
+
+Candidate = str | tuple[str, float]
+
+
+@dataclass(frozen=True)
+class Advice:
+    """What each candidate measurement would do to the targets' band (one series).
+
+    Times are in the data's hours (the clock of ``Observations.frame``); widths and values in
+    the data's units. ``J`` candidates, ``M`` target queries, ``H`` heads, ``D`` draws.
+
+    Attributes
+    ----------
+    series_id : str
+    now : float
+        The series' last observation (hours).
+    horizon : float
+        Hours after ``now`` the targets span.
+    level : float
+        The band's nominal coverage.
+    targets : tuple of str
+        The target channels.
+    candidates : pandas.DataFrame
+        One row per candidate: ``channel, ahead`` (hours after now), ``time``,
+        ``value_mean, value_std`` (its calibrated predictive, data units).
+    target_time, target_channel : ndarray, shape (M,)
+    mean_before, width_before : ndarray, shape (M,)
+        Today's forecast and calibrated band width at the targets.
+    mean_after, width_after : ndarray, shape (J, M)
+        Expected (over the draws) forecast and width with the candidate taken.
+    width_evidence : ndarray, shape (J, M)
+        The width with the candidate's evidence alone (value-free, exact).
+    log_evidence_before : ndarray, shape (H, M)
+        ``log Λ_h`` at the targets today (data and prior).
+    log_evidence_after : ndarray, shape (J, H, M)
+        ``log Λ'_h`` with the candidate added (the same for every draw).
+    draws : ndarray, shape (J, D)
+        The candidate values the expectation ran over (data units).
+    """
+
+    series_id: str
+    now: float
+    horizon: float
+    level: float
+    targets: tuple[str, ...]
+    candidates: pd.DataFrame
+    target_time: np.ndarray
+    target_channel: np.ndarray
+    mean_before: np.ndarray
+    width_before: np.ndarray
+    mean_after: np.ndarray
+    width_after: np.ndarray
+    width_evidence: np.ndarray
+    log_evidence_before: np.ndarray
+    log_evidence_after: np.ndarray
+    draws: np.ndarray
+
+    def per_target(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Narrowing per (candidate, target channel) in percent: total, evidence part and
+        value part, each (J, T) with ``T = len(targets)``; total = evidence + value."""
+        before, after, evidence = [], [], []
+        for name in self.targets:
+            cols = self.target_channel == name
+            before.append(self.width_before[cols].mean())
+            after.append(self.width_after[:, cols].mean(axis=1))
+            evidence.append(self.width_evidence[:, cols].mean(axis=1))
+        w0 = np.asarray(before)[None, :]
+        total = 100.0 * (1.0 - np.stack(after, axis=1) / w0)
+        ev = 100.0 * (1.0 - np.stack(evidence, axis=1) / w0)
+        return total, ev, total - ev
+
+    def ranking(self) -> pd.DataFrame:
+        """One row per candidate, best first: ``rank, channel, ahead, time, narrowing_pct``
+        (mean over the target channels), ``evidence_pct, value_pct`` (its two parts) and
+        ``value_mean, value_std``."""
+        total, ev, val = self.per_target()
+        out = self.candidates.copy()
+        out["narrowing_pct"], out["evidence_pct"], out["value_pct"] = total.mean(1), ev.mean(1), val.mean(1)
+        out = out.sort_values(["narrowing_pct", "ahead", "channel"], ascending=[False, True, True], kind="stable")
+        out.insert(0, "rank", np.arange(1, len(out) + 1))
+        return out.reset_index(names="candidate")
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per (candidate, target channel), candidates best first: ``rank, series_id,
+        channel, ahead, time, target, width_before, width_after, narrowing_pct, evidence_pct,
+        value_pct, score_pct`` (the candidate's mean narrowing over the targets)."""
+        total, ev, val = self.per_target()
+        rows = []
+        for _, r in self.ranking().iterrows():
+            j = int(r["candidate"])
+            for t, name in enumerate(self.targets):
+                cols = self.target_channel == name
+                rows.append({"rank": int(r["rank"]), "series_id": self.series_id, "channel": r["channel"],
+                             "ahead": r["ahead"], "time": r["time"], "target": name,
+                             "width_before": float(self.width_before[cols].mean()),
+                             "width_after": float(self.width_after[j, cols].mean()),
+                             "narrowing_pct": float(total[j, t]), "evidence_pct": float(ev[j, t]),
+                             "value_pct": float(val[j, t]), "score_pct": float(r["narrowing_pct"])})
+        return pd.DataFrame(rows)
+
+    def sentences(self, top: int = 3, targets: int = 4) -> list[str]:
+        """Plain words for the ``top`` candidates, e.g. "measuring K now would narrow the
+        next 24 h band of K by 38 %, of Lactate by 4 %" (the ``targets`` most narrowed
+        target channels by name, the others summed up)."""
+        total, _, _ = self.per_target()
+        out = []
+        for _, r in self.ranking().head(top).iterrows():
+            j = int(r["candidate"])
+            when = "now" if r["ahead"] <= 0 else f"in {duration_text(r['ahead'], ' ')}"
+            order = np.argsort(-total[j], kind="stable")
+            parts = [f"of {self.targets[t]} by {int(round(total[j, t]))} %" for t in order[:targets]]
+            if len(order) > targets:
+                rest = total[j, order[targets:]]
+                parts.append(f"of the {len(rest)} other targets by {int(round(rest.min()))} to "
+                             f"{int(round(rest.max()))} %")
+            out.append(f"measuring {r['channel']} {when} would narrow the next {duration_text(self.horizon, ' ')} "
+                       f"band " + ", ".join(parts))
+        return out
+
+    def band(self, candidate: int | None = None) -> pd.DataFrame:
+        """The targets' band today (``candidate=None``) or as it would be with candidate
+        ``candidate`` (an index into :attr:`candidates`, expected over its draws): columns
+        ``channel, time, mean, lower, upper``, data units."""
+        if candidate is None:
+            mean, width = self.mean_before, self.width_before
+        else:
+            if not 0 <= candidate < len(self.candidates):
+                raise ValueError(f"candidate must be an index in [0, {len(self.candidates)}), got {candidate}")
+            mean, width = self.mean_after[candidate], self.width_after[candidate]
+        return pd.DataFrame({"channel": self.target_channel, "time": self.target_time, "mean": mean,
+                             "lower": mean - width / 2, "upper": mean + width / 2})
+
+
+@dataclass(frozen=True)
+class _Series:
+    """One series' end episode in model space (what a forecast past the data starts from)."""
+
+    user_id: str
+    model_id: str
+    origin: float  # user hours of model time 0
+    time: np.ndarray  # (n,) model hours
+    channel: np.ndarray  # (n,) codes
+    value: np.ndarray  # (n,) normalised
+    now: float  # model hours of the last observation
+    history: float | None  # rolling origins: the context window's length (the origin moves)
+    base: BaseForecast | None  # rolling origins: the classical offset (refitted with a new value)
+
+
+def advise(fitted: FittedModel, data: Observations | ModelData, series_id: str | None = None, *,
+           targets: Sequence[str] | None = None, candidates: Sequence[Candidate] | None = None,
+           horizon: float | None = None, at: Sequence[float] | None = None, points: int = DEFAULT_POINTS,
+           draws: int = DEFAULT_DRAWS, seed: int = 0, level: float = 0.9,
+           values: Sequence[float] | None = None) -> Advice:
+    """Which measurement would narrow the targets' calibrated band most.
+
+    Parameters
+    ----------
+    fitted : FittedModel
+    data : Observations or ModelData
+        The observations; advice is for one series of them, from its last observation on.
+    series_id : str, optional
+        The series (the data's id); may be left out when the data hold one series.
+    targets : sequence of str, optional
+        Target channels (default: every channel the series has observed); each is queried
+        at ``points`` regular times over ``(now, now + horizon]``.
+    candidates : sequence of str or (str, float), optional
+        Channels to consider measuring, each at every time of ``at``; or explicit
+        ``(channel, hours after now)`` pairs. Default: every channel the model knows.
+    horizon : float, optional
+        Hours after now the targets span (default: the fit's horizon, else 24).
+    at : sequence of float, optional
+        Hours after now at which a named channel could be measured (0 = now; default: now,
+        about an eighth and a quarter of the horizon ahead, to one significant figure). Each in
+        ``[0, horizon]``.
+    points : int
+        Target grid points per channel (≥ 1).
+    draws : int
+        Values per candidate the value part averages over (≥ 1; pairs are antithetic).
+    seed : int
+        Seeds the draws: the same seed gives the same advice.
+    level : float
+        The band's coverage in (0, 1).
+    values : sequence of float, optional
+        One value per candidate (data units) to use instead of draws: "what if it reads
+        this" (and what a real measurement, once known, did).
+
+    Returns
+    -------
+    Advice
+
+    Raises
+    ------
+    DataError
+        An unknown series or channel, a candidate before now or past the horizon.
+    ValueError
+        An empty target or candidate set, or ``points``/``draws``/``level``/``values`` out of range.
+    """
+    if isinstance(points, bool) or not isinstance(points, int) or points < 1:
+        raise ValueError(f"points must be a whole number ≥ 1, got {points!r}")
+    if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
+        raise ValueError(f"draws must be a whole number ≥ 1, got {draws!r}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    data = as_model_data(fitted, data)
+    series = _series(fitted, data, series_id)
+    horizon = _horizon(fitted, horizon)
+    target_names = _targets(fitted, series, targets)
+    pairs = _candidate_pairs(fitted, series, candidates, at, horizon)
+    n_draws = draws if values is None else 1
+    if values is not None and len(values) != len(pairs):
+        raise ValueError(f"values must hold one value per candidate ({len(pairs)}), got {len(values)}")
+    index = {c: i for i, c in enumerate(fitted.channels)}
+    steps = np.linspace(0.0, horizon, points + 1)[1:]
+    t_codes = np.repeat(np.array([index[c] for c in target_names], np.int64), points)
+    t_time = np.tile(series.now + steps, len(target_names))  # model hours
+    c_codes = np.array([index[c] for c, _ in pairs], np.int64)
+    c_ahead = np.array([a for _, a in pairs], np.float64)
+    m = len(t_time)
+
+    # today: the targets and the candidates' own predictive, one pass
+    base_q_time = np.concatenate([t_time, series.now + c_ahead])
+    base_q_code = np.concatenate([t_codes, c_codes])
+    row0 = _row(fitted, series, base_q_time, base_q_code, ahead=0.0, extra=None, cache={})
+    out0 = _run(fitted, _collate([row0]))
+    c_mean, c_std, v_norm = _candidate_values(fitted, out0, m, c_codes, n_draws, seed, values)
+    return _assess(fitted, series, horizon, level, target_names, t_time, t_codes, c_codes, c_ahead, out0,
+                   c_mean, c_std, v_norm)
+
+
+def _candidate_values(fitted: FittedModel, out0: _Out, m: int, c_codes: np.ndarray, n_draws: int, seed: int,
+                      values: Sequence[float] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each candidate's calibrated predictive (mean, std; normalised, (J,)) from today's
+    pass (its queries after the ``m`` targets), and the values to try, (J, D) normalised:
+    antithetic draws from it, or the given ``values`` (data units)."""
+    c_names = np.array(fitted.channels, dtype=object)[c_codes]
+    c_mean = out0.mean[0, m:]
+    c_std = fitted.levy_calibration.predict_std(out0.spread[0, m:], c_names)
+    if values is None:
+        return c_mean, c_std, c_mean[:, None] + c_std[:, None] * _normal_draws(len(c_codes), n_draws, seed)
+    v = np.asarray(values, np.float64)
+    if not np.isfinite(v).all():
+        raise ValueError("values must be finite numbers (one per candidate)")
+    lo = np.array([fitted.scaler.minimum[c] for c in c_names], np.float64)
+    return c_mean, c_std, ((v - lo) / fitted.scaler.scale_of(c_names))[:, None]
+
+
+def _assess(fitted: FittedModel, series: _Series, horizon: float, level: float, target_names: list[str],
+            t_time: np.ndarray, t_codes: np.ndarray, c_codes: np.ndarray, c_ahead: np.ndarray, out0: _Out,
+            c_mean: np.ndarray, c_std: np.ndarray, v_norm: np.ndarray) -> Advice:
+    """Every candidate × value in one batched pass; the widths, the evidence part, the Advice."""
+    m, (J, n_draws) = len(t_time), v_norm.shape
+    offsets: dict = {}
+    rows = [_row(fitted, series, t_time, t_codes, ahead=float(c_ahead[j]),
+                 extra=(int(c_codes[j]), float(v_norm[j, d])), cache=offsets)
+            for j in range(J) for d in range(n_draws)]
+    out1 = _run(fitted, _collate(rows))
+    H = out0.log_evidence.shape[1]
+    names_all = np.array(fitted.channels, dtype=object)
+    t_names, c_names = names_all[t_codes], names_all[c_codes]
+    width0 = _widths(fitted, out0.spread[0, :m], t_names, level)
+    spread1 = out1.spread[:, :m].reshape(J, n_draws, m)
+    width1 = _widths(fitted, spread1.reshape(-1), np.tile(t_names, J * n_draws), level).reshape(J, n_draws, m)
+    log_ev1 = out1.log_evidence[:, :, :m].reshape(J, n_draws, H, m)[:, 0]  # value-free: any draw
+    # the evidence part: today's disagreement under tomorrow's evidence (and lead factor)
+    phi1 = torch.exp(log_phi(torch.from_numpy(log_ev1), fitted.model_config.phi)).numpy()
+    sigma_ev = np.sqrt((out0.disagreement[0, :, :m][None] * phi1).sum(axis=1))  # (J, M)
+    lead1 = np.stack([r.q_time[:m] for r in rows[::n_draws]])  # (J, M) model time of each scenario
+    sigma_ev = sigma_ev * _lead_factor(fitted, lead1)
+    width_ev = _widths(fitted, sigma_ev.reshape(-1), np.tile(t_names, J), level).reshape(J, m)
+    mean1 = out1.mean[:, :m].reshape(J, n_draws, m).mean(axis=1)
+    if series.history is not None:  # rolling origins: a target before the measurement is past its forecast origin
+        past = t_time[None, :] < series.now + c_ahead[:, None]  # (J, M): today's forecast stands there
+        width1 = np.where(past[:, None, :], width0[None, None, :], width1)
+        width_ev = np.where(past, width0[None, :], width_ev)
+        mean1 = np.where(past, out0.mean[0, :m][None, :], mean1)
+        log_ev1 = np.where(past[:, None, :], out0.log_evidence[0, :, :m][None], log_ev1)
+
+    def original(x: np.ndarray) -> np.ndarray:
+        flat = np.broadcast_to(t_names, x.shape).reshape(-1)
+        return fitted.scaler.inverse_value(x.reshape(-1), flat).reshape(x.shape)
+
+    scale = fitted.scaler.scale_of(c_names)
+    lo = np.array([fitted.scaler.minimum[c] for c in c_names], np.float64)
+    now_user = series.origin + series.now
+    table = pd.DataFrame({"channel": c_names.astype(str), "ahead": c_ahead, "time": now_user + c_ahead,
+                          "value_mean": fitted.scaler.inverse_value(c_mean, c_names), "value_std": c_std * scale})
+    return Advice(series.user_id, float(now_user), float(horizon), float(level), tuple(target_names), table,
+                  series.origin + t_time, t_names.astype(str), original(out0.mean[0, :m]), width0,
+                  original(mean1), width1.mean(axis=1), width_ev, out0.log_evidence[0, :, :m], log_ev1,
+                  v_norm * scale[:, None] + lo[:, None])
+
+
+# ---------------------------------------------------------------------------------------
+# inputs
+
+
+def _series(fitted: FittedModel, data: ModelData, series_id: str | None) -> _Series:
+    users = [str(s) for s in pd.unique(data.obs.frame["series_id"])]
+    if series_id is None:
+        if len(users) != 1:
+            raise DataError(f"the data hold {len(users)} series: name one (series_id=…, --series), e.g. "
+                            f"{', '.join(users[:5])}")
+        series_id = users[0]
+    series_id = str(series_id)
+    if series_id not in users:
+        raise DataError(f"unknown series {series_id!r}: the data hold {', '.join(users[:8])}"
+                        + (" …" if len(users) > 8 else ""))
+    builder = data.builder
+    model_id, origin = data.clock.end_episode(series_id, set(builder.series))
+    s = builder.series[model_id]
+    if not len(s.time):
+        raise DataError(f"series {series_id!r} has no observation to advise from")
+    origins = isinstance(data.clock, OriginClock)
+    return _Series(series_id, model_id, float(origin), s.time.astype(np.float64), s.channel.astype(np.int64),
+                   s.value.astype(np.float64), float(s.time.max()), data.clock.plan.history if origins else None,
+                   builder.base if origins else None)
+
+
+def _horizon(fitted: FittedModel, horizon: float | None) -> float:
+    if horizon is None:
+        horizon = fitted.task.horizon if fitted.task.horizon else FALLBACK_HORIZON
+    if isinstance(horizon, bool) or not isinstance(horizon, (int, float)) or not (math.isfinite(horizon)
+                                                                                   and horizon > 0):
+        raise ValueError(f"horizon must be a positive number of hours, got {horizon!r}")
+    return float(horizon)
+
+
+def _known(fitted: FittedModel, channel: str, what: str) -> str:
+    if str(channel) not in fitted.channels:
+        raise DataError(f"unknown channel {channel!r} among the {what}: the model knows "
+                        f"{', '.join(fitted.channels[:12])}" + (" …" if len(fitted.channels) > 12 else ""))
+    return str(channel)
+
+
+def _targets(fitted: FittedModel, series: _Series, targets: Sequence[str] | None) -> list[str]:
+    if targets is None:
+        return [fitted.channels[c] for c in np.unique(series.channel)]
+    if isinstance(targets, str):
+        targets = [targets]
+    names = list(dict.fromkeys(_known(fitted, c, "targets") for c in targets))
+    if not names:
+        raise ValueError("the target set is empty: name at least one channel whose band should narrow "
+                         "(or leave targets out for every channel the series has observed)")
+    return names
+
+
+def _candidate_pairs(fitted: FittedModel, series: _Series, candidates: Sequence[Candidate] | None,
+                     at: Sequence[float] | None, horizon: float) -> list[tuple[str, float]]:
+    times = [0.0, _round(horizon / 8), _round(horizon / 4)] if at is None else [float(a) for a in at]
+    if not times:
+        raise ValueError("at is empty: give at least one time to measure at (0 = now)")
+    items: Sequence[Candidate] = fitted.channels if candidates is None else candidates
+    if isinstance(items, str):
+        items = [items]
+    pairs: list[tuple[str, float]] = []
+    for item in items:
+        if isinstance(item, tuple):
+            pairs.append((_known(fitted, item[0], "candidates"), float(item[1])))
+        else:
+            pairs += [(_known(fitted, item, "candidates"), a) for a in times]
+    if not pairs:
+        raise ValueError("the candidate set is empty: name at least one channel to consider measuring")
+    now = series.origin + series.now
+    for channel, ahead in pairs:
+        if not math.isfinite(ahead):
+            raise DataError(f"candidate {channel} has a time that is not a number ({ahead})")
+        if ahead < 0:
+            raise DataError(f"candidate {channel} at {now + ahead:g} h lies {-ahead:g} h before the series' last "
+                            f"observation ({now:g} h), inside the data the model already has: advice is about "
+                            "measurements from now on (0 = now)")
+        if ahead > horizon * (1 + 1e-9):
+            raise DataError(f"candidate {channel} {ahead:g} h ahead lies past the {horizon:g} h horizon of the "
+                            "targets: measure within it, or lengthen the horizon")
+    return list(dict.fromkeys(pairs))
+
+
+def _round(hours: float) -> float:
+    """One significant figure (4.19 h → 4 h): default candidate times a person would name."""
+    return float(f"{hours:.1g}")
+
+
+def _normal_draws(n: int, draws: int, seed: int) -> np.ndarray:
+    """(n, draws) standard normal draws, antithetic pairs (z, −z); one draw is the mean (0)."""
+    if draws == 1:
+        return np.zeros((n, 1))
+    rng = np.random.default_rng(seed)
+    half = rng.standard_normal((n, (draws + 1) // 2))
+    return np.concatenate([half, -half], axis=1)[:, :draws]
+
+
+# ---------------------------------------------------------------------------------------
+# scenarios and the pass
+
+
+@dataclass(frozen=True)
+class _Row:
+    ctx_time: np.ndarray
+    ctx_channel: np.ndarray
+    ctx_value: np.ndarray
+    q_time: np.ndarray
+    q_channel: np.ndarray
+    offset: np.ndarray | None
+
+
+def _row(fitted: FittedModel, series: _Series, q_time: np.ndarray, q_code: np.ndarray, *,
+         ahead: float, extra: tuple[int, float] | None, cache: dict) -> _Row:
+    """One scenario: the context (with ``extra`` = (channel code, normalised value) measured
+    ``ahead`` hours after now) and the queries ``q_time`` (model hours of today's episode)."""
+    t, c, v = series.time, series.channel, series.value
+    shift = 0.0
+    if series.history is not None and ahead > 0:  # rolling origins: the origin moves to the measurement
+        shift = ahead
+        keep = t >= ahead - series.history
+        t, c, v = t[keep] - shift, c[keep], v[keep]
+    if extra is not None:
+        t = np.append(t, series.now + ahead - shift)
+        c = np.append(c, extra[0])
+        v = np.append(v, extra[1])
+    q = q_time - shift
+    offset = None
+    base = series.base
+    if base is not None:
+        origin = series.origin + shift
+        key = (shift, q.tobytes(), q_code.tobytes())  # the other channels' offsets: value-free, once per origin
+        if key not in cache:
+            cache[key] = _base_offsets(base, series.user_id, origin, q, q_code, None)
+        offset = cache[key].copy()
+        mine = q_code == extra[0] if extra is not None else np.zeros(len(q), bool)
+        if mine.any():  # the measured channel's forecaster refitted with the value in its past
+            offset[mine] = _base_offsets(base, series.user_id, origin, q[mine], q_code[mine],
+                                         (extra[0], origin, extra[1]))
+    return _Row(t, c, v, q, q_code, offset)
+
+
+def _base_offsets(base: BaseForecast, user_id: str, origin: float, times: np.ndarray, codes: np.ndarray,
+                  extra: tuple[int, float, float] | None) -> np.ndarray:
+    """The offsets ``base`` gives the end episode at a (possibly moved) ``origin`` (user
+    hours), with one more observation ``extra`` = (channel code, user hours, normalised value)
+    in the past of its channel (then only that channel's queries should be asked):
+    normalised, NaN where the channel has no past. The forecasters are ``base``'s own, run by
+    a ``BaseForecast`` over this series' past, never a copy of their code."""
+    keep = None if extra is None else base.channels[extra[0]]
+    parts = [pd.DataFrame({"series_id": user_id, "channel": channel, "time": past.t, "value": past.y})
+             for (sid, channel), past in base.past.items() if sid == user_id and keep in (None, channel)]
+    if extra is not None:
+        parts.append(pd.DataFrame({"series_id": [user_id], "channel": [keep], "time": [extra[1]],
+                                   "value": [extra[2]]}))
+    frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=["series_id", "channel", "time", "value"])
+    view = BaseForecast(base.spec, frame, {"advice": (user_id, origin)}, base.channels)
+    return view.offsets("advice", times, codes)
+
+
+def _collate(rows: list[_Row]) -> Batch:
+    """Pad scenarios into one batch (B rows, N context, M queries)."""
+    B = len(rows)
+    N = max(1, max(len(r.ctx_time) for r in rows))
+    M = max(1, max(len(r.q_time) for r in rows))
+    ct, cc, cv, cm = np.zeros((B, N), np.float32), np.zeros((B, N), np.int64), np.zeros((B, N), np.float32), \
+        np.zeros((B, N), np.float32)
+    qt, qc, qm = np.zeros((B, M), np.float32), np.zeros((B, M), np.int64), np.zeros((B, M), np.float32)
+    offset = np.full((B, M), np.nan, np.float32) if any(r.offset is not None for r in rows) else None
+    for b, r in enumerate(rows):
+        n, m = len(r.ctx_time), len(r.q_time)
+        ct[b, :n], cc[b, :n], cv[b, :n], cm[b, :n] = r.ctx_time, r.ctx_channel, r.ctx_value, 1.0
+        qt[b, :m], qc[b, :m], qm[b, :m] = r.q_time, r.q_channel, 1.0
+        if offset is not None and r.offset is not None:
+            offset[b, :m] = r.offset
+    t = torch.from_numpy
+    return Batch(t(ct), t(cc), t(cv), t(cm), t(qt), t(qc), t(qm), None,
+                 t(offset) if offset is not None else None)
+
+
+@dataclass(frozen=True)
+class _Out:
+    mean: np.ndarray  # (B, M) normalised
+    spread: np.ndarray  # (B, M) σ̂ · s(lead)
+    log_evidence: np.ndarray  # (B, H, M)
+    disagreement: np.ndarray  # (B, H, M)
+
+
+def _lead_factor(fitted: FittedModel, model_time: np.ndarray) -> np.ndarray:
+    """``s(h)`` of a fit on rolling origins (model time is the lead there); 1 otherwise."""
+    if fitted.horizon_scale is None:
+        return np.ones_like(model_time, dtype=np.float64)
+    return fitted.horizon_scale.factor(model_time)
+
+
+@torch.no_grad()
+def _run(fitted: FittedModel, batch: Batch) -> _Out:
+    """One pass of the Lévy model over ``batch`` (float64 numpy out)."""
+    out = fitted.levy(batch)
+    sigma = out.sigma.double().numpy()
+    spread = sigma * _lead_factor(fitted, batch.qry_time.double().numpy())
+    return _Out(out.mean.double().numpy(), spread, out.log_evidence.double().numpy(),
+                out.disagreement.double().numpy())
+
+
+def _widths(fitted: FittedModel, spread: np.ndarray, channels: np.ndarray, level: float) -> np.ndarray:
+    """The calibrated band's width at ``level`` (conformal; scaled Gaussian where a
+    channel's conformal quantile is infinite), data units, same shape as ``spread``."""
+    cal, groups = fitted.levy_calibration, np.asarray(channels).astype(str)
+    zero = np.zeros_like(spread, dtype=np.float64)
+    lo, hi = cal.interval(zero, spread, level, kind="conformal", groups=groups)
+    width = hi - lo
+    bad = ~np.isfinite(width)
+    if bad.any():
+        glo, ghi = cal.interval(zero, spread, level, kind="gaussian", groups=groups)
+        width = np.where(bad, ghi - glo, width)
+    return width * fitted.scaler.scale_of(groups)

@@ -1,0 +1,436 @@
+"""The notebook API: fit on a DataFrame, predict, evaluate and backtest DataFrames back, as
+NeuralForecast and StatsForecast do.
+
+>>> from levy_core import LevyForecaster
+>>> f = LevyForecaster(size="small", epochs=20, seed=0).fit(df)      # unique_id, ds, y (or long/wide)
+>>> f.predict(h="36h", level=[80, 90])                               # unique_id, ds, Lévy, Lévy-lo-90, …
+>>> f.predict(queries, level=[90])                                   # at given (unique_id, ds[, channel])
+>>> print(f.evaluate(df, level=[80, 90]))                            # Evaluation: MSE, CRPS, coverage, width
+>>> f.backtest(df, n_windows=3, h="36h").to_frame()                  # rolling cut-offs, a model per window
+>>> f.save("model_dir"); LevyForecaster.load("model_dir").predict(h="36h", df=new_df)   # or "model.zip"
+
+A thin layer over :mod:`levy_core.pipeline` (``fit``, ``predict_future``,
+``predict_user_queries``, ``evaluate``, ``predict_after_end``) and :mod:`levy_core.pipeline.nixtla`
+(the output convention): the numbers are those of ``levy fit`` / ``levy predict --format
+nixtla`` / ``levy evaluate`` on the same model and data. Levels are percents
+(``level=[80, 90]``). Nothing is printed; progress only through the ``progress`` callback.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from levy_core import pipeline
+from levy_core.data import (
+    ColumnMapping,
+    DataError,
+    Observations,
+    from_frame,
+    parse_duration,
+    read_queries,
+)
+from levy_core.data.drift import DriftReport
+from levy_core.episodes.tasks import TaskConfig
+from levy_core.forecast import windows as forecast_windows
+from levy_core.forecast.results import Backtest, Evaluation, fraction
+from levy_core.pipeline.nixtla import BAND_KINDS, level_bands, nixtla_frame, percent_levels
+from levy_core.serving.modelzip import MAX_ZIP_BYTES, load_model_zip, model_zip_bytes
+from levy_core.serving.table_writer import atomic_output
+from levy_core.training.train import Progress, TrainConfig
+
+__all__ = ["Backtest", "BeyondHorizonWarning", "Evaluation", "LevyForecaster"]
+
+
+class BeyondHorizonWarning(UserWarning):
+    """Queries further ahead than the fit on rolling origins was trained and calibrated for."""
+
+
+class LevyForecaster:
+    """Fit once on a DataFrame; predict, evaluate and backtest, in the user's ids and clock.
+
+    Parameters
+    ----------
+    size : {"auto", "small", "medium", "large"}
+        The model's width (``levy fit --size``); ``"auto"``: medium on a frame of at least
+        ``pipeline.AUTO_MEDIUM_MIN_SERIES`` series, small below.
+    epochs : int
+        Training epochs at most (early stopping may end sooner), at least 1.
+    seed : int
+        Seeds the split, the training and everything random: the same data and seed give the
+        same model.
+    season : str or float
+        Few series: the seasonal offset's period ("24h", "1y", a number in the data's unit),
+        "none", or "auto" (detected on the training part).
+    task : {"forecast", "interpolate"}
+    horizon : str or float, optional
+        Forecast: how far ahead each training episode predicts ("36h", or a number in the
+        data's unit); default as ``levy fit``.
+    cutoff : float, optional
+        Many series, forecast: where each series' history ends (hours).
+    max_seconds : float, optional
+        Training time budget per model.
+    twin : bool
+        Also train the MC-Dropout twin (for comparisons; predictions do not need it).
+    phi : {"rate", "count"}
+    time_unit : {"hours", "minutes", "seconds", "days"}
+        Unit of numeric times (date-times are read as such).
+    dayfirst : bool, optional
+        Dates written as numbers (``02/01/2024``) in the frames and queries are day first
+        (True) or month first (False); None: told from each column (a day over 12), refused
+        when it cannot tell.
+    date_format : str, optional
+        The strptime format of every date-time text cell (``%d/%m/%Y %H:%M``), instead.
+    progress : callable, optional
+        Called with a :class:`~levy_core.training.train.Progress` after every epoch.
+
+    Attributes
+    ----------
+    fitted : FittedModel or None
+        The fitted model (None before :meth:`fit` or :meth:`load`); :meth:`save` writes it
+        as a directory or a zip of the same files.
+    observations : Observations or None
+        The data it was fitted on (None after :meth:`load`: pass ``df=`` to predict).
+    mapping : ColumnMapping or None
+        The column mapping given to :meth:`fit` (None: detected on each frame).
+    """
+
+    def __init__(self, *, size: str = "auto", epochs: int = 40, seed: int = 0, season: str | float = "auto",
+                 task: Literal["forecast", "interpolate"] = "forecast", horizon: str | float | None = None,
+                 cutoff: float | None = None, max_seconds: float | None = None, twin: bool = False,
+                 phi: Literal["rate", "count"] = "rate", time_unit: str = "hours",
+                 progress: Callable[[Progress], None] | None = None, dayfirst: bool | None = None,
+                 date_format: str | None = None) -> None:
+        pipeline.resolve_size(size, 0)  # ValueError for an unknown name, before any data is read
+        if task not in ("forecast", "interpolate"):
+            raise ValueError(f"task must be 'forecast' or 'interpolate', got {task!r}")
+        if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+            raise ValueError(f"epochs must be a whole number of at least 1, got {epochs!r}")
+        self.size, self.epochs, self.seed, self.season, self.task = size, epochs, seed, season, task
+        self.horizon, self.cutoff, self.max_seconds, self.twin, self.phi = horizon, cutoff, max_seconds, twin, phi
+        self.time_unit, self.progress = time_unit, progress
+        self.dayfirst, self.date_format = dayfirst, date_format
+        self.fitted: pipeline.FittedModel | None = None
+        self.observations: Observations | None = None
+        self.mapping: ColumnMapping | None = None
+
+    def fit(self, df: pd.DataFrame, *, mapping: ColumnMapping | None = None) -> LevyForecaster:
+        """Fit (split, train, calibrate) on ``df`` and return ``self``.
+
+        ``df``: long (``unique_id, ds, y`` or ``series_id, time, channel, value`` and the
+        other aliases of :mod:`levy_core.data`) or wide, ``ds`` date-times or numbers;
+        ``mapping`` overrides the detected columns (and is kept for the frames given to
+        :meth:`predict` and :meth:`drift`). ``DataError`` for unusable data.
+        """
+        self.mapping = mapping
+        obs = self._read(df)
+        self.fitted = self._fit_observations(obs)
+        self.observations = obs
+        return self
+
+    def predict(self, queries: pd.DataFrame | None = None, *, h: str | float | None = None,
+                level: Sequence[float] | float = (90,), df: pd.DataFrame | None = None, points: int = 100,
+                band: str = "auto") -> pd.DataFrame:
+        """Forecasts past each series' end (``h``) or at given ``queries``, with bands.
+
+        Parameters
+        ----------
+        queries : pandas.DataFrame, optional
+            One row per query: a time (``ds``/``time``: date-times for date-time data, numbers
+            in the data's unit otherwise) and, where the data have several, the series
+            (``unique_id``/``series_id``) and channel.
+        h : str or float, optional
+            How far past each series' last observation: "36h", "2w", or a number in the
+            data's unit (as ``levy predict --horizon``); ``points`` steps over it, for every
+            channel the series has observed.
+        level : float or sequence of float
+            Band levels in percent, as NeuralForecast and StatsForecast (``[80, 90]``), each
+            strictly between 0 and 100; a fraction (``0.9``) is refused with a ValueError.
+        df : pandas.DataFrame, optional
+            The observations to predict from (new series, or later data); default: the data
+            the model was fitted on.
+        points : int
+            Steps per series and channel over ``h``.
+        band : {"auto", "gaussian", "conformal", "adaptive"}
+            As ``levy predict --band``: ``auto`` is adaptive conformal for a fit on rolling
+            origins (few series), split conformal otherwise.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``unique_id, ds, [channel,] Lévy, Lévy-lo-<L>, …, Lévy-hi-<L>`` (``channel``
+            when the model has several), one row per query (``queries``: in their order) or
+            per (series, channel, step); ``ds`` in the user's clock: date-times (naive when
+            the input's were, UTC otherwise) or numbers in the data's unit.
+        """
+        fitted, obs = self._require_fitted(), self._observations(df)
+        if band not in BAND_KINDS:
+            raise ValueError(f"band must be one of {', '.join(BAND_KINDS)}, got {band!r}")
+        levels = [fraction(p) for p in percent_levels(level)]
+        if (queries is None) == (h is None):
+            raise ValueError("give either h= (a horizon past each series' end, e.g. '36h') or a DataFrame of "
+                             "queries, not both and not neither")
+        data = pipeline.prepare(fitted, obs)
+        if queries is not None:
+            asked = read_queries(queries, obs, dayfirst=self.dayfirst, date_format=self.date_format)
+            pred = pipeline.predict_user_queries(fitted, data, asked, level=levels[0])
+        else:
+            hours = parse_duration(h, obs.report.input_time_unit)
+            pred = pipeline.predict_future(fitted, data, hours, n_points=points, level=levels[0])
+        if pred.attrs.get("beyond_horizon"):  # a library does not print: a warning the caller can filter
+            warnings.warn(pred.attrs["beyond_horizon"], BeyondHorizonWarning, stacklevel=2)
+        bands, _ = level_bands(pred, fitted, levels, band)
+        return nixtla_frame(pred, forecast_windows.user_times(pred["series_id"], pred["time"], obs), bands, levels,
+                            fitted)
+
+    def drift(self, df: pd.DataFrame | None = None) -> DriftReport:
+        """How ``df`` (default: the fitted data) differs from what the model learned from, per
+        channel (:mod:`levy_core.data.drift`): ``.flags`` (a DataFrame) and ``.messages``."""
+        return pipeline.drift_report(self._require_fitted(), self._observations(df))
+
+    def evaluate(self, df: pd.DataFrame, *, level: Sequence[float] | float = (80, 90), band: str = "auto",
+                 mc_passes: int | None = None) -> Evaluation:
+        """Score the fitted model on held-out data, as ``levy evaluate`` does.
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+            Observations in the format :meth:`fit` reads. The frame the model was fitted on
+            is scored on its test split (the series, or on a fit of few series the forecast
+            origins, held out from training and calibration); any other frame on every
+            series with context and queries (the task's split of each series: its cut-off,
+            or its rolling origins).
+        level : float or sequence of float
+            Band levels, percents (``[80, 90]``).
+        band : {"auto", "conformal", "gaussian"}
+            The band scored at each level: ``auto`` is the adaptive conformal walk over the
+            test origins where the fit walks the level (few series: ``predict`` draws the
+            walk's final state), split conformal otherwise.
+        mc_passes : int, optional
+            MC-Dropout passes for a forecaster fitted with ``twin=True`` (default: the
+            fit's); 0 leaves MC-Dropout out.
+
+        Returns
+        -------
+        Evaluation
+            ``n_queries``, per method (Lévy, MC-Dropout with a twin, the last-value
+            baseline) ``mse, mae, crps, nll`` on the normalised scale, ``coverage`` and
+            ``width`` per percent level; ``.to_frame()``, ``.summary()``; the per-query
+            frame in ``.predictions`` and the pipeline's dict in ``.details``. The
+            50-draw sampler of ``levy evaluate`` is not run.
+
+        Raises
+        ------
+        ValueError
+            Not fitted, a level that is not a percent, an unknown band.
+        DataError
+            Unusable data, or no series with both context and observations to score.
+        """
+        fitted = self._require_fitted()
+        levels = percent_levels(level)
+        return forecast_windows.evaluation(fitted, self._read(df), levels, band, mc_passes)
+
+    def backtest(self, df: pd.DataFrame, *, n_windows: int = 3, h: str | float | None = None,
+                 step: str | float | None = None, level: Sequence[float] | float = (80, 90), band: str = "auto",
+                 refit: bool = True) -> Backtest:
+        """Forecasts from rolling cut-offs, each window scored (StatsForecast's
+        ``cross_validation``, for irregular times).
+
+        Per series, window ``w`` (0 the earliest) cuts at ``end - h - (n_windows - 1 - w)
+        · step`` (``end`` the series' last observation): the model forecasts every
+        observation within ``h`` after the cut-off from the observations up to it, as
+        :meth:`predict` with ``h=`` forecasts past a series' end. Series with fewer than
+        two observations before a cut-off sit that window out.
+
+        What is fitted: with ``refit=True`` (the default) a new model per window, with this
+        forecaster's settings (size, epochs, seed, season, task, horizon, …) on the
+        observations up to that window's cut-offs; with ``refit=False`` one model, on the
+        observations up to the earliest cut-offs, forecasts every window from its history
+        (cheaper; later windows are further from its training data). No model ever sees an
+        observation after the cut-off it forecasts from; this forecaster's own fitted model
+        (if any) is neither used nor changed.
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+            Observations in the format :meth:`fit` reads.
+        n_windows : int
+            Windows, at least 1.
+        h : str or float, optional
+            How far past each cut-off to forecast ("36h", or a number in the data's unit);
+            default the forecaster's ``horizon``, else the fitted model's (a fit of few
+            series).
+        step : str or float, optional
+            Between consecutive cut-offs; default ``h`` (windows that do not overlap).
+        level : float or sequence of float
+            Band levels, percents (``[80, 90]``).
+        band : {"auto", "gaussian", "conformal", "adaptive"}
+            As :meth:`predict`.
+        refit : bool
+
+        Returns
+        -------
+        Backtest
+            ``.to_frame()``: ``unique_id, ds, [channel,] cutoff, window, y, Lévy,
+            Lévy-lo-<L>, …, Lévy-hi-<L>``, one row per held-out observation;
+            ``.scores()`` and ``.windows``: per window ``n_queries, mse, mae, crps, nll``
+            (the normalised scale of the window's model), ``coverage`` and ``width`` per
+            level; ``.overall()``, ``.summary()``.
+
+        Raises
+        ------
+        ValueError
+            No ``h`` to be found, a bad ``n_windows``, ``step``, level or band.
+        DataError
+            Unusable data, or a window without history or queries (its message says which).
+        """
+        if isinstance(n_windows, bool) or not isinstance(n_windows, int) or n_windows < 1:
+            raise ValueError(f"n_windows must be a whole number of at least 1, got {n_windows!r}")
+        if band not in BAND_KINDS:
+            raise ValueError(f"band must be one of {', '.join(BAND_KINDS)}, got {band!r}")
+        levels = percent_levels(level)
+        obs = self._read(df)
+        unit = obs.report.input_time_unit
+        hours = self._backtest_horizon(h, unit)
+        step_hours = hours if step is None else parse_duration(step, unit)
+        windows, frames, notes, model = [], [], [], None
+        for index, cut in enumerate(forecast_windows.cutoffs(obs, n_windows, hours, step_hours)):
+            win = forecast_windows.window(obs, index, cut, hours, n_windows)
+            if model is None or refit:
+                model = self._fit_observations(win.history)
+            scores, frame, note = forecast_windows.score_window(model, win, obs, levels, band)
+            windows.append(scores)
+            frames.append(frame)
+            notes += [note] if note else []
+        if notes:  # a library does not print: one warning the caller can filter
+            warnings.warn(f"{len(notes)} of {n_windows} backtest windows: {notes[0]}", BeyondHorizonWarning,
+                          stacklevel=2)
+        return Backtest(levels=tuple(levels), h=hours, step=step_hours, refit=refit, windows=tuple(windows),
+                        forecasts=pd.concat(frames, ignore_index=True))
+
+    def save(self, path: str | Path) -> Path:
+        """Write the fitted model: a directory (``model.json`` and safetensors weights, as
+        ``levy fit --out`` writes it), or, for a path ending in ``.zip``, the same files
+        zipped (``levy_core.serving.modelzip``: the dashboard's download). Returns the path."""
+        fitted = self._require_fitted()
+        target = Path(path)
+        if target.suffix.lower() != ".zip":
+            return fitted.save(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_output(target) as tmp:  # renamed into place once complete
+            tmp.write_bytes(model_zip_bytes(fitted))
+        return target
+
+    @classmethod
+    def load(cls, path: str | Path | bytes) -> LevyForecaster:
+        """A forecaster around a saved model; predict with ``df=``.
+
+        Parameters
+        ----------
+        path : str, Path or bytes
+            A model directory (:meth:`save`, ``FittedModel.save``, ``levy fit --out``), its
+            ``model.json``, a model zip (:meth:`save` to ``….zip``,
+            ``modelzip.model_zip_bytes``, the dashboard's download), or a zip's bytes.
+            Validated as :func:`~levy_core.pipeline.load_model` and
+            :func:`~levy_core.serving.modelzip.load_model_zip` do (safetensors and bounded JSON
+            only; nothing executable is loaded).
+
+        Returns
+        -------
+        LevyForecaster
+            Its settings (size, epochs, seed, task, phi, twin, max_seconds) those the model
+            was fitted with, so that :meth:`backtest` refits alike; ``observations`` None.
+
+        Raises
+        ------
+        ModelLoadError
+            Nothing at ``path``, or not a saved model.
+        """
+        fitted = _open_model(path)
+        forecaster = cls(**_settings(fitted))
+        forecaster.fitted = fitted
+        return forecaster
+
+    def _read(self, df: pd.DataFrame) -> Observations:
+        """``df`` as observations, read with the fit's column mapping (detected when none)."""
+        if not isinstance(df, pd.DataFrame):
+            raise DataError(f"expected a pandas DataFrame of observations, got {type(df).__name__}")
+        if df.empty:
+            raise DataError("the DataFrame is empty: give observations (e.g. columns unique_id, ds, y), at least two")
+        return from_frame(df, mapping=self.mapping, time_unit=self.time_unit, dayfirst=self.dayfirst,
+                          date_format=self.date_format)
+
+    def _observations(self, df: pd.DataFrame | None) -> Observations:
+        if df is not None:
+            return self._read(df)
+        if self.observations is None:
+            raise ValueError("this forecaster holds no data (it was loaded from a directory): pass df=, the "
+                             "observations to predict from")
+        return self.observations
+
+    def _require_fitted(self) -> pipeline.FittedModel:
+        if self.fitted is None:
+            raise ValueError("fit the forecaster first (f.fit(df)) or load one (LevyForecaster.load(path))")
+        return self.fitted
+
+    def _fit_observations(self, obs: Observations) -> pipeline.FittedModel:
+        """Split, train and calibrate on ``obs`` with this forecaster's settings."""
+        unit = obs.report.input_time_unit
+        task = TaskConfig(self.task, cutoff=self.cutoff, horizon=self._hours(self.horizon, unit),
+                          season=_season_hours(self.season, unit))
+        train = TrainConfig(epochs=self.epochs, seed=self.seed, max_seconds=self.max_seconds)
+        return pipeline.fit(obs, task=task, train=train, size=self.size, train_twin=self.twin, phi=self.phi,
+                            progress=self.progress)
+
+    def _backtest_horizon(self, h: str | float | None, unit: str) -> float:
+        """The backtest's ``h`` in hours: given, the forecaster's horizon, or the fitted model's."""
+        if h is not None:
+            return parse_duration(h, unit)
+        if self.horizon is not None:
+            return parse_duration(self.horizon, unit)
+        plan = self.fitted.split.origin_plan if self.fitted is not None and self.fitted.split.mode == "origin" else None
+        if plan:
+            return float(plan["horizon"])
+        raise ValueError("give h=, how far past each cut-off to forecast (e.g. h='36h'), or set the forecaster's "
+                         "horizon=")
+
+    @staticmethod
+    def _hours(value: str | float | None, unit: str) -> float | None:
+        return None if value is None else parse_duration(value, unit)
+
+
+def _season_hours(season: str | float, unit: str) -> float | None:
+    """``"auto"`` -> None (detect), ``"none"`` -> 0, a duration -> hours (as ``levy fit --season``)."""
+    if isinstance(season, str) and season.strip().lower() in ("auto", "none"):
+        return None if season.strip().lower() == "auto" else 0.0
+    return parse_duration(season, unit)
+
+
+def _open_model(path: str | Path | bytes) -> pipeline.FittedModel:
+    """A model directory, its model.json, a model zip or a zip's bytes, validated."""
+    if isinstance(path, (bytes, bytearray, memoryview)):
+        return load_model_zip(bytes(path))
+    source = Path(path)
+    if source.is_dir():
+        return pipeline.load_model(source)
+    if source.is_file() and source.name == "model.json":
+        return pipeline.load_model(source.parent)
+    if source.is_file():
+        if source.stat().st_size > MAX_ZIP_BYTES:
+            raise pipeline.ModelLoadError(f"{source} holds {source.stat().st_size:,} bytes, more than a saved model's "
+                                          f"{MAX_ZIP_BYTES:,}; give a model directory or its zip")
+        return load_model_zip(source.read_bytes(), name=source.name)
+    raise pipeline.ModelLoadError(f"{source} does not exist: give a model directory or its .zip "
+                                  "(LevyForecaster.save, `levy fit --out DIR`)")
+
+
+def _settings(fitted: pipeline.FittedModel) -> dict[str, Any]:
+    """The constructor's settings a saved model records."""
+    size = pipeline.size_name(fitted.model_config)
+    return {"size": size if size in pipeline.MODEL_SIZES else "auto", "epochs": fitted.train_config.epochs,
+            "seed": fitted.train_config.seed, "task": fitted.task.kind, "max_seconds": fitted.train_config.max_seconds,
+            "twin": fitted.twin is not None, "phi": fitted.model_config.phi}

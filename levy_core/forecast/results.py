@@ -1,0 +1,291 @@
+"""What :meth:`LevyForecaster.evaluate <levy_core.forecast.forecaster.LevyForecaster.evaluate>` and
+:meth:`~levy_core.forecast.forecaster.LevyForecaster.backtest` return: typed, frozen results, each with
+``.to_frame()`` and a readable ``summary()`` (also its ``str``).
+
+Scores are those of ``levy evaluate`` (:func:`levy_core.pipeline.evaluate`): MSE, MAE, CRPS
+and the Gaussian NLL on the model's per-channel min-max normalised scale (as t-PatchGNN
+reports them, so channels of different units average), each band's coverage (scale-free)
+and its mean width on the same normalised scale. Levels are percents (``{80: 0.81, 90:
+0.9}``), as ``level=[80, 90]`` asked for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from levy_core import metrics
+from levy_core.data import duration_text
+from levy_core.pipeline.predictive import Predictive
+
+__all__ = ["Backtest", "Evaluation", "Scores", "WindowScores", "band_scores", "fraction"]
+
+SCALE_NOTE = "MSE, MAE, CRPS, NLL and widths on the normalised scale (each channel's training range = 1)"
+
+
+def fraction(percent: float) -> float:
+    """A percent level as the fraction the calibrators key their bands by (90 -> 0.9)."""
+    return round(float(percent) / 100, 10)
+
+
+def band_scores(y: np.ndarray, p: Predictive, levels: Sequence[float],
+                kinds: Sequence[str]) -> tuple[dict[float, float], dict[float, float]]:
+    """Coverage and mean width of ``p``'s band of ``kinds[i]`` at each percent ``levels[i]``.
+
+    Parameters
+    ----------
+    y : ndarray, shape (n,)
+        The truth, normalised units.
+    p : Predictive
+        One method's predictive at the same ``n`` queries.
+    levels : sequence of float
+        Percents.
+    kinds : sequence of str
+        ``"gaussian"``, ``"conformal"`` or ``"adaptive"``, one per level.
+
+    Returns
+    -------
+    (dict, dict)
+        Percent -> share of ``y`` inside the band; percent -> the band's mean width
+        (normalised units).
+    """
+    coverage, width = {}, {}
+    for level, kind in zip(levels, kinds, strict=True):
+        lo, hi = p.interval(fraction(level), kind)  # type: ignore[arg-type]
+        coverage[level] = metrics.interval_coverage(y, lo, hi)
+        width[level] = metrics.interval_mean_width(lo, hi)
+    return coverage, width
+
+
+def _level_columns(scores: Any, levels: Sequence[float]) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for name in ("coverage", "width", "band"):
+        row.update({f"{name}_{level:g}": getattr(scores, name).get(level) for level in levels})
+    return row
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    """Rows as aligned text, floats to 4 significant digits."""
+    frame = pd.DataFrame(rows)
+    return frame.to_string(index=False, float_format=lambda x: f"{x:.4g}")
+
+
+@dataclass(frozen=True)
+class Scores:
+    """One method's scores on held-out queries.
+
+    Attributes
+    ----------
+    method : str
+        ``"Lévy"``, ``"MC-Dropout"`` (a forecaster fitted with ``twin=True``) or
+        ``"last value"`` (the last observation carried forward, with its own calibrated band).
+    n_queries : int
+    mse, mae, crps, nll : float
+        Normalised scale (:data:`SCALE_NOTE`).
+    coverage : dict of float to float
+        Percent -> the share of the queries inside the band.
+    width : dict of float to float
+        Percent -> the band's mean width, normalised scale.
+    band : dict of float to str
+        Percent -> the band scored: ``"adaptive"`` (the adaptive conformal walk over the
+        test origins of a fit on few series; ``predict`` draws its final state),
+        ``"conformal"`` (split conformal) or ``"gaussian"``.
+    """
+
+    method: str
+    n_queries: int
+    mse: float
+    mae: float
+    crps: float
+    nll: float
+    coverage: Mapping[float, float]
+    width: Mapping[float, float]
+    band: Mapping[float, str]
+
+    def row(self) -> dict[str, Any]:
+        """The scores as one flat row (``coverage_80``, ``width_80``, ``band_80``, …)."""
+        levels = list(self.coverage)
+        return {"method": self.method, "n_queries": self.n_queries, "mse": self.mse, "mae": self.mae,
+                "crps": self.crps, "nll": self.nll, **_level_columns(self, levels)}
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A fitted forecaster scored on held-out data (:meth:`LevyForecaster.evaluate`).
+
+    Attributes
+    ----------
+    n_queries : int
+        Held-out observations scored.
+    levels : tuple of float
+        The band levels, percents.
+    scope : str
+        ``"test split"`` (the frame the model was fitted on: its held-out test series or
+        origins) or ``"every series"`` (new data: every series with context and queries).
+    scores : tuple of Scores
+        Lévy first, then MC-Dropout (with a twin) and the last-value baseline.
+    predictions : pandas.DataFrame
+        One row per query in the user's ids and clock (``levy evaluate --predictions``:
+        ``series_id, channel, time, y_true, mean, lower_90, upper_90, …``).
+    details : dict
+        The pipeline's full result (``levy evaluate --json``: the levels 50/80/90/95, the
+        Gaussian band's coverage, timings, the adaptive walk's bound).
+    """
+
+    n_queries: int
+    levels: tuple[float, ...]
+    scope: str
+    scores: tuple[Scores, ...]
+    predictions: pd.DataFrame = field(repr=False, compare=False)
+    details: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def levy(self) -> Scores:
+        """The Lévy model's scores."""
+        return self.scores[0]
+
+    @property
+    def mse(self) -> float:
+        return self.levy.mse
+
+    @property
+    def mae(self) -> float:
+        return self.levy.mae
+
+    @property
+    def crps(self) -> float:
+        return self.levy.crps
+
+    @property
+    def coverage(self) -> Mapping[float, float]:
+        """The Lévy band's coverage per percent level."""
+        return self.levy.coverage
+
+    @property
+    def width(self) -> Mapping[float, float]:
+        """The Lévy band's mean width per percent level (normalised scale)."""
+        return self.levy.width
+
+    def method(self, name: str) -> Scores:
+        """The scores of one method by name (``"Lévy"``, ``"MC-Dropout"``, ``"last value"``)."""
+        for s in self.scores:
+            if s.method == name:
+                return s
+        raise KeyError(f"no method {name!r}; scored: {[s.method for s in self.scores]}")
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per method: ``method, n_queries, mse, mae, crps, nll, coverage_<L>, …,
+        width_<L>, …, band_<L>, …`` (``L`` each percent level)."""
+        return pd.DataFrame([s.row() for s in self.scores])
+
+    def summary(self) -> str:
+        """The scores as a few lines of text."""
+        rows = [{k: v for k, v in s.row().items() if not k.startswith("band_")} for s in self.scores]
+        bands = ", ".join(f"{level:g} %: {kind}" for level, kind in self.levy.band.items())
+        return (f"Evaluation on the {self.scope}: {self.n_queries:,} queries\n{_table(rows)}\n"
+                f"Lévy bands: {bands}. {SCALE_NOTE}; coverage is scale-free.")
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+@dataclass(frozen=True)
+class WindowScores:
+    """The Lévy forecasts of one backtest window, scored.
+
+    Attributes
+    ----------
+    window : int
+        0 for the earliest cut-off.
+    n_series : int
+        Series with at least one observation in the window.
+    n_queries : int
+        Observations in the window (after each series' cut-off, within ``h`` of it).
+    mse, mae, crps, nll : float
+        Normalised scale of the model that forecast the window.
+    coverage, width, band : dict
+        Per percent level, as :class:`Scores`.
+    """
+
+    window: int
+    n_series: int
+    n_queries: int
+    mse: float
+    mae: float
+    crps: float
+    nll: float
+    coverage: Mapping[float, float]
+    width: Mapping[float, float]
+    band: Mapping[float, str]
+
+    def row(self) -> dict[str, Any]:
+        """The scores as one flat row."""
+        return {"window": self.window, "n_series": self.n_series, "n_queries": self.n_queries, "mse": self.mse,
+                "mae": self.mae, "crps": self.crps, "nll": self.nll, **_level_columns(self, list(self.coverage))}
+
+
+@dataclass(frozen=True)
+class Backtest:
+    """Forecasts from rolling cut-offs, scored window by window (:meth:`LevyForecaster.backtest`).
+
+    Attributes
+    ----------
+    levels : tuple of float
+        Percents.
+    h, step : float
+        The forecast horizon and the spacing of the cut-offs, hours.
+    refit : bool
+        True: a model fitted for each window on the observations up to its cut-offs;
+        False: one model, fitted on the observations up to the earliest cut-offs.
+    windows : tuple of WindowScores
+        Earliest cut-off first.
+    forecasts : pandas.DataFrame
+        The forecasts, one row per held-out observation (see :meth:`to_frame`).
+    """
+
+    levels: tuple[float, ...]
+    h: float
+    step: float
+    refit: bool
+    windows: tuple[WindowScores, ...]
+    forecasts: pd.DataFrame = field(repr=False, compare=False)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The forecasts as StatsForecast's ``cross_validation`` writes them: ``unique_id,
+        ds, [channel,] cutoff, window, y, Lévy, Lévy-lo-<L>, …, Lévy-hi-<L>`` (``channel``
+        when the model has several; ``ds`` and ``cutoff`` in the user's clock)."""
+        return self.forecasts.copy()
+
+    def scores(self) -> pd.DataFrame:
+        """One row per window: ``window, n_series, n_queries, mse, mae, crps, nll,
+        coverage_<L>, …, width_<L>, …, band_<L>, …``."""
+        return pd.DataFrame([w.row() for w in self.windows])
+
+    def overall(self) -> dict[str, float]:
+        """Every window's queries together: each score's mean over all of them (the
+        windows' scores weighted by their queries), keyed as :meth:`scores`' columns."""
+        table = self.scores()
+        weights = table["n_queries"].to_numpy(np.float64)
+        numbers = [c for c in table.columns if c not in ("window", "n_series", "n_queries")
+                   and not c.startswith("band_")]
+        out = {"n_queries": float(weights.sum())}
+        out.update({c: float(np.average(table[c].to_numpy(np.float64), weights=weights)) for c in numbers})
+        return out
+
+    def summary(self) -> str:
+        """The windows' scores and the overall ones as a few lines of text."""
+        rows = [{k: v for k, v in w.row().items() if not k.startswith("band_")} for w in self.windows]
+        overall = self.overall()
+        total = {"window": "all", "n_series": "", **{k: overall[k] for k in rows[0] if k in overall}}
+        total["n_queries"] = int(overall["n_queries"])
+        how = "one model per window" if self.refit else "one model, fitted before the first window"
+        bands = ", ".join(f"{level:g} %: {kind}" for level, kind in self.windows[0].band.items())
+        return (f"Backtest over {len(self.windows)} windows of h = {duration_text(self.h, ' ')} every "
+                f"{duration_text(self.step, ' ')} ({how})\n{_table([*rows, total])}\nLévy bands: {bands}. {SCALE_NOTE}; coverage is scale-free.")
+
+    def __str__(self) -> str:
+        return self.summary()

@@ -1,0 +1,158 @@
+"""The work behind :meth:`LevyForecaster.evaluate <levy_core.forecast.forecaster.LevyForecaster.evaluate>`
+and :meth:`~levy_core.forecast.forecaster.LevyForecaster.backtest`: the pipeline's evaluation as an
+:class:`~levy_core.forecast.results.Evaluation`, and the backtest's cut-offs, histories and
+scored windows.
+
+Nothing here fits a model (the forecaster does, with its own settings); every score comes
+from :func:`levy_core.pipeline.evaluation.method_metrics` and :mod:`levy_core.metrics`.
+
+A backtest window, per series: the cut-off ``c = end - h - (n_windows - 1 - w) · step``
+(``end`` the series' last observation, ``w = 0`` the earliest window), the history every
+observation at or before ``c``, the held-out queries every observation in ``(c, c + h]``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from levy_core import pipeline
+from levy_core.data import DATETIME, DataError, Observations, to_user_time, user_time_unit
+from levy_core.forecast.results import Evaluation, Scores, WindowScores, band_scores, fraction
+from levy_core.pipeline.evaluation import method_metrics
+from levy_core.pipeline.modelfile import FittedModel
+from levy_core.pipeline.nixtla import level_bands, nixtla_frame
+from levy_core.pipeline.predictive import Predictive
+
+__all__ = ["EVALUATED_BANDS", "Window", "cutoffs", "evaluation", "score_window", "user_times", "window"]
+
+EVALUATED_BANDS = ("auto", "conformal", "gaussian")
+"""``auto``: the adaptive walk's figures where the fit walks the level (few series), split
+conformal otherwise."""
+_RESULT_KEYS = {"levy": "levy", "mc": "mc_dropout", "last_value": "last_value"}
+
+
+def user_times(series_id: pd.Series | np.ndarray, hours: pd.Series | np.ndarray, obs: Observations) -> pd.Series:
+    """Hours on ``obs``' clock in the user's: numbers in the data's unit, or date-times
+    (naive when the input's were, so the user's frames join on them)."""
+    times = to_user_time(np.asarray(series_id, dtype=object), np.asarray(hours, np.float64), obs)
+    if user_time_unit(obs) == DATETIME and not obs.report.input_has_offsets:
+        times = times.dt.tz_localize(None)
+    return times
+
+
+def evaluation(fitted: FittedModel, obs: Observations, levels: Sequence[float], band: str,
+               mc_passes: int | None) -> Evaluation:
+    """``pipeline.evaluate`` (without the sampler's draws) as an :class:`Evaluation` at the
+    percent ``levels``; ``band`` one of :data:`EVALUATED_BANDS`."""
+    if band not in EVALUATED_BANDS:
+        raise ValueError(f"band must be one of {', '.join(EVALUATED_BANDS)} (auto scores the adaptive walk where "
+                         f"the fit has one), got {band!r}")
+    data = pipeline.prepare(fitted, obs)
+    result, pred = pipeline.evaluate(fitted, data, mc_passes=mc_passes, sampler_draws=0)
+    y = pred["y_norm"].to_numpy(np.float64)
+    scores = tuple(_method_scores(result[_RESULT_KEYS[p.method.key]], y, p, levels, band)
+                   for p in fitted.predictives(pred) if _RESULT_KEYS[p.method.key] in result)
+    return Evaluation(n_queries=int(result["n_test"]), levels=tuple(levels),
+                      scope="test split" if data.same_data else "every series", scores=scores,
+                      predictions=pipeline.user_predictions(pred, data), details=result)
+
+
+def _method_scores(result: dict, y: np.ndarray, p: Predictive, levels: Sequence[float], band: str) -> Scores:
+    """One method's row of ``evaluate``'s result, with its band at each percent level: the
+    adaptive walk's coverage and width where ``band`` is auto and the method walked the
+    level, the band ``band`` names (auto: split conformal) computed from ``p`` otherwise."""
+    walked = result.get("adaptive_coverage", {})
+    kinds = {lv: "adaptive" if band == "auto" and str(fraction(lv)) in walked else
+             ("conformal" if band == "auto" else band) for lv in levels}
+    fixed = [lv for lv in levels if kinds[lv] != "adaptive"]
+    coverage, width = band_scores(y, p, fixed, [kinds[lv] for lv in fixed])
+    for lv in levels:
+        if kinds[lv] == "adaptive":
+            coverage[lv] = float(walked[str(fraction(lv))])
+            width[lv] = float(result["adaptive_mean_width"][str(fraction(lv))])
+    return Scores(method=p.name, n_queries=len(y), mse=float(result["mse"]), mae=float(result["mae"]),
+                  crps=float(result["crps"]), nll=float(result["nll"]),
+                  coverage={lv: coverage[lv] for lv in levels}, width={lv: width[lv] for lv in levels},
+                  band=kinds)
+
+
+def cutoffs(obs: Observations, n_windows: int, h: float, step: float) -> list[pd.Series]:
+    """Each window's cut-off per series (hours on ``obs``' clock; index the series ids),
+    earliest window first."""
+    ends = obs.frame.groupby("series_id", sort=True)["time"].max()
+    return [ends - h - (n_windows - 1 - w) * step for w in range(n_windows)]
+
+
+@dataclass(frozen=True)
+class Window:
+    """One backtest window's data.
+
+    Attributes
+    ----------
+    index : int
+        0 for the earliest cut-off.
+    cut : pandas.Series
+        Series id -> cut-off (hours), the series with a history only.
+    history : Observations
+        Every observation at or before its series' cut-off, of the series with at least two.
+    queries : pandas.DataFrame
+        ``series_id, channel, time, value``: the observations within ``h`` after each
+        history's cut-off.
+    """
+
+    index: int
+    cut: pd.Series
+    history: Observations
+    queries: pd.DataFrame
+
+
+def window(obs: Observations, index: int, cut: pd.Series, h: float, n_windows: int) -> Window:
+    """Window ``index``'s history and queries; ``DataError`` when either is empty."""
+    frame = obs.frame
+    c = frame["series_id"].map(cut).to_numpy(np.float64)
+    t = frame["time"].to_numpy(np.float64)
+    before = t <= c
+    counts = frame.loc[before, "series_id"].value_counts()
+    kept = set(counts.index[counts >= 2])  # a series needs two observations to learn or forecast from
+    in_history = frame["series_id"].isin(kept).to_numpy()
+    history = frame[before & in_history].reset_index(drop=True)
+    queries = frame[(t > c) & (t <= c + h) & in_history].reset_index(drop=True)
+    where = f"backtest window {index + 1} of {n_windows}"
+    if history.empty:
+        raise DataError(f"{where}: no series has two observations before its cut-off (h + the later windows' "
+                        "steps before its last observation); use fewer windows, a smaller h or step")
+    if queries.empty:
+        raise DataError(f"{where}: no series has an observation within h after its cut-off; use a larger h")
+    return Window(index, cut[cut.index.isin(kept)], Observations(history, obs.report), queries)
+
+
+def score_window(fitted: FittedModel, win: Window, obs: Observations, levels: Sequence[float],
+                 band: str) -> tuple[WindowScores, pd.DataFrame, str | None]:
+    """``fitted``'s forecasts of ``win``'s queries from its history, scored.
+
+    Returns the window's scores, its rows of :meth:`Backtest.to_frame` and the
+    beyond-horizon warning of the forecasts (None when within the fitted horizon)."""
+    queries = win.queries
+    pred = pipeline.predict_after_end(fitted, win.history, queries[["series_id", "channel", "time"]])
+    fractions = [fraction(lv) for lv in levels]
+    bands, kinds = level_bands(pred, fitted, fractions, band)
+    y = fitted.scaler.check_range(queries)  # the truth on the model's normalised scale
+    levy = next(p for p in fitted.predictives(pred) if p.method.key == "levy")
+    found = method_metrics(y, levy, math.nan)
+    coverage, width = band_scores(y, levy, levels, kinds)
+    scores = WindowScores(window=win.index, n_series=int(queries["series_id"].nunique()), n_queries=len(queries),
+                          mse=float(found["mse"]), mae=float(found["mae"]), crps=float(found["crps"]),
+                          nll=float(found["nll"]), coverage=coverage, width=width,
+                          band=dict(zip(levels, kinds, strict=True)))
+    out = nixtla_frame(pred, user_times(pred["series_id"], pred["time"], obs), bands, fractions, fitted)
+    at = 3 if "channel" in out else 2
+    ids = queries["series_id"].to_numpy()
+    out.insert(at, "cutoff", user_times(ids, queries["series_id"].map(win.cut).to_numpy(), obs).array)
+    out.insert(at + 1, "window", win.index)
+    out.insert(at + 2, "y", queries["value"].to_numpy(np.float64))
+    return scores, out, pred.attrs.get("beyond_horizon")

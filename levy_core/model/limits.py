@@ -1,0 +1,236 @@
+"""Bounds on a saved model's ``model.json`` and weights, checked before anything is built.
+
+A model directory or zip is input (issue 27). Besides what :mod:`levy_core.pipeline.modelfile`
+checks (size, nesting, formats, finite numbers), everything here is bounded so that a
+hostile file is refused by name instead of costing memory or failing inside a pass:
+
+- the parsed JSON's size: at most :data:`MAX_JSON_CONTAINERS` objects and arrays and
+  :data:`MAX_JSON_ELEMENTS` values, counted on the raw bytes before ``json.loads``
+  (64 MiB of ``{}`` would take 1.7 GB parsed);
+- every number: within ``±``:data:`MAX_ABS_NUMBER` anywhere, and within the ranges of
+  :data:`NUMBER_BOUNDS` where it reaches the float32 pass or the bands (the time scale,
+  length scales, season, cut-off, horizon, calibration scale and scores);
+- the weights: read from the safetensors header (JSON at the file's start) before a tensor
+  is loaded; only float32 (``F32``) tensors whose names and shapes are the architecture's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any, BinaryIO
+
+import numpy as np
+import torch
+
+__all__ = ["MAX_ABS_NUMBER", "MAX_HEADER_BYTES", "MAX_JSON_CONTAINERS", "MAX_JSON_ELEMENTS", "NUMBER_BOUNDS",
+           "check_json_shape", "check_numbers", "check_weights_header", "expected_tensors", "json_shape",
+           "read_header"]
+
+MAX_JSON_CONTAINERS = 500_000
+"""Most objects and arrays in ``model.json`` (one per channel of the scaler, drift and
+calibration groups at most: ``n_channels`` is at most 100,000)."""
+MAX_JSON_ELEMENTS = 5_000_000
+"""Most values in ``model.json`` (a split of two million series ids and the calibration scores)."""
+MAX_ABS_NUMBER = 1e100
+"""Largest magnitude of any number in ``model.json`` (the data reader's own limit on values)."""
+MAX_CALIBRATION = 1e12
+"""Largest calibration scale ``c``, conformal score or σ floor (normalised units). A fit
+usually gives ~1–100, but a barely trained MC-Dropout twin whose passes hardly differ gave
+c = 2.55e6 once (a time-capped fit under load): every model a fit writes must load, and
+``c·σ`` stays far inside float64 (the bands are computed in float64)."""
+MAX_HOURS = 1e8
+"""Largest time in hours (about 11,000 years, the limit on date-times)."""
+MAX_HEADER_BYTES = 2**20
+"""Largest safetensors header accepted (a model's holds ~100 bytes per tensor)."""
+
+_ANY = "*"  # a path step that matches every key of an object / every item of a list
+# path (dotted, _ANY for any key or item) → (lowest, highest, what it is); both inclusive
+NUMBER_BOUNDS: dict[str, tuple[float, float, str]] = {
+    "model_config.time_scale": (1e-3, 1e6, "hours mapped to 1 in the time features"),
+    "model_config.length_scale_min": (1e-6, 1e3, "in time_scale units"),
+    "model_config.length_scale_max": (1e-6, 1e3, "in time_scale units"),
+    "model_config.season": (0.0, 1e6, "hours"),
+    "model_config.dropout": (0.0, 0.99, "a rate"),
+    "task.cutoff": (-MAX_HOURS, MAX_HOURS, "hours"),
+    "task.horizon": (1e-6, MAX_HOURS, "hours"),
+    "task.holdout_fraction": (0.0, 1.0, "a fraction"),
+    "task.season": (0.0, 1e6, "hours"),
+    "split.window_hours": (1e-6, MAX_HOURS, "hours"),
+    f"split.origin_plan.{_ANY}": (-MAX_HOURS, MAX_HOURS, "hours"),
+    f"last_value.train_mean.{_ANY}": (-1e6, 1e6, "normalised units"),
+    f"last_value.spread.{_ANY}": (1e-12, 1e6, "normalised units"),
+}
+for _key in ("levy_calibration", "mc_calibration", "last_value_calibration"):
+    NUMBER_BOUNDS.update({
+        f"{_key}.scaled_gaussian.scale": (0.0, MAX_CALIBRATION, "the calibration scale c"),
+        f"{_key}.scaled_gaussian.rel_floor": (0.0, 1.0, "a fraction"),
+        f"{_key}.scaled_gaussian.sigma_floor": (0.0, MAX_CALIBRATION, "normalised units"),
+        f"{_key}.conformal.rel_floor": (0.0, 1.0, "a fraction"),
+        f"{_key}.conformal.sigma_floor": (0.0, MAX_CALIBRATION, "normalised units"),
+        f"{_key}.conformal.scores.{_ANY}": (0.0, MAX_CALIBRATION, "conformal scores |y - ŷ| / σ"),
+        f"{_key}.conformal.group_scores.{_ANY}.{_ANY}": (0.0, MAX_CALIBRATION, "conformal scores |y - ŷ| / σ"),
+    })
+NUMBER_BOUNDS.update({
+    f"adaptive.{_ANY}.{_ANY}.scores.{_ANY}": (0.0, MAX_CALIBRATION, "conformal scores |y - ŷ| / σ"),
+    f"adaptive.{_ANY}.{_ANY}.sigma_floor": (0.0, MAX_CALIBRATION, "normalised units"),
+})
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_CHUNK = 2**20
+_REFIT = "it was not written by `levy fit`: re-run `levy fit`"
+
+
+class LimitError(ValueError):
+    """A saved model beyond a bound (``levy_core.pipeline.modelfile`` turns it into ``ModelLoadError``)."""
+
+
+def json_shape(text: bytes) -> tuple[int, int, int]:
+    """``(depth, containers, elements)`` of JSON ``text``: how deep arrays and objects nest,
+    how many there are, and how many values they hold (brackets and commas inside strings
+    ignored), in one pass in bounded memory, before ``json.loads``."""
+    structure = np.frombuffer(_JSON_STRING.sub(b'""', text), dtype=np.uint8)
+    deepest = depth = containers = elements = 0
+    for start in range(0, len(structure), _CHUNK):
+        chunk = structure[start:start + _CHUNK]
+        opens = (chunk == ord("[")) | (chunk == ord("{"))
+        closes = (chunk == ord("]")) | (chunk == ord("}"))
+        levels = depth + np.cumsum(opens.astype(np.int64) - closes)
+        if len(levels):
+            deepest, depth = max(deepest, int(levels.max())), int(levels[-1])
+        containers += int(opens.sum())
+        elements += int((chunk == ord(",")).sum())
+    return deepest, containers, elements + containers
+
+
+def check_json_shape(text: bytes, where: str, max_depth: int) -> None:
+    """:class:`LimitError` for JSON nesting deeper than ``max_depth`` or holding more than
+    :data:`MAX_JSON_CONTAINERS` objects and arrays or :data:`MAX_JSON_ELEMENTS` values."""
+    depth, containers, elements = json_shape(text)
+    if depth > max_depth:
+        raise LimitError(f"{where} nests {depth} levels deep, more than the {max_depth} allowed; {_REFIT}")
+    if containers > MAX_JSON_CONTAINERS:
+        raise LimitError(f"{where} holds {containers:,} objects and arrays, more than the {MAX_JSON_CONTAINERS:,} "
+                         f"a model description has; {_REFIT}")
+    if elements > MAX_JSON_ELEMENTS:
+        raise LimitError(f"{where} holds {elements:,} values, more than the {MAX_JSON_ELEMENTS:,} a model "
+                         f"description has; {_REFIT}")
+
+
+def _leaves(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _leaves(item, (*path, str(key)))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _leaves(item, (*path, str(i)))
+    else:
+        yield path, value
+
+
+_Patterns = dict[tuple[int, str], list[tuple[tuple[str, ...], tuple[float, float, str]]]]
+
+
+def _patterns() -> _Patterns:
+    """:data:`NUMBER_BOUNDS` as step tuples, by (number of steps, first step): a saved model
+    holds tens of thousands of numbers (conformal scores), each one looked up."""
+    out: _Patterns = {}
+    for pattern, bound in NUMBER_BOUNDS.items():
+        steps = tuple(pattern.split("."))
+        out.setdefault((len(steps), steps[0]), []).append((steps, bound))
+    return out
+
+
+def _bound_of(path: tuple[str, ...], patterns: _Patterns) -> tuple[float, float, str] | None:
+    if not path:
+        return None
+    for key in ((len(path), path[0]), (len(path), _ANY)):
+        for steps, bound in patterns.get(key, ()):
+            if all(s in (_ANY, p) for s, p in zip(steps, path, strict=True)):
+                return bound
+    return None
+
+
+def check_numbers(meta: Mapping[str, Any]) -> None:
+    """:class:`LimitError` naming the first number of ``model.json`` outside its bounds:
+    :data:`NUMBER_BOUNDS` where it has one, ``±``:data:`MAX_ABS_NUMBER` everywhere."""
+    patterns = _patterns()
+    for path, value in _leaves(meta):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            continue
+        if not math.isfinite(value):
+            raise LimitError(f"model.json: {'.'.join(path)} is {value}, not a finite number; re-run `levy fit`")
+        bound = _bound_of(path, patterns)
+        lo, hi, what = bound if bound is not None else (-MAX_ABS_NUMBER, MAX_ABS_NUMBER, "")
+        if not lo <= value <= hi:
+            raise LimitError(f"model.json: {'.'.join(path)} is {value:g}, outside [{lo:g}, {hi:g}]"
+                             + (f" ({what})" if what else "") + "; a model fitted by `levy fit` stays within it: "
+                             "re-run `levy fit`")
+
+
+def expected_tensors(model: torch.nn.Module) -> dict[str, tuple[int, ...]]:
+    """Name → shape of every float32 tensor a network's weights file may hold."""
+    out = {}
+    for name, tensor in model.state_dict().items():
+        if tensor.dtype != torch.float32:  # pragma: no cover - every parameter and buffer is float32
+            raise LimitError(f"{name} is {tensor.dtype}; the weights check expects float32 only")
+        out[name] = tuple(tensor.shape)
+    return out
+
+
+def read_header(stream: BinaryIO, size: int, where: str) -> tuple[dict[str, Any], int]:
+    """The JSON header at the start of a safetensors file of ``size`` bytes, and its length
+    with the 8-byte prefix (only the header is read)."""
+    prefix = stream.read(8)
+    n = int.from_bytes(prefix, "little") if len(prefix) == 8 else -1
+    if not 2 <= n <= MAX_HEADER_BYTES or 8 + n > size:
+        raise LimitError(f"{where} has no safetensors header of at most {MAX_HEADER_BYTES:,} bytes at its start "
+                         "(not a safetensors file, or not a model's); re-run `levy fit`")
+    try:
+        header = json.loads(stream.read(n).decode("utf-8"))
+    except ValueError as exc:
+        raise LimitError(f"{where}: its safetensors header is not valid JSON ({exc}); re-run `levy fit`") from None
+    if not isinstance(header, dict):
+        raise LimitError(f"{where}: its safetensors header is not a JSON object; re-run `levy fit`")
+    return header, 8 + n
+
+
+def check_weights_header(header: Mapping[str, Any], header_bytes: int, size: int,
+                         expected: Mapping[str, tuple[int, ...]], where: str) -> None:
+    """:class:`LimitError` unless every tensor the header lists is float32 (``F32``), is one
+    of ``expected`` with its shape, and the data offsets tile the file's ``size`` exactly."""
+    end = header_bytes
+    spans = []
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        if not isinstance(info, Mapping) or not {"dtype", "shape", "data_offsets"} <= set(info):
+            raise LimitError(f"{where}: tensor {name!r} has no dtype, shape and offsets; re-run `levy fit`")
+        if info["dtype"] != "F32":
+            raise LimitError(f"{where}: tensor {name!r} is stored as {info['dtype']}, not F32 (float32) as "
+                             "`levy fit` writes weights; re-run `levy fit`")
+        if name not in expected:
+            raise LimitError(f"{where} holds a tensor {name!r} that the model does not have; re-run `levy fit`")
+        shape = info["shape"]
+        if not isinstance(shape, list) or tuple(shape) != expected[name]:
+            raise LimitError(f"{where}: tensor {name!r} has shape {shape}, the model's is {list(expected[name])}; "
+                             "re-run `levy fit`")
+        offsets = info["data_offsets"]
+        if (not isinstance(offsets, list) or len(offsets) != 2
+                or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
+                or offsets[1] - offsets[0] != 4 * math.prod(shape) or offsets[0] < 0):
+            raise LimitError(f"{where}: tensor {name!r} has data offsets {offsets} that do not match its shape; "
+                             "re-run `levy fit`")
+        spans.append((offsets[0], offsets[1]))
+    spans.sort()
+    position = 0
+    for start, stop in spans:
+        if start != position:
+            raise LimitError(f"{where}: its tensors overlap or leave gaps; re-run `levy fit`")
+        position = stop
+    if end + position != size:
+        raise LimitError(f"{where} is {size:,} bytes, but its header describes {end + position:,}; re-run "
+                         "`levy fit`")

@@ -1,0 +1,600 @@
+"""The deterministic offset ``b(q)`` of a fit on rolling origins: a classical forecaster.
+
+One series or a few give little data to learn a forecast from, and classical forecasters
+are strong there. Any offset that is a function of the query and the context, not of the
+Poisson draw, keeps ``σ̂`` exact (``docs/levy-math.md``): the Lévy layer predicts the
+*correction* to one of them, fitted in closed form to each episode's **whole past**.
+
+The candidates, per channel (times in hours; ``o`` the origin, ``t_q`` the query):
+
+* ``last`` — the last value;
+* ``level`` — an exponentially weighted mean with a half-life of ``LEVEL_HALF_LIFE_GAPS``
+  sampling intervals (simple exponential smoothing for irregular times);
+* ``drift`` — the last value plus the average slope of the past (the random walk with drift);
+* ``damped_trend`` — Holt's damped-trend exponential smoothing on a regular grid
+  (:mod:`levy_core.offsets.smoothing`; its parameters fitted once per channel);
+* ``seasonal`` — the value one season ``P`` before ``t_q`` (the latest such time at or before
+  ``o``; the last value when none lies within ``P/8``), for each candidate period;
+* ``seasonal_drift`` — the same plus the change of the season's mean from the season before;
+* ``harmonic`` — ridge regression of the past on a linear trend and ``sin/cos`` harmonics of
+  every candidate period (Prophet's additive model, in closed form);
+* ``harmonic_level`` — the same seasonal profile without a trend, re-levelled by the
+  exponentially weighted mean of its residuals (the seasonal profile with a local level);
+* ``harmonic_recent`` — ``harmonic`` on the last ``RECENT_PERIODS`` longest periods only (a
+  local trend, and a cycle whose phase drifts); without a period, on the last third of the
+  past;
+* ``autoregressive`` — an AR(p) of the past on a regular grid of the median sampling
+  interval, ``p`` picked by AIC;
+* ``gp`` — a Gaussian process's posterior mean (:mod:`levy_core.offsets.gp`; few series);
+* ``combination`` — the mean of the ``COMBINED`` candidates that score best.
+
+Candidate periods: :func:`levy_core.offsets.seasonality.candidate_periods`. :func:`choose` scores
+every candidate on the later half of the training and calibration origins (the latest
+before the test ones) and keeps, per channel, the one with the smallest squared error
+there; a candidate is kept over a simpler one (``METHODS`` is in order of complexity) only
+when its error is lower by more than ``SIMPLER_MARGIN``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from levy_core.offsets import gp as gp_forecast
+from levy_core.offsets import smoothing
+from levy_core.offsets.gp import GPSpec
+from levy_core.offsets.seasonality import (
+    MAX_PERIODS,
+    candidate_periods,
+    false_alarm,
+    median_gap,
+    periodogram_peak,
+)
+from levy_core.runtime.threads import single_threaded_blas
+
+__all__ = ["METHODS", "BaseForecast", "BaseForecastSpec", "candidate_periods", "choose", "false_alarm",
+           "periodogram_peak"]
+
+# in order of complexity: a candidate is kept over a simpler one only when it is clearly better
+METHODS = ("last", "level", "drift", "damped_trend", "seasonal", "seasonal_drift", "autoregressive", "harmonic_level", "harmonic",
+           "harmonic_recent", "gp", "combination")
+COMBINED = 3  # a combination averages this many of the best candidates
+MIN_SCORED_ORIGINS = 10  # candidates are scored on the later half of the origins from twice this many
+OFFSET_RANGE = 10.0  # an offset beyond this many data ranges from the data is clipped (an exploding AR, a trend)
+HARMONIC = ("harmonic", "harmonic_level", "harmonic_recent")
+SEASONAL = ("seasonal", "seasonal_drift")
+MAX_HARMONICS = 4
+LEVEL_HALF_LIFE_GAPS = 4.0
+RIDGE = 1e-3  # ridge penalty per observation on the (standardised) regressors
+CACHE_EPISODES = 4096  # episodes whose offsets are kept (training re-asks for the same ones every epoch)
+MAX_PAST = 4000
+MAX_AR_ORDER = 30
+SEASONALITY_PRIOR = 10.0  # prior s.d. of a harmonic's coefficient (Prophet's seasonality_prior_scale)
+TREND_PRIOR = 5.0  # of the slope over the past scaled to [0, 1] (Prophet's k ~ N(0, 5))
+CHANGEPOINT_PRIOR = 0.05  # of each slope change (Prophet's changepoint_prior_scale)
+CHANGEPOINT_RANGE = 0.8  # changepoints spread over the first 80 % of the past (Prophet's)
+MAX_CHANGEPOINTS = 25
+RECENT_PERIODS = 3.0  # harmonic_recent fits the last this many of its longest period
+SIMPLER_MARGIN = 0.02  # a candidate must beat every simpler one by this share of squared error
+
+
+@dataclass(frozen=True)
+class BaseForecastSpec:
+    """Which forecaster each channel's offset is, recorded with the model.
+
+    Attributes
+    ----------
+    methods : dict of str to str
+        Channel name → one of ``METHODS``.
+    periods : dict of str to float
+        Channel name → the period (hours) of a ``seasonal``/``seasonal_drift`` method (0 for
+        the others).
+    harmonics : tuple of float
+        Periods (hours) of the harmonic regressors (empty: none).
+    gap : float
+        The data's median sampling interval (hours): the level's half-life unit and the
+        autoregression's step.
+    orders : dict of str to int
+        Channel name → the order of its ``autoregressive`` candidate (0: none).
+    members : dict of str to list of (str, float)
+        Channel name → the (method, period) pairs a ``combination`` averages.
+    scores : dict of str to dict of str to float
+        Channel → candidate → its mean squared error on the training origins (normalised
+        units), as measured when the choice was made (for the fit's report).
+    gp : dict of str to GPSpec
+        Channel → its Gaussian process's fitted kernel (channels with a ``gp`` candidate).
+    smoothing : dict of str to (float, float, float)
+        Channel → the ``(α, β, φ)`` of its ``damped_trend`` candidate.
+    """
+
+    methods: dict[str, str]
+    periods: dict[str, float]
+    harmonics: tuple[float, ...]
+    gap: float
+    orders: dict[str, int] = field(default_factory=dict)
+    members: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    gp: dict[str, GPSpec] = field(default_factory=dict)
+    smoothing: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for channel, method in self.methods.items():
+            if method not in METHODS:
+                raise ValueError(f"base forecast: unknown method {method!r} for channel {channel!r}; "
+                                 f"expected one of {METHODS}")
+        numbers = [self.gap, *self.harmonics, *self.periods.values()]
+        if not all(isinstance(x, (int, float)) and math.isfinite(x) and 0 <= x <= 1e7 for x in numbers):
+            raise ValueError("base forecast: gap, periods and harmonics must be finite hours in [0, 1e7]")
+        if not self.gap > 0:
+            raise ValueError("base forecast: the sampling interval must be > 0")
+        if len(self.harmonics) > MAX_PERIODS or any(p <= 0 for p in self.harmonics):
+            raise ValueError(f"base forecast: at most {MAX_PERIODS} harmonic periods, each > 0")
+        for channel, pairs in self.members.items():
+            if not 2 <= len(pairs) <= COMBINED or any(m not in METHODS or m == "combination" for m, _ in pairs):
+                raise ValueError(f"base forecast: channel {channel!r} combines 2 to {COMBINED} known methods")
+            numbers += [p for _, p in pairs]
+        if any(m == "combination" and c not in self.members for c, m in self.methods.items()):
+            raise ValueError("base forecast: a combination needs its members")
+        if not all(isinstance(x, (int, float)) and math.isfinite(x) and 0 <= x <= 1e7 for x in numbers):
+            raise ValueError("base forecast: periods must be finite hours in [0, 1e7]")
+        uses_gp = {c for c, m in self.methods.items() if m == "gp"} | {
+            c for c, pairs in self.members.items() if any(m == "gp" for m, _ in pairs)}
+        for params in self.smoothing.values():
+            smoothing.check_parameters(*params)
+        if uses_gp - set(self.gp):
+            raise ValueError(f"base forecast: channels {sorted(uses_gp - set(self.gp))} use a Gaussian "
+                             "process without its kernel")
+        if not all(isinstance(k, int) and 0 <= k <= MAX_AR_ORDER for k in self.orders.values()):
+            raise ValueError(f"base forecast: autoregressive orders must be whole numbers in [0, {MAX_AR_ORDER}]")
+
+    def to_dict(self) -> dict:
+        return {"methods": dict(self.methods), "periods": dict(self.periods), "harmonics": list(self.harmonics),
+                "gap": self.gap, "orders": dict(self.orders),
+                "members": {c: [[m, p] for m, p in pairs] for c, pairs in self.members.items()}, "scores": {c: dict(s) for c, s in self.scores.items()},
+                "gp": {c: g.to_dict() for c, g in self.gp.items()},
+                "smoothing": {c: list(v) for c, v in self.smoothing.items()}}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> BaseForecastSpec:
+        unknown = sorted(set(data) - {"methods", "periods", "harmonics", "gap", "orders", "members", "scores", "gp",
+                                      "smoothing"})
+        if unknown:
+            raise ValueError(f"base forecast: unknown keys {unknown}")
+        try:
+            return cls({str(k): str(v) for k, v in dict(data["methods"]).items()},
+                       {str(k): float(v) for k, v in dict(data.get("periods", {})).items()},
+                       tuple(float(p) for p in data.get("harmonics", [])), float(data["gap"]),
+                       {str(k): int(v) for k, v in dict(data.get("orders", {})).items()},
+                       {str(c): [(str(m), float(p)) for m, p in list(pairs)[:COMBINED + 1]]
+                        for c, pairs in dict(data.get("members", {})).items()},
+                       {str(c): {str(k): float(v) for k, v in dict(s).items()}
+                        for c, s in dict(data.get("scores", {})).items()},
+                       {str(c): GPSpec.from_dict(dict(g)) for c, g in dict(data.get("gp", {})).items()},
+                       {str(c): tuple(float(x) for x in list(v)[:3])
+                        for c, v in dict(data.get("smoothing", {})).items()})
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"base forecast: malformed record ({exc})") from exc
+
+    def describe(self) -> str:
+        """One line per channel, e.g. ``co2: harmonic (8765.8 h)``."""
+        out = []
+        for channel, method in sorted(self.methods.items()):
+            what = method
+            if method == "combination":
+                what = "mean of " + ", ".join(self._label(channel, m, p) for m, p in self.members[channel])
+            elif method in SEASONAL:
+                what += f" ({self.periods.get(channel, 0):g} h)"
+            elif method == "autoregressive":
+                what += f" (order {self.orders.get(channel, 0)})"
+            elif method == "gp":
+                what = self._label(channel, method, 0.0)
+            elif method in HARMONIC and not self.harmonics:
+                what = "trend" if method == "harmonic" else "recent trend"
+            elif method in HARMONIC and self.harmonics:
+                what += " (" + ", ".join(f"{p:g} h" for p in self.harmonics) + ")"
+            out.append(f"{channel}: {what}")
+        return "; ".join(out)
+
+    def _label(self, channel: str, method: str, period: float) -> str:
+        if method in SEASONAL:
+            return f"{method} ({period:g} h)"
+        if method == "autoregressive":
+            return f"{method} (order {self.orders.get(channel, 0)})"
+        if method == "gp":
+            kernel = self.gp.get(channel)
+            periods = ", ".join(f"{p:g} h" for p in kernel.periods) if kernel else ""
+            return "Gaussian process" + (f" ({periods})" if periods else "")
+        return method
+
+
+# ---------------------------------------------------------------------------------------
+# the forecasters: each maps one channel's past (t, y: times ≤ origin, sorted) to values at
+# query times tq > origin (or anywhere: queries inside the past get the same formula)
+
+
+def _level(t: np.ndarray, y: np.ndarray, half_life: float) -> float:
+    w = np.exp2(-(t[-1] - t) / half_life)
+    return float(np.sum(w * y) / np.sum(w))
+
+
+def _seasonal(t: np.ndarray, y: np.ndarray, origin: float, tq: np.ndarray, period: float) -> np.ndarray:
+    """The past's value at ``τ = t_q − kP`` (k ≥ 1, the latest such time ≤ origin): read
+    off the line between the observations either side of ``τ`` when they lie within
+    ``P/8`` of each other (a missing point of a smooth cycle is not replaced by a neighbour
+    an hour away in the cycle), else the value observed nearest ``τ``; NaN where none lies
+    within ``P/8``."""
+    k = np.maximum(np.ceil((tq - origin) / period), 1.0)
+    tau = tq - k * period
+    pos = np.clip(np.searchsorted(t, tau), 1, len(t) - 1)  # callers have at least two points
+    left, right = pos - 1, pos
+    pick = np.where(np.abs(t[left] - tau) <= np.abs(t[right] - tau), left, right)
+    nearest = np.where(np.abs(t[pick] - tau) <= period / 8, y[pick], np.nan)
+    width = t[right] - t[left]
+    inside = (t[left] <= tau) & (tau <= t[right]) & (width <= period / 8) & (width > 0)
+    share = np.where(inside, (tau - t[left]) / np.where(width > 0, width, 1.0), 0.0)
+    return np.where(inside, y[left] + share * (y[right] - y[left]), nearest)
+
+
+def harmonics_of(period: float, gap: float) -> int:
+    """Sine/cosine pairs of a period (Prophet's orders: 10 for a year, 3 for a week, 4
+    otherwise), no more than the sampling resolves."""
+    order = 10 if period >= 300 * 24 else 3 if abs(period - 168.0) < 1 else MAX_HARMONICS
+    return max(0, min(order, int((period / gap - 1) / 2)))  # below the Nyquist frequency
+
+
+def _harmonic_design(t: np.ndarray, periods: Iterable[float], gap: float) -> np.ndarray:
+    cols = []
+    for p in periods:
+        for k in range(1, harmonics_of(p, gap) + 1):
+            angle = 2 * np.pi * k * t / p
+            cols += [np.sin(angle), np.cos(angle)]
+    return np.column_stack(cols) if cols else np.zeros((len(t), 0))
+
+
+def _trend_design(t: np.ndarray, start: float, scale: float, knots: np.ndarray) -> np.ndarray:
+    """A piecewise-linear trend in time scaled to [0, 1] over the past: the slope and one
+    hinge ``max(0, s − s_j)`` per changepoint (Prophet's trend)."""
+    s = (t - start) / scale
+    return np.column_stack([s] + [np.maximum(0.0, s - k) for k in knots])
+
+
+def _map_fit(x: np.ndarray, y: np.ndarray, prior_sd: np.ndarray) -> tuple[np.ndarray, float]:
+    """The maximum a posteriori coefficients of ``y ≈ x β + a`` under independent Gaussian
+    priors ``β_j ~ N(0, prior_sd_j²)`` and a noise variance estimated from a first, nearly
+    unpenalised fit (the intercept unpenalised): Prophet's fit with Gaussian priors."""
+    xm, ym = x.mean(axis=0), y.mean()
+    xc, yc = x - xm, y - ym
+    gram, rhs = xc.T @ xc, xc.T @ yc
+    eye = np.eye(x.shape[1])
+    first = np.linalg.solve(gram + 1e-6 * (np.trace(gram) / max(x.shape[1], 1) + 1e-12) * eye, rhs)
+    noise = max(float(np.mean((yc - xc @ first) ** 2)), 1e-12)
+    beta = np.linalg.solve(gram + noise * np.diag(1.0 / prior_sd**2), rhs)
+    return beta, float(ym - xm @ beta)
+
+
+def _ridge(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+    """Coefficients and intercept of a ridge regression (intercept unpenalised)."""
+    xm, ym = x.mean(axis=0), y.mean()
+    xc = x - xm
+    gram = xc.T @ xc + RIDGE * len(y) * np.eye(x.shape[1])
+    beta = np.linalg.solve(gram, xc.T @ (y - ym))
+    return beta, float(ym - xm @ beta)
+
+
+class _ChannelPast:
+    """One (series, channel)'s observations, sorted by time, normalised."""
+
+    def __init__(self, times: np.ndarray, values: np.ndarray) -> None:
+        order = np.argsort(times, kind="stable")
+        self.t, self.y = times[order], values[order]
+
+    def before(self, origin: float) -> tuple[np.ndarray, np.ndarray]:
+        n = int(np.searchsorted(self.t, origin, side="right"))
+        lo = max(0, n - MAX_PAST)
+        return self.t[lo:n], self.y[lo:n]
+
+
+def forecast(method: str, t: np.ndarray, y: np.ndarray, origin: float, tq: np.ndarray, *,
+             period: float = 0.0, harmonics: tuple[float, ...] = (), gap: float = 1.0,
+             order: int = 0, gp: GPSpec | None = None,
+             smoothing_parameters: tuple[float, float, float] | None = None) -> np.ndarray:
+    """One candidate's forecast at ``tq`` (m,) from the past ``(t, y)`` (n,), ``t ≤ origin``
+    sorted. Falls back to the last value where the method has too little past."""
+    last = np.full(len(tq), y[-1], dtype=np.float64)
+    n = len(t)
+    if method == "last" or n < 2:
+        return last
+    if method == "level":
+        return np.full(len(tq), _level(t, y, LEVEL_HALF_LIFE_GAPS * gap))
+    if method == "drift":
+        span = t[-1] - t[0]
+        slope = (y[-1] - y[0]) / span if span > 0 else 0.0
+        return last + slope * (tq - t[-1])
+    if method in SEASONAL:
+        if not period > 0:
+            return last
+        out = _seasonal(t, y, origin, tq, period)
+        if method == "seasonal_drift":
+            recent, before = (t > origin - period), (t > origin - 2 * period) & (t <= origin - period)
+            if recent.any() and before.any():
+                k = np.maximum(np.ceil((tq - origin) / period), 1.0)
+                out = out + k * (y[recent].mean() - y[before].mean())
+        return np.where(np.isfinite(out), out, last)
+    if method == "autoregressive":
+        return _autoregressive(t, y, origin, tq, order=order, gap=gap)
+    if method == "gp":
+        return gp_forecast.posterior_mean(gp, t, y, tq) if gp is not None else last
+    if method == "damped_trend":
+        if smoothing_parameters is None:
+            return last
+        z = _grid(t, y, origin, gap)
+        steps = int(np.ceil(max(float(np.max(tq)) - origin, 0.0) / gap)) + 1
+        path = smoothing.forecast(z, smoothing_parameters, steps)
+        return np.interp(tq, origin + gap * np.arange(len(path)), path)
+    if method in HARMONIC:
+        if method == "harmonic_recent":  # the last few longest periods (the last third without one)
+            window = RECENT_PERIODS * max(harmonics) if harmonics else (origin - t[0]) / RECENT_PERIODS
+            keep = t > origin - window
+            t, y = t[keep], y[keep]
+            n = len(t)
+            if n < 2:
+                return last
+        # a period longer than the past cannot be estimated from it: left out at this origin
+        harmonics = tuple(p for p in harmonics if t[-1] - t[0] >= p)
+        x_past = _harmonic_design(t - origin, harmonics, gap)
+        x_query = _harmonic_design(tq - origin, harmonics, gap)
+        prior = [SEASONALITY_PRIOR] * x_past.shape[1]
+        if method != "harmonic_level":  # a trend and the seasonal profile
+            scale = max(float(t[-1] - t[0]), gap)
+            knots = (np.linspace(0.0, CHANGEPOINT_RANGE, min(MAX_CHANGEPOINTS, n // 8) + 1)[1:]
+                     if method == "harmonic" else np.zeros(0))
+            x_past = np.column_stack([x_past, _trend_design(t, t[0], scale, knots)])
+            x_query = np.column_stack([x_query, _trend_design(tq, t[0], scale, knots)])
+            prior += [TREND_PRIOR] + [CHANGEPOINT_PRIOR] * len(knots)
+        if x_past.shape[1] == 0 or n < 8:
+            return last if method != "harmonic_level" else np.full(len(tq), _level(t, y, LEVEL_HALF_LIFE_GAPS * gap))
+        beta, intercept = _map_fit(x_past, y, np.asarray(prior, np.float64))
+        fitted_past = x_past @ beta + intercept
+        out = x_query @ beta + intercept
+        if method == "harmonic_level":
+            out = out + _level(t, y - fitted_past, LEVEL_HALF_LIFE_GAPS * gap)
+        return out
+    raise ValueError(f"unknown base-forecast method {method!r}")
+
+
+def _grid(t: np.ndarray, y: np.ndarray, origin: float, gap: float) -> np.ndarray:
+    """The past on a regular grid of ``gap`` ending at ``origin`` (linear interpolation
+    across missing points), oldest first, at most ``MAX_PAST`` points."""
+    steps = min(int((origin - t[0]) / gap), MAX_PAST - 1)
+    grid = origin - gap * np.arange(steps, -1, -1, dtype=np.float64)
+    return np.interp(grid, t, y)
+
+
+def ar_order(t: np.ndarray, y: np.ndarray, gap: float, longest: float) -> int:
+    """The order of an autoregression of the gridded past picked by AIC, up to a season
+    and a step (at most ``MAX_AR_ORDER``, a tenth of the points); 0 when too short."""
+    z = _grid(t, y, float(t[-1]), gap)
+    top = min(MAX_AR_ORDER, len(z) // 10, max(3, int(round(longest / gap)) + 1))
+    best, best_aic = 0, np.inf
+    for p in range(1, top + 1):
+        lags = np.column_stack([z[p - j - 1:len(z) - j - 1] for j in range(p)])
+        target = z[p:]
+        x = np.column_stack([np.ones(len(target)), lags])
+        coef, *_ = np.linalg.lstsq(x, target, rcond=None)
+        rss = float(np.sum((target - x @ coef) ** 2))
+        aic = len(target) * np.log(max(rss / len(target), 1e-300)) + 2 * (p + 1)
+        if aic < best_aic:
+            best, best_aic = p, aic
+    return best
+
+
+def _autoregressive(t: np.ndarray, y: np.ndarray, origin: float, tq: np.ndarray, *, order: int,
+                    gap: float) -> np.ndarray:
+    """An AR(``order``) with intercept fitted by least squares on the gridded past, iterated
+    forward and read at ``tq`` by linear interpolation between grid steps."""
+    z = _grid(t, y, origin, gap)
+    if order < 1 or len(z) < 3 * order + 3:
+        return np.full(len(tq), y[-1], dtype=np.float64)
+    lags = np.column_stack([z[order - j - 1:len(z) - j - 1] for j in range(order)])
+    x = np.column_stack([np.ones(len(z) - order), lags])
+    coef, *_ = np.linalg.lstsq(x, z[order:], rcond=None)
+    steps = int(np.ceil(max(float(np.max(tq) - origin), 0.0) / gap)) + 1
+    path = list(z[-order:])
+    for _ in range(steps):
+        path.append(float(coef[0] + np.dot(coef[1:], path[-1:-order - 1:-1])))
+    ahead = np.asarray(path[order - 1:])  # the origin's value, then one per step
+    return np.interp(tq, origin + gap * np.arange(len(ahead)), ahead)
+
+
+def bounded(t: np.ndarray, y: np.ndarray, pred: np.ndarray) -> np.ndarray:
+    """A forecast kept finite and within ``OFFSET_RANGE`` data ranges of the past's values
+    (an autoregression that explodes or a trend run far ahead would otherwise hand the
+    network non-finite or absurd offsets)."""
+    lo, hi = float(np.min(y)), float(np.max(y))
+    span = max(hi - lo, 1e-12)
+    pred = np.nan_to_num(pred, nan=float(y[-1]), posinf=hi + OFFSET_RANGE * span, neginf=lo - OFFSET_RANGE * span)
+    return np.clip(pred, lo - OFFSET_RANGE * span, hi + OFFSET_RANGE * span)
+
+
+class BaseForecast:
+    """The offsets of one model's episodes, from the whole past of their series.
+
+    Parameters
+    ----------
+    spec : BaseForecastSpec
+    frame : DataFrame
+        The user's observations, normalised (columns series_id, channel, time, value; the
+        user's ids and hours).
+    origins : dict of str to (str, float)
+        Model-space episode id → (user series id, origin in the user's hours)
+        (``OriginClock.origins``).
+    channels : list of str
+        The model's channel vocabulary (position = channel code).
+    """
+
+    def __init__(self, spec: BaseForecastSpec, frame: pd.DataFrame, origins: dict[str, tuple[str, float]],
+                 channels: list[str]) -> None:
+        self.spec, self.origins, self.channels = spec, origins, list(channels)
+        self._cache: dict[tuple[str, bytes, bytes], np.ndarray] = {}  # training asks for the same episodes every epoch
+        self.past: dict[tuple[str, str], _ChannelPast] = {}
+        for (sid, channel), g in frame.groupby(["series_id", "channel"], sort=False):
+            self.past[(str(sid), str(channel))] = _ChannelPast(g["time"].to_numpy(np.float64),
+                                                                g["value"].to_numpy(np.float64))
+
+    def offsets(self, model_id: str, times: np.ndarray, channel_codes: np.ndarray) -> np.ndarray:
+        """The offset of each query of one episode (model time ``times`` (m,), relative to
+        its origin, and channel codes (m,)), in normalised units; NaN where the series never
+        observed the channel before the origin (the model's own default applies there)."""
+        times = np.asarray(times, np.float64)
+        channel_codes = np.asarray(channel_codes, np.int64)
+        key = (model_id, times.tobytes(), channel_codes.tobytes())
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached.copy()
+        sid, origin = self.origins[model_id]
+        with single_threaded_blas():  # the same offsets whatever the machine's cores
+            out = self._compute(sid, origin, times, channel_codes)
+        if len(self._cache) >= CACHE_EPISODES:
+            self._cache.clear()
+        self._cache[key] = out
+        return out.copy()
+
+    def _compute(self, sid: str, origin: float, times: np.ndarray, channel_codes: np.ndarray) -> np.ndarray:
+        out = np.full(len(times), np.nan)
+        for code in np.unique(channel_codes):
+            channel = self.channels[int(code)]
+            method = self.spec.methods.get(channel)
+            past = self.past.get((sid, channel))
+            if method is None or past is None:
+                continue
+            t, y = past.before(origin)
+            if not len(t):
+                continue
+            rows = np.flatnonzero(channel_codes == code)
+            pairs = self.spec.members[channel] if method == "combination" else [
+                (method, self.spec.periods.get(channel, 0.0))]
+            out[rows] = np.mean([bounded(t, y, forecast(m, t, y, origin, origin + times[rows], period=period,
+                                          harmonics=self.spec.harmonics, gap=self.spec.gap,
+                                          order=self.spec.orders.get(channel, 0), gp=self.spec.gp.get(channel),
+                                          smoothing_parameters=self.spec.smoothing.get(channel)))
+                                 for m, period in pairs], axis=0)
+        return out
+
+
+def _fitted_parameters(richest: dict[str, _ChannelPast], first: float, periods: tuple[float, ...], gap: float, *,
+                       few: bool) -> tuple[dict[str, GPSpec], dict[str, tuple[float, float, float]]]:
+    """Per channel, from its best-observed series' past before ``first`` (the first scored
+    origin: the choice never sees its own future): the Gaussian process's kernel (``few``
+    series only) and the damped trend's smoothing parameters."""
+    kernels: dict[str, GPSpec] = {}
+    damped: dict[str, tuple[float, float, float]] = {}
+    for channel, p in richest.items():
+        t, y = p.before(first)
+        spec = gp_forecast.fit(t, y, periods, gap) if few and len(t) >= 30 else None
+        if spec is not None:
+            kernels[channel] = spec
+        params = smoothing.fit(_grid(t, y, float(t[-1]), gap)) if len(t) >= 2 else None
+        if params is not None:
+            damped[channel] = params
+    return kernels, damped
+
+
+def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes: dict[str, pd.DataFrame],
+           *, season: float | None = None) -> BaseForecastSpec:
+    """:func:`choose_offsets` with NumPy's BLAS on one thread: the same choice on any machine."""
+    with single_threaded_blas():
+        return choose_offsets(frame, origins, episodes, season=season)
+
+
+def choose_offsets(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes: dict[str, pd.DataFrame],
+                   *, season: float | None = None) -> BaseForecastSpec:
+    """Score every candidate on the later half of ``episodes`` and keep the best per channel.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The user's observations that may be seen (before the first test origin), normalised
+        (columns series_id, channel, time, value).
+    origins : dict of str to (str, float)
+        Episode id → (user series id, origin hours).
+    episodes : dict of str to DataFrame
+        Scored episode id → its queries (columns channel, time in the user's hours, value).
+    season : float, optional
+        A period the user asked for (hours; 0: no seasonal or harmonic candidates); None:
+        :func:`candidate_periods`.
+    """
+    periods = candidate_periods(frame) if season is None else ((float(season),) if season > 0 else ())
+    gap = median_gap(frame["time"].to_numpy(np.float64)) or 1.0
+    names = [("last", 0.0), ("level", 0.0), ("drift", 0.0)]
+    names += [(m, p) for p in periods for m in SEASONAL]
+    # without a period, harmonic is Prophet's piecewise-linear trend alone, and harmonic_recent
+    # a straight line through the last third of the past
+    names += [(m, 0.0) for m in HARMONIC if periods or m != "harmonic_level"]
+    past = {key: _ChannelPast(g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64))
+            for key, g in frame.groupby(["series_id", "channel"], sort=False)}
+    orders: dict[str, int] = {}
+    longest = max(periods, default=0.0)
+    richest: dict[str, _ChannelPast] = {}  # one order per channel: from its best-observed series
+    for (_, channel), p in past.items():
+        if str(channel) not in richest or len(p.t) > len(richest[str(channel)].t):
+            richest[str(channel)] = p
+    for channel, p in richest.items():
+        if len(p.t) >= 30:
+            orders[channel] = ar_order(p.t[-MAX_PAST:], p.y[-MAX_PAST:], gap, longest)
+    by_time = sorted(episodes, key=lambda m: (origins[m][1], m))
+    scored = by_time[len(by_time) // 2:] if len(by_time) >= 2 * MIN_SCORED_ORIGINS else by_time
+    kernels, damped = _fitted_parameters(richest, origins[scored[0]][1] if scored else np.inf, periods, gap,
+                                         few=frame["series_id"].nunique() <= gp_forecast.MAX_SERIES)
+    records: dict[str, list[tuple[dict[tuple[str, float], np.ndarray], np.ndarray]]] = {}
+    # scored on the later half of the origins given (``scored``): the nearest to what is
+    # forecast next, and with the most past behind them (the first origins' short past
+    # would decide for the candidates that need the least)
+    for model_id in scored:
+        queries = episodes[model_id]
+        sid, origin = origins[model_id]
+        for channel, q in queries.groupby("channel", sort=False):
+            p = past.get((str(sid), str(channel)))
+            if p is None:
+                continue
+            t, y = p.before(origin)
+            if not len(t):
+                continue
+            tq, yq = q["time"].to_numpy(np.float64), q["value"].to_numpy(np.float64)
+            order, kernel = orders.get(str(channel), 0), kernels.get(str(channel))
+            params = damped.get(str(channel))
+            extra = ([("autoregressive", 0.0)] if order else []) + ([("gp", 0.0)] if kernel else []) + (
+                [("damped_trend", 0.0)] if params else [])
+            preds = {(method, period): bounded(t, y, forecast(method, t, y, origin, tq, period=period,
+                                                              harmonics=periods, gap=gap, order=order, gp=kernel,
+                                                              smoothing_parameters=params))
+                     for method, period in names + extra}
+            records.setdefault(str(channel), []).append((preds, yq))
+    methods, chosen_periods, members, scores = {}, {}, {}, {}
+    for channel, recs in records.items():
+        count = max(sum(len(yq) for _, yq in recs), 1)
+
+        def mse_of(keys: list[tuple[str, float]], recs=recs, count=count) -> float:
+            return sum(float(np.sum((np.mean([p[k] for k in keys], axis=0) - yq) ** 2)) for p, yq in recs) / count
+
+        mse = {key: mse_of([key]) for key in recs[0][0]}
+        ordered = sorted(mse, key=lambda key: (METHODS.index(key[0]), key[1]))
+        best = ordered[0]
+        for key in ordered[1:]:  # a more complex candidate must be clearly better
+            if mse[key] < (1 - SIMPLER_MARGIN) * mse[best]:
+                best = key
+        top = sorted(mse, key=lambda key: mse[key])[:COMBINED]
+        combined = mse_of(top) if len(top) >= 2 else np.inf
+        scores[channel] = {f"{m}" + (f"@{p:g}h" if p else ""): round(v, 8) for (m, p), v in mse.items()}
+        if combined < (1 - SIMPLER_MARGIN) * mse[best]:  # forecasts combined often beat the best one chosen
+            methods[channel], chosen_periods[channel], members[channel] = "combination", 0.0, top
+            scores[channel]["combination"] = round(combined, 8)
+        else:
+            methods[channel], chosen_periods[channel] = best[0], float(best[1])
+    return BaseForecastSpec(methods, chosen_periods, tuple(periods), float(gap),
+                            {c: orders.get(c, 0) for c in methods}, members, scores,
+                            {c: kernels[c] for c in methods if c in kernels},
+                            {c: damped[c] for c in methods if c in damped})

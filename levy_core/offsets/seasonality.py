@@ -1,0 +1,176 @@
+"""The season of a few series: the lag at which their changes repeat.
+
+A fit on rolling origins (one series or a few) may carry a season in its deterministic
+offset (``ModelConfig.season``: the value one season before the query, the seasonal naive
+forecast, in place of the last value). :func:`detect_season` finds it from the training
+part: each channel is put on a regular grid at the median sampling interval, differenced
+(a trend would otherwise dominate the autocorrelation; cells are at least a hundredth of the
+longest period looked for, so that each averages several noisy observations) and its autocorrelation averaged
+over the channels; the season is the shortest lag whose local maximum rises from the trough before it by
+``FIRST_PEAK_SHARE`` of the largest such rise (a season's multiples repeat it too), between ``MIN_PERIOD_GAPS`` sampling
+intervals and ``max_period``, and only when that autocorrelation clears both
+``MIN_AUTOCORRELATION`` and ``NOISE_SE`` standard errors of an autocorrelation of white
+noise (``1/√n``: with many lags tested, chance peaks of 2 s.e. are common). A period within
+8 % of a calendar one (a day, a week, a month, a year) is taken to be that one: the grid
+only resolves it to a sampling interval.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["FIRST_PEAK_SHARE", "MIN_AUTOCORRELATION", "MIN_PERIOD_GAPS", "NOISE_SE", "autocorrelation",
+           "candidate_periods", "detect_season", "false_alarm", "periodogram_peak",
+           "snap_to_calendar"]
+
+MIN_AUTOCORRELATION = 0.2  # below this the repetition is too weak to forecast from
+MIN_PERIOD_GAPS = 3  # a season spans at least this many sampling intervals
+FIRST_PEAK_SHARE = 0.8  # the first peak this close to the highest is the season
+NOISE_SE = 4.0  # standard errors of a white-noise autocorrelation a season must clear
+MAX_GRID = 20_000  # grid points per channel (coarser grids beyond)
+CALENDAR = (24.0, 168.0, 365.2425 * 24)  # a day, a week, a year (hours): tried wherever the data resolve them
+MIN_SAMPLES_PER_PERIOD = 4  # a period spans at least this many sampling intervals
+MAX_PERIODS = 3
+FALSE_ALARM = 0.01  # a periodogram peak is a period when noise would rise this high this rarely
+GRID_PER_PERIOD = 100  # grid cells over the longest period looked for
+CALENDAR_PERIODS = (1.0, 12.0, 24.0, 168.0, 365.2425 * 24 / 12, 365.2425 * 24)  # hour … month, year
+CALENDAR_TOLERANCE = 0.08  # a detected period this close to one of them is that one
+
+
+def autocorrelation(x: np.ndarray, max_lag: int) -> np.ndarray:
+    """Sample autocorrelation of ``x`` (n,) at lags 0..max_lag, ignoring NaN pairs."""
+    x = np.asarray(x, dtype=np.float64)
+    x = x - np.nanmean(x)
+    var = np.nanmean(x * x)
+    out = np.full(max_lag + 1, np.nan)
+    if not var > 0:
+        return out
+    for lag in range(max_lag + 1):
+        a, b = x[: len(x) - lag], x[lag:]
+        ok = np.isfinite(a) & np.isfinite(b)
+        if ok.sum() >= 10:
+            out[lag] = float(np.mean(a[ok] * b[ok]) / var)
+    return out
+
+
+def _gridded_changes(times: np.ndarray, values: np.ndarray, step: float) -> np.ndarray:
+    """First differences of ``values`` on a regular grid of ``step`` (NaN where no
+    observation falls in a cell: gaps are not interpolated)."""
+    cells = np.floor((times - times.min()) / step).astype(np.int64)
+    grid = np.full(int(cells.max()) + 1, np.nan)
+    sums = np.bincount(cells, weights=values, minlength=grid.size)
+    counts = np.bincount(cells, minlength=grid.size)
+    grid[counts > 0] = sums[counts > 0] / counts[counts > 0]
+    return np.diff(grid)
+
+
+def detect_season(frame: pd.DataFrame, max_period: float) -> float | None:
+    """The season (hours) of the series in ``frame`` (columns series_id, channel, time,
+    value), or None when their changes do not repeat clearly within ``max_period``."""
+    times = frame[["series_id", "time"]].drop_duplicates().sort_values(["series_id", "time"])
+    gaps = times.groupby("series_id")["time"].diff().to_numpy()
+    gaps = gaps[np.isfinite(gaps) & (gaps > 0)]
+    if not gaps.size or not max_period > 0:
+        return None
+    span = float(frame["time"].max() - frame["time"].min())
+    # cells averaging several observations: differences of single noisy observations a few
+    # minutes apart would drown any season (GRID_PER_PERIOD cells still resolve it)
+    step = max(float(np.median(gaps)), max_period / GRID_PER_PERIOD, span / MAX_GRID)
+    max_lag = int(max_period / step)
+    if max_lag < MIN_PERIOD_GAPS + 1:
+        return None
+    curves, n_changes = [], 0
+    for _, g in frame.groupby(["series_id", "channel"]):
+        if len(g) >= 4 * MIN_PERIOD_GAPS:
+            changes = _gridded_changes(g["time"].to_numpy(), g["value"].to_numpy(), step)
+            curves.append(autocorrelation(changes, max_lag))
+            n_changes += int(np.isfinite(changes).sum())
+    if not curves:
+        return None
+    stacked = np.vstack(curves)
+    counts = np.isfinite(stacked).sum(axis=0)  # lags with too few pairs in every channel stay NaN
+    acf = np.where(counts > 0, np.nansum(stacked, axis=0) / np.maximum(counts, 1), np.nan)
+    threshold = max(MIN_AUTOCORRELATION, NOISE_SE / np.sqrt(max(n_changes, 1)))
+    peaks = [lag for lag in range(MIN_PERIOD_GAPS, max_lag)
+             if acf[lag] >= acf[lag - 1] and acf[lag] >= acf[lag + 1] and acf[lag] >= threshold]
+    if not peaks:
+        return None
+    # a season's peak rises from a trough half a season before (a smooth signal's changes
+    # also correlate over a few lags, without any trough): rank peaks by that rise
+    rise = {lag: float(acf[lag] - np.nanmin(acf[1:lag])) for lag in peaks}
+    highest = max(rise.values())
+    first = next(lag for lag in peaks if rise[lag] >= FIRST_PEAK_SHARE * highest)
+    return snap_to_calendar(first * step)
+
+
+def snap_to_calendar(period: float) -> float:
+    """A detected period (hours) on a grid of sampling intervals, snapped to the calendar
+    period it approximates (a day, a week, a year, …) when within ``CALENDAR_TOLERANCE``."""
+    nearest = min(CALENDAR_PERIODS, key=lambda p: abs(np.log(period / p)))
+    return float(nearest) if abs(period / nearest - 1) <= CALENDAR_TOLERANCE else float(period)
+
+
+# ---------------------------------------------------------------------------------------
+# candidate periods of the base forecast (levy_core.offsets.base_forecast): calendar ones and a
+# Lomb–Scargle peak, for irregular times and missing points
+
+
+def median_gap(times: np.ndarray) -> float:
+    gaps = np.diff(np.unique(times))
+    return float(np.median(gaps)) if gaps.size else 0.0
+
+
+def periodogram_peak(times: np.ndarray, values: np.ndarray, gap: float) -> tuple[float, float] | None:
+    """The strongest period (hours) of a Lomb–Scargle periodogram of one channel after a
+    linear trend is removed, and its normalised power in [0, 1]; None when the span holds
+    fewer than two periods of anything resolvable."""
+    from scipy.signal import lombscargle
+
+    span = float(times.max() - times.min()) if times.size else 0.0
+    if times.size < 16 or not span > 0 or not gap > 0:
+        return None
+    longest, shortest = span / 2, MIN_SAMPLES_PER_PERIOD * gap
+    if not longest > shortest:
+        return None
+    t = times - times.mean()
+    y = values - np.polyval(np.polyfit(t, values, 1), t)
+    if not np.var(y) > 0:
+        return None
+    periods = np.geomspace(shortest, longest, 1500)
+    power = lombscargle(t, y, 2 * np.pi / periods, normalize=True)
+    best = int(np.argmax(power))
+    return float(periods[best]), float(power[best])
+
+
+def false_alarm(power: float, n: int, span: float, shortest: float) -> float:
+    """Probability that white noise gives a normalised Lomb–Scargle peak at least ``power``
+    somewhere among the about ``span / shortest`` independent frequencies searched
+    (Scargle 1982; the standard normalisation: ``P(z > p) = (1 − p)^((n − 3)/2)`` at one
+    frequency)."""
+    one = (1.0 - min(max(power, 0.0), 1.0)) ** max((n - 3) / 2, 0.5)
+    independent = max(span / max(shortest, 1e-12), 1.0)
+    return float(-np.expm1(independent * np.log1p(-min(one, 1 - 1e-16))))
+
+
+def candidate_periods(frame: pd.DataFrame) -> tuple[float, ...]:
+    """The periods (hours) worth trying on ``frame`` (columns series_id, channel, time,
+    value): the calendar periods its sampling and span resolve, and each channel's strongest
+    periodogram peak when it carries at least a tenth of the detrended variance, snapped to
+    the calendar; at most ``MAX_PERIODS``, the strongest evidence first."""
+    found: dict[float, float] = {}
+    for _, g in frame.groupby(["series_id", "channel"], sort=True):
+        times, values = g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64)
+        gap = median_gap(times)
+        if not gap > 0:
+            continue
+        span = float(times.max() - times.min())
+        for p in CALENDAR:
+            if p >= MIN_SAMPLES_PER_PERIOD * gap and span >= 2 * p:
+                found[p] = max(found.get(p, 0.0), 0.0)
+        peak = periodogram_peak(times, values, gap)
+        if peak is not None and false_alarm(peak[1], len(times), span, MIN_SAMPLES_PER_PERIOD * gap) < FALSE_ALARM:
+            p = snap_to_calendar(peak[0])
+            found[p] = max(found.get(p, 0.0), peak[1])
+    ranked = sorted(found, key=lambda p: (-found[p], p))
+    return tuple(float(p) for p in ranked[:MAX_PERIODS])

@@ -1,0 +1,181 @@
+"""Bands at several levels, and predictions in NeuralForecast / StatsForecast's convention.
+
+NeuralForecast and StatsForecast return one row per ``(unique_id, ds)`` with the point
+forecast in a column named after the model and each band in ``<model>-lo-<level>`` /
+``<model>-hi-<level>``, levels in percent (``level=[80, 90]``), the lower bounds from the
+widest band in, the upper bounds from the narrowest out. :func:`nixtla_frame` writes a
+prediction frame that way, with the model named :data:`MODEL_NAME` and a ``channel`` column
+for a model of several channels; ``levy predict --format nixtla`` and
+:class:`levy_core.forecast.forecaster.LevyForecaster` both use it.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from levy_core.pipeline.modelfile import FittedModel
+
+__all__ = ["BAND_KINDS", "MODEL_NAME", "band_kind", "band_levels", "level_bands", "level_label", "nixtla_frame",
+           "percent_levels"]
+
+MODEL_NAME = "Lévy"
+BAND_KINDS = ("auto", "gaussian", "conformal", "adaptive")
+"""``auto``: the adaptive band where the fit walked it at the level (rolling origins), split
+conformal otherwise."""
+
+
+def band_levels(values: Sequence[float] | float) -> list[float]:
+    """Band levels as fractions, ascending and distinct.
+
+    Parameters
+    ----------
+    values : float or sequence of float
+        Each a fraction in (0, 1) (``0.9``) or a percent in [10, 100) (``90``, as
+        NeuralForecast writes it); a number in [1, 10) is refused as ambiguous.
+
+    Returns
+    -------
+    list of float, each in (0, 1)
+
+    Raises
+    ------
+    ValueError
+        No level, or one that is not a number in either range, saying how to write it.
+    """
+    items = [values] if isinstance(values, numbers.Real) else list(values)
+    if not items:
+        raise ValueError("give at least one band level, e.g. 90 (or 0.9) for a 90 % band")
+    out = set()
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+            raise ValueError(f"a band level must be a number such as 90 or 0.9, got {v!r}")
+        if 0 < v < 1:
+            out.add(float(v))
+        elif 10 <= v < 100:
+            out.add(round(float(v) / 100, 10))  # 90 -> 0.9 exactly as written, the key of the adaptive bands
+        else:
+            raise ValueError(f"level {v:g} is neither a fraction strictly between 0 and 1 (0.9) nor a percent from "
+                             "10 to under 100 (90): write 0.9 or 90 for a 90 % band")
+    return sorted(out)
+
+
+def percent_levels(values: Sequence[float] | float) -> list[int | float]:
+    """Band levels written as percents, as NeuralForecast and StatsForecast take them
+    (``level=[80, 90]``): ascending and distinct, whole numbers as ``int``.
+
+    Parameters
+    ----------
+    values : float or sequence of float
+        Each a percent strictly between 0 and 100; a fraction such as ``0.9`` is refused,
+        so that ``0.9`` never silently means a 0.9 % band.
+
+    Returns
+    -------
+    list of int or float
+        The percents (``[80, 90]``, ``[97.5]``); ``p / 100`` is the band's fraction, as
+        :func:`band_levels` computes it (``round(p / 100, 10)``).
+
+    Raises
+    ------
+    ValueError
+        No level, a fraction, or anything that is not a number in (0, 100).
+    """
+    items = [values] if isinstance(values, numbers.Real) else list(values)
+    if not items:
+        raise ValueError("give at least one band level: levels are percents, e.g. level=[80, 90]")
+    out: set[int | float] = set()
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or not 0 < v < 100:
+            raise ValueError(f"levels are percents, e.g. level=[80, 90]: each a number strictly between 0 and 100, "
+                             f"got {v!r}")
+        if v < 1:
+            raise ValueError(f"levels are percents, e.g. level=[80, 90]: got {v!r}, a fraction; write "
+                             f"{round(100 * float(v), 6):g} for a {round(100 * float(v), 6):g} % band")
+        out.add(int(v) if float(v).is_integer() else float(v))
+    return sorted(out)
+
+
+def level_label(level: float) -> str:
+    """A level's percent as column names write it: 0.9 -> "90", 0.975 -> "97.5"."""
+    return f"{round(100 * level, 6):g}"
+
+
+def band_kind(requested: str, fitted: FittedModel, level: float) -> str:
+    """The band drawn at ``level``: ``requested`` itself, or for ``"auto"`` the adaptive band
+    where the fit walked it at this level (rolling origins), split conformal otherwise."""
+    if requested not in BAND_KINDS:
+        raise ValueError(f"band must be one of {', '.join(BAND_KINDS)}, got {requested!r}")
+    if requested != "auto":
+        return requested
+    return "adaptive" if str(level) in fitted.adaptive.get("levy", {}) else "conformal"
+
+
+def level_bands(pred: pd.DataFrame, fitted: FittedModel, levels: Sequence[float],
+                band: str = "auto") -> tuple[pd.DataFrame, list[str]]:
+    """The Lévy band at each level, in the data's units, without another model pass.
+
+    Parameters
+    ----------
+    pred : pandas.DataFrame
+        A prediction frame of ``n`` rows (``channel, mean_norm, spread_norm``: what
+        ``pipeline.predict_*`` return).
+    fitted : FittedModel
+    levels : sequence of float
+        Fractions, as :func:`band_levels` returns them.
+    band : {"auto", "gaussian", "conformal", "adaptive"}
+
+    Returns
+    -------
+    (pandas.DataFrame, list of str)
+        Columns ``lower_<L>, upper_<L>`` per level (``L`` = :func:`level_label`), ``n`` rows
+        on ``pred``'s index; and the band kind used at each level.
+    """
+    levy = next(p for p in fitted.predictives(pred) if p.method.key == "levy")
+    columns: dict[str, np.ndarray] = {}
+    kinds = []
+    for level in levels:
+        kind = band_kind(band, fitted, level)
+        lo, hi = levy.interval(level, kind, original=True)  # ValueError: no adaptive band at this level
+        columns[f"lower_{level_label(level)}"], columns[f"upper_{level_label(level)}"] = lo, hi
+        kinds.append(kind)
+    return pd.DataFrame(columns, index=pred.index), kinds
+
+
+def nixtla_frame(pred: pd.DataFrame, times: pd.Series | np.ndarray, bands: pd.DataFrame, levels: Sequence[float],
+                 fitted: FittedModel) -> pd.DataFrame:
+    """Predictions as NeuralForecast / StatsForecast write them.
+
+    Parameters
+    ----------
+    pred : pandas.DataFrame
+        ``n`` predictions in the user's ids (``series_id, channel, mean``).
+    times : array-like, shape (n,)
+        Their times in the user's clock (date-times or numbers).
+    bands : pandas.DataFrame
+        :func:`level_bands`' frame for ``levels``.
+    levels : sequence of float
+    fitted : FittedModel
+        Its channels decide the ``channel`` column (present when it has several).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``unique_id, ds, [channel,] Lévy, Lévy-lo-<widest>, …, Lévy-lo-<narrowest>,
+        Lévy-hi-<narrowest>, …, Lévy-hi-<widest>``, ``n`` rows, index ``0..n-1``.
+    """
+    out = pd.DataFrame({"unique_id": pred["series_id"].astype(str).to_numpy()})
+    out["ds"] = pd.Series(times).array  # date-times keep their time zone
+    if len(fitted.channels) > 1:
+        out["channel"] = pred["channel"].astype(str).to_numpy()
+    out[MODEL_NAME] = pred["mean"].to_numpy(np.float64)
+    ordered = sorted(levels)
+    for level in reversed(ordered):
+        out[f"{MODEL_NAME}-lo-{level_label(level)}"] = bands[f"lower_{level_label(level)}"].to_numpy()
+    for level in ordered:
+        out[f"{MODEL_NAME}-hi-{level_label(level)}"] = bands[f"upper_{level_label(level)}"].to_numpy()
+    return out

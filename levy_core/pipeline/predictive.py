@@ -1,0 +1,172 @@
+"""One method's predictive distribution at a set of queries, as one object.
+
+A prediction frame (one row per query) holds, for every method it scored, a mean and a
+raw spread in the model's normalised units: ``mean_norm``/``spread_norm`` (Lévy: σ̂, times the
+lead's factor ``s(h)`` on rolling origins, ``levy_core.calibration.horizon_scale``; ``sigma_norm`` is σ̂),
+``mc_mean_norm``/``mc_std_norm`` (MC-Dropout), ``lv_mean_norm``/``lv_std_norm`` (last value
+carried forward). :class:`Predictive` puts one such pair together with the method's fitted
+calibrator, the queries' channels and the scaler, so that every consumer (evaluation, the
+bands of the CLI and the dashboard, calibration curves) asks the same object for
+``std()``, ``interval(level, kind)`` and original units instead of rebuilding the tuple.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from levy_core.calibration.adaptive import AdaptiveConformal
+from levy_core.calibration.calibrate import Calibrator
+from levy_core.episodes.scaling import ChannelScaler
+
+__all__ = ["METHODS", "Method", "Predictive", "add_bands", "predictives", "to_original_units"]
+
+IntervalKind = Literal["gaussian", "conformal", "adaptive"]
+
+
+@dataclass(frozen=True)
+class Method:
+    """Where one method's columns live in a prediction frame."""
+
+    name: str  # shown to users: "Lévy", "MC-Dropout", "last value"
+    key: str  # the JSON key of ``evaluate`` and the calibrator's name
+    mean_column: str
+    spread_column: str
+    prefix: str  # of its original-unit columns: "" (Lévy), "mc_", "lv_"
+
+
+METHODS: tuple[Method, ...] = (
+    Method("Lévy", "levy", "mean_norm", "spread_norm", ""),  # σ̂, times s(h) on rolling origins
+    Method("MC-Dropout", "mc", "mc_mean_norm", "mc_std_norm", "mc_"),
+    Method("last value", "last_value", "lv_mean_norm", "lv_std_norm", "lv_"),
+)
+
+
+@dataclass(frozen=True)
+class Predictive:
+    """A calibrated Gaussian-or-conformal predictive at ``n`` queries.
+
+    Attributes
+    ----------
+    method : Method
+    mean : ndarray, shape (n,)
+        Point prediction, normalised units.
+    spread : ndarray, shape (n,)
+        The method's raw spread (σ̂, the MC standard deviation, the baseline's spread),
+        normalised units, before calibration.
+    calibrator : Calibrator
+        Fitted on the calibration split: a scale ``c`` and per-channel split conformal.
+    channels : ndarray, shape (n,)
+        Each query's channel (conformal groups, and the scaler's lookup).
+    scaler : ChannelScaler
+    """
+
+    method: Method
+    mean: np.ndarray
+    spread: np.ndarray
+    calibrator: Calibrator
+    channels: np.ndarray
+    scaler: ChannelScaler
+    adaptive: Mapping[str, AdaptiveConformal] | None = None  # origin mode: ACI after the test walk, by level
+
+    @property
+    def name(self) -> str:
+        return self.method.name
+
+    def std(self, *, original: bool = False) -> np.ndarray:
+        """The calibrated standard deviation ``c_channel · spread``, shape (n,)."""
+        std = self.calibrator.predict_std(self.spread, self.channels)
+        return std * self.scaler.scale_of(self.channels) if original else std
+
+    def interval(self, level: float, kind: IntervalKind = "conformal", *,
+                 original: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """The central band at ``level``: ``kind="gaussian"`` is ``mean ± z c·spread``,
+        ``"conformal"`` the per-channel split-conformal band, ``"adaptive"`` the band of
+        adaptive conformal inference after its walk over the test origins (a fit on rolling
+        origins, at the levels it walked: ``levy_core.calibration.over_time``); each (n,)."""
+        if kind == "adaptive":
+            aci = (self.adaptive or {}).get(str(level))
+            if aci is None:
+                raise ValueError(f"no adaptive band at level {level} for {self.name}: fits on rolling origins walk "
+                                 f"the levels {sorted(self.adaptive or {})}; use one of them or kind='conformal'")
+            lo, hi = aci.next_interval(self.mean, self.spread)
+        else:
+            lo, hi = self.calibrator.interval(self.mean, self.spread, level, kind=kind, groups=self.channels)
+        if original:
+            return self.scaler.inverse_value(lo, self.channels), self.scaler.inverse_value(hi, self.channels)
+        return lo, hi
+
+    def original_mean(self) -> np.ndarray:
+        """The point prediction in the data's units, shape (n,)."""
+        return self.scaler.inverse_value(self.mean, self.channels)
+
+
+def predictives(frame: pd.DataFrame, calibrators: Mapping[str, Calibrator | None],
+                scaler: ChannelScaler,
+                adaptive: Mapping[str, Mapping[str, AdaptiveConformal]] | None = None) -> list[Predictive]:
+    """The predictive of every method whose columns are in ``frame`` and whose calibrator
+    (``calibrators[method.key]``) is fitted, in the order of :data:`METHODS`."""
+    channels = frame["channel"].to_numpy()
+    out = []
+    for method in METHODS:
+        cal = calibrators.get(method.key)
+        spread = method.spread_column
+        if method.key == "levy" and spread not in frame:  # a frame without lead factors: σ̂ is the spread
+            spread = "sigma_norm"
+        if cal is None or method.mean_column not in frame or spread not in frame:
+            continue
+        out.append(Predictive(method, frame[method.mean_column].to_numpy(np.float64),
+                              frame[spread].to_numpy(np.float64), cal, channels, scaler,
+                              (adaptive or {}).get(method.key)))
+    return out
+
+
+def to_original_units(frame: pd.DataFrame, methods: list[Predictive], scaler: ChannelScaler,
+                      level: float) -> pd.DataFrame:
+    """A copy of a normalised prediction frame with its original-unit columns: ``mean,
+    sigma, pred_std, disagreement, disagreement_term, lower_gauss, upper_gauss, lower_conf,
+    upper_conf`` (Lévy), ``y_true`` and ``abs_error_norm`` when the truth is known, and ``<prefix>mean, <prefix>std,
+    <prefix>lower, <prefix>upper`` (Gaussian band at ``level``) for the other methods."""
+    channels = frame["channel"].to_numpy()
+    scale = scaler.scale_of(channels)
+    out = frame.copy()
+    if "y_norm" in frame:
+        out["y_true"] = scaler.inverse_value(frame["y_norm"].to_numpy(), channels)
+        if "mean_norm" in frame:  # comparable across channels: the scatter's colour
+            out["abs_error_norm"] = np.abs(frame["y_norm"].to_numpy() - frame["mean_norm"].to_numpy())
+    for p in methods:
+        if p.method.key == "levy":
+            out["mean"] = p.original_mean()
+            out["sigma"] = (frame["sigma_norm"].to_numpy() if "sigma_norm" in frame else p.spread) * scale
+            out["pred_std"] = p.std(original=True)
+            out["disagreement"] = frame["disagreement_norm"].to_numpy() * scale**2
+            # the evidence term is scale-free; the disagreement term moves with the units
+            out["disagreement_term"] = frame["disagreement_term_norm"].to_numpy() + np.log(scale)
+            for kind, suffix in (("gaussian", "gauss"), ("conformal", "conf")):
+                out[f"lower_{suffix}"], out[f"upper_{suffix}"] = p.interval(level, kind, original=True)
+            if p.adaptive and str(level) in p.adaptive:
+                out["lower_adaptive"], out["upper_adaptive"] = p.interval(level, "adaptive", original=True)
+        else:  # MC-Dropout (mc_…), the last-value baseline (lv_…)
+            prefix = p.method.prefix
+            out[f"{prefix}mean"] = p.original_mean()
+            out[f"{prefix}std"] = p.std(original=True)
+            out[f"{prefix}lower"], out[f"{prefix}upper"] = p.interval(level, "gaussian", original=True)
+    return out
+
+
+def add_bands(frame: pd.DataFrame, methods: list[Predictive], level: float,
+              kind: IntervalKind) -> pd.DataFrame:
+    """A copy of ``frame`` with ``lower, upper`` (Lévy) and ``mc_lower, mc_upper`` at
+    ``level`` of the given ``kind``, original units. Cheap (no model pass): moving a level
+    slider only re-runs this."""
+    out = frame.copy()
+    for p in methods:
+        if p.method.key == "levy":
+            out["lower"], out["upper"] = p.interval(level, kind, original=True)
+        elif p.method.key == "mc":
+            out["mc_lower"], out["mc_upper"] = p.interval(level, kind, original=True)
+    return out

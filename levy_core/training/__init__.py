@@ -1,0 +1,3 @@
+"""Training a :class:`~levy_core.model.levy_model.LevyModel` on episodes with early stopping
+(``train``).
+"""
