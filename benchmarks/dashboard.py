@@ -34,7 +34,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from levy_core.cli.main import streamlit_command
+from levy_core.cli.server import streamlit_command
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "dashboard" / "app.py"

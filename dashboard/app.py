@@ -6,19 +6,13 @@ computed here: ``services`` calls ``levy_core``, ``charts`` draws, ``views`` lay
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-_ROOT = Path(__file__).resolve().parent.parent
-if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` from a fresh checkout
-    sys.path.insert(0, str(_ROOT))
-
-import streamlit as st  # noqa: E402
-
-from dashboard import services, state  # noqa
-from dashboard.markup import plain  # noqa: E402
-from dashboard.views import advise as advise_view  # noqa: E402
-from dashboard.views import (  # noqa: E402
+# this folder is the installed package levy_dashboard (pyproject's package-dir): `make install`
+# or `pip install -e ".[dashboard]"` first, then `levy dashboard` or `streamlit run dashboard/app.py`
+import streamlit as st
+from levy_dashboard import services, state
+from levy_dashboard.markup import plain
+from levy_dashboard.views import advise as advise_view
+from levy_dashboard.views import (
     backtest,
     band,
     calibration,

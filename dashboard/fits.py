@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
+from levy_dashboard import fit_pool
 
-from dashboard import fit_pool
 from levy_core import pipeline
 from levy_core.data import Observations
 from levy_core.episodes.tasks import TaskConfig

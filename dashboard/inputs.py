@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+from levy_dashboard import user_clock
 
-from dashboard import user_clock
 from levy_core.pipeline import ModelData
 
 __all__ = ["BAND_LABELS", "BandInputs", "FutureInputs", "OriginInputs", "history_frame", "origin_frames"]

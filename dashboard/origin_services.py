@@ -12,13 +12,12 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-
-from dashboard import charts, user_clock
-from dashboard.fits import (
+from levy_dashboard import charts, user_clock
+from levy_dashboard.fits import (
     FitResult,
     fast,
 )
-from dashboard.inputs import (
+from levy_dashboard.inputs import (
     BAND_LABELS,
     BandInputs,
     FutureInputs,
@@ -26,8 +25,8 @@ from dashboard.inputs import (
     history_frame,
     origin_frames,
 )
-from dashboard.report import Figure, render_report
-from dashboard.services import (
+from levy_dashboard.report import Figure, render_report
+from levy_dashboard.services import (
     GUARANTEE,
     band_inputs,
     calibration_curves,
@@ -38,7 +37,8 @@ from dashboard.services import (
     time_axis,
     timing_rows,
 )
-from dashboard.tables import metrics_table
+from levy_dashboard.tables import metrics_table
+
 from levy_core import pipeline
 from levy_core.data import (
     DataError,

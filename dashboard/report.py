@@ -14,8 +14,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
-
-from dashboard.tables import GUARANTEE_CAPTION
+from levy_dashboard.tables import GUARANTEE_CAPTION
 
 __all__ = ["Figure", "render_report", "report_is_offline"]
 

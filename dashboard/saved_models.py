@@ -13,7 +13,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from dashboard.fits import FitResult, FitSettings
+from levy_dashboard.fits import FitResult, FitSettings
+
 from levy_core import pipeline
 from levy_core.data import Observations
 from levy_core.pipeline.modelfile import FittedModel

@@ -33,9 +33,8 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
-
-from dashboard import fit_pool, tables, user_clock
-from dashboard.fits import (
+from levy_dashboard import fit_pool, tables, user_clock
+from levy_dashboard.fits import (
     FitResult,
     FitSettings,
     SessionLimits,
@@ -57,16 +56,16 @@ from dashboard.fits import (
     submit_fit,
     submit_twin,
 )
-from dashboard.inputs import (
+from levy_dashboard.inputs import (
     BAND_LABELS,
     BandInputs,
     FutureInputs,
     OriginInputs,
 )
-from dashboard.report import report_is_offline
-from dashboard.saved_models import OpenedModel, apply_model, open_model, opened_key
-from dashboard.shipped import ShippedModel, load_shipped, shipped_key, shipped_result
-from dashboard.sources import (
+from levy_dashboard.report import report_is_offline
+from levy_dashboard.saved_models import OpenedModel, apply_model, open_model, opened_key
+from levy_dashboard.shipped import ShippedModel, load_shipped, shipped_key, shipped_result
+from levy_dashboard.sources import (
     DEFAULT_SAMPLE,
     DataSource,
     check_upload_size,
@@ -76,7 +75,8 @@ from dashboard.sources import (
     source_from_upload,
     upload_limit_text,
 )
-from dashboard.tables import GUARANTEE_CAPTION, backtest_table, metrics_table
+from levy_dashboard.tables import GUARANTEE_CAPTION, backtest_table, metrics_table
+
 from levy_core import pipeline
 from levy_core.data import (
     ColumnMapping,

@@ -16,8 +16,9 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from dashboard.fits import FitResult
-from dashboard.saved_models import saved_settings
+from levy_dashboard.fits import FitResult
+from levy_dashboard.saved_models import saved_settings
+
 from levy_core import pipeline
 from levy_core.data import SAMPLE_DIR, Observations
 from levy_core.pipeline.modelfile import FittedModel, ModelLoadError
@@ -106,7 +107,7 @@ def recorded_history(fitted: FittedModel) -> list[dict]:
 def warm_up() -> None:
     """Load the default sample's shipped model now (``dashboard/serve.py`` does, before the
     server listens, so the first page does not wait for it; the others load on first use)."""
-    from dashboard.sources import DEFAULT_SAMPLE
+    from levy_dashboard.sources import DEFAULT_SAMPLE
 
     entry = (manifest().get("models") or {}).get(DEFAULT_SAMPLE) or {}
     if entry.get("sha256"):

@@ -25,7 +25,7 @@ def option(cmd: list[str], name: str) -> str:
 
 def test_streamlit_command_listens_on_localhost_by_default() -> None:
     cmd = streamlit_command(8123)
-    assert cmd[:4] == [sys.executable, "-m", "dashboard.serve", "run"]
+    assert cmd[:4] == [sys.executable, "-m", "levy_dashboard.serve", "run"]
     assert Path(cmd[4]) == ROOT / "dashboard" / "app.py"
     assert option(cmd, "--server.address") == "localhost"
     assert option(cmd, "--server.port") == "8123"

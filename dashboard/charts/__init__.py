@@ -11,18 +11,18 @@ origin's bands against what happened, coverage over time), ``calibration`` (reli
 channel coverage, PIT, risk–coverage, timing), ``identity``
 (operator draws vs closed-form σ̂), ``ranking`` (trust ranking), ``data`` (training
 curves, gaps, channel counts, a series' timeline). Everything public is re-exported here:
-``from dashboard import charts; charts.band_figure(...)``.
+``from levy_dashboard import charts; charts.band_figure(...)``.
 """
 
 from __future__ import annotations
 
-from dashboard.charts.backtest import (
+from levy_dashboard.charts.backtest import (
     add_forecast_and_truth,
     add_origin_bands,
     origin_band_figure,
     rolling_coverage_figure,
 )
-from dashboard.charts.band import (
+from levy_dashboard.charts.band import (
     add_attended,
     add_band,
     add_bands_and_means,
@@ -41,35 +41,35 @@ from dashboard.charts.band import (
     has_mc,
     style_band_figure,
 )
-from dashboard.charts.calibration import (
+from levy_dashboard.charts.calibration import (
     channel_coverage_figure,
     pit_figure,
     reliability_figure,
     risk_coverage_figure,
     timing_figure,
 )
-from dashboard.charts.data import (
+from levy_dashboard.charts.data import (
     channel_counts_figure,
     gap_histogram,
     series_timeline,
     training_figure,
 )
-from dashboard.charts.evidence import add_heldout_queries, add_highlight, heldout_scatter
-from dashboard.charts.future import (
+from levy_dashboard.charts.evidence import add_heldout_queries, add_highlight, heldout_scatter
+from levy_dashboard.charts.future import (
     add_history,
     add_last_observation,
     future_figure,
     future_subplots,
 )
-from dashboard.charts.identity import (
+from levy_dashboard.charts.identity import (
     add_closed_form_density,
     add_draws_histogram,
     add_observed,
     add_spread_lines,
     draws_figure,
 )
-from dashboard.charts.ranking import ranking_figure
-from dashboard.charts.style import (
+from levy_dashboard.charts.ranking import ranking_figure
+from levy_dashboard.charts.style import (
     CONTEXT,
     DISAGREEMENT,
     ERROR_SCALE,

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 import plotly.graph_objects as go
-
-from dashboard.charts.style import CONTEXT, HELDOUT, LEVY, NEUTRAL, apply_layout, pct, rgba
+from levy_dashboard.charts.style import CONTEXT, HELDOUT, LEVY, NEUTRAL, apply_layout, pct, rgba
 
 __all__ = ["MARK", "advice_figure"]
 

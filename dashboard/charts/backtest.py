@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-
-from dashboard.charts.style import (
+from levy_dashboard.charts.style import (
     CONTEXT,
     HELDOUT,
     LEVY,

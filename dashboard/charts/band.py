@@ -15,9 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
-
-from dashboard.charts.style import (
+from levy_dashboard.charts.style import (
     CONTEXT,
     DISAGREEMENT,
     EVIDENCE,
@@ -34,6 +32,7 @@ from dashboard.charts.style import (
     time_hover,
     x_of,
 )
+from plotly.subplots import make_subplots
 
 BAND_ROWS = 4
 _MC_COLUMNS = {"mc_mean", "mc_lower", "mc_upper"}

@@ -11,8 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-
-from dashboard.charts.style import (
+from levy_dashboard.charts.style import (
     CONTEXT,
     METHOD_COLOURS,
     NEUTRAL,

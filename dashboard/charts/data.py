@@ -7,8 +7,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-
-from dashboard.charts.style import (
+from levy_dashboard.charts.style import (
     CONTEXT,
     LEVY,
     MC,

@@ -12,8 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-
-from dashboard.charts.style import CONTEXT, ERROR_SCALE, HELDOUT, apply_layout, rgba
+from levy_dashboard.charts.style import CONTEXT, ERROR_SCALE, HELDOUT, apply_layout, rgba
 
 HOVER = (
     "series %{customdata[0]}, %{customdata[1]}<br>%{customdata[8]}<br>"

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
-
-from dashboard.charts.band import (
+from levy_dashboard.charts.band import (
     add_bands_and_means,
     add_evidence_panel,
     add_terms_panel,
 )
-from dashboard.charts.style import (
+from levy_dashboard.charts.style import (
     CONTEXT,
     NEUTRAL,
     TIME_AXIS,
@@ -28,6 +26,7 @@ from dashboard.charts.style import (
     time_hover,
     x_of,
 )
+from plotly.subplots import make_subplots
 
 FUTURE_ROWS = 3
 _ROLES = (

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-
-from dashboard.charts.style import CONTEXT, HELDOUT, LEVY, SKY, add_legend_line, apply_layout, rgba
+from levy_dashboard.charts.style import (
+    CONTEXT,
+    HELDOUT,
+    LEVY,
+    SKY,
+    add_legend_line,
+    apply_layout,
+    rgba,
+)
 
 
 def add_draws_histogram(fig: go.Figure, draws: np.ndarray, *, bins: int = 60) -> go.Figure:

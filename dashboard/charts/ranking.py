@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-
-from dashboard.charts.style import HELDOUT, LEVY, apply_layout
+from levy_dashboard.charts.style import HELDOUT, LEVY, apply_layout
 
 
 def ranking_figure(

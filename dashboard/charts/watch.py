@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 import plotly.graph_objects as go
+from levy_dashboard.charts.style import CONTEXT, LEVY, MC, NEUTRAL, apply_layout, rgba
 from plotly.subplots import make_subplots
-
-from dashboard.charts.style import CONTEXT, LEVY, MC, NEUTRAL, apply_layout, rgba
 
 __all__ = ["FLAG", "watch_figure"]
 

@@ -9,10 +9,10 @@ a suggestion redraws one target's band as it would be, the hypothetical observat
 from __future__ import annotations
 
 import streamlit as st
+from levy_dashboard import advise_services, origin_services, services, state
+from levy_dashboard.charts.advise import advice_figure
+from levy_dashboard.views import band
 
-from dashboard import advise_services, origin_services, services, state
-from dashboard.charts.advise import advice_figure
-from dashboard.views import band
 from levy_core.data import DataError
 
 ADVISE_SHOWN = "_advise_shown"  # (series, candidate) whose band was last drawn

@@ -9,10 +9,9 @@ words with the walk's long-run coverage and bound (``evaluate``'s result).
 from __future__ import annotations
 
 import streamlit as st
-
-from dashboard import charts, origin_services, services, state
-from dashboard.markup import plain
-from dashboard.views import band
+from levy_dashboard import charts, origin_services, services, state
+from levy_dashboard.markup import plain
+from levy_dashboard.views import band
 
 WINDOW = 10  # test origins per point of the coverage-over-time chart
 

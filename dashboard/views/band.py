@@ -6,8 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 
 import streamlit as st
-
-from dashboard import charts, origin_services, services, state
+from levy_dashboard import charts, origin_services, services, state
 
 
 @dataclass

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-
-from dashboard import charts, origin_services, services, state
-from dashboard.markup import plain
-from dashboard.views import band
+from levy_dashboard import charts, origin_services, services, state
+from levy_dashboard.markup import plain
+from levy_dashboard.views import band
 
 
 def _curves_section(curves: dict) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import streamlit as st
+from levy_dashboard import charts, services, state
+from levy_dashboard.markup import plain
+from levy_dashboard.views.sidebar import Choice
 
-from dashboard import charts, services, state
-from dashboard.markup import plain
-from dashboard.views.sidebar import Choice
 from levy_core.data import TIME_UNITS, ColumnMapping, DataError, Observations
 
 _NONE = "(none)"

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-
-from dashboard import charts, origin_services, services, state
-from dashboard.markup import plain
-from dashboard.views.band import View
+from levy_dashboard import charts, origin_services, services, state
+from levy_dashboard.markup import plain
+from levy_dashboard.views.band import View
 
 
 def _origin_of(cd: list | tuple) -> float | None:

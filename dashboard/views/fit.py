@@ -8,10 +8,10 @@ import time
 
 import pandas as pd
 import streamlit as st
+from levy_dashboard import charts, services, state
+from levy_dashboard.markup import plain
+from levy_dashboard.views.sidebar import Choice
 
-from dashboard import charts, services, state
-from dashboard.markup import plain
-from dashboard.views.sidebar import Choice
 from levy_core.data import DataError
 
 log = logging.getLogger(__name__)

@@ -9,9 +9,9 @@ horizon. A horizon that cannot be read is an ``st.error``; the chart keeps the l
 from __future__ import annotations
 
 import streamlit as st
+from levy_dashboard import origin_services, services, state
+from levy_dashboard.views import band
 
-from dashboard import origin_services, services, state
-from dashboard.views import band
 from levy_core.data import DataError
 
 

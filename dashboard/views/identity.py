@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import streamlit as st
-
-from dashboard import charts, origin_services, services, state
-from dashboard.markup import plain
-from dashboard.views import band
+from levy_dashboard import charts, origin_services, services, state
+from levy_dashboard.markup import plain
+from levy_dashboard.views import band
 
 DRAW_CHOICES = [500, 1000, 2000, 5000, 20000]
 

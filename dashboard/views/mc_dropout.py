@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import streamlit as st
-
-from dashboard import charts, services, state
-from dashboard.markup import plain
-from dashboard.views import band, fit
+from levy_dashboard import charts, services, state
+from levy_dashboard.markup import plain
+from levy_dashboard.views import band, fit
 
 
 def _fmt(table):

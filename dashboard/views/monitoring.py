@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import streamlit as st
-
-from dashboard import charts, services, state
-from dashboard.markup import plain
+from levy_dashboard import charts, services, state
+from levy_dashboard.markup import plain
 
 
 def _what_is_checked(res: services.FitResult) -> str:

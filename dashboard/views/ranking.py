@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import streamlit as st
-
-from dashboard import charts, services, state
+from levy_dashboard import charts, services, state
 
 
 def _open(series_id: str) -> None:

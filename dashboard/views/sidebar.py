@@ -6,9 +6,9 @@ import logging
 from dataclasses import dataclass
 
 import streamlit as st
+from levy_dashboard import origin_services, services, state
+from levy_dashboard.markup import plain
 
-from dashboard import origin_services, services, state
-from dashboard.markup import plain
 from levy_core.data import SAMPLES, DataError, Observations
 
 log = logging.getLogger(__name__)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import streamlit as st
-
-from dashboard import services, state, watch_services
-from dashboard.charts.watch import watch_figure
-from dashboard.markup import plain
+from levy_dashboard import services, state, watch_services
+from levy_dashboard.charts.watch import watch_figure
+from levy_dashboard.markup import plain
 
 PLAY_EVERY_S = 0.8  # seconds between two steps of the replay while it plays
 HOW_TO_READ = (

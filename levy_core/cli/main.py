@@ -10,7 +10,6 @@ import argparse
 import json
 import math
 import os
-import socket
 import sys
 import time
 from collections.abc import Sequence
@@ -25,6 +24,7 @@ from levy_core import pipeline
 from levy_core.calibration.calibrate import NotFittedError
 from levy_core.calibration.over_time import GUARANTEE
 from levy_core.cli.advise import add_advise_command
+from levy_core.cli.server import LOCAL_HOSTS, cmd_dashboard, streamlit_command
 from levy_core.cli.watch import add_watch_command
 from levy_core.data import DataError, Observations, parse_duration, read_queries, to_user_time
 from levy_core.data.drift import DriftReport, DriftTally
@@ -42,9 +42,6 @@ from levy_core.training.train import Progress, TrainConfig
 
 __all__ = ["LOCAL_HOSTS", "main", "streamlit_command"]
 
-_REPO = Path(__file__).resolve().parents[2]
-LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
-"""Addresses that serve the dashboard to this machine only."""
 MAX_POINTS = 10_000
 """Largest ``levy predict --points``: grid points (or horizon steps) per series and channel."""
 MAX_MC_PASSES = 1_000
@@ -356,48 +353,6 @@ def _cmd_rank(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_dashboard(args: argparse.Namespace) -> int:
-    env = dict(os.environ)
-    if args.data:
-        data = Path(args.data)
-        if not data.exists():
-            raise DataError(f"{data}: no such file; give a CSV of observations or no argument for the sample")
-        env["LEVY_DASHBOARD_DATA"] = str(data.resolve())
-    env.update({"LEVY_DASHBOARD_FIT_WORKERS": str(args.fit_workers)} if args.fit_workers else {})  # fit_pool.py
-    app = _REPO / "dashboard" / "app.py"
-    if not app.exists():
-        raise DataError(f"the dashboard is not installed next to levy_core ({app} missing)")
-    _check_listen_host(args.host, args.port)
-    cmd = streamlit_command(args.port, headless=args.headless, host=args.host)
-    print(f"starting the dashboard on http://{_url_host(args.host)}:{args.port}", file=sys.stderr)
-    if args.host not in LOCAL_HOSTS:
-        print(f"warning: --host {args.host} serves the dashboard beyond this machine: anyone who can reach "
-              f"port {args.port} can upload data and start fits, with no authentication", file=sys.stderr)
-    os.chdir(_REPO)
-    # replace this process: Ctrl-C and kill reach Streamlit itself, nothing is left behind
-    os.execvpe(cmd[0], cmd, env)
-    return 0  # pragma: no cover - execvpe does not return
-
-
-def _check_listen_host(host: str, port: int) -> None:
-    """ValueError unless ``host`` resolves to an address of this machine that a server can
-    listen on (an unknown name or another machine's address would fail inside Streamlit)."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError, OSError) as exc:
-        raise ValueError(f"--host {host!r} is not a known host name or address ({exc}); give localhost, an "
-                         "address of this machine, or 0.0.0.0 for every interface") from None
-    for family, kind, proto, _, address in infos:
-        try:
-            with socket.socket(family, kind, proto) as probe:
-                probe.bind((address[0], 0, *address[2:]))  # any free port: only the address is checked
-            return
-        except OSError:
-            continue
-    raise ValueError(f"--host {host!r} is not an address of this machine, so nothing can listen on it; give "
-                     "localhost, an address of this machine, or 0.0.0.0 for every interface")
-
-
 def _add_data(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("data", help="CSV of observations (long or wide; .csv.gz accepted) or a .parquet file")
     parser.add_argument("--time-unit", default="hours", choices=["hours", "minutes", "seconds", "days"],
@@ -419,24 +374,6 @@ def _add_chunks(parser: argparse.ArgumentParser) -> None:
                         help="series read and processed at a time (memory stays that of one chunk); the rows of "
                         "each series must be together in the file")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-def _url_host(host: str) -> str:
-    """``host`` as it goes in a URL: IPv6 addresses in brackets, every interface as localhost."""
-    if host in ("0.0.0.0", "::", ""):
-        return "localhost"
-    return f"[{host}]" if ":" in host else host
-
-
-def streamlit_command(port: int, *, headless: bool = True, host: str = "localhost") -> list[str]:
-    """The command that serves the dashboard (also used by its browser test and benchmark).
-
-    ``host`` is the address Streamlit listens on (``--server.address``): ``localhost`` by
-    default, so only this machine can reach the app; ``0.0.0.0`` opens it to every network
-    interface, that is to anyone who can reach the port, with no authentication."""
-    return [sys.executable, "-m", "dashboard.serve", "run", str(_REPO / "dashboard" / "app.py"),
-            "--server.headless", str(headless).lower(), "--server.port", str(port),
-            "--server.address", host, "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
 
 
 def _positive_int(text: str) -> int:
@@ -572,7 +509,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--headless", type=lambda s: s.lower() in ("1", "true", "yes"), default=True)
     d.add_argument("--fit-workers", type=_bounded_int(1, cores := os.cpu_count() or 1), metavar="N", help="fits run "
                    f"at once, a thread each, 1 to {cores}; more wait in a queue (default: {max(1, cores // 2)})")
-    d.set_defaults(func=_cmd_dashboard)
+    d.set_defaults(func=cmd_dashboard)
     return p
 
 

@@ -5,8 +5,7 @@ suggestion redraws the band as it would be with the hypothetical observation mar
 from __future__ import annotations
 
 from dash_helpers import figure, show, start
-
-from dashboard import state
+from levy_dashboard import state
 
 
 def test_the_advise_panel_ranks_measurements_and_shows_the_band_with_one() -> None:
@@ -45,7 +44,8 @@ def test_advice_on_a_forecast_fit_starts_at_the_cut_off() -> None:
     those after it (what was really measured next) are kept apart for the chart."""
     from types import SimpleNamespace
 
-    from dashboard.advise_services import advice_data
+    from levy_dashboard.advise_services import advice_data
+
     from levy_core.data import load_sample
     from levy_core.episodes.tasks import TaskConfig
 

@@ -14,11 +14,11 @@ import re
 
 import pytest
 from dash_helpers import figure, long_csv, show, start, wide_csv
+from levy_dashboard import origin_services, services
+from levy_dashboard.charts import LEVY, MC
+from levy_dashboard.state import PANELS
 from streamlit.testing.v1 import AppTest
 
-from dashboard import origin_services, services
-from dashboard.charts import LEVY, MC
-from dashboard.state import PANELS
 from levy_core import pipeline
 
 # ----------------------------------------------------------------------------- helpers
@@ -299,7 +299,7 @@ def test_uploaded_csv_every_panel(name: str, data: bytes, n_series: int):
 
 
 def rendered(markdown: str) -> str:
-    """What a reader sees of markdown the app escaped (``dashboard.markup.plain``)."""
+    """What a reader sees of markdown the app escaped (``levy_dashboard.markup.plain``)."""
     return re.sub(r"\\(.)", r"\1", markdown)
 
 

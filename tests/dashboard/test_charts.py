@@ -1,4 +1,4 @@
-"""The pure plotly figure builders of ``dashboard.charts`` on small hand-made frames."""
+"""The pure plotly figure builders of ``levy_dashboard.charts`` on small hand-made frames."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
-
-from dashboard import charts
+from levy_dashboard import charts
 
 
 def _grid(n: int = 30, mc: bool = True) -> pd.DataFrame:
@@ -153,7 +152,7 @@ def test_band_builders_take_and_return_the_figure():
 
 
 def test_package_reexports_the_public_names():
-    import dashboard.charts as package
+    import levy_dashboard.charts as package
 
     for name in package.__all__:
         assert getattr(charts, name) is not None, name

@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from dash_helpers import APP, SAMPLE_DIR, csv_frame, figure, show
+from levy_dashboard import origin_services, services
+from levy_dashboard.state import PANELS
 from streamlit.testing.v1 import AppTest
 
-from dashboard import origin_services, services
-from dashboard.state import PANELS
 from levy_core import pipeline
 
 SINGLE = "Single sensor series"

@@ -8,10 +8,10 @@ import time
 import numpy as np
 import pytest
 from dash_helpers import long_csv
+from levy_dashboard import fit_pool, fits
+from levy_dashboard.fit_pool import FitPool, JobView
+from levy_dashboard.views.fit import status_text
 
-from dashboard import fit_pool, fits
-from dashboard.fit_pool import FitPool, JobView
-from dashboard.views.fit import status_text
 from levy_core import pipeline
 from levy_core.data import read_csv
 from levy_core.runtime.priority import thread_niceness
@@ -179,7 +179,7 @@ def test_a_bad_pool_size_stops_the_server_with_a_message() -> None:
     import sys
 
     env = {**os.environ, fit_pool.ENV_WORKERS: "lots"}
-    out = subprocess.run([sys.executable, "-m", "dashboard.serve", "run", "dashboard/app.py", "--server.headless",
+    out = subprocess.run([sys.executable, "-m", "levy_dashboard.serve", "run", "dashboard/app.py", "--server.headless",
                           "true"], cwd=fits.__file__.rsplit("/dashboard/", 1)[0], env=env, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 2 and out.stderr.startswith("error: LEVY_DASHBOARD_FIT_WORKERS='lots'"), out.stderr

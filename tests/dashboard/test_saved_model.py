@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 import streamlit as st
 from dash_helpers import SAMPLE_DIR, figure, show, start
+from levy_dashboard import fits, services
 from streamlit.testing.v1 import AppTest
 
-from dashboard import fits, services
 from levy_core.pipeline.modelfile import MAX_MODEL_JSON_BYTES
 from levy_core.serving.modelzip import load_model_zip
 

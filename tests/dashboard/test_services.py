@@ -1,4 +1,4 @@
-"""``dashboard.services``: each wrapper returns what the ``levy_core`` call it wraps returns,
+"""``levy_dashboard.services``: each wrapper returns what the ``levy_core`` call it wraps returns,
 caches by its key (a hit calls nothing in ``levy_core``), and the fit store keeps what it
 promises.
 
@@ -24,9 +24,9 @@ import pandas as pd
 import pytest
 import torch
 from dash_helpers import wide_csv
+from levy_dashboard import charts, fits, origin_services, services, tables
+from levy_dashboard.fits import FitResult, FitSettings
 
-from dashboard import charts, fits, origin_services, services, tables
-from dashboard.fits import FitResult, FitSettings
 from levy_core import pipeline
 from levy_core.data import ColumnMapping, DataError, Observations, preview_table
 from levy_core.pipeline.prepared import ModelData

@@ -1,4 +1,4 @@
-"""``dashboard.services`` on few series: the wrappers of the rolling-origin fit (the forecast
+"""``levy_dashboard.services`` on few series: the wrappers of the rolling-origin fit (the forecast
 past the end, the backtest) return what the ``levy_core`` calls they wrap return, mapped to
 the user's ids and clock by ``ModelData.clock`` / ``to_user_time`` and nothing else; a cache
 hit calls nothing in ``levy_core``. One tiny fit per module on the bundled one-series sample.
@@ -11,9 +11,9 @@ import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
+from levy_dashboard import fits, origin_services, services, user_clock
+from levy_dashboard.fits import FitResult
 
-from dashboard import fits, origin_services, services, user_clock
-from dashboard.fits import FitResult
 from levy_core import pipeline
 from levy_core.data import DataError, parse_duration, to_user_time
 

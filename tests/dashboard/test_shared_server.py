@@ -8,10 +8,9 @@ import io
 import pandas as pd
 import pytest
 from dash_helpers import long_csv, start
+from levy_dashboard import fits, services
+from levy_dashboard.markup import plain
 from streamlit.testing.v1 import AppTest
-
-from dashboard import fits, services
-from dashboard.markup import plain
 
 
 def upload(at: AppTest, name: str, data: bytes) -> AppTest:

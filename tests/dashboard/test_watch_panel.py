@@ -5,9 +5,9 @@ play / pause stepping the replay's clock."""
 from __future__ import annotations
 
 from dash_helpers import figure, show, start
+from levy_dashboard import state
+from levy_dashboard.charts.watch import FLAG
 
-from dashboard import state
-from dashboard.charts.watch import FLAG
 from levy_core.decisions.watch import WATCH_COLUMNS
 
 

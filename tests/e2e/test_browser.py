@@ -35,7 +35,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from levy_core.cli.main import streamlit_command
+from levy_core.cli.server import streamlit_command
 from levy_core.pipeline.modelfile import MAX_MODEL_JSON_BYTES
 
 pytestmark = pytest.mark.e2e

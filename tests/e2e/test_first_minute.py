@@ -31,7 +31,7 @@ from test_browser import (
     _need_browser,
 )
 
-from levy_core.cli.main import streamlit_command
+from levy_core.cli.server import streamlit_command
 
 pytestmark = pytest.mark.e2e
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from levy_core.cli.main import streamlit_command
+from levy_core.cli.server import streamlit_command
 
 pytestmark = pytest.mark.e2e
 
