@@ -12,7 +12,7 @@ DATA ?=
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[test,ray,docs]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dashboard,test,ray,docs]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -14,7 +14,7 @@ import functools
 import json
 import logging
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from levy_dashboard.fits import FitResult
 from levy_dashboard.saved_models import saved_settings
@@ -60,7 +60,7 @@ def load_shipped(digest: str) -> ShippedModel | None:
     for sample, entry in (manifest().get("models") or {}).items():
         if entry.get("sha256") != digest:
             continue
-        path = MODELS_DIR.parent.parent / entry["model"]
+        path = MODELS_DIR / PurePosixPath(entry["model"]).name  # beside the manifest, in a checkout or a wheel
         try:
             fitted = load_model_zip(path.read_bytes(), name=path.name)
         except (ModelLoadError, OSError) as exc:

@@ -16,7 +16,8 @@ ENV_DATA = "LEVY_DASHBOARD_DATA"  # set by `levy dashboard DATA`: the file to op
 DEFAULT_SAMPLE = "Synthetic multichannel"
 MAX_UPLOAD_BYTES = 50 * 2**20
 """Largest CSV upload the dashboard reads: 50 MiB (52.4 MB). Streamlit's own cap
-(``server.maxUploadSize`` in .streamlit/config.toml, counted by the browser in decimal MB)
+(``server.maxUploadSize``, a flag of ``levy dashboard``: ``levy_core.cli.server.DASHBOARD_SETTINGS``,
+counted by the browser in decimal MB)
 is set higher, so that a file a little over this limit reaches the app and gets a message
 in the page saying so, not only the uploader's red icon."""
 

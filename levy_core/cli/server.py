@@ -12,11 +12,31 @@ from pathlib import Path
 
 from levy_core.data import DataError
 
-__all__ = ["LOCAL_HOSTS", "check_listen_host", "cmd_dashboard", "dashboard_app", "streamlit_command", "url_host"]
+__all__ = ["DASHBOARD_SETTINGS", "LOCAL_HOSTS", "check_listen_host", "cmd_dashboard", "dashboard_app",
+           "streamlit_command", "url_host"]
 
-_REPO = Path(__file__).resolve().parents[2]
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 """Addresses that serve the dashboard to this machine only."""
+
+DASHBOARD_SETTINGS: dict[str, str] = {
+    # Streamlit's own cap on an upload, in MB (the browser counts 10^6 bytes a MB): above the
+    # 50 MiB (52.4 MB) the dashboard reads (levy_dashboard.sources.MAX_UPLOAD_BYTES), so that
+    # a larger file reaches the app and gets its message, not only the uploader's red icon
+    "server.maxUploadSize": "100",
+    "server.runOnSave": "false",
+    "server.fileWatcherType": "none",
+    "browser.gatherUsageStats": "false",
+    "client.toolbarMode": "viewer",
+    # an unexpected error shows its type only: a traceback would show a stranger the server's
+    # paths and code (every expected problem is an st.error with a message of its own)
+    "client.showErrorDetails": "type",
+    "theme.base": "light",
+    "theme.primaryColor": "#0072B2",
+}
+"""Streamlit settings that ``levy dashboard`` passes as command-line flags, so that they hold
+wherever it runs (an installed wheel, any working directory): a flag outranks every
+``config.toml`` and ``STREAMLIT_*`` variable. The repository's ``.streamlit/config.toml`` holds
+the same values for a bare ``streamlit run dashboard/app.py`` (a test keeps them equal)."""
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
@@ -34,7 +54,6 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     if args.host not in LOCAL_HOSTS:
         print(f"warning: --host {args.host} serves the dashboard beyond this machine: anyone who can reach "
               f"port {args.port} can upload data and start fits, with no authentication", file=sys.stderr)
-    os.chdir(_REPO)  # .streamlit/config.toml is read from the working directory
     # replace this process: Ctrl-C and kill reach Streamlit itself, nothing is left behind
     os.execvpe(cmd[0], cmd, env)
     return 0  # pragma: no cover - execvpe does not return
@@ -91,7 +110,10 @@ def streamlit_command(port: int, *, headless: bool = True, host: str = "localhos
 
     ``host`` is the address Streamlit listens on (``--server.address``): ``localhost`` by
     default, so only this machine can reach the app; ``0.0.0.0`` opens it to every network
-    interface, that is to anyone who can reach the port, with no authentication."""
+    interface, that is to anyone who can reach the port, with no authentication. The
+    :data:`DASHBOARD_SETTINGS` follow as flags (the upload cap, errors shown by type only,
+    the theme): the command needs no particular working directory."""
+    settings = [part for name, value in DASHBOARD_SETTINGS.items() for part in (f"--{name}", value)]
     return [sys.executable, "-m", "levy_dashboard.serve", "run", str(dashboard_app()),
             "--server.headless", str(headless).lower(), "--server.port", str(port),
-            "--server.address", host, "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+            "--server.address", host, *settings]

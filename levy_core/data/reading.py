@@ -37,8 +37,17 @@ MAX_CELLS: int = 10 * MAX_ROWS
 a long table of :data:`MAX_ROWS` rows may carry up to ten columns. Parsed text costs
 about 17 bytes a cell, so this bounds parsing at a few hundred MB."""
 
-SAMPLE_DIR: Path = Path(__file__).resolve().parent.parent.parent / "sample_data"
-"""Folder of the bundled sample data sets."""
+def _sample_dir() -> Path:
+    """``levy_core/sample_data`` in an installed wheel (pyproject.toml maps the repository's
+    ``sample_data/`` there), else the checkout's ``sample_data/`` next to ``levy_core/``."""
+    package = Path(__file__).resolve().parent.parent
+    installed = package / "sample_data"
+    return installed if installed.is_dir() else package.parent / "sample_data"
+
+
+SAMPLE_DIR: Path = _sample_dir()
+"""Folder of the bundled sample data sets (and of their shipped models, ``models/``): the
+checkout's ``sample_data/``, or ``levy_core/sample_data`` where a wheel installed them."""
 
 SAMPLES: dict[str, Path] = {
     "PhysioNet 2012 ICU (300 patients)": SAMPLE_DIR / "physionet2012_sample.csv.gz",
