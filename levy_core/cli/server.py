@@ -98,7 +98,7 @@ def dashboard_app() -> Path:
     spec = importlib.util.find_spec("levy_dashboard")
     if spec is None or spec.origin is None or importlib.util.find_spec("streamlit") is None:
         raise DataError("the dashboard is not installed: pip install 'levy-core[dashboard]' "
-                        "(Streamlit and plotly; `make install` does it)")
+                        "(Streamlit and plotly; from a clone: pip install -e '.[dashboard]', or make install)")
     app = Path(spec.origin).parent / "app.py"
     if not app.exists():
         raise DataError(f"the dashboard's app.py is missing ({app}): reinstall levy-core[dashboard]")
