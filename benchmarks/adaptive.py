@@ -1,6 +1,6 @@
 """Calibration over time on one drifting series: split conformal, recency-weighted, ACI.
 
-The series of ``tests/test_adaptive.py``: ``y = m(t) + σ(t) d(t) ε`` where the mean ``m``
+The series of ``tests/calibration/test_adaptive.py``: ``y = m(t) + σ(t) d(t) ε`` where the mean ``m``
 and spread ``σ`` are right during calibration (the first ``n_cal`` points, ``d = 1``) but
 ignore a drift ``d`` that grows linearly to ``end_scale`` over the ``n_test`` test points
 (walked one query a step, in time order). For each level: long-run coverage over the test

@@ -13,7 +13,7 @@ of the directory's size). The data file's SHA-256 is in its ``model.json``
 (``source_sha256``, recorded by ``levy fit``).
 ``sample_data/models/manifest.json`` records, per sample, the file, its SHA-256, the
 exact command and environment, and the torch version. ``make dashboard`` opens these
-models with no fit (``dashboard/shipped.py``); ``tests/test_sample_models.py`` checks that
+models with no fit (``dashboard/shipped.py``); ``tests/project/test_sample_models.py`` checks that
 each one is what its recorded command produces.
 
 One thread (``--threads 1``): a fit is bit-for-bit reproducible only with the same

@@ -25,10 +25,10 @@ _ONE_THREAD = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 # files (paths under tests/) whose tests share one group across files: the browser tests
 _SHARED_GROUPS = {"e2e/": "browser"}
 # files whose tests are each a group of its own (minutes each, no module-scoped fixture)
-_EACH_ITS_OWN = ("test_sample_models.py",)
+_EACH_ITS_OWN = ("project/test_sample_models.py",)
 # the groups that take minutes, handed out first (xdist hands groups to the workers in
 # the order they are collected): so that the two workers finish together
-_FIRST = ("e2e/", "test_sample_models.py::test_each_shipped_model_is_what_its_recorded_command_makes")
+_FIRST = ("e2e/", "project/test_sample_models.py::test_each_shipped_model_is_what_its_recorded_command_makes")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,4 +1,8 @@
-"""Small CSV files the data-layer tests share."""
+"""Small CSV files the data-layer tests share (tests/data, tests/episodes, tests/serving).
+
+Imported as ``from data_files import …``: tests/ is on ``sys.path`` because tests/conftest.py
+is there (pytest's default ``prepend`` import mode), whichever sub-folder the test is in and
+whether pytest runs as ``pytest`` or ``python -m pytest``."""
 
 from __future__ import annotations
 

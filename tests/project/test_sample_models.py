@@ -28,7 +28,7 @@ from levy_core.pipeline.modelfile import file_sha256, load_model
 from levy_core.runtime.threads import using_threads
 from levy_core.serving.modelzip import load_model_zip
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "sample_data"))
 import make_models  # noqa: E402
 

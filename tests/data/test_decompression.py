@@ -24,7 +24,7 @@ from levy_core.data import MAX_DECOMPRESSED_BYTES, DataError, read_csv
 from levy_core.data import decode as decode_module
 from levy_core.data import reading as reading_module
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CSV = b"series_id,time,value\na,0,1.5\na,1,2.5\nb,0,3.5\nb,2,4.5\n"
 
 # Build a bomb of ``total`` bytes (the header, then ``block`` repeated) and read it; print

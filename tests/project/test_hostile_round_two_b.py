@@ -11,7 +11,7 @@ on the command line: exit 2, ``error: …``, no traceback.
   a level whose band would be infinite.
 - Knobs: ``--points``, ``--mc-passes``, ``--chunk-series``, ``--epochs``, ``--port``,
   ``--host`` bounded, the limit named. (Ray's ``--workers``, ``--address`` and sockets:
-  tests/test_ray_engine.py; the dashboard's ``--port`` / ``--host``: tests/test_cli_server.py.)
+  tests/serving/test_ray_engine.py; the dashboard's ``--port`` / ``--host``: tests/cli/test_cli_server.py.)
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from levy_core.model.limits import MAX_JSON_CONTAINERS, NUMBER_BOUNDS
 from levy_core.pipeline.modelfile import ModelLoadError, load_model
 from levy_core.serving.modelzip import load_model_zip, model_zip_bytes
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_cli(argv: list[str], capsys) -> tuple[int, str]:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "anchors.py"
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "anchors.py"
 _spec = importlib.util.spec_from_file_location("benchmark_anchors", _PATH)
 anchors = importlib.util.module_from_spec(_spec)
 sys.modules["benchmark_anchors"] = anchors  # dataclasses look the module up by name

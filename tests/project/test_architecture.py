@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("levy_core", "dashboard")  # folders
 IMPORT_NAMES = ("levy_core", "levy_dashboard")  # what they are imported as (pyproject: package-dir)
 MAX_FILE_LINES = 600

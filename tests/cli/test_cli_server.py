@@ -14,7 +14,7 @@ import pytest
 from levy_core.cli import main as cli
 from levy_core.cli.main import LOCAL_HOSTS, main, streamlit_command
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def option(cmd: list[str], name: str) -> str:

@@ -16,7 +16,7 @@ from levy_core.cli.main import main
 from levy_core.pipeline import ranking
 from levy_core.runtime import threads
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 from levy_core.data import SAMPLES, DataError, load_sample
 from levy_core.data.synthetic import CHANNELS, make_synthetic, synthetic_truth_at
 
-SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data"
+SAMPLE_DIR = Path(__file__).resolve().parents[2] / "sample_data"
 
 
 @pytest.mark.parametrize("name", list(SAMPLES))

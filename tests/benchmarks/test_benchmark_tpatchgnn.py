@@ -14,7 +14,7 @@ import torch
 
 from levy_core.episodes.tasks import EpisodeBuilder, TaskConfig
 
-_BENCHMARKS = str(Path(__file__).resolve().parent.parent / "benchmarks")
+_BENCHMARKS = str(Path(__file__).resolve().parents[2] / "benchmarks")
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from data_files import write
 
 from levy_core import pipeline
 from levy_core.cli.main import main
@@ -18,7 +19,6 @@ from levy_core.data.series_chunks import ChunkTotals, UngroupedSeriesError, iter
 from levy_core.pipeline.ranking import SCORE_COLUMNS
 from levy_core.serving import chunked
 from levy_core.serving.table_writer import TableWriter
-from tests.data_files import write
 
 SORT = ["series_id", "time", "channel"]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_cli import assert_clean_error, run
+from cli_helpers import assert_clean_error, run
 
 from levy_core.data import DataError, Observations, from_frame, read_csv, read_queries
 from levy_core.data.parquet import read_parquet
@@ -445,7 +445,7 @@ def test_streamlit_lets_a_file_over_the_limit_reach_the_app() -> None:
     over the dashboard's limit gets the page's message, not only the uploader's red icon."""
     import tomllib
 
-    config = tomllib.loads((Path(__file__).resolve().parent.parent / ".streamlit" / "config.toml").read_text())
+    config = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
     assert config["server"]["maxUploadSize"] * 1e6 > 50 * 2**20 * 1.5
 
 
@@ -457,7 +457,7 @@ def test_dashboard_says_an_upload_is_too_large(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv("LEVY_DASHBOARD_DATA", raising=False)
     st.cache_resource.clear()
     st.cache_data.clear()
-    app = Path(__file__).resolve().parent.parent / "dashboard" / "app.py"
+    app = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
     at = AppTest.from_file(str(app), default_timeout=120).run()
     assert not at.exception, at.exception
     header = b"series_id,time,value\n"

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from cli_helpers import assert_clean_error, run
 
 from levy_core import pipeline
-from levy_core.cli.main import main
 
 PREDICT_COLUMNS = [
     "series_id",
@@ -59,30 +59,6 @@ EVALUATE_COLUMNS = [
     "mc_mean",
     "mc_std",
 ]
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
-    """``levy ARGV`` in-process: (exit code, stdout, stderr). An exception escaping ``main``
-    is what a user would see as a traceback: fail on it."""
-    args = [str(a) for a in argv]
-    try:
-        code = main(args)
-    except SystemExit as exc:  # argparse usage errors
-        code = exc.code if isinstance(exc.code, int) else 2
-    except Exception as exc:  # noqa: BLE001 - any escape is a failure
-        pytest.fail(
-            f"`levy {' '.join(args)}` raised {type(exc).__name__}: {exc} (a traceback for the user)"
-        )
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def assert_clean_error(code: int, out: str, err: str) -> None:
-    assert code == 2, (code, err)
-    assert "Traceback" not in out + err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert lines and lines[-1].startswith("error: "), err
-    assert len(lines[-1]) > len("error: ") + 10, "the message says what is wrong"
 
 
 # ----------------------------------------------------------------------------- happy paths

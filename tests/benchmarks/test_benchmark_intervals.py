@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "intervals.py"
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "intervals.py"
 _spec = importlib.util.spec_from_file_location("benchmark_intervals", _PATH)
 intervals = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(intervals)

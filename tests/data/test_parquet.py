@@ -9,12 +9,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from data_files import LONG_CSV, write
 
 from levy_core.data import DataError, read_csv
 from levy_core.data import parquet as parquet_module
 from levy_core.data.parquet import MAX_TEXT_CHARS, is_parquet, read_parquet
 from levy_core.data.series_chunks import read_observations
-from tests.data_files import LONG_CSV, write
 
 
 def long_table() -> pd.DataFrame:
