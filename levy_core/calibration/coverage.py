@@ -1,7 +1,31 @@
-"""Does the conformal guarantee hold on this data? Coverage checks that respect series.
+"""Does the conformal guarantee hold on this data? The coverage family, and the checks that
+respect series.
 
-Split conformal promises ``coverage >= level`` on average over the draw of the
-calibration and test points, provided they are exchangeable. In a table of many
+**The coverage family.** One rule, :func:`levy_core.metrics.covered` (``lower <= y <= upper``,
+bounds inclusive); every coverage number of the library is a share of it. Names follow one
+scheme: ``<scope>_coverage`` is the coverage over a scope, ``coverage_<statistic>`` a
+statistic of it. Signatures follow one convention: the data first (arrays ``y_true, lower,
+upper`` or ``y_true, mean, sigma``; or a fitted model and its prediction frame), then the
+level, a fraction in (0, 1) (``level=0.9``; several: ``levels=(0.8, 0.9)``). A percent
+(``90``) is refused with a ValueError that says so; only :class:`levy_core.LevyForecaster`
+and its results take percents (docs/guides/python-api.md, "Levels: fractions and percents").
+
+| function | the coverage of |
+|---|---|
+| `levy_core.metrics.covered(y_true, lower, upper)` | each point: the rule, bool (n,) |
+| `levy_core.metrics.interval_coverage(y_true, lower, upper)` | one band: a share |
+| `levy_core.metrics.coverage_standard_error(y_true, lower, upper, *, groups)` | its s.e. (binomial, or per series) |
+| `levy_core.metrics.calibration_curve(y_true, mean, sigma, levels)` | Gaussian bands at many levels |
+| `coverage_check(y_true, lower, upper, *, level, n_calibration, ...)` | one band against its window: `CoverageCheck` |
+| `group_resplit_coverage(y_true, mean, sigma, groups, *, levels, ...)` | split conformal over re-drawn series-level splits |
+| `levy_core.pipeline.coverage_checks(fitted, pred, *, levels)` | each method's band at each level (`coverage_check`) |
+| `levy_core.pipeline.channel_coverage(fitted, pred, level)` | each method's band, per channel |
+| `levy_core.pipeline.rolling_coverage(pred, *, window)` | each 90 % band over the test origins, in time |
+| `levy_core.serving.monitoring.monitor_coverage(fitted, data, *, levels)` | a saved model's band on new data |
+| `levy_core.LevyForecaster.evaluate(df, level=[80, 90])`, `.backtest(...)` | percents: `Evaluation.coverage`, per window |
+
+**Series, not queries.** Split conformal promises ``coverage >= level`` on average over the
+draw of the calibration and test points, provided they are exchangeable. In a table of many
 series the queries of one series share its difficulty (a patient whose every value
 is hard to forecast), so what is exchangeable is the *series*, not the single query.
 Two consequences, both measured here:
@@ -14,7 +38,7 @@ Two consequences, both measured here:
   (:func:`group_resplit_coverage`): the mean coverage over many random series-level
   calibration/test splits sits at the level.
 
-:func:`check_coverage` gives, for one band on one test split, the coverage, its
+:func:`coverage_check` gives, for one band on one test split, the coverage, its
 standard error (binomial, or per series when ``groups`` is given; the calibration
 draw's share included) and the window ``[level - z se, level + 1/(n_cal + 1) + z se]``
 a valid conformal band falls in.
@@ -33,7 +57,7 @@ from levy_core import metrics
 from levy_core.calibration.calibrate import DEFAULT_REL_FLOOR, SplitConformal
 from levy_core.metrics.checks import check_gaussian, check_level, check_levels, group_codes
 
-__all__ = ["CoverageCheck", "check_coverage", "group_resplit_coverage"]
+__all__ = ["CoverageCheck", "coverage_check", "group_resplit_coverage"]
 
 #: Default width of the acceptance window, in standard errors.
 DEFAULT_Z = 3.0
@@ -41,7 +65,8 @@ DEFAULT_Z = 3.0
 
 @dataclass(frozen=True)
 class CoverageCheck:
-    """The coverage of one band on one test split against its acceptance window."""
+    """The coverage of one band on one test split against its acceptance window
+    (:func:`coverage_check`)."""
 
     level: float
     coverage: float
@@ -65,7 +90,7 @@ class CoverageCheck:
         return {**asdict(self), "holds": self.holds}
 
 
-def check_coverage(
+def coverage_check(
     y_true: ArrayLike,
     lower: ArrayLike,
     upper: ArrayLike,

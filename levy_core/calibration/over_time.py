@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from levy_core import metrics
 from levy_core.calibration.adaptive import AdaptiveConformal, AdaptiveResult
 from levy_core.calibration.calibrate import Calibrator
 from levy_core.metrics.checks import as_1d
@@ -93,7 +94,8 @@ def rolling_coverage(pred: pd.DataFrame, *, window: int = 10) -> pd.DataFrame:
     """Coverage over time of each method's 90 % bands in a backtest frame (``evaluate``'s
     per-query frame on rolling origins: ``origin``, ``y_true`` and the original-unit
     ``lower_adaptive_90`` / ``lower_conf_90`` … columns): per test origin, oldest first, the
-    share of queries inside each band over the last ``window`` origins.
+    share of queries inside each band (:func:`levy_core.metrics.covered`) over the last
+    ``window`` origins.
 
     Returns columns ``origin, method, band, coverage, n_queries`` (one row per origin, method
     and band kind: "adaptive" and "split conformal")."""
@@ -108,7 +110,7 @@ def rolling_coverage(pred: pd.DataFrame, *, window: int = 10) -> pd.DataFrame:
         if lo not in pred or hi not in pred:
             continue
         inside = pd.DataFrame({"origin": pred["origin"].to_numpy(),
-                               "inside": (pred[lo].to_numpy() <= y) & (y <= pred[hi].to_numpy())})
+                               "inside": metrics.covered(y, pred[lo].to_numpy(), pred[hi].to_numpy())})
         per = inside.groupby("origin", sort=True)["inside"].agg(["sum", "size"])
         hits, n = per["sum"].rolling(window, min_periods=1).sum(), per["size"].rolling(window, min_periods=1).sum()
         parts.append(pd.DataFrame({"origin": per.index, "method": method, "band": band,

@@ -36,8 +36,8 @@ Layout (one module per metric family; every public name is re-exported here, so
 - :mod:`levy_core.metrics.accuracy` -- :func:`mean_squared_error`, :func:`mean_absolute_error`;
 - :mod:`levy_core.metrics.scoring_rules` -- Gaussian and ensemble CRPS, :func:`gaussian_nll`,
   :func:`interval_score`;
-- :mod:`levy_core.metrics.calibration` -- :func:`central_interval`, interval coverage, its
-  standard error and mean width, reliability curves, :func:`pit_values`, :func:`sharpness`;
+- :mod:`levy_core.metrics.calibration` -- :func:`central_interval`, :func:`covered` (the one coverage rule),
+  interval coverage, its standard error and mean width, reliability curves, :func:`pit_values`, :func:`sharpness`;
 - :mod:`levy_core.metrics.selective` -- :func:`spearman_sigma_abs_error` and the
   risk-coverage curve and area.
 
@@ -49,8 +49,8 @@ from levy_core.metrics.calibration import (
     DEFAULT_LEVELS,
     calibration_curve,
     central_interval,
-    coverage_by_level,
     coverage_standard_error,
+    covered,
     interval_coverage,
     interval_mean_width,
     miscalibration_area,
@@ -78,8 +78,8 @@ __all__ = [
     "NLL_SIGMA_FLOOR",
     "calibration_curve",
     "central_interval",
-    "coverage_by_level",
     "coverage_standard_error",
+    "covered",
     "crps_ensemble",
     "crps_ensemble_per_point",
     "crps_gaussian",

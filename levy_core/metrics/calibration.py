@@ -1,6 +1,11 @@
 """Calibration and sharpness: central intervals, their coverage (with standard errors) and
 width, reliability curves, PIT values, and the sharpness of the spread.
 
+Coverage has one rule, :func:`covered` (``lower <= y <= upper``, bounds inclusive, as
+MAPIE), and every coverage number of the library is a share of it: :func:`interval_coverage`
+here, and above it the coverage family of :mod:`levy_core.calibration.coverage` (the
+family's table is there). Levels are fractions in (0, 1); a percent is refused.
+
 Like uncertainty-toolbox's ``metrics_calibration`` this module also holds
 :func:`sharpness`, the spread measure that calibration is read together with.
 Inputs and the ``sigma = 0`` conventions are those of :mod:`levy_core.metrics`.
@@ -9,7 +14,7 @@ Inputs and the ``sigma = 0`` conventions are those of :mod:`levy_core.metrics`.
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 from levy_core.metrics.checks import (
@@ -30,8 +35,8 @@ __all__ = [
     "DEFAULT_LEVELS",
     "calibration_curve",
     "central_interval",
-    "coverage_by_level",
     "coverage_standard_error",
+    "covered",
     "interval_coverage",
     "interval_mean_width",
     "miscalibration_area",
@@ -68,8 +73,27 @@ def central_interval(
     return mu - half, mu + half
 
 
+def covered(y_true: ArrayLike, lower: ArrayLike, upper: ArrayLike) -> NDArray[np.bool_]:
+    """Whether each point lies in its interval: ``lower <= y <= upper`` (bounds inclusive).
+
+    The one coverage rule of the library; every coverage is a share of these.
+
+    Parameters
+    ----------
+    y_true, lower, upper : array-like, shape (n,)
+        Finite ``y_true``; bounds may be infinite, ``lower <= upper``.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (n,)
+    """
+    y, lo, hi = check_interval(y_true, lower, upper)
+    return (lo <= y) & (y <= hi)
+
+
 def interval_coverage(y_true: ArrayLike, lower: ArrayLike, upper: ArrayLike) -> float:
-    """Fraction of points with ``lower <= y <= upper`` (bounds inclusive).
+    """Fraction of points with ``lower <= y <= upper`` (bounds inclusive): the mean of
+    :func:`covered`.
 
     Same definition as MAPIE's ``regression_coverage_score``. Bounds may be
     infinite.
@@ -83,8 +107,7 @@ def interval_coverage(y_true: ArrayLike, lower: ArrayLike, upper: ArrayLike) -> 
     float
         Observed coverage in [0, 1].
     """
-    y, lo, hi = check_interval(y_true, lower, upper)
-    return float(np.mean((lo <= y) & (y <= hi)))
+    return float(np.mean(covered(y_true, lower, upper)))
 
 
 def coverage_standard_error(
@@ -114,17 +137,16 @@ def coverage_standard_error(
     -------
     float
     """
-    y, lo, hi = check_interval(y_true, lower, upper)
-    covered = ((lo <= y) & (y <= hi)).astype(np.float64)
-    n = covered.size
-    p = float(covered.mean())
+    inside = covered(y_true, lower, upper).astype(np.float64)
+    n = inside.size
+    p = float(inside.mean())
     if groups is None:
         return float(np.sqrt(p * (1.0 - p) / n))
     codes, uniques = group_codes(groups, n)
     n_groups = len(uniques)
     if n_groups < 2:
         raise ValueError("groups must contain at least two distinct labels for a grouped standard error")
-    per_group = np.bincount(codes, weights=covered - p, minlength=n_groups)
+    per_group = np.bincount(codes, weights=inside - p, minlength=n_groups)
     return float(np.sqrt(n_groups / (n_groups - 1) * np.sum(per_group**2)) / n)
 
 
@@ -144,26 +166,6 @@ def interval_mean_width(lower: ArrayLike, upper: ArrayLike) -> float:
     return float(np.mean(hi - lo))
 
 
-def coverage_by_level(
-    y_true: ArrayLike, mean: ArrayLike, sigma: ArrayLike, levels: ArrayLike
-) -> dict[float, float]:
-    """Observed coverage of the central Gaussian interval at several levels.
-
-    Parameters
-    ----------
-    y_true, mean, sigma : array-like, shape (n,)
-    levels : array-like, shape (L,)
-        Nominal levels, each in (0, 1).
-
-    Returns
-    -------
-    dict[float, float]
-        ``{level: observed coverage}``, in the order of ``levels``.
-    """
-    nominal, observed = calibration_curve(y_true, mean, sigma, levels)
-    return {float(p): float(c) for p, c in zip(nominal, observed, strict=True)}
-
-
 def calibration_curve(
     y_true: ArrayLike,
     mean: ArrayLike,
@@ -174,7 +176,8 @@ def calibration_curve(
 
     For each nominal level ``p`` the observed coverage is the fraction of
     points with ``|y - mean| <= z_{(1+p)/2} * sigma`` (inclusive, as in
-    :func:`interval_coverage`).
+    :func:`covered`; all levels in one vectorised pass). ``dict(zip(*calibration_curve(...)))``
+    is the coverage by level.
 
     Parameters
     ----------

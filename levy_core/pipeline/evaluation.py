@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 
 from levy_core import metrics
-from levy_core.calibration.coverage import check_coverage
+from levy_core.calibration.coverage import coverage_check
 from levy_core.calibration.over_time import GUARANTEE, backtest
 from levy_core.data import DataError, Observations
 from levy_core.episodes.tasks import EpisodeBuilder
@@ -66,7 +66,7 @@ def coverage_checks(fitted: FittedModel, pred: pd.DataFrame, *, levels: tuple[fl
     For every method and level: the coverage, its s.e. if the queries were independent
     (binomial) and per series (queries of one series move together), and whether it lies
     in ``[level - z se, level + slack + z se]`` with each s.e. (calibration draw's share
-    included; see ``levy_core.calibration.coverage.check_coverage``); ``slack`` is the mean over the test
+    included; see ``levy_core.calibration.coverage.coverage_check``); ``slack`` is the mean over the test
     queries of ``1/(n + 1)``, ``n`` the calibration queries of the query's channel.
 
     ``pred``: the per-query frame of ``evaluate`` (``series_id, channel, y_norm`` and each
@@ -89,12 +89,12 @@ def coverage_checks(fitted: FittedModel, pred: pd.DataFrame, *, levels: tuple[fl
         slack = float(np.mean(1.0 / (p.calibrator.conformal.calibration_counts(p.channels) + 1)))
         for level in levels:
             lo, hi = p.interval(level, "conformal")
-            b = check_coverage(y, lo, hi, level=level, n_calibration=n_cal, z=z, slack=slack)
+            b = coverage_check(y, lo, hi, level=level, n_calibration=n_cal, z=z, slack=slack)
             row = {"method": p.name, "level": level, "coverage": b.coverage, "se_binomial": b.se,
                    "holds_binomial": b.holds, "se_series": None, "lower_series": None, "upper_series": None,
                    "holds_series": None, "n_test": b.n, "n_series": n_series}
             if n_series >= 2:  # a per-series s.e. needs two series at least
-                g = check_coverage(y, lo, hi, level=level, n_calibration=n_cal, groups=groups,
+                g = coverage_check(y, lo, hi, level=level, n_calibration=n_cal, groups=groups,
                                    calibration_groups=calibration_series, z=z, slack=slack)
                 row.update(se_series=g.se, lower_series=g.lower_bound, upper_series=g.upper_bound,
                            holds_series=g.holds)
@@ -124,15 +124,16 @@ def calibration_curves(fitted: FittedModel, pred: pd.DataFrame,
 
 
 def channel_coverage(fitted: FittedModel, pred: pd.DataFrame, level: float) -> pd.DataFrame:
-    """Coverage of the Lévy and MC-Dropout conformal bands at ``level``, per channel:
-    columns ``channel, method, coverage, n``."""
+    """Coverage of the Lévy and MC-Dropout conformal bands at ``level`` (a fraction), per
+    channel: columns ``channel, method, coverage, n`` (each coverage the share of
+    :func:`levy_core.metrics.covered` over the channel's queries)."""
     y = pred["y_norm"].to_numpy(np.float64)
     parts = []
     for p in fitted.predictives(pred):
         if p.method.key == "last_value":
             continue
         lo, hi = p.interval(level, "conformal")
-        inside = pd.Series((lo <= y) & (y <= hi)).groupby(p.channels)
+        inside = pd.Series(metrics.covered(y, lo, hi)).groupby(p.channels)
         parts.append(pd.DataFrame({"channel": inside.mean().index, "method": p.name,
                                    "coverage": inside.mean().values, "n": inside.size().values}))
     return pd.concat(parts, ignore_index=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from levy_core.calibration.coverage import check_coverage
+from levy_core.calibration.coverage import coverage_check
 from levy_core.data import Observations
 from levy_core.pipeline.evaluation import LEVELS, coverage_checks
 from levy_core.pipeline.modelfile import FittedModel
@@ -170,7 +170,7 @@ def _channel_checks(fitted: FittedModel, pred: pd.DataFrame, levels: tuple[float
             m = levy.channels == channel
             groups = series[m] if len(np.unique(series[m])) >= 2 else None
             n_cal = int(counts[m][0])
-            b = check_coverage(y[m], lo[m], hi[m], level=level, n_calibration=max(n_cal, 1), z=z,
+            b = coverage_check(y[m], lo[m], hi[m], level=level, n_calibration=max(n_cal, 1), z=z,
                                groups=groups, calibration_groups=calibration_series if groups is not None else None,
                                slack=1.0 / (n_cal + 1))
             rows.append({"channel": str(channel), "level": float(level), "coverage": b.coverage, "lower": b.lower_bound,

@@ -10,7 +10,7 @@ from scipy import stats
 
 from levy_core import metrics as M
 from levy_core.calibration.calibrate import SplitConformal
-from levy_core.calibration.coverage import CoverageCheck, check_coverage, group_resplit_coverage
+from levy_core.calibration.coverage import CoverageCheck, coverage_check, group_resplit_coverage
 
 
 def clustered_case(
@@ -26,14 +26,14 @@ def clustered_case(
     return y, np.zeros_like(y), sigma, groups
 
 
-# --------------------------------------------------------------------------- check_coverage
+# --------------------------------------------------------------------------- coverage_check
 
 
 def test_check_coverage_numbers() -> None:
     rng = np.random.default_rng(0)
     y, mean, sigma, groups = clustered_case(rng, 40)
     lo, hi = M.central_interval(mean, sigma * 1.5, 0.9)
-    ck = check_coverage(y, lo, hi, level=0.9, n_calibration=999, groups=groups, calibration_groups=10)
+    ck = coverage_check(y, lo, hi, level=0.9, n_calibration=999, groups=groups, calibration_groups=10)
     se_test = M.coverage_standard_error(y, lo, hi, groups=groups)
     binomial_total = M.coverage_standard_error(y, lo, hi) * math.sqrt(1 + y.size / 999)
     assert se_test * math.sqrt(1 + 40 / 10) > binomial_total  # so the per-series one is used
@@ -44,14 +44,14 @@ def test_check_coverage_numbers() -> None:
     assert ck.lower_bound == pytest.approx(0.9 - 3 * ck.se)
     assert ck.upper_bound == pytest.approx(0.9 + 1 / 1000 + 3 * ck.se) and ck.slack == 1 / 1000
     # an explicit slack (per-group conformal) replaces 1/(n_calibration + 1)
-    wide = check_coverage(y, lo, hi, level=0.9, n_calibration=999, groups=groups, calibration_groups=10,
+    wide = coverage_check(y, lo, hi, level=0.9, n_calibration=999, groups=groups, calibration_groups=10,
                           slack=0.02)
     assert wide.upper_bound == pytest.approx(0.92 + 3 * ck.se) and wide.lower_bound == ck.lower_bound
     assert (ck.n, ck.n_groups, ck.n_calibration, ck.calibration_groups) == (y.size, 40, 999, 10)
     assert ck.holds == (ck.lower_bound <= ck.coverage <= ck.upper_bound)
     assert ck.to_dict()["holds"] == ck.holds
     # without groups: binomial, calibration share from the point counts
-    b = check_coverage(y, lo, hi, level=0.9, n_calibration=y.size)
+    b = coverage_check(y, lo, hi, level=0.9, n_calibration=y.size)
     p = b.coverage
     assert b.se_test == pytest.approx(math.sqrt(p * (1 - p) / y.size))
     assert b.se == pytest.approx(b.se_test * math.sqrt(2))
@@ -65,7 +65,7 @@ def test_per_series_se_never_falls_below_the_binomial_one() -> None:
     covered = np.concatenate([rng.permutation(np.r_[np.ones(45), np.zeros(5)]) for _ in range(8)])
     y, lo, hi = np.where(covered > 0, 0.0, 2.0), -np.ones(400), np.ones(400)
     assert M.coverage_standard_error(y, lo, hi, groups=groups) < 0.1 * M.coverage_standard_error(y, lo, hi)
-    ck = check_coverage(y, lo, hi, level=0.9, n_calibration=400, groups=groups, calibration_groups=8)
+    ck = coverage_check(y, lo, hi, level=0.9, n_calibration=400, groups=groups, calibration_groups=8)
     assert ck.se_test == M.coverage_standard_error(y, lo, hi)
     assert ck.se == pytest.approx(ck.se_test * math.sqrt(2), rel=1e-12)
 
@@ -74,7 +74,7 @@ def test_check_coverage_flags_a_narrow_band() -> None:
     rng = np.random.default_rng(1)
     y, mean, sigma, groups = clustered_case(rng, 300)
     lo, hi = M.central_interval(mean, 0.5 * sigma, 0.9)  # far too narrow
-    ck = check_coverage(y, lo, hi, level=0.9, n_calibration=5000, groups=groups, calibration_groups=300)
+    ck = coverage_check(y, lo, hi, level=0.9, n_calibration=5000, groups=groups, calibration_groups=300)
     assert not ck.holds and ck.coverage < ck.lower_bound
 
 
@@ -90,12 +90,12 @@ def test_check_coverage_flags_a_narrow_band() -> None:
 )
 def test_check_coverage_rejects_bad_input(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
-        check_coverage(np.zeros(4), -np.ones(4), np.ones(4), **kwargs)
+        coverage_check(np.zeros(4), -np.ones(4), np.ones(4), **kwargs)
 
 
 # Statistical test on series-structured data. D independent data sets of 200 series;
 # each is split 100/100 by series, conformalized on one half, scored on the other.
-# If check_coverage's s.e. is right, z_d = (coverage_d - level) / se_d is ~ N(0, 1)
+# If coverage_check's s.e. is right, z_d = (coverage_d - level) / se_d is ~ N(0, 1)
 # (up to the tiny 1/(n_cal+1) upward slack) across the D independent data sets:
 # - its sample mean is within Z / sqrt(D) of 0;
 # - its sample variance is within Z * sqrt(2 / (D - 1)) of 1 (the s.d. of the sample
@@ -115,9 +115,9 @@ def test_grouped_standard_error_is_calibrated_on_series_data() -> None:
         cal = np.isin(groups, rng.permutation(200)[:100])
         sc = SplitConformal().conformalize(y[cal], mean[cal], sigma[cal])
         lo, hi = sc.predict_interval(mean[~cal], sigma[~cal], 0.9)
-        g = check_coverage(y[~cal], lo, hi, level=0.9, n_calibration=int(cal.sum()), groups=groups[~cal],
+        g = coverage_check(y[~cal], lo, hi, level=0.9, n_calibration=int(cal.sum()), groups=groups[~cal],
                            calibration_groups=100)
-        b = check_coverage(y[~cal], lo, hi, level=0.9, n_calibration=int(cal.sum()))
+        b = coverage_check(y[~cal], lo, hi, level=0.9, n_calibration=int(cal.sum()))
         z_grouped.append((g.coverage - 0.9) / g.se)
         z_binomial.append((b.coverage - 0.9) / b.se)
     zg, zb = np.asarray(z_grouped), np.asarray(z_binomial)

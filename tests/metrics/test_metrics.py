@@ -184,11 +184,14 @@ def test_coverage_and_width_match_mapie(seed: int, n: int, level: float) -> None
     assert M.interval_mean_width(lo, hi) == pytest.approx(
         float(regression_mean_width_score(intervals[:, :, None])[0]), rel=RTOL
     )
+    inside = M.covered(y, lo, hi)  # the one rule: bounds inclusive; the coverage is its mean
+    assert inside.dtype == bool and inside[::7].all()
+    assert M.interval_coverage(y, lo, hi) == float(np.mean(inside))
 
 
 @FAST
 @given(seed=seeds, n=sizes, zero=st.booleans())
-def test_coverage_by_level_and_calibration_curve_match_mapie(seed: int, n: int, zero: bool) -> None:
+def test_calibration_curve_matches_mapie(seed: int, n: int, zero: bool) -> None:
     y, mean, sigma = gaussian_case(seed, n, zero_sigma=zero)
     levels = [0.1, 0.5, 0.8, 0.9, 0.95]
     bounds = [
@@ -197,9 +200,6 @@ def test_coverage_by_level_and_calibration_curve_match_mapie(seed: int, n: int, 
     bounds = [(np.where(sigma > 0, lo, mean), np.where(sigma > 0, hi, mean)) for lo, hi in bounds]
     y_int = np.stack([np.stack(b, axis=1) for b in bounds], axis=2)  # (n, 2, L)
     ref = regression_coverage_score(y, y_int)  # (L,)
-    got = M.coverage_by_level(y, mean, sigma, levels)
-    assert list(got) == levels
-    np.testing.assert_allclose(list(got.values()), ref, rtol=RTOL)
     nominal, observed = M.calibration_curve(y, mean, sigma, levels)
     np.testing.assert_array_equal(nominal, levels)
     np.testing.assert_allclose(observed, ref, rtol=RTOL)
@@ -432,7 +432,7 @@ def test_zero_sigma_never_gives_nan() -> None:
         M.sharpness(sigma),
         M.spearman_sigma_abs_error(y, mean, sigma),
         M.risk_coverage_area(y, mean, sigma),
-        *M.coverage_by_level(y, mean, sigma, [0.5, 0.9]).values(),
+        *M.calibration_curve(y, mean, sigma, [0.5, 0.9])[1],
     ]
     assert np.all(np.isfinite(scalars))
     lo, hi = M.central_interval(mean, sigma, 0.9)
@@ -498,7 +498,7 @@ def test_other_bad_inputs() -> None:
     with pytest.raises(ValueError, match="level"):
         M.interval_score(y, mean - 1, mean + 1, level=1.0)
     with pytest.raises(ValueError, match="levels"):
-        M.coverage_by_level(y, mean, sigma, [0.5, 1.0])
+        M.calibration_curve(y, mean, sigma, [0.5, 1.0])
     with pytest.raises(ValueError, match="levels"):
         M.miscalibration_area(y, mean, sigma, levels=[0.0, 0.5])
     with pytest.raises(ValueError, match="lower must be <= upper"):
