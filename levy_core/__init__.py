@@ -12,16 +12,19 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from levy_core.forecast.forecaster import LevyForecaster
+    from levy_core.forecast.results import Backtest, Evaluation, Scores, WindowScores
     from levy_core.operator.attention import LevyOutput, LevyPrior, TimeDecay, levy_attention
     from levy_core.operator.layers import LevyAttention
     from levy_core.operator.sampling import sample_levy_attention
 
-__all__ = ["LevyAttention", "LevyForecaster", "LevyOutput", "LevyPrior", "TimeDecay", "levy_attention", "sample_levy_attention"]
+__all__ = ["Backtest", "Evaluation", "LevyAttention", "LevyForecaster", "LevyOutput", "LevyPrior", "Scores", "TimeDecay",
+           "WindowScores", "levy_attention", "sample_levy_attention"]
 __version__ = "0.2.0"
 
-_HOME = {"LevyAttention": "operator.layers", "LevyForecaster": "forecast.forecaster", "LevyOutput": "operator.types",
-         "LevyPrior": "operator.types", "TimeDecay": "operator.types", "levy_attention": "operator.attention",
-         "sample_levy_attention": "operator.sampling"}
+_HOME = {"Backtest": "forecast.results", "Evaluation": "forecast.results", "LevyAttention": "operator.layers",
+         "LevyForecaster": "forecast.forecaster", "LevyOutput": "operator.types", "LevyPrior": "operator.types",
+         "Scores": "forecast.results", "TimeDecay": "operator.types", "WindowScores": "forecast.results",
+         "levy_attention": "operator.attention", "sample_levy_attention": "operator.sampling"}
 
 
 def __getattr__(name: str) -> Any:

@@ -20,16 +20,12 @@ import pandas as pd
 
 from levy_core import metrics
 from levy_core.data import duration_text
+from levy_core.pipeline.nixtla import fraction
 from levy_core.pipeline.predictive import Predictive
 
 __all__ = ["Backtest", "Evaluation", "Scores", "WindowScores", "band_scores", "fraction"]
 
 SCALE_NOTE = "MSE, MAE, CRPS, NLL and widths on the normalised scale (each channel's training range = 1)"
-
-
-def fraction(percent: float) -> float:
-    """A percent level as the fraction the calibrators key their bands by (90 -> 0.9)."""
-    return round(float(percent) / 100, 10)
 
 
 def band_scores(y: np.ndarray, p: Predictive, levels: Sequence[float],

@@ -105,7 +105,11 @@ def check_sigma(sigma: ArrayLike, name: str = "sigma") -> FloatArray:
 
 
 def check_level(level: float, name: str = "level") -> float:
-    """A real scalar (0-d) strictly between 0 and 1, returned as ``float``; NaN is refused."""
+    """A real scalar (0-d) strictly between 0 and 1, returned as ``float``; NaN is refused.
+
+    Levels below the forecast layer are fractions (``0.9`` for a 90 % band); a value in
+    (1, 100) is refused with a message that says it looks like a percent
+    (docs/guides/python-api.md, "Levels: fractions and percents")."""
     if np.ndim(level) != 0:
         raise ValueError(f"{name} must be a scalar in (0, 1), got shape {np.shape(level)}")
     try:
@@ -113,13 +117,22 @@ def check_level(level: float, name: str = "level") -> float:
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be a number in (0, 1), got {level!r}") from exc
     if not 0.0 < value < 1.0:  # also rejects NaN
-        raise ValueError(f"{name} must lie strictly between 0 and 1, got {level!r}")
+        raise ValueError(f"{name} must lie strictly between 0 and 1, got {level!r}{_percent_hint(value)}")
     return value
+
+
+def _percent_hint(value: float) -> str:
+    """For a level that looks like a percent (``1 < value < 100``): what to write instead."""
+    if not 1.0 < value < 100.0:
+        return ""
+    return (f": {value:g} looks like a percent; this function takes fractions "
+            f"(write {round(value / 100, 10):g} for a {value:g} % band)")
 
 
 def check_levels(levels: ArrayLike, name: str = "levels") -> FloatArray:
     """A scalar or 1-D array of levels, shape (L,), each strictly between 0 and 1 ->
-    float64 array of shape (L,) (a scalar gives L = 1)."""
+    float64 array of shape (L,) (a scalar gives L = 1); a percent is refused as by
+    :func:`check_level`."""
     try:
         raw = np.atleast_1d(np.asarray(levels, dtype=np.float64))
     except (TypeError, ValueError) as exc:
@@ -127,7 +140,7 @@ def check_levels(levels: ArrayLike, name: str = "levels") -> FloatArray:
     arr = as_1d(raw, name)
     if ((arr <= 0.0) | (arr >= 1.0)).any():
         bad = float(arr[(arr <= 0.0) | (arr >= 1.0)][0])
-        raise ValueError(f"every entry of {name} must lie strictly between 0 and 1, got {bad!r}")
+        raise ValueError(f"every entry of {name} must lie strictly between 0 and 1, got {bad!r}{_percent_hint(bad)}")
     return arr
 
 

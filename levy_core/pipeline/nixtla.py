@@ -20,13 +20,19 @@ import pandas as pd
 
 from levy_core.pipeline.modelfile import FittedModel
 
-__all__ = ["BAND_KINDS", "MODEL_NAME", "band_kind", "band_levels", "level_bands", "level_label", "nixtla_frame",
-           "percent_levels"]
+__all__ = ["BAND_KINDS", "MODEL_NAME", "band_kind", "band_levels", "fraction", "level_bands", "level_label",
+           "nixtla_frame", "percent_levels"]
 
 MODEL_NAME = "Lévy"
 BAND_KINDS = ("auto", "gaussian", "conformal", "adaptive")
 """``auto``: the adaptive band where the fit walked it at the level (rolling origins), split
 conformal otherwise."""
+
+
+def fraction(percent: float) -> float:
+    """A percent level as the fraction the calibrators key their bands by: 90 -> 0.9, exactly
+    as written (``round(p / 100, 10)``), the one conversion from percents to fractions."""
+    return round(float(percent) / 100, 10)
 
 
 def band_levels(values: Sequence[float] | float) -> list[float]:
@@ -57,7 +63,7 @@ def band_levels(values: Sequence[float] | float) -> list[float]:
         if 0 < v < 1:
             out.add(float(v))
         elif 10 <= v < 100:
-            out.add(round(float(v) / 100, 10))  # 90 -> 0.9 exactly as written, the key of the adaptive bands
+            out.add(fraction(v))  # 90 -> 0.9 exactly as written, the key of the adaptive bands
         else:
             raise ValueError(f"level {v:g} is neither a fraction strictly between 0 and 1 (0.9) nor a percent from "
                              "10 to under 100 (90): write 0.9 or 90 for a 90 % band")
@@ -77,8 +83,7 @@ def percent_levels(values: Sequence[float] | float) -> list[int | float]:
     Returns
     -------
     list of int or float
-        The percents (``[80, 90]``, ``[97.5]``); ``p / 100`` is the band's fraction, as
-        :func:`band_levels` computes it (``round(p / 100, 10)``).
+        The percents (``[80, 90]``, ``[97.5]``); :func:`fraction` gives each band's fraction.
 
     Raises
     ------

@@ -79,6 +79,16 @@ def test_check_level() -> None:
         checks.check_level("high")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="confidence must lie"):
         checks.check_level(2.0, "confidence")
+    # a percent is named as such (docs/guides/python-api.md, "Levels: fractions and percents")
+    with pytest.raises(ValueError, match=r"got 90: 90 looks like a percent; this function takes fractions "
+                                         r"\(write 0\.9 for a 90 % band\)"):
+        checks.check_level(90)
+    with pytest.raises(ValueError, match=r"levels must lie .* got 97\.5: 97\.5 looks like a percent; .*write 0\.975"):
+        checks.check_levels([0.5, 97.5])
+    for neither in (1.0, 100.0, 150.0, -5.0):
+        with pytest.raises(ValueError) as info:
+            checks.check_level(neither)
+        assert "percent" not in str(info.value)
 
 
 def test_check_levels() -> None:
