@@ -20,7 +20,7 @@ import pandas as pd
 
 from levy_core import metrics
 from levy_core.data import duration_text
-from levy_core.pipeline.nixtla import fraction
+from levy_core.pipeline.nixtla import fraction, percent_levels
 from levy_core.pipeline.predictive import Predictive
 
 __all__ = ["Backtest", "Evaluation", "Scores", "WindowScores", "band_scores", "fraction"]
@@ -39,7 +39,7 @@ def band_scores(y: np.ndarray, p: Predictive, levels: Sequence[float],
     p : Predictive
         One method's predictive at the same ``n`` queries.
     levels : sequence of float
-        Percents.
+        Percents (a fraction is refused, as :func:`~levy_core.pipeline.nixtla.percent_levels` does).
     kinds : sequence of str
         ``"gaussian"``, ``"conformal"`` or ``"adaptive"``, one per level.
 
@@ -51,6 +51,7 @@ def band_scores(y: np.ndarray, p: Predictive, levels: Sequence[float],
     """
     coverage, width = {}, {}
     for level, kind in zip(levels, kinds, strict=True):
+        percent_levels(level)  # a percent, or a ValueError that says the level is a fraction
         lo, hi = p.interval(fraction(level), kind)  # type: ignore[arg-type]
         coverage[level] = metrics.interval_coverage(y, lo, hi)
         width[level] = metrics.interval_mean_width(lo, hi)

@@ -30,8 +30,9 @@ conformal otherwise."""
 
 
 def fraction(percent: float) -> float:
-    """A percent level as the fraction the calibrators key their bands by: 90 -> 0.9, exactly
-    as written (``round(p / 100, 10)``), the one conversion from percents to fractions."""
+    """A percent level (as :func:`percent_levels` returns them) as the fraction the
+    calibrators key their bands by: 90 -> 0.9, exactly as written (``round(p / 100, 10)``),
+    the one conversion from percents to fractions."""
     return round(float(percent) / 100, 10)
 
 

@@ -74,18 +74,25 @@ def test_a_level_that_is_neither_is_refused_without_the_percent_hint() -> None:
         assert "percent" not in str(info.value)
 
 
-def test_the_forecast_layer_refuses_a_fraction_saying_so(fitted_dir: Path, fit_obs: Observations) -> None:
+def test_the_forecast_layer_refuses_a_fraction_saying_so(fitted, fitted_dir: Path, fit_obs: Observations,
+                                                          test_pred: pd.DataFrame) -> None:
+    from levy_core.forecast.results import band_scores
+
     forecaster = LevyForecaster.load(fitted_dir)
     df = fit_obs.frame.rename(columns={"series_id": "unique_id", "time": "ds", "value": "y"})
+    y, p = test_pred["y_norm"].to_numpy(), fitted.predictives(test_pred)[0]
     calls = {
         "predict": lambda: forecaster.predict(h="6h", df=df, level=0.9),
         "evaluate": lambda: forecaster.evaluate(df, level=[80, 0.9]),
         "backtest": lambda: LevyForecaster().backtest(df, n_windows=2, h="6h", level=0.9),
+        "band_scores": lambda: band_scores(y, p, [80, 0.9], ["conformal", "conformal"]),
     }
     for name, call in calls.items():
         with pytest.raises(ValueError, match=FRACTION_REFUSED):
             call()
-        assert name in ("predict", "evaluate", "backtest")
+        assert name in calls
+    coverage, _ = band_scores(y, p, [80, 90], ["conformal", "conformal"])  # percents are taken
+    assert list(coverage) == [80, 90]
 
 
 def test_percents_and_fractions_meet_in_one_conversion() -> None:
