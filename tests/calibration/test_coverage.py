@@ -29,7 +29,7 @@ def clustered_case(
 # --------------------------------------------------------------------------- coverage_check
 
 
-def test_check_coverage_numbers() -> None:
+def test_coverage_check_numbers() -> None:
     rng = np.random.default_rng(0)
     y, mean, sigma, groups = clustered_case(rng, 40)
     lo, hi = M.central_interval(mean, sigma * 1.5, 0.9)
@@ -70,7 +70,7 @@ def test_per_series_se_never_falls_below_the_binomial_one() -> None:
     assert ck.se == pytest.approx(ck.se_test * math.sqrt(2), rel=1e-12)
 
 
-def test_check_coverage_flags_a_narrow_band() -> None:
+def test_coverage_check_flags_a_narrow_band() -> None:
     rng = np.random.default_rng(1)
     y, mean, sigma, groups = clustered_case(rng, 300)
     lo, hi = M.central_interval(mean, 0.5 * sigma, 0.9)  # far too narrow
@@ -88,7 +88,7 @@ def test_check_coverage_flags_a_narrow_band() -> None:
         ({"level": 0.9, "n_calibration": 10, "groups": ["a", "b", "a", "b"]}, "calibration_groups"),
     ],
 )
-def test_check_coverage_rejects_bad_input(kwargs: dict, match: str) -> None:
+def test_coverage_check_rejects_bad_input(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         coverage_check(np.zeros(4), -np.ones(4), np.ones(4), **kwargs)
 
