@@ -1,7 +1,8 @@
 """Lévy uncertainty dashboard: ``streamlit run dashboard/app.py`` (or ``levy dashboard [DATA]``).
 
-Thin entry: page config, the sidebar (data + fit), then one lazy tab per panel. Nothing is
-computed here: ``services`` calls ``levy_core``, ``charts`` draws, ``views`` lay out.
+Thin entry: page config, the sidebar (data + fit), the model this run draws (``controller``),
+then one lazy tab per panel. Nothing is computed here: ``services`` calls ``levy_core``,
+``charts`` draws, ``views`` lay out.
 """
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ from __future__ import annotations
 # this folder is the installed package levy_dashboard (pyproject's package-dir): `make install`
 # or `pip install -e ".[dashboard]"` first, then `levy dashboard` or `streamlit run dashboard/app.py`
 import streamlit as st
-from levy_dashboard import services, state
+from levy_dashboard import controller, services, state, widgets
 from levy_dashboard.markup import plain
+from levy_dashboard.services.fit import FitResult
 from levy_dashboard.views import advise as advise_view
 from levy_dashboard.views import (
     backtest,
@@ -29,7 +31,7 @@ from levy_dashboard.views import (
 )
 
 
-def _band_panel(res: services.FitResult) -> None:
+def _band_panel(res: FitResult) -> None:
     """The band (on rolling origins: the forecast past the end of the data), evidence under it."""
     evidence.render(res, future.render(res) if res.on_origins else band.render(res))
 
@@ -55,8 +57,8 @@ state.init(
         state.LEVEL: 0.9,
         state.BAND_KIND: "Scaled Gaussian",
         state.MC_OVERLAY: True,
-        state.MC_T: services.default_mc_passes(),
-        state.N_DRAWS: 500 if services.fast() else 2000,
+        state.MC_T: services.fit.default_mc_passes(),
+        state.N_DRAWS: 500 if services.fit.fast() else 2000,
         state.QUERY: None,
         state.WATCH_ALPHA: 0.01,
     }
@@ -73,7 +75,12 @@ st.caption(
 describe_slot = st.empty()  # what the current model is
 job_slot = st.empty()  # this session's fit: its place in the queue, then its epochs (fit.follow_job)
 choice = sidebar.render()
-res = fit.ensure_model(choice)
+model = controller.ensure_model(choice)
+for failure in model.failures:  # each a red message; the previous data and model stay
+    widgets.show_failure(failure)
+if model.note:
+    st.sidebar.info(model.note)
+res = model.res
 if res is not None:
     describe_slot.caption(plain(res.describe()))
 fit.show_job(job_slot)

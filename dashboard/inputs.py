@@ -3,7 +3,8 @@
 ``BandInputs`` (the band of one series and channel), ``FutureInputs`` (the forecast past the
 end of the data, rolling origins) and ``OriginInputs`` (one test origin of the backtest)
 carry the frames and the labels a chart builder takes (``figure_arguments``); the view and
-the HTML report both draw from them. Pure selection and mapping: no ``levy_core`` pass here.
+the HTML report both draw from them; ``ReportInputs`` is everything the report draws.
+Pure selection and mapping: no ``levy_core`` pass here.
 """
 
 from __future__ import annotations
@@ -16,9 +17,34 @@ from levy_dashboard import user_clock
 
 from levy_core.pipeline import ModelData
 
-__all__ = ["BAND_LABELS", "BandInputs", "FutureInputs", "OriginInputs", "history_frame", "origin_frames"]
+__all__ = ["BAND_LABELS", "BandInputs", "FutureInputs", "OriginInputs", "ReportInputs", "history_frame",
+           "infinite_somewhere", "origin_frames", "parse_query_id", "query_id"]
 
 BAND_LABELS = {"gaussian": "scaled Gaussian", "conformal": "conformal", "adaptive": "adaptive conformal"}
+
+
+def infinite_somewhere(grid: pd.DataFrame) -> bool:
+    """The band's upper edge is infinite (or missing) at some time: a conformal band at a
+    level its calibration queries are too few for."""
+    return not grid["upper"].replace([float("inf")], float("nan")).notna().all()
+
+
+def query_id(series_id: str, channel: str, time_: float) -> str:
+    """A held-out query as a chart point's ``customdata`` (a click on it selects the query)."""
+    return f"{series_id}|{channel}|{float(time_)!r}"
+
+
+def parse_query_id(value: object) -> tuple[str, str, float] | None:
+    """(series, channel, time) of a :func:`query_id` (a click's ``customdata``), else None."""
+    if isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    if not isinstance(value, str) or value.count("|") < 2:
+        return None
+    sid, ch, t = value.rsplit("|", 2)
+    try:
+        return sid, ch, float(t)
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -34,6 +60,10 @@ class BandInputs:
     show_mc: bool
     cutoff: float | None  # forecast cut-off (model time), None for interpolation
     time_axis: str = user_clock.HOURS_AXIS  # the time axis title (the user's clock for few series)
+
+    @property
+    def infinite(self) -> bool:
+        return infinite_somewhere(self.grid)
 
     def figure_arguments(self) -> dict[str, Any]:
         return {"series_id": self.series_id, "channel": self.channel, "level": self.level,
@@ -56,6 +86,10 @@ class FutureInputs:
     last: Any  # the series' last observation in the user's clock (date-time or number)
     time_axis: str
 
+    @property
+    def infinite(self) -> bool:
+        return infinite_somewhere(self.grid)
+
     def figure_arguments(self) -> dict[str, Any]:
         return {"series_id": self.series_id, "channel": self.channel, "level": self.level,
                 "band_label": self.band_label, "show_mc": self.show_mc, "last": self.last,
@@ -76,6 +110,29 @@ class OriginInputs:
     def figure_arguments(self) -> dict[str, Any]:
         return {"series_id": self.series_id, "channel": self.channel, "origin": self.origin,
                 "time_axis": self.time_axis}
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    """Everything the HTML report draws and lists (``report.build_report``): what was fitted,
+    the evaluation's tables and curves, and the band of one series and channel (on rolling
+    origins: the forecast past the end and the backtest's coverage over time)."""
+
+    description: str  # FitResult.describe()
+    n_test: int
+    mc_passes: int
+    level: float  # the level of the coverage-by-channel chart
+    curves: dict[str, Any]  # pipeline.calibration_curves: reliability, pit, risk, oracle
+    channel_coverage: pd.DataFrame  # pipeline.channel_coverage at ``level``
+    timing: pd.DataFrame  # tables.timing_rows
+    metrics: pd.DataFrame  # tables.metrics_table
+    guarantee: pd.DataFrame  # tables.guarantee_table
+    extra: dict[str, Any]  # further results listed by name (the softmax twin, the 50-draw sampler)
+    guarantee_text: str  # the adaptive band's guarantee in words
+    band: BandInputs | None = None  # many series: the band of the chosen series and channel
+    future: FutureInputs | None = None  # rolling origins: the forecast past the end of the data
+    rolling: pd.DataFrame | None = None  # rolling origins: pipeline.rolling_coverage of the backtest
+    time_axis: str = user_clock.HOURS_AXIS
 
 
 def history_frame(data: ModelData, points: pd.DataFrame, series_id: str, channel: str) -> pd.DataFrame:

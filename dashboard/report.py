@@ -1,6 +1,8 @@
 """The self-contained HTML report: figures and tables in, one offline HTML page out.
 
-Pure layout: the caller (``origin_services.build_report``) gathers the figures and tables.
+Pure layout: ``services.report.report_inputs`` gathers what the report shows
+(``inputs.ReportInputs``); ``build_report`` draws its figures with ``charts`` and lays out
+the page (``render_report``).
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
+from levy_dashboard import charts
+from levy_dashboard.inputs import ReportInputs
 from levy_dashboard.tables import GUARANTEE_CAPTION
 
-__all__ = ["Figure", "render_report", "report_is_offline"]
+__all__ = ["Figure", "build_report", "render_report", "report_figures", "report_is_offline"]
 
 Figure = tuple[str, go.Figure, str]  # (title, figure, caption)
 
@@ -62,3 +66,53 @@ def render_report(*, description: str, n_test: int, mc_passes: int, figures: lis
 def report_is_offline(text: str) -> bool:
     """True when the HTML loads no external script (no ``<script src=...>``)."""
     return re.search(r"<script[^>]*\bsrc\s*=", text, flags=re.IGNORECASE) is None
+
+
+def _band_figures(inputs: ReportInputs) -> list[Figure]:
+    """The report's band of one series and channel (on rolling origins: past the end of the
+    data, and the coverage over time of the backtest); none when no series was chosen."""
+    if inputs.band is not None:
+        band = charts.band_figure(inputs.band.grid, inputs.band.points, **inputs.band.figure_arguments())
+        return [("Predictive band", band,
+                 "Band, n_eff and tr Σ on one time axis: a wide band with small n_eff lacks evidence; "
+                 "with large tr Σ the observations it draws on disagree.")]
+    if inputs.future is None or inputs.rolling is None:
+        return []
+    ahead = charts.future_figure(inputs.future.grid, inputs.future.points, **inputs.future.figure_arguments())
+    coverage = charts.rolling_coverage_figure(inputs.rolling, time_axis=inputs.time_axis)
+    return [("Forecast past the end of the data", ahead,
+             "The band widens as the forecast moves away from the data (n_eff falls). Adaptive conformal: "
+             f"{inputs.guarantee_text}."),
+            ("Backtest: coverage over time", coverage,
+             "Share of the last 10 test origins' queries inside each 90 % band; dotted: the nominal level.")]
+
+
+def report_figures(inputs: ReportInputs) -> list[Figure]:
+    """Every figure of the report with its title and caption: the band first (when a series
+    was chosen), then reliability, coverage by channel, PIT, risk–coverage and cost."""
+    cal = inputs.curves
+    return [
+        *_band_figures(inputs),
+        ("Reliability", charts.reliability_figure(cal["reliability"]),
+         "Each curve is the share of test queries inside the central band of each nominal level; on the "
+         "dotted diagonal the bands are calibrated, above it they are too wide, below too narrow."),
+        ("Coverage by channel", charts.channel_coverage_figure(inputs.channel_coverage, inputs.level),
+         "Each channel's share of test queries inside its conformal band at the report's level (dotted "
+         "line); the band is conformalized per channel."),
+        ("PIT", charts.pit_figure(cal["pit"]),
+         "A flat histogram (density 1) means calibrated; a U shape means over-confident, a hump "
+         "under-confident."),
+        ("Risk–coverage", charts.risk_coverage_figure(cal["risk"], cal["oracle"]),
+         "Lower is better: a spread that ranks errors well keeps the error low while the least trusted "
+         "queries are left out."),
+        ("Cost", charts.timing_figure(inputs.timing),
+         "Wall time of training and of producing the uncertainty of the whole test split."),
+    ]
+
+
+def build_report(inputs: ReportInputs) -> str:
+    """The self-contained HTML report of ``services.report.report_inputs``: plotly.js inlined
+    once, every figure, the metrics tables and what was fitted, when and on what data."""
+    return render_report(description=inputs.description, n_test=inputs.n_test, mc_passes=inputs.mc_passes,
+                         figures=report_figures(inputs), metrics=inputs.metrics, guarantee=inputs.guarantee,
+                         extra=inputs.extra)

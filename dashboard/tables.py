@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 __all__ = ["GUARANTEE_CAPTION", "METRIC_ROWS", "backtest_table", "channel_coverage_at", "channel_verdict_table",
-           "guarantee_table", "metrics_table", "timing_rows"]
+           "drift_table", "guarantee_table", "metrics_table", "timing_rows", "training_table"]
 
 METRIC_ROWS: list[tuple[str, str]] = [
     ("mse", "MSE (normalised)"),
@@ -47,6 +47,16 @@ def metrics_table(result: dict[str, Any]) -> pd.DataFrame:
         col["ms per query"] = 1000 * m["seconds"] / max(1, result["n_test"])
         rows[name] = col
     return pd.DataFrame(rows)
+
+
+def training_table(training: dict[str, Any]) -> pd.DataFrame:
+    """``FittedModel.training`` for people: one row per model (Lévy, the MC-Dropout twin when
+    trained) with its epochs run, best epoch, seconds and best early-stopping MSE."""
+    rows = {"Lévy": training["levy"]}
+    if training.get("softmax"):
+        rows["MC-Dropout twin"] = training["softmax"]
+    return pd.DataFrame(rows).T.rename(columns={"best_epoch": "best epoch", "epochs_run": "epochs run",
+                                                "seconds": "seconds", "best_val_mse": "best early-stopping MSE"})
 
 
 def timing_rows(training: dict[str, Any], result: dict[str, Any]) -> pd.DataFrame:

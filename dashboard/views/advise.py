@@ -9,17 +9,17 @@ a suggestion redraws one target's band as it would be, the hypothetical observat
 from __future__ import annotations
 
 import streamlit as st
-from levy_dashboard import advise_services, origin_services, services, state
+from levy_dashboard import services, state, widgets
 from levy_dashboard.charts.advise import advice_figure
-from levy_dashboard.views import band
+from levy_dashboard.services.fit import FitResult
 
 from levy_core.data import DataError
 
 ADVISE_SHOWN = "_advise_shown"  # (series, candidate) whose band was last drawn
 
 
-def _targets(res: services.FitResult, series_id: str) -> list[str]:
-    observed = services.channel_options(res.key, res, series_id)
+def _targets(res: FitResult, series_id: str) -> list[str]:
+    observed = services.band.channel_options(res.key, res, series_id)
     key = state.keyed(state.ADVISE_TARGETS, series_id)
     if key not in st.session_state:
         st.session_state[key] = list(observed)
@@ -28,24 +28,24 @@ def _targets(res: services.FitResult, series_id: str) -> list[str]:
                           "channel this series has observed.")
 
 
-def _horizon(res: services.FitResult, container) -> float | None:
-    default = advise_services.default_horizon(res)
-    text = container.text_input("Over the next", value=origin_services.horizon_text(default),
+def _horizon(res: FitResult, container) -> float | None:
+    default = services.advise.default_horizon(res)
+    text = container.text_input("Over the next", value=services.origins.horizon_text(default),
                                 key=state.ADVISE_HORIZON, help="How far after now the targets reach: a duration "
                                 "such as 12h or 2d (a bare number is in the data's unit).")
     try:
-        return origin_services.parse_horizon(res.obs, text)
+        return services.origins.parse_horizon(res.obs, text)
     except DataError as exc:
         st.error(f"Horizon {text!r}: {exc}", icon="🚫")
         return None
 
 
-def render(res: services.FitResult) -> None:
-    band.ensure_view_state(res)
+def render(res: FitResult) -> None:
+    widgets.ensure_view_state(res)
     ss = st.session_state
     c = st.columns([2.2, 1.4, 1.4])
-    c[0].selectbox("Series", services.series_options(res.key, res), key=state.SERIES,
-                   format_func=lambda s: services.series_label(res.key, res, s))
+    c[0].selectbox("Series", services.band.series_options(res.key, res), key=state.SERIES,
+                   format_func=lambda s: services.band.series_label(res.key, res, s))
     sid = str(ss[state.SERIES])
     horizon = _horizon(res, c[1])
     c[2].markdown(f"Band level **{100 * float(ss[state.LEVEL]):.0f} %** (set on the band panel)")
@@ -56,17 +56,13 @@ def render(res: services.FitResult) -> None:
     if horizon is None:
         return
     level = float(ss[state.LEVEL])
-    view = advise_services.advice(res.key, res, sid, tuple(targets), horizon, level)
+    view = services.advise.advice(res.key, res, sid, tuple(targets), horizon, level)
     ranking = view.ranking
     st.markdown("\n".join(f"- {line}" for line in view.advice.sentences(3)))
     picks = list(range(len(ranking)))
     if ss.get(state.ADVISE_PICK) not in picks:
         ss[state.ADVISE_PICK] = 0
-    shown = ranking[["rank", "measure", "narrowing_pct", "evidence_pct", "value_pct",
-                     *[f"{t} %" for t in view.advice.targets]]].rename(columns={
-                         "narrowing_pct": "narrowing %", "evidence_pct": "of which evidence %",
-                         "value_pct": "of which value %"})
-    st.dataframe(shown.round(1), hide_index=True, key=state.ADVISE_TABLE, height=280)
+    st.dataframe(services.advise.advice_table(view), hide_index=True, key=state.ADVISE_TABLE, height=280)
     cols = st.columns(2)
     pick = cols[0].selectbox("Show the band with", picks, key=state.ADVISE_PICK,
                              format_func=lambda i: f"#{ranking['rank'][i]} · measuring {ranking['measure'][i]}")
@@ -78,14 +74,9 @@ def render(res: services.FitResult) -> None:
     if ss.get(state.ADVISE_CHANNEL) not in view.advice.targets:
         ss[state.ADVISE_CHANNEL] = ss[state.CHANNEL] if ss.get(state.CHANNEL) in targets else targets[0]
     channel = cols[1].selectbox("Band of", list(view.advice.targets), key=state.ADVISE_CHANNEL)
-    j = int(row["candidate"])
-    mark = {"channel": row["channel"], "when": row["when"], "label": row["measure"],
-            "value": float(row["value_mean"]), "std": float(row["value_std"])}
-    before = advise_services.band_frame(res, view, None)
-    after = advise_services.band_frame(res, view, j)
-    fig = advice_figure(view.points[view.points["channel"] == channel], before[before["channel"] == channel],
-                        after[after["channel"] == channel], channel=channel, measure=mark, level=level,
-                        time_title=services.time_axis(res))
+    chart = services.advise.advice_chart(res, view, pick, channel)
+    fig = advice_figure(chart.points, chart.before, chart.after, channel=channel, measure=chart.measure,
+                        level=level, time_title=services.band.time_axis(res))
     st.plotly_chart(fig, key=state.ADVISE_CHART)
     st.caption(
         f"How to read: advice starts from {view.start}. Each row is one measurement — a channel, now or a "

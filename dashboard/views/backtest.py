@@ -9,9 +9,10 @@ words with the walk's long-run coverage and bound (``evaluate``'s result).
 from __future__ import annotations
 
 import streamlit as st
-from levy_dashboard import charts, origin_services, services, state
+from levy_dashboard import charts, services, state, widgets
 from levy_dashboard.markup import plain
-from levy_dashboard.views import band
+from levy_dashboard.services.fit import FitResult
+from levy_dashboard.widgets import View
 
 WINDOW = 10  # test origins per point of the coverage-over-time chart
 
@@ -19,7 +20,7 @@ WINDOW = 10  # test origins per point of the coverage-over-time chart
 def _summary(result: dict) -> None:
     lv = result["levy"]
     st.subheader(f"Backtest on the {lv['test_origins']} latest forecast origins")
-    st.markdown(f"**Guarantee in use** (the adaptive band): {result.get('guarantee', services.GUARANTEE)}.")
+    st.markdown(f"**Guarantee in use** (the adaptive band): {result.get('guarantee', services.band.GUARANTEE)}.")
     c = st.columns(4)
     c[0].metric("Test origins T", f"{lv['test_origins']}", help=f"step size γ = {lv['gamma']:g}")
     c[1].metric("Adaptive 90 % band: coverage", f"{100 * lv['adaptive_coverage']['0.9']:.1f} %",
@@ -35,8 +36,8 @@ def _summary(result: dict) -> None:
     )
 
 
-def _origin_section(res: services.FitResult, view: band.View) -> None:
-    origins = origin_services.test_origins(res, view.series_id)
+def _origin_section(res: FitResult, view: View) -> None:
+    origins = services.origins.test_origins(res, view.series_id)
     if not origins:
         st.info(f"Series {plain(view.series_id)} has no test origin.")
         return
@@ -47,13 +48,14 @@ def _origin_section(res: services.FitResult, view: band.View) -> None:
         "Forecast origin (the latest on the right)",
         options=origins,
         key=state.BACKTEST_ORIGIN,
-        format_func=lambda o: services.time_text(res, view.series_id, o),
+        format_func=lambda o: services.band.time_text(res, view.series_id, o),
         help="Each test origin is a forecast made with only the data up to it; the queries after "
         "it are what happened.",
     )
-    inputs = origin_services.origin_inputs(res.key, res, view.mc_passes, view.series_id, view.channel,
-                                    float(ss[state.BACKTEST_ORIGIN]))
-    st.plotly_chart(origin_services.origin_chart(inputs), key=state.BACKTEST_CHART)
+    inputs = services.origins.origin_inputs(res.key, res, view.mc_passes, view.series_id, view.channel,
+                                            float(ss[state.BACKTEST_ORIGIN]))
+    st.plotly_chart(charts.origin_band_figure(inputs.queries, inputs.context, **inputs.figure_arguments()),
+                    key=state.BACKTEST_CHART)
     st.caption(
         "How to read: black dots are what the model saw at the origin (dashed line); right of it the "
         "blue line is its forecast, the blue band the adaptive conformal 90 % band and the dashed "
@@ -62,10 +64,10 @@ def _origin_section(res: services.FitResult, view: band.View) -> None:
     )
 
 
-def _coverage_section(res: services.FitResult, view: band.View) -> None:
-    table = origin_services.rolling_coverage(res.key, res, view.mc_passes, WINDOW)
+def _coverage_section(res: FitResult, view: View) -> None:
+    table = services.origins.rolling_coverage(res.key, res, view.mc_passes, WINDOW)
     st.plotly_chart(
-        charts.rolling_coverage_figure(table, level=0.9, window=WINDOW, time_axis=services.time_axis(res)),
+        charts.rolling_coverage_figure(table, level=0.9, window=WINDOW, time_axis=services.band.time_axis(res)),
         key=state.ROLLING_CHART,
     )
     st.caption(
@@ -77,7 +79,7 @@ def _coverage_section(res: services.FitResult, view: band.View) -> None:
     )
 
 
-def render(res: services.FitResult) -> None:
+def render(res: FitResult) -> None:
     if not res.on_origins:
         st.info(
             "The backtest is for forecasts on rolling origins: fit a **Forecast** on data with fewer "
@@ -85,16 +87,16 @@ def render(res: services.FitResult) -> None:
             "is checked on held-out series in the Calibration tab."
         )
         return
-    band.ensure_view_state(res)
+    widgets.ensure_view_state(res)
     c = st.columns([2, 1.4, 3])
-    band.series_and_channel(res, c[0], c[1])
-    view = band.current_view(res)
+    widgets.series_and_channel(res, c[0], c[1])
+    view = widgets.current_view(res)
     with st.spinner("Walking the test origins …"):
-        result, _ = services.evaluation(res.key, res, view.mc_passes)
+        result, _ = services.evaluation.evaluation(res.key, res, view.mc_passes)
     _summary(result)
     _origin_section(res, view)
     _coverage_section(res, view)
-    st.dataframe(services.backtest_table(result), hide_index=True)
+    st.dataframe(services.evaluation.backtest_table(result), hide_index=True)
     st.caption(
         "Per method and level: the adaptive band's coverage over all test queries, the bound on its "
         "long-run distance from the level, its mean width (normalised units), and split conformal's "

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-from levy_dashboard import charts, origin_services, services, state
+from levy_dashboard import charts, report, services, state, widgets
 from levy_dashboard.markup import plain
-from levy_dashboard.views import band
+from levy_dashboard.services.fit import FitResult
+from levy_dashboard.widgets import View
 
 
 def _curves_section(curves: dict) -> None:
@@ -38,15 +39,15 @@ def _curves_section(curves: dict) -> None:
         )
 
 
-def _guarantee_section(res: services.FitResult, T: int, level: float) -> None:
+def _guarantee_section(res: FitResult, T: int, level: float) -> None:
     """Conformal coverage: the guarantee table and the per-channel coverage at ``level``."""
     st.subheader("Does the conformal band hold its level?")
     st.dataframe(
-        services.guarantee_table(res.key, res, T), hide_index=True, key=state.GUARANTEE_TABLE
+        services.evaluation.guarantee_table(res.key, res, T), hide_index=True, key=state.GUARANTEE_TABLE
     )
-    st.caption("How to read: " + services.GUARANTEE_CAPTION)
+    st.caption("How to read: " + services.evaluation.GUARANTEE_CAPTION)
     st.plotly_chart(
-        charts.channel_coverage_figure(services.channel_coverage(res.key, res, T, level), level),
+        charts.channel_coverage_figure(services.evaluation.channel_coverage(res.key, res, T, level), level),
         key=state.CHANNEL_COVERAGE_CHART,
     )
     st.caption(
@@ -57,13 +58,13 @@ def _guarantee_section(res: services.FitResult, T: int, level: float) -> None:
     )
 
 
-def _export_section(res: services.FitResult, T: int, view: band.View, pred: pd.DataFrame) -> None:
+def _export_section(res: FitResult, T: int, view: View, pred: pd.DataFrame) -> None:
     """The HTML report (built only when downloaded) and the per-query predictions."""
     st.subheader("Export")
     kind = view.kind
 
-    def report() -> str:
-        return origin_services.build_report(
+    def html() -> str:
+        return report.build_report(services.report.report_inputs(
             res.key,
             res,
             T,
@@ -72,12 +73,12 @@ def _export_section(res: services.FitResult, T: int, view: band.View, pred: pd.D
             level=view.level,
             kind=kind,
             horizon=view.horizon,
-        )
+        ))
 
     c = st.columns(2)
     c[0].download_button(
         "Download the report (HTML)",
-        data=report,
+        data=html,
         file_name="levy_uncertainty_report.html",
         mime="text/html",
         key=state.REPORT_DOWNLOAD,
@@ -87,7 +88,7 @@ def _export_section(res: services.FitResult, T: int, view: band.View, pred: pd.D
     )
     c[1].download_button(
         "Download the per-query predictions (CSV)",
-        data=services.prediction_csv(pred, res),
+        data=services.evaluation.prediction_csv(pred, res),
         file_name="levy_test_predictions.csv",
         mime="text/csv",
         key=state.PRED_DOWNLOAD,
@@ -101,13 +102,13 @@ def _export_section(res: services.FitResult, T: int, view: band.View, pred: pd.D
     )
 
 
-def render(res: services.FitResult) -> None:
-    band.ensure_view_state(res)
-    view = band.current_view(res)
+def render(res: FitResult) -> None:
+    widgets.ensure_view_state(res)
+    view = widgets.current_view(res)
     T = view.mc_passes
     with st.spinner("Scoring the test split …"):
-        curves = services.calibration_curves(res.key, res, T)
-        result, pred = services.evaluation(res.key, res, T)
+        curves = services.evaluation.calibration_curves(res.key, res, T)
+        result, pred = services.evaluation.evaluation(res.key, res, T)
     _curves_section(curves)
     _guarantee_section(res, T, view.level)
     _export_section(res, T, view, pred)

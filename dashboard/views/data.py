@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 import streamlit as st
 from levy_dashboard import charts, services, state
+from levy_dashboard.controller import Choice
 from levy_dashboard.markup import plain
-from levy_dashboard.views.sidebar import Choice
+from levy_dashboard.services.fit import FitResult
 
 from levy_core.data import TIME_UNITS, ColumnMapping, DataError, Observations
 
@@ -130,12 +131,12 @@ def _mapping_form(choice: Choice) -> None:
     assert src is not None
     st.subheader("Column mapping")
     try:
-        raw = services.raw_table(src.digest, src.data, src.name)
+        raw = services.data.raw_table(src.digest, src.data, src.name)
     except DataError as exc:
         st.error(plain(exc), icon="🚫")
         return
-    detected, why = services.detected_mapping(raw)
-    override = services.mapping_from_json(choice.mapping_json)
+    detected, why = services.data.detected_mapping(raw)
+    override = services.data.mapping_from_json(choice.mapping_json)
     _describe_mapping(src.name, detected, why, override, choice.time_unit)
     cols = list(raw.columns)
     if not cols:
@@ -143,7 +144,7 @@ def _mapping_form(choice: Choice) -> None:
     d = src.digest[:10]
     picks = _mapping_inputs(cols, override or detected, choice.time_unit, d)
     if picks is not None:
-        mapping_json = services.mapping_to_json(picks.mapping())
+        mapping_json = services.data.mapping_to_json(picks.mapping())
         st.session_state[state.MAPPINGS][src.digest] = (mapping_json, picks.unit)
         st.rerun()
     reset_key = state.keyed(state.MAP_RESET, d)
@@ -154,14 +155,13 @@ def _mapping_form(choice: Choice) -> None:
 
 def _preview(obs: Observations, obs_hash: str, label: str) -> None:
     st.subheader(f"Loaded: {plain(label)}")
-    t0, t1 = obs.time_span
-    gaps = obs.gaps()
+    summary = services.data.summary(obs_hash, obs)
     c = st.columns(5)
-    c[0].metric("Series", f"{obs.n_series:,}")
-    c[1].metric("Channels", f"{obs.n_channels:,}")
-    c[2].metric("Observations", f"{obs.n_obs:,}")
-    c[3].metric("Time span", f"{t1 - t0:.3g} h", help=f"from {t0:.4g} h to {t1:.4g} h")
-    median_gap = obs.median_gap()
+    c[0].metric("Series", f"{summary.n_series:,}")
+    c[1].metric("Channels", f"{summary.n_channels:,}")
+    c[2].metric("Observations", f"{summary.n_obs:,}")
+    c[3].metric("Time span", f"{summary.span:.3g} h", help=f"from {summary.start:.4g} h to {summary.end:.4g} h")
+    median_gap = summary.median_gap
     c[4].metric("Median gap", "–" if median_gap is None else f"{median_gap:.3g} h")
     rep = obs.report
     notes = [m for m in rep.messages]
@@ -181,7 +181,7 @@ def _preview(obs: Observations, obs_hash: str, label: str) -> None:
             )
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(charts.gap_histogram(gaps), key=state.GAP_HIST)
+        st.plotly_chart(charts.gap_histogram(summary.gaps), key=state.GAP_HIST)
         st.caption(
             "How to read: how long the data go without any observation; a wide spread (log axis) "
             "is "
@@ -198,17 +198,15 @@ def _preview(obs: Observations, obs_hash: str, label: str) -> None:
         if len(series) > 1
         else series[0]
     )
-    frame, axis = services.user_frame(obs_hash, obs), services.data_time_axis(obs)
+    frame, axis = services.data.user_frame(obs_hash, obs), services.data.data_time_axis(obs)
     st.plotly_chart(charts.series_timeline(frame, sid, time_axis=axis), key=state.TIMELINE)
     st.caption(
         "How to read: one tick per observation; gaps and unaligned channels are normal here."
     )
-    rows = frame[frame["series_id"] == sid].head(500)
-    table = rows[["series_id", "when", "channel", "value"]].rename(columns={"when": axis})
-    st.dataframe(table, width="stretch", height=240, hide_index=True)
+    st.dataframe(services.data.preview_rows(obs_hash, obs, sid), width="stretch", height=240, hide_index=True)
 
 
-def render(choice: Choice, res: services.FitResult | None) -> None:
+def render(choice: Choice, res: FitResult | None) -> None:
     if choice.source is not None:
         _mapping_form(choice)
     if choice.obs is not None and choice.source is not None and choice.obs_hash is not None:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-from levy_dashboard import charts, origin_services, services, state
+from levy_dashboard import charts, services, state, widgets
 from levy_dashboard.markup import plain
-from levy_dashboard.views.band import View
+from levy_dashboard.services.fit import FitResult
+from levy_dashboard.widgets import View
 
 
 def _origin_of(cd: list | tuple) -> float | None:
@@ -40,15 +41,6 @@ def _on_scatter_select() -> None:
         state.select_query(sid, ch, t, move_view=True, origin=origin)
 
 
-def _origin_now(res: services.FitResult, view: View) -> float | None:
-    """Rolling origins: the test origin whose queries are offered (the backtest's, else the latest)."""
-    if not res.on_origins:
-        return None
-    origins = origin_services.test_origins(res, view.series_id)
-    chosen = state.get(state.BACKTEST_ORIGIN)
-    return chosen if chosen in origins else (origins[-1] if origins else None)
-
-
 def _on_pick(origin: float | None) -> None:
     t = st.session_state.get(state.QUERY_PICK)
     if t is None:
@@ -63,10 +55,9 @@ def _on_pick(origin: float | None) -> None:
     )
 
 
-def _pick_fallback(res: services.FitResult, view: View) -> None:
-    origin = _origin_now(res, view)
-    held = services.heldout_queries(res.key, res, view.series_id, origin)
-    here = held[held["channel"] == view.channel].sort_values("time")
+def _pick_fallback(res: FitResult, view: View) -> None:
+    origin = widgets.current_origin(res, view.series_id)
+    here = services.evidence.channel_queries(res.key, res, view.series_id, view.channel, origin)
     times = [float(t) for t in here["time"]]
     q = state.get(state.QUERY)
     current = None
@@ -74,33 +65,32 @@ def _pick_fallback(res: services.FitResult, view: View) -> None:
         current = next((t for t in times if abs(t - q["time"]) < 1e-9), None)
     st.session_state[state.QUERY_PICK] = current
     labels = {
-        float(t): f"{services.time_text(res, view.series_id, t)} · y = {y:.4g} · ŷ = {m:.4g}"
+        float(t): f"{services.band.time_text(res, view.series_id, t)} · y = {y:.4g} · ŷ = {m:.4g}"
         for t, y, m in zip(here["time"], here["y_true"], here["mean"], strict=True)
     }
-    at = "" if origin is None else f" forecast at {services.time_text(res, view.series_id, origin)}"
+    at = "" if origin is None else f" forecast at {services.band.time_text(res, view.series_id, origin)}"
     st.selectbox(
         f"…or pick a held-out query of series {plain(view.series_id)}, channel {plain(view.channel)}{at}",
         [None, *times],
         key=state.QUERY_PICK,
         on_change=_on_pick,
         args=(origin,),
-        format_func=lambda t: "(none)" if t is None else labels.get(t, services.time_text(res, view.series_id, t)),
+        format_func=lambda t: "(none)" if t is None else labels.get(t, services.band.time_text(res, view.series_id, t)),
         help="Same as clicking an orange diamond on the band chart"
         + (" (rolling origins: the queries of the origin open in the Backtest tab)." if origin is not None else "."),
     )
 
 
-def _explain(res: services.FitResult, q: dict, test: pd.DataFrame) -> None:
-    origin = q.get("origin")
-    held = services.heldout_queries(res.key, res, q["series_id"], origin)
-    row = held[(held["channel"] == q["channel"]) & ((held["time"] - q["time"]).abs() < 1e-9)]
-    if row.empty:
+def _explain(res: FitResult, q: dict, test: pd.DataFrame) -> None:
+    exp = services.evidence.explain_query(res.key, res, q, test)
+    if exp is None:
         return
-    r = row.iloc[0]
-    made = "" if origin is None else f", forecast at {services.time_text(res, q['series_id'], origin)}"
+    origin = q.get("origin")
+    r = exp.row
+    made = "" if origin is None else f", forecast at {services.band.time_text(res, q['series_id'], origin)}"
     st.markdown(
         f"**Selected query**: series {plain(q['series_id'])}, channel {plain(q['channel'])}, "
-        f"{services.time_text(res, q['series_id'], q['time'])}{made}"
+        f"{services.band.time_text(res, q['series_id'], q['time'])}{made}"
     )
     c = st.columns(6)
     c[0].metric("Observed y", f"{r['y_true']:.4g}")
@@ -110,8 +100,8 @@ def _explain(res: services.FitResult, q: dict, test: pd.DataFrame) -> None:
     )
     c[3].metric("n_eff (evidence)", f"{r['n_eff']:.3g}", help=f"log Λ = {r['log_evidence']:.2f}")
     c[4].metric("tr Σ (disagreement)", f"{r['disagreement']:.3g}", help="data units²")
-    c[5].metric("|error| / c·σ̂", f"{abs(r['y_true'] - r['mean']) / max(r['pred_std'], 1e-12):.2f}")
-    w = services.width_factors(r, test if len(test) else held)
+    c[5].metric("|error| / c·σ̂", f"{exp.error_ratio:.2f}")
+    w = exp.factors
     wider = w["ratio"] > 1
     reasons = {(True, "evidence"): "lack of evidence",
                (True, "disagreement"): "disagreement among the observations it draws on",
@@ -121,40 +111,28 @@ def _explain(res: services.FitResult, q: dict, test: pd.DataFrame) -> None:
         f"evidence term and ×{w['disagreement']:.2f} from the disagreement term — "
         f"{'wider' if wider else 'narrower'} mostly because of **{reasons[(wider, w['reason'])]}**."
     )
-    att = services.query_attention(res.key, res, q["series_id"], q["channel"], q["time"], origin)
-    by_channel = att.groupby("channel")["weight"].sum().sort_values(ascending=False)
-    shares = ", ".join(f"{ch} {100 * w:.0f} %" for ch, w in by_channel.head(6).items())
+    shares = ", ".join(f"{ch} {100 * share:.0f} %" for ch, share in exp.channel_shares)
     st.markdown(
         f"Attention weight by channel: {shares}."
         + ("" if origin is not None else " The band chart rings this channel's observations (ring size = weight).")
     )
-    time_col = "when" if "when" in att.columns else "time"
-    top = att.sort_values("weight", ascending=False).head(10)[[time_col, "channel", "value", "weight"]]
-    top = top.rename(columns={time_col: services.time_axis(res)})
-    formats = {"value": "{:.4g}", "weight": "{:.3f}"} | ({} if time_col == "when" else {"time (h)": "{:.3f}"})
-    st.dataframe(top.style.format(formats), hide_index=True, width="stretch")
+    formats = {"value": "{:.4g}", "weight": "{:.3f}"} | ({"time (h)": "{:.3f}"} if exp.in_hours else {})
+    st.dataframe(exp.top.style.format(formats), hide_index=True, width="stretch")
     st.caption(
         "How to read: the ten context observations this query draws on most (Lévy weights p_i, "
         "averaged over heads); n_eff counts how many of them are fully compatible."
     )
 
 
-def _scatter_name(res: services.FitResult) -> str:
-    """What the scatter's dots are: new data is scored whole, fitted data on its test part."""
-    if not res.data.same_data:
-        return "held-out queries (every new series)"
-    return "held-out queries (test origins)" if res.on_origins else "held-out queries (test series)"
-
-
-def render(res: services.FitResult, view: View) -> None:
+def render(res: FitResult, view: View) -> None:
     st.subheader("Evidence vs disagreement on held-out queries")
-    test = services.user_test_predictions(res.key, res)
+    test = services.evidence.user_test_predictions(res.key, res)
     if len(test):
-        several = len(services.series_options(res.key, res)) > 1  # one series: nothing to ring
+        several = len(services.band.series_options(res.key, res)) > 1  # one series: nothing to ring
         st.plotly_chart(
             charts.heldout_scatter(
                 test, current_series=view.series_id if several else None, selected=state.get(state.QUERY),
-                name=_scatter_name(res),
+                name=services.evidence.scatter_name(res),
             ),
             key=state.EVIDENCE_SCATTER,
             on_select=_on_scatter_select,

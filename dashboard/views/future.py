@@ -9,39 +9,40 @@ horizon. A horizon that cannot be read is an ``st.error``; the chart keeps the l
 from __future__ import annotations
 
 import streamlit as st
-from levy_dashboard import origin_services, services, state
-from levy_dashboard.views import band
+from levy_dashboard import services, state, widgets
+from levy_dashboard.services.fit import FitResult
+from levy_dashboard.widgets import View
 
 from levy_core.data import DataError
 
 
-def horizon_control(res: services.FitResult, container) -> tuple[float, str | None]:
+def horizon_control(res: FitResult, container) -> tuple[float, str | None]:
     """The horizon box → (hours to draw, the error of an unreadable entry or None)."""
     ss = st.session_state
     default = res.fitted.task.horizon
-    last_text, last_hours = ss[state.FUTURE_HOURS].get(res.key, (origin_services.horizon_text(default), default))
+    last_text, last_hours = ss[state.FUTURE_HOURS].get(res.key, (services.origins.horizon_text(default), default))
     text = container.text_input(
         "Forecast horizon",
         value=last_text,
         key=state.keyed(state.FUTURE_HORIZON, res.key),
         help="How far past the last observation to forecast: a duration such as 36h, 3d, 2w or 1y (a bare number is in "
         "the data's time unit, not allowed for date-times). The fit's own horizon is "
-        f"{origin_services.horizon_text(default)}; beyond it the model extrapolates further than it "
+        f"{services.origins.horizon_text(default)}; beyond it the model extrapolates further than it "
         "was trained to.",
     )
     try:
-        hours = origin_services.parse_horizon(res.obs, text)
+        hours = services.origins.parse_horizon(res.obs, text)
     except DataError as exc:
         return last_hours, (f"Horizon {text!r}: {exc} The chart keeps the last valid horizon, "
-                            f"{origin_services.horizon_text(last_hours)}.")
+                            f"{services.origins.horizon_text(last_hours)}.")
     ss[state.FUTURE_HOURS][res.key] = (text, hours)
     return hours, None
 
 
-def _caption(view: band.View) -> None:
+def _caption(view: View) -> None:
     lvl = f"{100 * view.level:.0f} %"
     guarantee = (
-        f" The adaptive conformal band is the one with a guarantee over time: {services.GUARANTEE}; "
+        f" The adaptive conformal band is the one with a guarantee over time: {services.band.GUARANTEE}; "
         "past the end of the data it continues from the walk's last step."
         if view.kind == "adaptive"
         else " This band type has no guarantee over time on one drifting series; the adaptive "
@@ -57,17 +58,17 @@ def _caption(view: band.View) -> None:
     )
 
 
-def render(res: services.FitResult) -> band.View:
-    band.ensure_view_state(res)
+def render(res: FitResult) -> View:
+    widgets.ensure_view_state(res)
     c = st.columns([1.8, 1.3, 1.5, 1.8, 2.6])
-    band.series_and_channel(res, c[0], c[1])
+    widgets.series_and_channel(res, c[0], c[1])
     _, error = horizon_control(res, c[2])
-    band.level_and_kind(res, c[3], c[4])
-    band.mc_controls(res)
+    widgets.level_and_kind(res, c[3], c[4])
+    widgets.mc_controls(res)
     if error:
         st.error(error, icon="🚫")
-    view = band.current_view(res)
-    fig, infinite = band.band_figure(res, view)
+    view = widgets.current_view(res)
+    fig, infinite = widgets.band_figure(res, view)
     if infinite:
         st.warning("The conformal band is infinite at this level: too few calibration queries for it. "
                    "Lower the level or use another band type.")

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import streamlit as st
-from levy_dashboard import charts, origin_services, services, state
+from levy_dashboard import charts, services, state, widgets
 from levy_dashboard.markup import plain
-from levy_dashboard.views import band
+from levy_dashboard.services.fit import FitResult
+from levy_dashboard.widgets import View
 
 DRAW_CHOICES = [500, 1000, 2000, 5000, 20000]
 
 
-def _follow_selected_query(view: band.View, times: list[float], origin: float | None) -> None:
+def _follow_selected_query(view: View, times: list[float], origin: float | None) -> None:
     """Preselect the query chosen in the band view (once per choice), else a middle one."""
     ss = st.session_state
     q = state.get(state.QUERY)
@@ -24,7 +25,7 @@ def _follow_selected_query(view: band.View, times: list[float], origin: float | 
 
 
 def _query_controls(
-    res: services.FitResult, view: band.View, times: list[float], y_of: dict[float, float], at: str
+    res: FitResult, view: View, times: list[float], y_of: dict[float, float], at: str
 ) -> tuple[float, int]:
     """(query time, number of draws)."""
     c = st.columns([3, 2])
@@ -32,7 +33,7 @@ def _query_controls(
         f"Held-out query of series {plain(view.series_id)}, channel {plain(view.channel)}{at}",
         times,
         key=state.IDENTITY_QUERY,
-        format_func=lambda x: f"{services.time_text(res, view.series_id, x)} (observed {y_of[x]:.4g})",
+        format_func=lambda x: f"{services.band.time_text(res, view.series_id, x)} (observed {y_of[x]:.4g})",
         help="Defaults to the query selected in the band view"
         + (" (rolling origins: among the queries of the origin open in the Backtest tab)." if at else "."),
     )
@@ -65,9 +66,9 @@ def _metrics(out: dict, n: int, crps: dict) -> None:
     )
 
 
-def _test_split_summary(res: services.FitResult, view: band.View) -> None:
+def _test_split_summary(res: FitResult, view: View) -> None:
     """CRPS of the closed form vs the 50-draw sampler over the test split."""
-    result, _ = services.evaluation(res.key, res, view.mc_passes)
+    result, _ = services.evaluation.evaluation(res.key, res, view.mc_passes)
     sampler = result.get("sampler_50")
     if not sampler:
         return
@@ -81,25 +82,11 @@ def _test_split_summary(res: services.FitResult, view: band.View) -> None:
     )
 
 
-def _origin(res: services.FitResult, view: band.View) -> float | None:
-    """Rolling origins: the test origin whose queries are offered (the selected query's, the
-    backtest's, else the latest)."""
-    if not res.on_origins:
-        return None
-    origins = origin_services.test_origins(res, view.series_id)
-    q = state.get(state.QUERY)
-    for chosen in ((q or {}).get("origin"), state.get(state.BACKTEST_ORIGIN)):
-        if chosen in origins:
-            return chosen
-    return origins[-1] if origins else None
-
-
-def render(res: services.FitResult) -> None:
-    band.ensure_view_state(res)
-    view = band.current_view(res)
-    origin = _origin(res, view)
-    held = services.heldout_queries(res.key, res, view.series_id, origin)
-    here = held[held["channel"] == view.channel].sort_values("time")
+def render(res: FitResult) -> None:
+    widgets.ensure_view_state(res)
+    view = widgets.current_view(res)
+    origin = widgets.current_origin(res, view.series_id, query_first=True)
+    here = services.evidence.channel_queries(res.key, res, view.series_id, view.channel, origin)
     if here.empty:
         st.info(
             f"Series {plain(view.series_id)}, channel {plain(view.channel)} has no held-out query; pick another "
@@ -110,10 +97,10 @@ def render(res: services.FitResult) -> None:
     times = [float(t) for t in here["time"]]
     _follow_selected_query(view, times, origin)
     y_of = dict(zip(times, here["y_true"], strict=True))
-    at = "" if origin is None else f", forecast at {services.time_text(res, view.series_id, origin)}"
+    at = "" if origin is None else f", forecast at {services.band.time_text(res, view.series_id, origin)}"
     t, n = _query_controls(res, view, times, y_of, at)
-    out = services.query_draws(res.key, res, view.series_id, view.channel, float(t), int(n), origin)
-    crps = services.query_crps(out, float(y_of[float(t)]))
+    out = services.evidence.query_draws(res.key, res, view.series_id, view.channel, float(t), int(n), origin)
+    crps = services.evidence.query_crps(out, float(y_of[float(t)]))
     _metrics(out, n, crps)
     st.plotly_chart(
         charts.draws_figure(out["draws"], mean=out["mean"], sigma=out["sigma"], rmsd=out["rmsd"]),

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import streamlit as st
-from levy_dashboard import charts, services, state
+from levy_dashboard import charts, controller, services, state, widgets
 from levy_dashboard.markup import plain
-from levy_dashboard.views import band, fit
+from levy_dashboard.services.fit import FitResult
+from levy_dashboard.widgets import View
 
 
 def _fmt(table):
@@ -25,7 +26,7 @@ def _offer_twin() -> None:
     st.button(
         "Train the MC-Dropout twin now",
         type="primary",
-        on_click=fit.request_twin,
+        on_click=controller.request_twin,
         key=state.TWIN_BUTTON,
     )
 
@@ -50,7 +51,7 @@ def _cost_metrics(lev: dict, mc: dict, T: int) -> None:
 
 def _metrics_table(result: dict) -> None:
     """Both methods' metrics, with the twin's deterministic mean and the sampler below."""
-    table = services.metrics_table(result)
+    table = services.evaluation.metrics_table(result)
     st.dataframe(_fmt(table), width="stretch", height=36 * (len(table) + 1) + 4)
     extra = []
     if result.get("softmax"):
@@ -72,10 +73,10 @@ def _metrics_table(result: dict) -> None:
     )
 
 
-def _band_overlay(res: services.FitResult, view: band.View) -> None:
+def _band_overlay(res: FitResult, view: View) -> None:
     where = " past the end of the data" if res.on_origins else ""
     st.subheader(f"Both bands on series {plain(view.series_id)}, channel {plain(view.channel)}{where}")
-    fig, _ = band.band_figure(res, view)
+    fig, _ = widgets.band_figure(res, view)
     st.plotly_chart(fig, key=state.MC_BAND_CHART)
     st.caption(
         f"How to read: blue = Lévy, vermillion = MC-Dropout ({100 * view.level:.0f} % bands, "
@@ -84,29 +85,29 @@ def _band_overlay(res: services.FitResult, view: band.View) -> None:
     )
 
 
-def render(res: services.FitResult) -> None:
+def render(res: FitResult) -> None:
     if not res.has_twin and res.opened_from:
         st.info("This saved model was fitted without its MC-Dropout twin, and an opened model is never "
                 "retrained: close it (sidebar, 3 · Saved model) and fit to compare with MC-Dropout.")
         return
-    if fit.twin_deferred(res):
+    if controller.twin_deferred(res):
         st.info("The MC-Dropout twin is training (progress under the title); this panel fills in when it is done.")
         return
     if not res.has_twin:
         _offer_twin()
         return
-    band.ensure_view_state(res)
-    band.mc_controls(res)
-    view = band.current_view(res)
+    widgets.ensure_view_state(res)
+    widgets.mc_controls(res)
+    view = widgets.current_view(res)
     T = view.mc_passes
     with st.spinner(f"Evaluating both methods on the test split (T = {T}) …"):
-        result, _ = services.evaluation(res.key, res, T)
+        result, _ = services.evaluation.evaluation(res.key, res, T)
     lev, mc = result["levy"], result.get("mc_dropout")
     st.subheader(f"Lévy vs MC-Dropout on {result['n_test']:,} test queries")
     if mc:
         _cost_metrics(lev, mc, T)
     _metrics_table(result)
-    st.plotly_chart(charts.timing_figure(services.timing_rows(res, result)), key=state.TIMING_CHART)
+    st.plotly_chart(charts.timing_figure(services.evaluation.timing_rows(res, result)), key=state.TIMING_CHART)
     st.caption(
         "How to read: wall time on this machine (log axis). The Lévy band costs one forward pass; "
         "MC-Dropout needs T passes, so its cost grows with T."

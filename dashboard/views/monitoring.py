@@ -5,18 +5,13 @@ from __future__ import annotations
 import streamlit as st
 from levy_dashboard import charts, services, state
 from levy_dashboard.markup import plain
+from levy_dashboard.services.fit import FitResult
 
 
-def _what_is_checked(res: services.FitResult) -> str:
-    model = f"the saved model {res.opened_from}" if res.opened_from else "the model fitted here"
-    data = "every series (new data)" if not res.data.same_data else "its test split (the data it was fitted on)"
-    return f"Checking {model} on {res.data_label}: {data}."
-
-
-def _render_drift(res: services.FitResult) -> None:
+def _render_drift(res: FitResult) -> None:
     """Drift, said plainly: the band's guarantee assumed data like the calibration data."""
     st.markdown("**Drift** — is this data like the data the model was trained and calibrated on?")
-    flags, checked, note = services.drift(res.key, res)
+    flags, checked, note = services.monitoring.drift(res.key, res)
     if not checked:
         st.info(plain(note))
     elif flags.empty:
@@ -27,15 +22,15 @@ def _render_drift(res: services.FitResult) -> None:
                          "guarantee assumed data like the calibration data, so read its coverage on these "
                          "channels with care."))
         st.dataframe(flags, hide_index=True, key=state.MONITOR_DRIFT, width="stretch")
-    st.caption(plain(services.DRIFT_CAPTION))
+    st.caption(plain(services.monitoring.DRIFT_CAPTION))
 
 
-def render(res: services.FitResult) -> None:
+def render(res: FitResult) -> None:
     st.subheader("Monitoring: does the band still hold on this data?")
-    st.caption(plain(_what_is_checked(res)))
+    st.caption(plain(services.monitoring.what_is_checked(res)))
     _render_drift(res)
     with st.spinner("Scoring the observed queries …"):
-        monitor = services.monitoring(res.key, res)
+        monitor = services.monitoring.monitoring(res.key, res)
     if not monitor.observed:
         st.info(plain(monitor.summary()))
         return
@@ -43,9 +38,9 @@ def render(res: services.FitResult) -> None:
     (st.success if not levels and not channels else st.warning)(plain(monitor.summary()))
     st.caption(plain(monitor.note))
     st.markdown(f"**Verdicts, as `levy evaluate` prints them** — Lévy: {plain(monitor.verdicts())}")
-    by_level, by_channel, (at_level, level) = services.monitoring_tables(monitor, float(state.get(state.LEVEL, 0.9)))
+    by_level, by_channel, (at_level, level) = services.monitoring.monitoring_tables(monitor, float(state.get(state.LEVEL, 0.9)))
     st.dataframe(by_level, hide_index=True, key=state.MONITOR_TABLE)
-    st.caption("How to read: the verdicts `levy evaluate` gives. " + services.GUARANTEE_CAPTION)
+    st.caption("How to read: the verdicts `levy evaluate` gives. " + services.monitoring.GUARANTEE_CAPTION)
     st.markdown("**Per channel** — the coverage at each level and its verdict (the window when outside)")
     st.dataframe(by_channel, hide_index=True, key=state.MONITOR_CHANNELS, width="stretch")
     st.plotly_chart(charts.channel_coverage_figure(at_level, level, "observed queries"), key=state.MONITOR_CHART)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 from levy_dashboard import charts, services, state
+from levy_dashboard.services.fit import FitResult
 
 
 def _open(series_id: str) -> None:
@@ -27,8 +28,8 @@ def _on_open_click() -> None:
         _open(sid)
 
 
-def render(res: services.FitResult) -> None:
-    ranked, seconds = services.ranking(res.key, res)
+def render(res: FitResult) -> None:
+    ranked, seconds = services.evaluation.ranking(res.key, res)
     st.session_state[state.RANKED_IDS] = ranked["series_id"].astype(str).tolist()
     st.subheader(f"{len(ranked):,} series ranked by trust")
     st.caption(
@@ -64,7 +65,7 @@ def render(res: services.FitResult) -> None:
     c[1].button("Open", on_click=_on_open_click, key=state.RANK_OPEN_BUTTON)
     c[2].download_button(
         "Download the ranking (CSV)",
-        data=services.ranking_csv(ranked),
+        data=services.evaluation.ranking_csv(ranked),
         file_name="levy_trust_ranking.csv",
         mime="text/csv",
         key=state.RANK_DOWNLOAD,

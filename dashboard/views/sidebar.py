@@ -2,41 +2,14 @@
 
 from __future__ import annotations
 
-import logging
-from dataclasses import dataclass
-
 import streamlit as st
-from levy_dashboard import origin_services, services, state
+from levy_dashboard import controller, services, state
+from levy_dashboard.controller import Choice
 from levy_dashboard.markup import plain
+from levy_dashboard.services.data import DataSource
+from levy_dashboard.services.fit import FitSettings
 
 from levy_core.data import SAMPLES, DataError, Observations
-
-log = logging.getLogger(__name__)
-
-
-@dataclass
-class Choice:
-    """What the sidebar selects: the candidate data (loaded, or why not) and the fit settings."""
-
-    source: services.DataSource | None
-    obs: Observations | None
-    obs_hash: str | None
-    error: str | None  # why the selected data cannot be used (None: fine, or nothing selected)
-    mapping_json: str | None
-    time_unit: str
-    settings: services.FitSettings
-    fit_clicked: bool
-    settings_error: str | None = None  # why a fit setting cannot be used (the model is kept)
-
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _sample_source(name: str) -> services.DataSource:
-    return services.source_from_sample(name)
-
-
-@st.cache_resource(show_spinner=False, max_entries=4)
-def _path_source(path: str) -> services.DataSource:
-    return services.source_from_path(path)
 
 
 def _on_upload() -> None:
@@ -44,7 +17,7 @@ def _on_upload() -> None:
         st.session_state[state.SOURCE] = state.SOURCE_UPLOAD
 
 
-def _upload_source() -> services.DataSource | None:
+def _upload_source() -> DataSource | None:
     up = st.session_state.get(state.UPLOAD)
     if up is None:
         return None
@@ -52,16 +25,16 @@ def _upload_source() -> services.DataSource | None:
     cached = st.session_state.get(state.UPLOAD_SOURCE)
     if cached is not None and cached[0] == file_id:
         return cached[1]
-    services.check_upload_size(up.name, int(up.size))  # before the bytes are copied
-    src = services.source_from_upload(up.name, up.getvalue())
+    services.data.check_upload_size(up.name, int(up.size))  # before the bytes are copied
+    src = services.data.source_from_upload(up.name, up.getvalue())
     st.session_state[state.UPLOAD_SOURCE] = (file_id, src)
     return src
 
 
-def _data_section() -> tuple[services.DataSource | None, str | None]:
+def _data_section() -> tuple[DataSource | None, str | None]:
     sb = st.sidebar
     sb.header("1 · Data")
-    env_path = services.env_data_path()
+    env_path = services.data.env_data_path()
     options = ([state.SOURCE_FILE] if env_path else []) + [state.SOURCE_SAMPLE, state.SOURCE_UPLOAD]
     if st.session_state.get(state.SOURCE) not in options:
         st.session_state[state.SOURCE] = options[0]
@@ -73,7 +46,7 @@ def _data_section() -> tuple[services.DataSource | None, str | None]:
     )
     if kind == state.SOURCE_SAMPLE:
         if st.session_state.get(state.SAMPLE) not in SAMPLES:
-            st.session_state[state.SAMPLE] = services.DEFAULT_SAMPLE
+            st.session_state[state.SAMPLE] = services.data.DEFAULT_SAMPLE
         sb.selectbox(
             "Sample",
             list(SAMPLES),
@@ -87,13 +60,13 @@ def _data_section() -> tuple[services.DataSource | None, str | None]:
         on_change=_on_upload,
         help="Long: series_id (optional), time, channel (optional), value. Wide: a time column "
         "and one numeric column per channel, blanks unobserved. .csv or .csv.gz; comma, "
-        f"semicolon or tab separated; up to {services.upload_limit_text()}.",
+        f"semicolon or tab separated; up to {services.data.upload_limit_text()}.",
     )
     try:
         if kind == state.SOURCE_FILE and env_path:
-            return _path_source(env_path), None
+            return services.data.path_source(env_path), None
         if kind == state.SOURCE_SAMPLE:
-            return _sample_source(st.session_state[state.SAMPLE]), None
+            return services.data.sample_source(st.session_state[state.SAMPLE]), None
         src = _upload_source()
         if src is None:
             sb.info("Drop a CSV above; the current data and model stay until it loads.")
@@ -102,35 +75,10 @@ def _data_section() -> tuple[services.DataSource | None, str | None]:
         return None, str(exc)
 
 
-def _load(
-    src: services.DataSource,
-) -> tuple[Observations | None, str | None, str | None, str, str | None]:
-    """(obs, obs_hash, mapping_json, time_unit, error)."""
-    mapping_json, time_unit = st.session_state[state.MAPPINGS].get(src.digest, (None, "hours"))
-    try:
-        obs = services.load_observations(src.digest, src.data, src.name, mapping_json, time_unit)
-        obs_hash = services.content_hash(src.digest, mapping_json, time_unit, obs)
-        return obs, obs_hash, mapping_json, time_unit, None
-    except DataError as exc:
-        return None, None, mapping_json, time_unit, str(exc)
-    except Exception as exc:  # noqa: BLE001 - never let a file crash the app
-        log.exception("unexpected error reading %s", src.name)
-        return (
-            None,
-            None,
-            mapping_json,
-            time_unit,
-            (
-                f"Could not read {src.name!r}: {exc}. Check that it is a "
-                "CSV of timestamped observations (see the Data tab)."
-            ),
-        )
-
-
 _TASKS = ["forecast", "interpolate"]
 
 
-def _task_radio(d: services.FitSettings, few: bool) -> str:
+def _task_radio(d: FitSettings, few: bool) -> str:
     """The task; with few series forecasting is the natural one (and the default), on its own
     key so each kind of data keeps its own choice."""
     return st.sidebar.radio(
@@ -148,11 +96,11 @@ def _task_radio(d: services.FitSettings, few: bool) -> str:
 
 def _horizon_input(obs: Observations, obs_hash: str) -> tuple[float | None, str | None]:
     """Few series: the forecast horizon as a duration → (hours or None for the default, error)."""
-    auto = origin_services.auto_horizon(obs_hash, obs)
+    auto = services.origins.auto_horizon(obs_hash, obs)
     text = st.sidebar.text_input(
         "Forecast horizon",
         key=state.keyed(state.FIT_HORIZON, obs_hash[:12]),
-        placeholder=f"auto: {origin_services.horizon_text(auto)}" if auto else "e.g. 36h, 2d, 2w",
+        placeholder=f"auto: {services.origins.horizon_text(auto)}" if auto else "e.g. 36h, 2d, 2w",
         help="How far ahead each forecast reaches: a duration such as 36h, 2d, 2w or 1y (a "
         "bare number is in the data's time unit, not allowed for date-times). Empty: a tenth "
         "of the series' span. With fewer than 10 series the model learns from rolling "
@@ -161,20 +109,20 @@ def _horizon_input(obs: Observations, obs_hash: str) -> tuple[float | None, str 
     if not text.strip():
         return None, None
     try:
-        return origin_services.parse_horizon(obs, text), None
+        return services.origins.parse_horizon(obs, text), None
     except DataError as exc:
         return None, f"Forecast horizon {text!r}: {exc}"
 
 
 def _cutoff_slider(
-    obs: Observations | None, obs_hash: str | None, d: services.FitSettings
+    obs: Observations | None, obs_hash: str | None, d: FitSettings
 ) -> float | None:
     """The forecast cut-off (None: no data yet, or the data leave no range to choose)."""
     if obs is None or obs_hash is None:
         return None
     lo = hi = default = 0.0
     try:
-        lo, hi, default = services.cutoff_range(obs_hash, obs, d.seed)
+        lo, hi, default = services.fit.cutoff_range(obs_hash, obs, d.seed)
     except DataError:
         pass  # the fit will say what is wrong
     if not hi > lo:
@@ -193,7 +141,7 @@ def _cutoff_slider(
     )
 
 
-def _holdout_slider(d: services.FitSettings) -> float:
+def _holdout_slider(d: FitSettings) -> float:
     return st.sidebar.slider(
         "Held-out share",
         0.05,
@@ -205,19 +153,16 @@ def _holdout_slider(d: services.FitSettings) -> float:
     )
 
 
-def _model_controls(d: services.FitSettings) -> tuple[str, int, float, bool]:
+def _model_controls(d: FitSettings) -> tuple[str, int, float, bool]:
     """(model size, max epochs, budget per model in s, train the twin)."""
     sb = st.sidebar
-    limits = services.session_limits()
+    limits = services.fit.session_limits()
     size = sb.select_slider(
         "Model size",
-        options=[s for s in services.MODEL_SIZES if s in limits.sizes] or list(services.MODEL_SIZES),
+        options=services.fit.size_options(limits),
         value=d.size,
         key=state.FIT_SIZE,
-        help=", ".join(
-            f"{k}: d_model {v['d_model']}, {v['num_heads']} heads"
-            for k, v in services.MODEL_SIZES.items()
-        ),
+        help=services.fit.size_help(),
     )
     c1, c2 = sb.columns(2)
     epochs = c1.number_input(
@@ -250,10 +195,10 @@ def _model_controls(d: services.FitSettings) -> tuple[str, int, float, bool]:
 
 
 def _task_settings(
-    obs: Observations | None, obs_hash: str | None, d: services.FitSettings
+    obs: Observations | None, obs_hash: str | None, d: FitSettings
 ) -> tuple[dict, str | None]:
     """The task's settings (task, cutoff, horizon, holdout_fraction) and a setting's error."""
-    few = obs is not None and services.few_series(obs)
+    few = obs is not None and services.data.few_series(obs)
     task = _task_radio(d, few)
     out = {"task": task, "cutoff": None, "horizon": None, "holdout_fraction": d.holdout_fraction}
     error = None
@@ -269,12 +214,12 @@ def _task_settings(
 
 def _fit_section(
     obs: Observations | None, obs_hash: str | None, has_model: bool = False
-) -> tuple[services.FitSettings, bool, str | None]:
+) -> tuple[FitSettings, bool, str | None]:
     st.sidebar.header("2 · Fit")
-    d = services.default_settings()
+    d = services.fit.default_settings()
     task, error = _task_settings(obs, obs_hash, d)
     size, epochs, budget, twin = _model_controls(d)
-    settings = services.FitSettings(
+    settings = services.fit.FitSettings(
         **task,
         size=size,
         epochs=epochs,
@@ -294,31 +239,6 @@ def _fit_section(
     return settings, clicked, error
 
 
-def _open_uploaded_model() -> None:
-    """Open a newly uploaded zip once. A refused one (tampered, foreign) leaves the model in
-    use, fitted or opened, as it was; the message stays until another zip is opened."""
-    ss = st.session_state
-    up = ss.get(state.MODEL_UPLOAD)
-    if up is None:
-        return
-    file_id = getattr(up, "file_id", None) or f"{up.name}:{up.size}"
-    if ss.get(state.MODEL_UPLOAD_SEEN) == file_id:
-        return
-    ss[state.MODEL_UPLOAD_SEEN] = file_id
-    try:
-        opened = services.open_model(up.name, up.getvalue())
-    except ValueError as exc:  # ModelLoadError: what is wrong with the zip
-        ss[state.MODEL_ERROR] = str(exc)
-        return
-    except Exception as exc:  # noqa: BLE001 - never let an upload crash the app
-        log.exception("unexpected error opening %s", up.name)
-        ss[state.MODEL_ERROR] = f"Could not open {up.name!r} ({type(exc).__name__}); it is not a saved model zip"
-        return
-    ss.pop(state.MODEL_ERROR, None)
-    ss[state.OPENED_MODEL] = opened
-    ss.pop(state.OPENED_RESULT, None)
-
-
 def _model_section() -> None:
     sb = st.sidebar
     sb.header("3 · Saved model")
@@ -330,7 +250,7 @@ def _model_section() -> None:
         "model.json and safetensors weights only (anything else is refused). The data in the sidebar "
         "is then scored with it, without refitting.",
     )
-    _open_uploaded_model()
+    controller.open_uploaded_model()
     error = state.get(state.MODEL_ERROR)
     if error:
         sb.error(f"Model zip refused: {plain(error)}. The current model is kept.", icon="🚫")
@@ -348,8 +268,11 @@ def render() -> Choice:
     obs = obs_hash = mapping_json = None
     time_unit = "hours"
     if src is not None:
-        obs, obs_hash, mapping_json, time_unit, error = _load(src)
-    has_model = bool(state.get(state.FIT_KEY)) or (src is not None and services.shipped_model(src.digest) is not None)
+        mapping_json, time_unit = st.session_state[state.MAPPINGS].get(src.digest, (None, "hours"))
+        loaded = services.data.load(src, mapping_json, time_unit)
+        obs, obs_hash, error = loaded.obs, loaded.obs_hash, loaded.error
+    has_model = bool(state.get(state.FIT_KEY)) or (
+        src is not None and services.fit.shipped_model(src.digest) is not None)
     settings, clicked, settings_error = _fit_section(obs, obs_hash, has_model)
     _model_section()
     return Choice(src, obs, obs_hash, error, mapping_json, time_unit, settings, clicked, settings_error)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import streamlit as st
-from levy_dashboard import services, state, watch_services
+from levy_dashboard import services, state
 from levy_dashboard.charts.watch import watch_figure
 from levy_dashboard.markup import plain
+from levy_dashboard.services.fit import FitResult
+from levy_dashboard.services.watch import Replay
 
 PLAY_EVERY_S = 0.8  # seconds between two steps of the replay while it plays
 HOW_TO_READ = (
@@ -17,15 +19,13 @@ HOW_TO_READ = (
 )
 
 
-def _controls(res: services.FitResult, rep: watch_services.Replay) -> tuple[str, str]:
+def _controls(res: FitResult, rep: Replay) -> tuple[str, str]:
     series = rep.series()
     if state.get(state.WATCH_SERIES) not in series:
         st.session_state[state.WATCH_SERIES] = series[0]
     left, right = st.columns(2)
     sid = left.selectbox("Series (most flags first)", series, key=state.WATCH_SERIES)
-    channels = sorted(rep.rows.loc[rep.rows["series_id"] == sid, "channel"].unique())
-    flagged = rep.rows[(rep.rows["series_id"] == sid) & rep.rows["flagged"]]["channel"].value_counts()
-    channels = sorted(channels, key=lambda c: -int(flagged.get(c, 0)))
+    channels = rep.channels(sid)
     if state.get(state.WATCH_CHANNEL) not in channels:
         st.session_state[state.WATCH_CHANNEL] = channels[0]
     channel = right.selectbox("Channel", channels, key=state.WATCH_CHANNEL)
@@ -36,9 +36,9 @@ def _toggle_play() -> None:
     st.session_state[state.WATCH_PLAYING] = not state.get(state.WATCH_PLAYING, False)
 
 
-def _replay_view(res: services.FitResult, rep: watch_services.Replay, sid: str, channel: str) -> None:
+def _replay_view(res: FitResult, rep: Replay, sid: str, channel: str) -> None:
     """The slider, the figure and the running rate: one fragment, re-run every step while playing."""
-    steps = sorted(rep.rows.loc[rep.rows["series_id"] == sid, "time"].unique())
+    steps = rep.steps(sid)
     step_key = state.keyed(state.WATCH_STEP, sid)
     if step_key not in st.session_state:
         st.session_state[step_key] = len(steps) - 1
@@ -47,26 +47,26 @@ def _replay_view(res: services.FitResult, rep: watch_services.Replay, sid: str, 
     index = st.slider("Replay up to observation time step", 0, len(steps) - 1, key=step_key,
                       help="the replay's clock: observations after it are not shown yet")
     upto = float(steps[index])
-    shown, rate = watch_services.series_frames(rep, sid, channel, upto)
+    shown, rate = services.watch.series_frames(rep, sid, channel, upto)
     now = rate["when"].iloc[-1] if len(rate) else upto
-    st.markdown(plain(f"Replay at {services.time_text(res, sid, upto)} — step {index + 1} of {len(steps)}"))
+    st.markdown(plain(f"Replay at {services.band.time_text(res, sid, upto)} — step {index + 1} of {len(steps)}"))
     st.plotly_chart(watch_figure(shown, rate, alpha=rep.alpha, upto=now, channel=channel,
-                                 time_title=services.time_axis(res), value_title=channel),
+                                 time_title=services.band.time_axis(res), value_title=channel),
                     key=state.WATCH_CHART)
-    mine = rep.rows[(rep.rows["series_id"] == sid) & (rep.rows["time"] <= upto)]
+    flagged, scored, rate_now = rep.so_far(sid, upto)
     cols = st.columns(3)
-    cols[0].metric("flagged so far (this series)", f"{int(mine['flagged'].sum())} of {len(mine)}")
-    cols[1].metric("running flag rate", f"{mine['flagged'].mean():.3f}" if len(mine) else "–")
+    cols[0].metric("flagged so far (this series)", f"{flagged} of {scored}")
+    cols[1].metric("running flag rate", "–" if rate_now is None else f"{rate_now:.3f}")
     cols[2].metric("nominal false-alarm rate α", f"{rep.alpha:g}")
     st.caption(HOW_TO_READ)
 
 
-def render(res: services.FitResult) -> None:
+def render(res: FitResult) -> None:
     st.subheader("Watch: which new observation is a surprise?")
-    alpha = st.select_slider("False-alarm rate α", options=list(watch_services.ALPHAS), key=state.WATCH_ALPHA,
+    alpha = st.select_slider("False-alarm rate α", options=list(services.watch.ALPHAS), key=state.WATCH_ALPHA,
                              help="flag an observation whose conformal p-value is at most α")
     with st.spinner("Replaying the data, each observation against the band issued before it …"):
-        rep = watch_services.replay(res.key, res, float(alpha))
+        rep = services.watch.replay(res.key, res, float(alpha))
     if rep.rows.empty:
         st.info("Nothing to watch: no series has an observation with one before it.")
         return

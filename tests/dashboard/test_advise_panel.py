@@ -44,7 +44,7 @@ def test_advice_on_a_forecast_fit_starts_at_the_cut_off() -> None:
     those after it (what was really measured next) are kept apart for the chart."""
     from types import SimpleNamespace
 
-    from levy_dashboard.advise_services import advice_data
+    from levy_dashboard.services.advise import advice_data
 
     from levy_core.data import load_sample
     from levy_core.episodes.tasks import TaskConfig

@@ -14,7 +14,7 @@ import re
 
 import pytest
 from dash_helpers import figure, long_csv, show, start, wide_csv
-from levy_dashboard import origin_services, services
+from levy_dashboard import fit_pool, report, services
 from levy_dashboard.charts import LEVY, MC
 from levy_dashboard.state import PANELS
 from streamlit.testing.v1 import AppTest
@@ -181,7 +181,7 @@ def test_calibration_panel_report_and_csv():
     by_channel = figure(at, "channel_coverage_chart")
     assert_titled(by_channel)
     assert names(by_channel) == ["Lévy", "MC-Dropout"]
-    res_now = services.cached_fit(at.session_state["_fit_key"])
+    res_now = services.fit.cached_fit(at.session_state["_fit_key"])
     for bar in by_channel["data"]:
         assert set(bar["y"]) == set(res_now.fitted.channels)  # every channel of the test split
     for key in ("pit_chart", "risk_chart"):
@@ -201,18 +201,18 @@ def test_calibration_panel_report_and_csv():
         "Download the per-query predictions (CSV)",
     }
 
-    res = services.cached_fit(at.session_state["_fit_key"])
-    html = origin_services.build_report(
+    res = services.fit.cached_fit(at.session_state["_fit_key"])
+    html = report.build_report(services.report.report_inputs(
         res.key, res, 5, series_id=at.session_state["series"], channel=at.session_state["channel"]
-    )
-    assert services.report_is_offline(html)
+    ))
+    assert report.report_is_offline(html)
     assert "<script src" not in html.lower()
     assert "plotly.js v" in html  # the library itself is inlined, once
     # band, reliability, coverage by channel, PIT, risk–coverage, cost
     assert html.count("Plotly.newPlot") == 6
     assert "MC-Dropout (T = 5)" in html and res.data_label in html
     assert "Does the conformal band hold its level?" in html and "per-series s.e." in html
-    csv = services.prediction_csv(services.evaluation(res.key, res, 5)[1]).decode()
+    csv = services.evaluation.prediction_csv(services.evaluation.evaluation(res.key, res, 5)[1]).decode()
     assert csv.splitlines()[0].split(",") == pipeline.PRED_COLUMNS
 
 
@@ -246,8 +246,8 @@ def test_identity_panel():
 
 def test_selecting_a_query_shows_what_it_drew_on():
     at = start()
-    res = services.cached_fit(at.session_state["_fit_key"])
-    held = services.heldout_predictions(res.key, res, at.session_state["series"])
+    res = services.fit.cached_fit(at.session_state["_fit_key"])
+    held = services.evidence.heldout_predictions(res.key, res, at.session_state["series"])
     t = float(held[held["channel"] == at.session_state["channel"]]["time"].iloc[0])
     at.selectbox(key="query_pick").set_value(t).run()
     assert not at.exception
@@ -280,7 +280,7 @@ def test_uploaded_csv_every_panel(name: str, data: bytes, n_series: int):
     assert not at.error, [e.value for e in at.error]
     assert at.session_state["source"] == "Upload a CSV"
     assert at.session_state["_fit_key"] != key0
-    res = services.cached_fit(at.session_state["_fit_key"])
+    res = services.fit.cached_fit(at.session_state["_fit_key"])
     assert res.data_label == f"upload: {name}" and res.obs.n_series == n_series
     if res.on_origins:  # one series: a forecast on rolling origins, the band past the end of the data
         band = trace(figure(at, "future_chart"), "Lévy ")
@@ -375,7 +375,7 @@ def test_mapping_override_fixes_undetected_columns():
     assert not at.exception
     assert not at.error, [e.value for e in at.error]
     assert at.session_state["_fit_key"] != key0
-    assert services.cached_fit(at.session_state["_fit_key"]).obs.n_series == 10
+    assert services.fit.cached_fit(at.session_state["_fit_key"]).obs.n_series == 10
 
 
 # ----------------------------------------------------------------------------- fit settings
@@ -386,7 +386,7 @@ def test_interpolation_fit():
     at.radio(key="fit_task").set_value("interpolate")
     at.button(key="fit_button").click().run()
     assert not at.exception and not at.error
-    res = services.cached_fit(at.session_state["_fit_key"])
+    res = services.fit.cached_fit(at.session_state["_fit_key"])
     assert res.fitted.task.kind == "interpolate"
     fig = figure(at, "band_chart")
     assert_band(fig, mc=True)
@@ -399,10 +399,10 @@ def test_an_upload_is_fitted_in_the_pool_levy_model_first_then_its_twin():
     """The pool delivers the Lévy model alone before training its twin; the session ends on
     the model with its twin, under the key the settings name."""
     at = upload(start(), "long.csv", long_csv(12))
-    res = services.cached_fit(at.session_state["_fit_key"])
-    settings = services.default_settings()
-    assert res.has_twin and res.key == services.final_key(res.obs_hash, settings)
-    job = services.fit_pool.pool().job(services.fit_key(res.obs_hash, settings))
+    res = services.fit.cached_fit(at.session_state["_fit_key"])
+    settings = services.fit.default_settings()
+    assert res.has_twin and res.key == services.fit.final_key(res.obs_hash, settings)
+    job = fit_pool.pool().job(services.fit.fit_key(res.obs_hash, settings))
     assert job.levy is not None and job.state == "done", "the pool delivered the Lévy model before its twin"
     assert [h["model"] for h in job.history] == ["levy"] * 3 + ["softmax"] * 3
     assert "_job" not in at.session_state and "_preview" not in at.session_state
@@ -412,9 +412,9 @@ def test_an_upload_is_fitted_in_the_pool_levy_model_first_then_its_twin():
 
 def test_a_twin_that_fails_after_the_band_keeps_the_levy_model(monkeypatch):
     # one MC-Dropout pass cannot calibrate the twin: the Lévy model trains, its twin fails in the worker
-    monkeypatch.setattr(services, "default_settings", lambda: services.FitSettings(epochs=3, mc_passes=1))
+    monkeypatch.setattr(services.fit, "default_settings", lambda: services.fit.FitSettings(epochs=3, mc_passes=1))
     at = upload(start(), "long.csv", long_csv(10))
-    res = services.cached_fit(at.session_state["_fit_key"])
+    res = services.fit.cached_fit(at.session_state["_fit_key"])
     assert res is not None and not res.has_twin and res.data_label == "upload: long.csv"
     assert any("could not be trained" in w.value and "mc_passes" in rendered(w.value) for w in at.warning)
     assert_band(figure(at, "band_chart"), mc=False)
@@ -427,12 +427,12 @@ def test_twin_on_demand():
     at = start()
     at.checkbox(key="fit_twin").set_value(False)
     at.button(key="fit_button").click().run()
-    assert not services.cached_fit(at.session_state["_fit_key"]).has_twin
+    assert not services.fit.cached_fit(at.session_state["_fit_key"]).has_twin
     assert_band(figure(at, "band_chart"), mc=False)
     show(at, "MC-Dropout")
     at.button(key="twin_button").click().run()
     assert not at.exception
-    res = services.cached_fit(at.session_state["_fit_key"])
+    res = services.fit.cached_fit(at.session_state["_fit_key"])
     assert res.has_twin and res.key.endswith("+twin")
     assert any(c.startswith("MC-Dropout") for c in at.dataframe[0].value.columns)
 
@@ -443,7 +443,7 @@ def test_start_file_from_the_command_line(tmp_path, monkeypatch):
     monkeypatch.setenv("LEVY_DASHBOARD_DATA", str(path))
     at = start()
     assert at.session_state["source"] == "File given at start"
-    assert services.cached_fit(at.session_state["_fit_key"]).data_label == "file: mine.csv"
+    assert services.fit.cached_fit(at.session_state["_fit_key"]).data_label == "file: mine.csv"
     assert_band(figure(at, "band_chart"), mc=True)
 
 

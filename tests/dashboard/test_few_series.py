@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from dash_helpers import APP, SAMPLE_DIR, csv_frame, figure, show
-from levy_dashboard import origin_services, services
+from levy_dashboard import report, services
 from levy_dashboard.state import PANELS
 from streamlit.testing.v1 import AppTest
 
@@ -88,7 +88,7 @@ def assert_no_pseudo_ids(at: AppTest, where: str) -> None:
 @pytest.mark.slow  # a forecast fit on rolling origins
 def test_forecast_on_one_series_shows_only_the_users_ids_and_clock():
     at = start_single()
-    res = services.cached_fit(at.session_state["_fit_key"])
+    res = services.fit.cached_fit(at.session_state["_fit_key"])
     assert res.fitted.split.mode == "origin" and res.obs.n_series == 1
     # the page says what the offset is, and in plain words when training did not improve on it
     show(at, PANELS[0])
@@ -104,22 +104,22 @@ def test_forecast_on_one_series_shows_only_the_users_ids_and_clock():
         assert_no_pseudo_ids(at, panel)
     # a query picked in the backtest's origin, explained in the band panel, and the identity check
     show(at, "Predictive band")
-    held = services.heldout_queries(res.key, res, "series_0")
+    held = services.evidence.heldout_queries(res.key, res, "series_0")
     t = float(held[held["channel"] == at.session_state["channel"]]["time"].iloc[0])
     at.selectbox(key="query_pick").set_value(t).run()
     assert not at.exception
-    assert at.session_state["_query"]["origin"] == origin_services.test_origins(res, "series_0")[-1]
+    assert at.session_state["_query"]["origin"] == services.origins.test_origins(res, "series_0")[-1]
     assert any("Selected query" in m.value and "UTC" in m.value for m in at.markdown)
     assert_no_pseudo_ids(at, "a selected query")
     show(at, "Check the identity")
     assert_no_pseudo_ids(at, "identity on a selected query")
     # downloads: the per-query predictions and the ranking name the user's series and times
-    _, pred = services.evaluation(res.key, res, services.default_mc_passes())
-    csv = csv_frame(services.prediction_csv(pred, res))
+    _, pred = services.evaluation.evaluation(res.key, res, services.fit.default_mc_passes())
+    csv = csv_frame(services.evaluation.prediction_csv(pred, res))
     assert set(csv["series_id"]) == {"series_0"} and "origin" in csv.columns
     assert pd.to_datetime(csv["time"]).min() > pd.Timestamp("2024-03-22", tz="UTC")
-    assert not PSEUDO.search(services.prediction_csv(pred, res).decode())
-    assert set(services.ranking(res.key, res)[0]["series_id"]) == {"series_0"}
+    assert not PSEUDO.search(services.evaluation.prediction_csv(pred, res).decode())
+    assert set(services.evaluation.ranking(res.key, res)[0]["series_id"]) == {"series_0"}
 
 
 @pytest.mark.slow  # fits in the app
@@ -128,7 +128,7 @@ def test_interpolation_on_one_series_shows_only_the_users_ids_and_clock():
     at.radio(key="fit_task_few").set_value("interpolate")
     at.button(key="fit_button").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    res = services.cached_fit(at.session_state["_fit_key"])
+    res = services.fit.cached_fit(at.session_state["_fit_key"])
     assert res.fitted.split.mode == "window"
     for panel in PANELS:
         show(at, panel)
@@ -154,7 +154,7 @@ def test_future_band_extends_past_the_last_observation_and_widens():
     x, upper, lower = band_edges(fig)
     obs = pd.to_datetime(values(trace(fig, "observations the forecast draws on")["x"]))
     assert obs.max() == LAST and x.min() > LAST  # the band starts past the last observation
-    res = services.cached_fit(at.session_state["_fit_key"])
+    res = services.fit.cached_fit(at.session_state["_fit_key"])
     reach = (x.max() - LAST) / pd.Timedelta(hours=1)
     assert reach == pytest.approx(res.fitted.task.horizon, rel=0.02)  # the fit's horizon by default
     assert upper[-1] - lower[-1] > upper[0] - lower[0]  # wider at the last step than at the first
@@ -197,8 +197,8 @@ def test_backtest_panel_shows_both_methods_over_time_and_the_guarantee():
     text = " ".join(m.value for m in at.markdown)
     assert pipeline.GUARANTEE in text
     metrics = {m.label: m.value for m in at.metric}
-    res = services.cached_fit(at.session_state["_fit_key"])
-    result, _ = services.evaluation(res.key, res, services.default_mc_passes())
+    res = services.fit.cached_fit(at.session_state["_fit_key"])
+    result, _ = services.evaluation.evaluation(res.key, res, services.fit.default_mc_passes())
     assert metrics["Adaptive 90 % band: coverage"] == f"{100 * result['levy']['adaptive_coverage']['0.9']:.1f} %"
     assert metrics["Long-run bound"] == f"± {100 * result['levy']['adaptive_bound']['0.9']:.1f} points"
     one = figure(at, "backtest_chart")
@@ -211,10 +211,11 @@ def test_backtest_panel_shows_both_methods_over_time_and_the_guarantee():
     table = [d.value for d in at.dataframe if "long-run bound" in d.value.columns][0]
     assert list(table["band"][:4]) == ["50 %", "80 %", "90 %", "95 %"]
     # the report carries the forecast past the end and the coverage over time, offline
-    html = origin_services.build_report(res.key, res, services.default_mc_passes(), series_id="series_0",
-                                 channel="temperature_c", level=0.9, kind="adaptive", horizon=48.0)
+    html = report.build_report(services.report.report_inputs(
+        res.key, res, services.fit.default_mc_passes(), series_id="series_0", channel="temperature_c", level=0.9,
+        kind="adaptive", horizon=48.0))
     start = html.find("plotly.js v")  # the inlined library (its own text has "sprite@1" URLs)
-    assert services.report_is_offline(html) and start > 0
+    assert report.report_is_offline(html) and start > 0
     assert not PSEUDO.search(html[:start] + html[html.find("</script>", start):])
     assert "Forecast past the end of the data" in html and "Backtest: coverage over time" in html
 

@@ -10,7 +10,7 @@ import pytest
 from dash_helpers import long_csv
 from levy_dashboard import fit_pool, fits
 from levy_dashboard.fit_pool import FitPool, JobView
-from levy_dashboard.views.fit import status_text
+from levy_dashboard.services.fit import status_text
 
 from levy_core import pipeline
 from levy_core.data import read_csv

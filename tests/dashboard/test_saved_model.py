@@ -60,7 +60,7 @@ def saved() -> tuple[bytes, str]:
     at = show(at, "Fit")
     assert any("Download the fitted model" in str(b.proto.label) for b in at.get("download_button"))
     res = fits.cached_fit(at.session_state["_fit_key"])
-    data = services.model_zip(res.key, res)
+    data = services.fit.model_zip(res.key, res)
     assert load_model_zip(data).channels == res.fitted.channels
     key = res.key
     st.cache_resource.clear()
@@ -73,7 +73,7 @@ def test_a_saved_model_opens_in_a_fresh_session_and_scores_new_data_without_refi
     at = start()  # a fresh session on the bundled sample (its default fit is the one fit allowed)
     trained = []
     monkeypatch.setattr(fits.pipeline, "fit", lambda *a, **k: trained.append(1))  # from here on, no fit here
-    monkeypatch.setattr(services, "submit_fit", lambda *a, **k: trained.append(2))  # ... nor in the server's pool
+    monkeypatch.setattr(services.fit, "submit_fit", lambda *a, **k: trained.append(2))  # ... nor in the server's pool
     at = upload(at, "icu_model.zip", data, key="model_upload")
     assert at.session_state["_opened_model"].name == "icu_model.zip"
     at = upload(at, "new_ward.csv", series_csv(24, 36))
@@ -88,10 +88,10 @@ def test_a_saved_model_opens_in_a_fresh_session_and_scores_new_data_without_refi
     assert scatter, "evidence vs disagreement on the opened model"
     assert any(t.get("name") == "held-out queries (every new series)" for t in scatter), "new data: every series"
     at = show(at, "Trust ranking")
-    ranked, _ = services.ranking(res.key, res)
+    ranked, _ = services.evaluation.ranking(res.key, res)
     assert sorted(ranked["series_id"]) == sorted(res.obs.series_ids)
     at = show(at, "Monitoring")
-    monitor = services.monitoring(res.key, res)
+    monitor = services.monitoring.monitoring(res.key, res)
     assert monitor.observed and monitor.new_data and monitor.n_series == 12
     verdicts, channels = (d.value for d in at.dataframe if "drift" not in d.value.columns)  # per level, channel
     assert verdicts["band"].tolist() == ["50 %", "80 %", "90 %", "95 %"]
@@ -110,7 +110,7 @@ def test_data_with_no_observed_future_is_said_plainly(monkeypatch) -> None:
     at.button(key="fit_button").click().run()
     res = fits.cached_fit(at.session_state["_fit_key"])
     assert res.fitted.task.kind == "forecast"
-    data = services.model_zip(res.key, res)
+    data = services.fit.model_zip(res.key, res)
     fresh = upload(start(), "model.zip", data, key="model_upload")
     fresh = upload(fresh, "so_far.csv", series_csv(24, 36, before=res.fitted.task.cutoff))
     fresh = show(fresh, "Monitoring")

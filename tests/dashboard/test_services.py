@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 import torch
 from dash_helpers import wide_csv
-from levy_dashboard import charts, fits, origin_services, services, tables
+from levy_dashboard import charts, fits, report, services, tables
 from levy_dashboard.fits import FitResult, FitSettings
 
 from levy_core import pipeline
@@ -115,38 +115,38 @@ def settings() -> FitSettings:
     # module fixtures run before the conftest's function-scoped env patch: set it here too
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(fits.ENV_FAST, "1")
-        s = services.default_settings()
-        assert services.default_mc_passes() == MC
+        s = services.fit.default_settings()
+        assert services.fit.default_mc_passes() == MC
     assert (s.epochs, s.mc_passes, s.task, s.train_twin) == (3, MC, "interpolate", True)
     return s
 
 
 @pytest.fixture(scope="module")
 def sample() -> Sample:
-    src = services.source_from_sample(services.DEFAULT_SAMPLE)
-    obs = services.load_observations(src.digest, src.data, src.name)
+    src = services.data.source_from_sample(services.data.DEFAULT_SAMPLE)
+    obs = services.data.load_observations(src.digest, src.data, src.name)
     return Sample(src.digest, src.data, src.name, src.label, obs, obs.content_hash())
 
 
 @pytest.fixture(scope="module")
 def res(sample: Sample, settings: FitSettings) -> FitResult:
     """Interpolation, Lévy + MC-Dropout twin, on the sample."""
-    return services.fit_model(sample.obs, sample.obs_hash, sample.label, settings)
+    return services.fit.fit_model(sample.obs, sample.obs_hash, sample.label, settings)
 
 
 @pytest.fixture(scope="module")
 def fres(sample: Sample, settings: FitSettings) -> FitResult:
     """Forecast, no twin, on the sample."""
-    return services.fit_model(sample.obs, sample.obs_hash, sample.label,
+    return services.fit.fit_model(sample.obs, sample.obs_hash, sample.label,
                               dataclasses.replace(settings, task="forecast", train_twin=False))
 
 
 @pytest.fixture(scope="module")
 def wres(settings: FitSettings) -> FitResult:
     """One wide-form series: the model's series are time windows of it (``id@k``)."""
-    up = services.source_from_upload("wide.csv", wide_csv())
-    obs = services.load_observations(up.digest, up.data, up.name)
-    return services.fit_model(obs, obs.content_hash(), up.label, dataclasses.replace(settings, train_twin=False))
+    up = services.data.source_from_upload("wide.csv", wide_csv())
+    obs = services.data.load_observations(up.digest, up.data, up.name)
+    return services.fit.fit_model(obs, obs.content_hash(), up.label, dataclasses.replace(settings, train_twin=False))
 
 
 @pytest.fixture(scope="module")
@@ -175,46 +175,46 @@ def query(res: FitResult, pick: tuple[str, str]) -> float:
 
 
 def test_raw_table_is_preview_table(sample: Sample):
-    assert_same(services.raw_table(sample.digest, sample.data, sample.name), preview_table(sample.data, sample.name))
-    short = services.raw_table(sample.digest, sample.data, sample.name, 7)
+    assert_same(services.data.raw_table(sample.digest, sample.data, sample.name), preview_table(sample.data, sample.name))
+    short = services.data.raw_table(sample.digest, sample.data, sample.name, 7)
     assert_same(short, preview_table(sample.data, sample.name, 7))
     assert len(short) == 7
 
 
 def test_raw_table_refuses_a_spreadsheet_with_a_message():
     with pytest.raises(DataError, match="spreadsheet") as err:
-        services.raw_table("xlsx-digest", BAD_XLSX, "book.xlsx")
+        services.data.raw_table("xlsx-digest", BAD_XLSX, "book.xlsx")
     assert "book.xlsx" in str(err.value)
 
 
 def test_detected_mapping(sample: Sample):
-    raw = services.raw_table(sample.digest, sample.data, sample.name)
-    mapping, why = services.detected_mapping(raw)
+    raw = services.data.raw_table(sample.digest, sample.data, sample.name)
+    mapping, why = services.data.detected_mapping(raw)
     assert why is None and mapping == ColumnMapping(time="time", value="value", series="series_id",
                                                     channel="channel", layout="long")
-    mapping, why = services.detected_mapping(pd.DataFrame({"foo": ["1"], "bar": ["2"]}))
+    mapping, why = services.data.detected_mapping(pd.DataFrame({"foo": ["1"], "bar": ["2"]}))
     assert mapping is None and "No time column" in why
 
 
 def test_mapping_json_round_trip():
     wide = ColumnMapping(time="when", series="unit", wide_channels=("hr", "sbp", "temp"), layout="wide")
-    text = services.mapping_to_json(wide)
+    text = services.data.mapping_to_json(wide)
     assert json.loads(text)["wide_channels"] == ["hr", "sbp", "temp"]
-    back = services.mapping_from_json(text)
+    back = services.data.mapping_from_json(text)
     assert back == wide and isinstance(back.wide_channels, tuple)
-    assert services.mapping_to_json(back) == text  # stable: usable as a cache key
-    assert services.mapping_to_json(None) is None and services.mapping_from_json(None) is None
-    assert services.mapping_from_json("") is None
+    assert services.data.mapping_to_json(back) == text  # stable: usable as a cache key
+    assert services.data.mapping_to_json(None) is None and services.data.mapping_from_json(None) is None
+    assert services.data.mapping_from_json("") is None
 
 
 def test_load_observations_reads_the_bytes_with_the_mapping(sample: Sample):
     renamed = sample.data.decode().replace("series_id,channel,time,value", "unit,sensor,when,reading", 1).encode()
     assert renamed != sample.data
     mapping = ColumnMapping(time="when", value="reading", series="unit", channel="sensor")
-    obs = services.load_observations("renamed", renamed, "odd.csv", services.mapping_to_json(mapping))
+    obs = services.data.load_observations("renamed", renamed, "odd.csv", services.data.mapping_to_json(mapping))
     pd.testing.assert_frame_equal(obs.frame, sample.obs.frame)
-    assert services.content_hash("renamed", services.mapping_to_json(mapping), "hours", obs) == sample.obs_hash
-    minutes = services.load_observations(sample.digest, sample.data, sample.name, None, "minutes")
+    assert services.data.content_hash("renamed", services.data.mapping_to_json(mapping), "hours", obs) == sample.obs_hash
+    minutes = services.data.load_observations(sample.digest, sample.data, sample.name, None, "minutes")
     # read_csv multiplies by fl(1/60), here we divide by 60: three roundings of at most 2^-53
     # relative each (1/60, the product, the quotient), so 4 · 2^-53 bounds the difference
     np.testing.assert_allclose(minutes.frame["time"].to_numpy(), sample.obs.frame["time"].to_numpy() / 60,
@@ -222,17 +222,17 @@ def test_load_observations_reads_the_bytes_with_the_mapping(sample: Sample):
 
 
 def test_load_observations_bad_upload_raises_and_is_not_cached(monkeypatch: pytest.MonkeyPatch):
-    reads = Counter(monkeypatch, services, "read_csv")
+    reads = Counter(monkeypatch, services.data, "read_csv")
     for _ in range(2):
         with pytest.raises(DataError, match="spreadsheet"):
-            services.load_observations("xlsx-digest", BAD_XLSX, "book.csv")
+            services.data.load_observations("xlsx-digest", BAD_XLSX, "book.csv")
     assert reads.calls == 2  # a failure is never served from the cache
 
 
 def test_cutoff_range_is_pipeline(sample: Sample):
     for seed in (0, 1):
-        assert_same(services.cutoff_range(sample.obs_hash, sample.obs, seed), pipeline.cutoff_range(sample.obs, seed))
-    lo, hi, default = services.cutoff_range(sample.obs_hash, sample.obs)
+        assert_same(services.fit.cutoff_range(sample.obs_hash, sample.obs, seed), pipeline.cutoff_range(sample.obs, seed))
+    lo, hi, default = services.fit.cutoff_range(sample.obs_hash, sample.obs)
     assert lo <= default <= hi
 
 
@@ -241,35 +241,35 @@ def test_cutoff_range_is_pipeline(sample: Sample):
 
 def test_model_points_series_and_channels_are_model_data(res: FitResult, wres: FitResult):
     for r in (res, wres):
-        assert_same(services.model_points(r.key, r), r.data.points())
-        choices = services.series_choices(r.key, r)
+        assert_same(services.band.model_points(r.key, r), r.data.points())
+        choices = services.band.series_choices(r.key, r)
         assert_same(choices, r.data.series_choices())
         for sid in choices[:3] + choices[-2:]:
-            assert_same(services.channels_of(r.key, r, sid), r.data.channels_of(sid, r.fitted.channels))
-            assert services.split_of(r.key, r, sid) == r.data.role_of(sid)
-    assert services.split_of(res.key, res, "no such series") == "unseen"
+            assert_same(services.band.channels_of(r.key, r, sid), r.data.channels_of(sid, r.fitted.channels))
+            assert services.band.split_of(r.key, r, sid) == r.data.role_of(sid)
+    assert services.band.split_of(res.key, res, "no such series") == "unseen"
 
 
 def test_grid_is_predict_grid(res: FitResult, pick: tuple[str, str]):
     sid, ch = pick
-    assert services.grid_points() == 120  # LEVY_DASHBOARD_FAST=1
-    g = services.grid(res.key, res, sid, ch, MC)
+    assert services.band.grid_points() == 120  # LEVY_DASHBOARD_FAST=1
+    g = services.band.grid(res.key, res, sid, ch, MC)
     assert_same(g, pipeline.predict_grid(res.fitted, res.data, [sid], [ch], n_points=120, mc_passes=MC))
     assert len(g) == 120 and "mc_mean" in g.columns
-    g = services.grid(res.key, res, sid, ch, 3, n_points=17)
+    g = services.band.grid(res.key, res, sid, ch, 3, n_points=17)
     assert_same(g, pipeline.predict_grid(res.fitted, res.data, [sid], [ch], n_points=17, mc_passes=3))
 
 
 def test_grid_of_a_fit_without_twin_skips_mc_dropout(fres: FitResult):
     sid = fres.data.series_choices()[0]
     ch = fres.data.channels_of(sid, fres.fitted.channels)[0]
-    g = services.grid(fres.key, fres, sid, ch, MC)
+    g = services.band.grid(fres.key, fres, sid, ch, MC)
     assert_same(g, pipeline.predict_grid(fres.fitted, fres.data, [sid], [ch], n_points=120, mc_passes=0))
     assert "mc_mean" not in g.columns
 
 
 def test_evaluation_is_evaluate(res: FitResult, evaluated: tuple[dict[str, Any], pd.DataFrame]):
-    result, pred = services.evaluation(res.key, res, MC)
+    result, pred = services.evaluation.evaluation(res.key, res, MC)
     assert_same(pred, evaluated[1], "per-query frame")
     assert timing_paths(result) == timing_paths(evaluated[0])  # wall times: only their places compare
     assert ".levy.seconds" in timing_paths(result)
@@ -278,7 +278,7 @@ def test_evaluation_is_evaluate(res: FitResult, evaluated: tuple[dict[str, Any],
 
 
 def test_ranking_is_rank(res: FitResult):
-    ranked, seconds = services.ranking(res.key, res)
+    ranked, seconds = services.evaluation.ranking(res.key, res)
     direct, _ = pipeline.rank(res.fitted, res.data)
     assert_same(ranked, direct)
     assert isinstance(seconds, float) and seconds >= 0
@@ -286,50 +286,50 @@ def test_ranking_is_rank(res: FitResult):
 
 def test_attention_is_attention_weights(res: FitResult, pick: tuple[str, str], query: float):
     sid, ch = pick
-    w = services.attention(res.key, res, sid, ch, query)
+    w = services.evidence.attention(res.key, res, sid, ch, query)
     assert_same(w, pipeline.attention_weights(res.fitted, res.data, sid, ch, query))
     assert "data_share" in w.attrs  # survives the cache's pickling
 
 
 def test_draws_same_seed_same_draws(res: FitResult, pick: tuple[str, str], query: float):
     sid, ch = pick
-    out = services.draws(res.key, res, sid, ch, query, 200, seed=3)
+    out = services.evidence.draws(res.key, res, sid, ch, query, 200, seed=3)
     assert_same(out, pipeline.operator_draws(res.fitted, res.data, sid, ch, query, n_draws=200, seed=3))
     assert out["draws"].shape == (200,)
-    other = services.draws(res.key, res, sid, ch, query, 200, seed=4)
+    other = services.evidence.draws(res.key, res, sid, ch, query, 200, seed=4)
     assert not np.array_equal(out["draws"], other["draws"])  # the seed is passed through
     y = 1.0
-    assert services.query_crps(out, y) == pipeline.query_crps(out, y, 50)
-    assert services.query_crps(out, y, 20) == pipeline.query_crps(out, y, 20)
+    assert services.evidence.query_crps(out, y) == pipeline.query_crps(out, y, 50)
+    assert services.evidence.query_crps(out, y, 20) == pipeline.query_crps(out, y, 20)
 
 
 def test_test_predictions_is_split_predictions(res: FitResult, monkeypatch: pytest.MonkeyPatch):
-    assert_same(services.test_predictions(res.key, res), pipeline.split_predictions(res.fitted, res.data, "test"))
+    assert_same(services.evidence.test_predictions(res.key, res), pipeline.split_predictions(res.fitted, res.data, "test"))
 
     def no_test_series(*args: Any, **kwargs: Any) -> pd.DataFrame:
         raise DataError("no test series with both context and observations to predict")
 
     monkeypatch.setattr(pipeline, "split_predictions", no_test_series)
-    assert services.test_predictions("other-key", res).empty
+    assert services.evidence.test_predictions("other-key", res).empty
 
 
 def test_calibration_tables_are_pipeline(res: FitResult, evaluated: tuple[dict[str, Any], pd.DataFrame]):
     pred = evaluated[1]
-    assert_same(services.calibration_curves(res.key, res, MC), pipeline.calibration_curves(res.fitted, pred))
-    assert_same(services.guarantee_table(res.key, res, MC),
+    assert_same(services.evaluation.calibration_curves(res.key, res, MC), pipeline.calibration_curves(res.fitted, pred))
+    assert_same(services.evaluation.guarantee_table(res.key, res, MC),
                 tables.guarantee_table(pipeline.coverage_checks(res.fitted, pred)))
     for level in (0.5, 0.9):
-        assert_same(services.channel_coverage(res.key, res, MC, level),
+        assert_same(services.evaluation.channel_coverage(res.key, res, MC, level),
                     pipeline.channel_coverage(res.fitted, pred, level))
 
 
 def test_small_delegations(res: FitResult, evaluated: tuple[dict[str, Any], pd.DataFrame]):
-    result, pred = services.evaluation(res.key, res, MC)
-    assert_same(services.timing_rows(res, result), tables.timing_rows(res.fitted.training, result))
+    result, pred = services.evaluation.evaluation(res.key, res, MC)
+    assert_same(services.evaluation.timing_rows(res, result), tables.timing_rows(res.fitted.training, result))
     for i in (0, len(pred) // 2, len(pred) - 1):
-        assert services.width_factors(pred.iloc[i], pred) == pipeline.width_factors(pred.iloc[i], pred)
-    assert services.MODEL_SIZES is pipeline.MODEL_SIZES
-    assert services.metrics_table is tables.metrics_table
+        assert services.evidence.width_factors(pred.iloc[i], pred) == pipeline.width_factors(pred.iloc[i], pred)
+    assert services.fit.MODEL_SIZES is pipeline.MODEL_SIZES
+    assert services.evaluation.metrics_table is tables.metrics_table
 
 
 def test_heldout_predictions_in_model_space(wres: FitResult, res: FitResult):
@@ -338,7 +338,7 @@ def test_heldout_predictions_in_model_space(wres: FitResult, res: FitResult):
         for sid in r.data.series_choices()[:2]:
             held = pts[(pts["series_id"] == sid) & (pts["role"] == "held-out")].reset_index(drop=True)
             assert len(held) > 0
-            pred = services.heldout_predictions(r.key, r, sid)
+            pred = services.evidence.heldout_predictions(r.key, r, sid)
             assert len(pred) == len(held)  # one row per held-out observation
             assert set(pred["series_id"]) == {sid} and sid in r.data.builder.series  # model space
             assert_same(pred["channel"].tolist(), held["channel"].tolist())
@@ -359,7 +359,7 @@ def test_heldout_predictions_of_a_series_without_held_out(res: FitResult, monkey
         return out.assign(role=out["role"].replace("held-out", "context"))
 
     monkeypatch.setattr(ModelData, "points", nothing_held_out)
-    pred = services.heldout_predictions(res.key, res, sid)
+    pred = services.evidence.heldout_predictions(res.key, res, sid)
     assert pred.empty and {"series_id", "channel", "time", "y_true", "mean", "pred_std"} <= set(pred.columns)
 
 
@@ -370,7 +370,7 @@ def test_band_inputs_bands_are_with_bands(res: FitResult, pick: tuple[str, str])
     sid, ch = pick
     plain = pipeline.predict_grid(res.fitted, res.data, [sid], [ch], n_points=120, mc_passes=MC)
     for level, kind in ((0.9, "gaussian"), (0.6, "conformal")):
-        inputs = services.band_inputs(res.key, res, sid, ch, level, kind, MC)
+        inputs = services.band.band_inputs(res.key, res, sid, ch, level, kind, MC)
         expected = pipeline.with_bands(plain, res.fitted, level, kind)
         assert_same(inputs.grid[["lower", "upper", "mc_lower", "mc_upper"]],
                     expected[["lower", "upper", "mc_lower", "mc_upper"]])
@@ -382,14 +382,14 @@ def test_band_inputs_bands_are_with_bands(res: FitResult, pick: tuple[str, str])
 def test_band_inputs_moving_level_or_kind_runs_no_model(res: FitResult, pick: tuple[str, str],
                                                          monkeypatch: pytest.MonkeyPatch):
     sid, ch = pick
-    first = services.band_inputs(res.key, res, sid, ch, 0.9, "gaussian", MC)
+    first = services.band.band_inputs(res.key, res, sid, ch, 0.9, "gaussian", MC)
     grids = Counter(monkeypatch, pipeline, "predict_grid")
-    narrow = services.band_inputs(res.key, res, sid, ch, 0.5, "gaussian", MC)
-    conformal = services.band_inputs(res.key, res, sid, ch, 0.9, "conformal", MC)
+    narrow = services.band.band_inputs(res.key, res, sid, ch, 0.5, "gaussian", MC)
+    conformal = services.band.band_inputs(res.key, res, sid, ch, 0.9, "conformal", MC)
     assert grids.calls == 0
     assert (narrow.grid["upper"] - narrow.grid["lower"] < first.grid["upper"] - first.grid["lower"]).all()
     assert not conformal.grid["upper"].equals(first.grid["upper"])
-    services.band_inputs(res.key, res, sid, ch, 0.9, "gaussian", 3)  # another T is another model pass
+    services.band.band_inputs(res.key, res, sid, ch, 0.9, "gaussian", 3)  # another T is another model pass
     assert grids.calls == 1
 
 
@@ -405,7 +405,7 @@ def test_band_inputs_points_are_the_series_channel_without_unused(res: FitResult
 
     monkeypatch.setattr(ModelData, "points", some_unused)
     pts = some_unused(res.data)
-    inputs = services.band_inputs(res.key, res, sid, ch, 0.9, "gaussian", MC)
+    inputs = services.band.band_inputs(res.key, res, sid, ch, 0.9, "gaussian", MC)
     expected = pts[(pts["series_id"] == sid) & (pts["channel"] == ch) & (pts["role"] != "unused")]
     assert_same(inputs.points, expected)
     assert set(inputs.points["series_id"]) == {sid} and set(inputs.points["channel"]) == {ch}
@@ -415,24 +415,27 @@ def test_band_inputs_points_are_the_series_channel_without_unused(res: FitResult
 
 def test_band_inputs_cutoff_and_mc(res: FitResult, fres: FitResult, pick: tuple[str, str]):
     sid, ch = pick
-    assert services.band_inputs(res.key, res, sid, ch, 0.9, "gaussian", MC).cutoff is None  # interpolation
-    no_mc = services.band_inputs(res.key, res, sid, ch, 0.9, "gaussian", MC, show_mc=False)
+    assert services.band.band_inputs(res.key, res, sid, ch, 0.9, "gaussian", MC).cutoff is None  # interpolation
+    no_mc = services.band.band_inputs(res.key, res, sid, ch, 0.9, "gaussian", MC, show_mc=False)
     assert not no_mc.show_mc and "mc_lower" not in no_mc.grid.columns
     fsid = fres.data.series_choices()[0]
     fch = fres.data.channels_of(fsid, fres.fitted.channels)[0]
-    f = services.band_inputs(fres.key, fres, fsid, fch, 0.9, "gaussian", MC)
+    f = services.band.band_inputs(fres.key, fres, fsid, fch, 0.9, "gaussian", MC)
     assert fres.fitted.task.kind == "forecast"
     assert f.cutoff == fres.fitted.task.cutoff and f.cutoff is not None
     assert not f.show_mc  # no twin
 
 
-def test_band_chart_is_band_figure(res: FitResult, pick: tuple[str, str]):
-    inputs = services.band_inputs(res.key, res, *pick, 0.8, "conformal", MC)
+def test_the_reports_band_is_band_figure(res: FitResult, pick: tuple[str, str]):
+    inputs = services.band.band_inputs(res.key, res, *pick, 0.8, "conformal", MC)
     assert inputs.figure_arguments() == {"series_id": pick[0], "channel": pick[1], "level": 0.8,
                                          "band_label": "conformal", "show_mc": True, "cutoff": None,
                                          "time_axis": "time (h)"}
     direct = charts.band_figure(inputs.grid, inputs.points, **inputs.figure_arguments())
-    assert origin_services.band_chart(inputs).to_json() == direct.to_json()
+    gathered = services.report.report_inputs(res.key, res, MC, series_id=pick[0], channel=pick[1], level=0.8,
+                                             kind="conformal")
+    title, figure, _ = report.report_figures(gathered)[0]
+    assert title == "Predictive band" and figure.to_json() == direct.to_json()
 
 
 # ----------------------------------------------------------------------------- caching
@@ -443,42 +446,42 @@ Case = tuple[tuple[Any, str], Callable[..., Any], Callable[..., Any]]
 
 def _cases() -> dict[str, Case]:
     return {
-        "raw_table": ((services, "preview_table"),
-                      lambda r, s, p, q: services.raw_table(s.digest, s.data, s.name),
-                      lambda r, s, p, q: services.raw_table("other", s.data, s.name)),
+        "raw_table": ((services.data, "preview_table"),
+                      lambda r, s, p, q: services.data.raw_table(s.digest, s.data, s.name),
+                      lambda r, s, p, q: services.data.raw_table("other", s.data, s.name)),
         "cutoff_range": ((pipeline, "cutoff_range"),
-                         lambda r, s, p, q: services.cutoff_range(s.obs_hash, s.obs),
-                         lambda r, s, p, q: services.cutoff_range("other", s.obs)),
-        "model_points": ((ModelData, "points"), lambda r, s, p, q: services.model_points(r.key, r),
-                         lambda r, s, p, q: services.model_points("other", r)),
-        "series_choices": ((ModelData, "series_choices"), lambda r, s, p, q: services.series_choices(r.key, r),
-                           lambda r, s, p, q: services.series_choices("other", r)),
-        "channels_of": ((ModelData, "channels_of"), lambda r, s, p, q: services.channels_of(r.key, r, p[0]),
-                        lambda r, s, p, q: services.channels_of("other", r, p[0])),
-        "grid": ((pipeline, "predict_grid"), lambda r, s, p, q: services.grid(r.key, r, *p, MC),
-                 lambda r, s, p, q: services.grid(r.key, r, *p, 3)),
+                         lambda r, s, p, q: services.fit.cutoff_range(s.obs_hash, s.obs),
+                         lambda r, s, p, q: services.fit.cutoff_range("other", s.obs)),
+        "model_points": ((ModelData, "points"), lambda r, s, p, q: services.band.model_points(r.key, r),
+                         lambda r, s, p, q: services.band.model_points("other", r)),
+        "series_choices": ((ModelData, "series_choices"), lambda r, s, p, q: services.band.series_choices(r.key, r),
+                           lambda r, s, p, q: services.band.series_choices("other", r)),
+        "channels_of": ((ModelData, "channels_of"), lambda r, s, p, q: services.band.channels_of(r.key, r, p[0]),
+                        lambda r, s, p, q: services.band.channels_of("other", r, p[0])),
+        "grid": ((pipeline, "predict_grid"), lambda r, s, p, q: services.band.grid(r.key, r, *p, MC),
+                 lambda r, s, p, q: services.band.grid(r.key, r, *p, 3)),
         "heldout_predictions": ((pipeline, "predict_queries"),
-                                lambda r, s, p, q: services.heldout_predictions(r.key, r, p[0]),
-                                lambda r, s, p, q: services.heldout_predictions("other", r, p[0])),
-        "test_predictions": ((pipeline, "split_predictions"), lambda r, s, p, q: services.test_predictions(r.key, r),
-                             lambda r, s, p, q: services.test_predictions("other", r)),
-        "evaluation": ((pipeline, "evaluate"), lambda r, s, p, q: services.evaluation(r.key, r, MC),
-                       lambda r, s, p, q: services.evaluation(r.key, r, 3)),
+                                lambda r, s, p, q: services.evidence.heldout_predictions(r.key, r, p[0]),
+                                lambda r, s, p, q: services.evidence.heldout_predictions("other", r, p[0])),
+        "test_predictions": ((pipeline, "split_predictions"), lambda r, s, p, q: services.evidence.test_predictions(r.key, r),
+                             lambda r, s, p, q: services.evidence.test_predictions("other", r)),
+        "evaluation": ((pipeline, "evaluate"), lambda r, s, p, q: services.evaluation.evaluation(r.key, r, MC),
+                       lambda r, s, p, q: services.evaluation.evaluation(r.key, r, 3)),
         "calibration_curves": ((pipeline, "calibration_curves"),
-                               lambda r, s, p, q: services.calibration_curves(r.key, r, MC),
-                               lambda r, s, p, q: services.calibration_curves("other", r, MC)),
+                               lambda r, s, p, q: services.evaluation.calibration_curves(r.key, r, MC),
+                               lambda r, s, p, q: services.evaluation.calibration_curves("other", r, MC)),
         "guarantee_table": ((pipeline, "coverage_checks"),
-                            lambda r, s, p, q: services.guarantee_table(r.key, r, MC),
-                            lambda r, s, p, q: services.guarantee_table("other", r, MC)),
+                            lambda r, s, p, q: services.evaluation.guarantee_table(r.key, r, MC),
+                            lambda r, s, p, q: services.evaluation.guarantee_table("other", r, MC)),
         "channel_coverage": ((pipeline, "channel_coverage"),
-                             lambda r, s, p, q: services.channel_coverage(r.key, r, MC, 0.9),
-                             lambda r, s, p, q: services.channel_coverage(r.key, r, MC, 0.8)),
-        "ranking": ((pipeline, "rank"), lambda r, s, p, q: services.ranking(r.key, r),
-                    lambda r, s, p, q: services.ranking("other", r)),
-        "attention": ((pipeline, "attention_weights"), lambda r, s, p, q: services.attention(r.key, r, *p, q),
-                      lambda r, s, p, q: services.attention(r.key, r, *p, q + 0.5)),
-        "draws": ((pipeline, "operator_draws"), lambda r, s, p, q: services.draws(r.key, r, *p, q, 100),
-                  lambda r, s, p, q: services.draws(r.key, r, *p, q, 100, seed=1)),
+                             lambda r, s, p, q: services.evaluation.channel_coverage(r.key, r, MC, 0.9),
+                             lambda r, s, p, q: services.evaluation.channel_coverage(r.key, r, MC, 0.8)),
+        "ranking": ((pipeline, "rank"), lambda r, s, p, q: services.evaluation.ranking(r.key, r),
+                    lambda r, s, p, q: services.evaluation.ranking("other", r)),
+        "attention": ((pipeline, "attention_weights"), lambda r, s, p, q: services.evidence.attention(r.key, r, *p, q),
+                      lambda r, s, p, q: services.evidence.attention(r.key, r, *p, q + 0.5)),
+        "draws": ((pipeline, "operator_draws"), lambda r, s, p, q: services.evidence.draws(r.key, r, *p, q, 100),
+                  lambda r, s, p, q: services.evidence.draws(r.key, r, *p, q, 100, seed=1)),
     }
 
 
@@ -499,14 +502,14 @@ def test_cache_data_hit_calls_nothing(name: str, res: FitResult, sample: Sample,
 
 
 def test_cache_resource_hits_return_the_same_object(sample: Sample, monkeypatch: pytest.MonkeyPatch):
-    obs = services.load_observations(sample.digest, sample.data, sample.name)
-    h = services.content_hash(sample.digest, None, "hours", obs)
-    reads = Counter(monkeypatch, services, "read_csv")
+    obs = services.data.load_observations(sample.digest, sample.data, sample.name)
+    h = services.data.content_hash(sample.digest, None, "hours", obs)
+    reads = Counter(monkeypatch, services.data, "read_csv")
     hashes = Counter(monkeypatch, Observations, "content_hash")
-    assert services.load_observations(sample.digest, sample.data, sample.name) is obs
-    assert services.content_hash(sample.digest, None, "hours", obs) is h
+    assert services.data.load_observations(sample.digest, sample.data, sample.name) is obs
+    assert services.data.content_hash(sample.digest, None, "hours", obs) is h
     assert reads.calls == 0 and hashes.calls == 0
-    assert services.load_observations(sample.digest, sample.data, sample.name, None, "minutes") is not obs
+    assert services.data.load_observations(sample.digest, sample.data, sample.name, None, "minutes") is not obs
     assert reads.calls == 1
     assert h == sample.obs_hash
 
@@ -518,32 +521,32 @@ def test_fit_key_differs_when_any_setting_differs(sample: Sample, settings: FitS
     other = {"task": "forecast", "cutoff": 12.0, "horizon": 36.0, "holdout_fraction": 0.3, "size": "medium", "epochs": 4,
              "max_seconds": 2.0, "train_twin": False, "mc_passes": 6, "seed": 1}
     assert set(other) == {f.name for f in dataclasses.fields(FitSettings)}  # every field is tried
-    base = services.fit_key(sample.obs_hash, settings)
-    assert services.fit_key(sample.obs_hash, dataclasses.replace(settings)) == base
+    base = services.fit.fit_key(sample.obs_hash, settings)
+    assert services.fit.fit_key(sample.obs_hash, dataclasses.replace(settings)) == base
     keys = {base}
     for name, value in other.items():
         assert getattr(settings, name) != value
-        keys.add(services.fit_key(sample.obs_hash, dataclasses.replace(settings, **{name: value})))
+        keys.add(services.fit.fit_key(sample.obs_hash, dataclasses.replace(settings, **{name: value})))
     assert len(keys) == len(other) + 1
-    assert services.fit_key("f" * 64, settings) != base
+    assert services.fit.fit_key("f" * 64, settings) != base
 
 
 def test_fit_model_twice_is_the_same_result(wres: FitResult, monkeypatch: pytest.MonkeyPatch):
     obs, s = wres.obs, wres.settings
     h = obs.content_hash()
     fitting = Counter(monkeypatch, pipeline, "fit")
-    first = services.fit_model(obs, h, "upload: wide.csv", s)
-    assert fitting.calls == 1 and first.key == services.fit_key(h, s) == wres.key
-    assert services.cached_fit(first.key) is first
-    assert services.fit_model(obs, h, "upload: wide.csv", s) is first
+    first = services.fit.fit_model(obs, h, "upload: wide.csv", s)
+    assert fitting.calls == 1 and first.key == services.fit.fit_key(h, s) == wres.key
+    assert services.fit.cached_fit(first.key) is first
+    assert services.fit.fit_model(obs, h, "upload: wide.csv", s) is first
     assert fitting.calls == 1
-    seeded = services.fit_model(obs, h, "upload: wide.csv", dataclasses.replace(s, seed=1))
+    seeded = services.fit.fit_model(obs, h, "upload: wide.csv", dataclasses.replace(s, seed=1))
     assert fitting.calls == 2 and seeded.key != first.key
-    assert services.fit_model(obs, h, "upload: wide.csv", s) is first  # both kept
+    assert services.fit.fit_model(obs, h, "upload: wide.csv", s) is first  # both kept
 
 
 def test_fit_result_records_the_fit(res: FitResult, sample: Sample, settings: FitSettings):
-    assert res.key == services.fit_key(sample.obs_hash, settings)
+    assert res.key == services.fit.fit_key(sample.obs_hash, settings)
     assert res.obs is sample.obs and res.obs_hash == sample.obs_hash and res.settings == settings
     assert res.data_label == sample.label and res.has_twin and res.data.same_data
     assert {h["model"] for h in res.history} == {"levy", "softmax"}
@@ -559,24 +562,24 @@ def test_store_keeps_at_most_FIT_STORE_SIZE(res: FitResult):
     made = dummies(res, n + 2)
     for r in made:
         assert fits.remember(r) is r
-    assert [services.cached_fit(r.key) for r in made[:2]] == [None, None]  # the oldest two are out
+    assert [services.fit.cached_fit(r.key) for r in made[:2]] == [None, None]  # the oldest two are out
     for r in made[2:]:
-        assert services.cached_fit(r.key) is r
+        assert services.fit.cached_fit(r.key) is r
     again = dataclasses.replace(made[2], seconds=99.0)  # same key: replaced, not added
     fits.remember(again)
-    assert services.cached_fit(again.key) is again
+    assert services.fit.cached_fit(again.key) is again
     fits.remember(dummies(res, n + 3)[-1])  # made[2] was just stored again: made[3] is the oldest
-    assert services.cached_fit(made[3].key) is None and services.cached_fit(again.key) is again
+    assert services.fit.cached_fit(made[3].key) is None and services.fit.cached_fit(again.key) is again
 
 
 def test_store_evicts_least_recently_used(res: FitResult):
     made = dummies(res, fits.FIT_STORE_SIZE + 1)
     for r in made[:-1]:
         fits.remember(r)
-    assert services.cached_fit(made[0].key) is made[0]  # used: now the most recent
+    assert services.fit.cached_fit(made[0].key) is made[0]  # used: now the most recent
     fits.remember(made[-1])
-    assert services.cached_fit(made[1].key) is None  # the least recently used is out
-    assert services.cached_fit(made[0].key) is made[0]
+    assert services.fit.cached_fit(made[1].key) is None  # the least recently used is out
+    assert services.fit.cached_fit(made[0].key) is made[0]
 
 
 # ----------------------------------------------------------------------------- add_twin
@@ -584,7 +587,7 @@ def test_store_evicts_least_recently_used(res: FitResult):
 
 def test_add_twin(fres: FitResult, monkeypatch: pytest.MonkeyPatch):
     assert not fres.has_twin
-    twin = services.add_twin(fres)
+    twin = services.fit.add_twin(fres)
     assert twin.has_twin and twin.key == fres.key + "+twin"
     assert twin.data is fres.data and twin.obs_hash == fres.obs_hash and twin.data_label == fres.data_label
     assert twin.settings == dataclasses.replace(fres.settings, train_twin=True)
@@ -596,8 +599,8 @@ def test_add_twin(fres: FitResult, monkeypatch: pytest.MonkeyPatch):
     assert [h for h in twin.history if h["model"] == "levy"] == [h for h in fres.history if h["model"] == "levy"]
     assert any(h["model"] == "softmax" for h in twin.history)
     adding = Counter(monkeypatch, pipeline, "add_twin")
-    assert services.add_twin(fres) is twin and services.cached_fit(twin.key) is twin
-    assert services.add_twin(twin) is twin
+    assert services.fit.add_twin(fres) is twin and services.fit.cached_fit(twin.key) is twin
+    assert services.fit.add_twin(twin) is twin
     assert adding.calls == 0
 
 
@@ -605,31 +608,32 @@ def test_add_twin(fres: FitResult, monkeypatch: pytest.MonkeyPatch):
 
 
 def test_prediction_csv_has_the_pred_columns_in_order(res: FitResult):
-    _, pred = services.evaluation(res.key, res, MC)
+    _, pred = services.evaluation.evaluation(res.key, res, MC)
     shuffled = pred[list(reversed(pred.columns))].assign(extra=1.0)
-    out = pd.read_csv(io.BytesIO(services.prediction_csv(shuffled)), dtype={"series_id": str})
+    out = pd.read_csv(io.BytesIO(services.evaluation.prediction_csv(shuffled)), dtype={"series_id": str})
     assert list(out.columns) == pipeline.PRED_COLUMNS
     expected = pred[pipeline.PRED_COLUMNS].reset_index(drop=True)
     # exact: the CSV holds each float's shortest round-trip text (float32 columns as float32's),
     # so parsing it back into the column's own dtype gives the same bits
     pd.testing.assert_frame_equal(out.astype(expected.dtypes.to_dict()), expected, check_exact=True)
     no_mc = pred.drop(columns=["mc_mean", "mc_std"])
-    header = services.prediction_csv(no_mc).decode().splitlines()[0].split(",")
+    header = services.evaluation.prediction_csv(no_mc).decode().splitlines()[0].split(",")
     assert header == [c for c in pipeline.PRED_COLUMNS if c not in ("mc_mean", "mc_std")]
 
 
 def test_build_report(res: FitResult, pick: tuple[str, str]):
-    result, _ = services.evaluation(res.key, res, MC)
-    metrics_html = services.metrics_table(result).to_html(float_format=lambda v: f"{v:.4g}")
-    guarantee_html = services.guarantee_table(res.key, res, MC).to_html(index=False)
-    plain = origin_services.build_report(res.key, res, MC)
-    with_band = origin_services.build_report(res.key, res, MC, series_id=pick[0], channel=pick[1], level=0.8)
+    result, _ = services.evaluation.evaluation(res.key, res, MC)
+    metrics_html = services.evaluation.metrics_table(result).to_html(float_format=lambda v: f"{v:.4g}")
+    guarantee_html = services.evaluation.guarantee_table(res.key, res, MC).to_html(index=False)
+    plain = report.build_report(services.report.report_inputs(res.key, res, MC))
+    with_band = report.build_report(services.report.report_inputs(res.key, res, MC, series_id=pick[0],
+                                                                  channel=pick[1], level=0.8))
     for page in (plain, with_band):
-        assert services.report_is_offline(page) and "plotly.js v" in page
+        assert report.report_is_offline(page) and "plotly.js v" in page
         assert metrics_html in page and guarantee_html in page
         assert html.escape(res.describe()) in page
     assert "<h2>Predictive band</h2>" not in plain and plain.count("Plotly.newPlot") == 5
     assert "<h2>Predictive band</h2>" in with_band and with_band.count("Plotly.newPlot") == 6
     assert with_band.index("<h2>Predictive band</h2>") < with_band.index("<h2>Reliability</h2>")
     assert f"series {pick[0]}" in with_band and f"series {pick[0]}" not in plain
-    assert services.report_is_offline(plain.replace("<script", "<script src='https://cdn.plot.ly/x.js'", 1)) is False
+    assert report.report_is_offline(plain.replace("<script", "<script src='https://cdn.plot.ly/x.js'", 1)) is False

@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
-from levy_dashboard import fits, origin_services, services, user_clock
+from levy_dashboard import fits, services, user_clock
 from levy_dashboard.fits import FitResult
 
 from levy_core import pipeline
@@ -25,32 +25,32 @@ def ores() -> FitResult:
     """A forecast on the one-series sample: rolling origins."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(fits.ENV_FAST, "1")
-        settings = dataclasses.replace(services.default_settings(), task="forecast")
-    src = services.source_from_sample("Single sensor series")
-    obs = services.load_observations(src.digest, src.data, src.name)
-    res = services.fit_model(obs, obs.content_hash(), src.label, settings)
+        settings = dataclasses.replace(services.fit.default_settings(), task="forecast")
+    src = services.data.source_from_sample("Single sensor series")
+    obs = services.data.load_observations(src.digest, src.data, src.name)
+    res = services.fit.fit_model(obs, obs.content_hash(), src.label, settings)
     assert res.on_origins
     return res
 
 
 def test_series_and_channels_are_the_users(ores: FitResult):
-    assert services.series_options(ores.key, ores) == ["series_0"]
+    assert services.band.series_options(ores.key, ores) == ["series_0"]
     end_id, _ = ores.data.clock.end_episode("series_0")
-    assert services.channel_options(ores.key, ores, "series_0") == ores.data.channels_of(end_id, ores.fitted.channels)
-    assert services.series_label(ores.key, ores, "series_0") == "series_0"
-    assert services.time_axis(ores) == "time (UTC)"
-    assert origin_services.band_kinds(ores)[0] == "Adaptive conformal"
-    assert origin_services.adaptive_levels(ores) == [0.5, 0.8, 0.9, 0.95]
+    assert services.band.channel_options(ores.key, ores, "series_0") == ores.data.channels_of(end_id, ores.fitted.channels)
+    assert services.band.series_label(ores.key, ores, "series_0") == "series_0"
+    assert services.band.time_axis(ores) == "time (UTC)"
+    assert services.band.band_kinds(ores)[0] == "Adaptive conformal"
+    assert services.band.adaptive_levels(ores) == [0.5, 0.8, 0.9, 0.95]
 
 
 def test_future_is_predict_future_in_the_users_clock(ores: FitResult):
-    f = origin_services.future(ores.key, ores, "series_0", "temperature_c", 40.0, MC)
-    direct = pipeline.predict_future(ores.fitted, ores.data, 40.0, n_points=origin_services.future_points(),
+    f = services.origins.future(ores.key, ores, "series_0", "temperature_c", 40.0, MC)
+    direct = pipeline.predict_future(ores.fitted, ores.data, 40.0, n_points=services.origins.future_points(),
                                      series_ids=["series_0"], channels=["temperature_c"], mc_passes=MC)
     pd.testing.assert_frame_equal(f.drop(columns="when"), direct, check_exact=True)
     when = to_user_time(direct["series_id"], direct["time"], ores.obs).dt.tz_localize(None)
     np.testing.assert_array_equal(f["when"].to_numpy(), when.to_numpy())
-    inputs = origin_services.future_inputs(ores.key, ores, "series_0", "temperature_c", 0.8, "adaptive", 40.0, MC)
+    inputs = services.origins.future_inputs(ores.key, ores, "series_0", "temperature_c", 0.8, "adaptive", 40.0, MC)
     bands = pipeline.with_bands(direct, ores.fitted, 0.8, "adaptive")
     np.testing.assert_array_equal(inputs.grid["lower"].to_numpy(), bands["lower"].to_numpy())
     np.testing.assert_array_equal(inputs.grid["mc_upper"].to_numpy(), bands["mc_upper"].to_numpy())
@@ -60,62 +60,62 @@ def test_future_is_predict_future_in_the_users_clock(ores: FitResult):
 
 
 def test_future_cache_hit_runs_no_model(ores: FitResult, monkeypatch: pytest.MonkeyPatch):
-    origin_services.future(ores.key, ores, "series_0", "humidity_pct", 30.0, MC)
+    services.origins.future(ores.key, ores, "series_0", "humidity_pct", 30.0, MC)
     calls = []
     original = pipeline.predict_future
     monkeypatch.setattr(pipeline, "predict_future", lambda *a, **k: calls.append(1) or original(*a, **k))
     for kind in ("adaptive", "conformal", "gaussian"):  # only the bands move: no model pass
-        origin_services.future_inputs(ores.key, ores, "series_0", "humidity_pct", 0.9, kind, 30.0, MC)
+        services.origins.future_inputs(ores.key, ores, "series_0", "humidity_pct", 0.9, kind, 30.0, MC)
     assert calls == []
-    origin_services.future(ores.key, ores, "series_0", "humidity_pct", 31.0, MC)  # another horizon: a pass
+    services.origins.future(ores.key, ores, "series_0", "humidity_pct", 31.0, MC)  # another horizon: a pass
     assert calls == [1]
 
 
 @pytest.mark.slow  # a backtest refits on rolling origins
 def test_backtest_is_evaluate_and_rolling_coverage_in_the_users_clock(ores: FitResult):
     result, pred = pipeline.evaluate(ores.fitted, ores.data, mc_passes=MC)
-    user = origin_services.backtest_predictions(ores.key, ores, MC)
+    user = services.origins.backtest_predictions(ores.key, ores, MC)
     mapped = ores.data.clock.to_user(pred)
     np.testing.assert_array_equal(user["time"].to_numpy(), mapped["time"].to_numpy())
     assert set(user["series_id"]) == {"series_0"}
     np.testing.assert_array_equal(user["origin"].to_numpy(), pred["origin"].to_numpy())
     np.testing.assert_array_equal(user["lower_adaptive_90"].to_numpy(), pred["lower_adaptive_90"].to_numpy())
-    rolling = origin_services.rolling_coverage(ores.key, ores, MC, 10)
+    rolling = services.origins.rolling_coverage(ores.key, ores, MC, 10)
     direct = pipeline.rolling_coverage(pred, window=10)
     pd.testing.assert_frame_equal(rolling[list(direct.columns)], direct, check_exact=True)
     assert rolling["series_id"].eq("series_0").all() and rolling["when"].notna().all()
-    origins = origin_services.test_origins(ores, "series_0")
+    origins = services.origins.test_origins(ores, "series_0")
     assert origins == sorted(set(pred["origin"])) and len(origins) == result["levy"]["test_origins"]
-    one = origin_services.origin_inputs(ores.key, ores, MC, "series_0", "temperature_c", origins[-1])
+    one = services.origins.origin_inputs(ores.key, ores, MC, "series_0", "temperature_c", origins[-1])
     assert len(one.queries) and (one.queries["origin"] == origins[-1]).all()
     assert (one.context["time"] <= origins[-1]).all() and (one.queries["time"] > origins[-1]).all()
-    table = services.backtest_table(result)
+    table = services.evaluation.backtest_table(result)
     assert list(table["method"]) == ["Lévy"] * 4 + ["MC-Dropout"] * 4
 
 
 def test_queries_of_an_origin_map_back_to_its_episode(ores: FitResult):
-    origin = origin_services.test_origins(ores, "series_0")[-2]
-    held = services.heldout_queries(ores.key, ores, "series_0", origin)
+    origin = services.origins.test_origins(ores, "series_0")[-2]
+    held = services.evidence.heldout_queries(ores.key, ores, "series_0", origin)
     model_id, _ = user_clock.model_query(ores.data, "series_0", origin, origin)
-    direct = services.heldout_predictions(ores.key, ores, model_id)
+    direct = services.evidence.heldout_predictions(ores.key, ores, model_id)
     assert len(held) == len(direct) and (held["origin"] == origin).all()
     np.testing.assert_array_equal(held["time"].to_numpy(), direct["time"].to_numpy() + origin)
     t, ch = float(held["time"].iloc[0]), str(held["channel"].iloc[0])
     assert user_clock.model_query(ores.data, "series_0", t, origin) == (model_id, pytest.approx(t - origin))
-    att = services.query_attention(ores.key, ores, "series_0", ch, t, origin)
-    raw = services.attention(ores.key, ores, model_id, ch, t - origin)
+    att = services.evidence.query_attention(ores.key, ores, "series_0", ch, t, origin)
+    raw = services.evidence.attention(ores.key, ores, model_id, ch, t - origin)
     np.testing.assert_allclose(att["time"].to_numpy(), raw["time"].to_numpy() + origin)
     assert att["series_id"].eq("series_0").all()
-    assert services.query_draws(ores.key, ores, "series_0", ch, t, 100, origin)["sigma"] == pytest.approx(
-        services.draws(ores.key, ores, model_id, ch, t - origin, 100)["sigma"])
+    assert services.evidence.query_draws(ores.key, ores, "series_0", ch, t, 100, origin)["sigma"] == pytest.approx(
+        services.evidence.draws(ores.key, ores, model_id, ch, t - origin, 100)["sigma"])
 
 
 def test_horizon_text_round_trips_and_bad_text_is_a_data_error(ores: FitResult):
     for hours in (0.5, 33.535, 72.0, 24 * 30, 24 * 800):
-        text = origin_services.horizon_text(hours)
-        assert origin_services.parse_horizon(ores.obs, text) == pytest.approx(hours, rel=5e-3)
-    assert origin_services.parse_horizon(ores.obs, "2w") == parse_duration("2w", ores.obs.report.input_time_unit)
+        text = services.origins.horizon_text(hours)
+        assert services.origins.parse_horizon(ores.obs, text) == pytest.approx(hours, rel=5e-3)
+    assert services.origins.parse_horizon(ores.obs, "2w") == parse_duration("2w", ores.obs.report.input_time_unit)
     for bad in ("banana", "12", "-3h", ""):
         with pytest.raises(DataError):
-            origin_services.parse_horizon(ores.obs, bad)
-    assert origin_services.auto_horizon(ores.obs_hash, ores.obs) == pytest.approx(ores.fitted.task.horizon)
+            services.origins.parse_horizon(ores.obs, bad)
+    assert services.origins.auto_horizon(ores.obs_hash, ores.obs) == pytest.approx(ores.fitted.task.horizon)

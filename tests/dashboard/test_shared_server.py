@@ -56,7 +56,7 @@ def test_downloads_neutralise_spreadsheet_formulas() -> None:
     pred = pd.DataFrame({"series_id": ['=HYPERLINK("http://x","y")', "+cmd|' /C calc'!A0", "@SUM(1)", "ok"],
                          "channel": ["-2+3", "\tx", "hr", "hr"], "time": [1.0, 2.0, 3.0, 4.0],
                          "mean": [-1.5, 2.0, 3.0, 4.0]})
-    for csv in (services.prediction_csv(pred), services.ranking_csv(pred)):
+    for csv in (services.evaluation.prediction_csv(pred), services.evaluation.ranking_csv(pred)):
         back = pd.read_csv(io.BytesIO(csv), keep_default_na=False)
         assert back["series_id"].tolist()[:3] == ["'" + s for s in pred["series_id"][:3]]
         assert back["channel"].tolist()[:2] == ["'-2+3", "'\tx"]

@@ -4,8 +4,9 @@ The watch is honest on data the model neither trained nor calibrated on: on the 
 fitted on, the test split is replayed (the test series, or the span of the test origins)
 and the p-values are taken against the calibration split replayed the same way
 (``levy_core.decisions.watch.calibrate_watch``); on other data (a saved model applied to new data),
-every series, against the fit's own calibration scores (the panel says so). Same rules as
-``services``: typed cache wrappers keyed by the fit key, nothing computed here.
+every series, against the fit's own calibration scores (the panel says so). Typed cache
+wrappers keyed by the fit key; the view gets the series, channels, steps and counts ready to
+lay out.
 """
 
 from __future__ import annotations
@@ -57,6 +58,23 @@ class Replay:
         """Watched series, most flags first (ties: natural order of appearance)."""
         counts = self.rows.groupby("series_id", sort=False)["flagged"].sum()
         return [str(s) for s in counts.sort_values(ascending=False, kind="stable").index]
+
+    def channels(self, series_id: str) -> list[str]:
+        """The channels of one watched series, most flags first (ties: by name)."""
+        rows = self.rows
+        names = sorted(rows.loc[rows["series_id"] == series_id, "channel"].unique())
+        flagged = rows[(rows["series_id"] == series_id) & rows["flagged"]]["channel"].value_counts()
+        return sorted(names, key=lambda c: -int(flagged.get(c, 0)))
+
+    def steps(self, series_id: str) -> list[float]:
+        """The replay's time steps of one series (hours), oldest first."""
+        return sorted(self.rows.loc[self.rows["series_id"] == series_id, "time"].unique())
+
+    def so_far(self, series_id: str, upto: float) -> tuple[int, int, float | None]:
+        """(observations flagged, observations scored, their flag rate or None) of one series
+        up to replay time ``upto`` (hours)."""
+        mine = self.rows[(self.rows["series_id"] == series_id) & (self.rows["time"] <= upto)]
+        return int(mine["flagged"].sum()), len(mine), (float(mine["flagged"].mean()) if len(mine) else None)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

@@ -4,8 +4,8 @@ Where advice starts from: on rolling origins (few series) the series' last obser
 the forecast past the end of the data; on a fit on many series with a forecast cut-off, the
 cut-off — the series' observations up to it are the data, and the held-out ones after it
 show what was really measured next. Times go to the views in the user's clock
-(``user_clock``). Same rules as ``services``: typed cache wrappers keyed by the fit key,
-nothing computed here.
+(``user_clock``). Typed cache wrappers keyed by the fit key around ``advise``; the view
+gets the table and the chart's frames ready to lay out.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from levy_dashboard.fits import FitResult
 from levy_core.data import Observations, duration_text
 from levy_core.decisions.advise import Advice, advise
 
-__all__ = ["AdviceView", "advice", "advice_data", "band_frame", "default_horizon", "when_text"]
+__all__ = ["AdviceChart", "AdviceView", "advice", "advice_chart", "advice_data", "advice_table", "band_frame",
+           "default_horizon", "when_text"]
 
 MAX_ROWS = 25  # suggestions the table lists
 
@@ -109,3 +110,36 @@ def advice(key: str, _res: FitResult, series_id: str, targets: tuple[str, ...], 
     points = points[points["time"] <= result.now + horizon].reset_index(drop=True)
     points["when"] = _when(_res.obs, series_id, points["time"], windowed).to_numpy()
     return AdviceView(result, ranking.reset_index(drop=True), points, start)
+
+
+def advice_table(view: AdviceView) -> pd.DataFrame:
+    """The ranking as the panel lists it: rank, the measurement in words, how much it narrows
+    the targets' bands (of which evidence, of which value) and each target's own narrowing (%)."""
+    shown = view.ranking[["rank", "measure", "narrowing_pct", "evidence_pct", "value_pct",
+                          *[f"{t} %" for t in view.advice.targets]]]
+    return shown.rename(columns={"narrowing_pct": "narrowing %", "evidence_pct": "of which evidence %",
+                                 "value_pct": "of which value %"}).round(1)
+
+
+@dataclass(frozen=True)
+class AdviceChart:
+    """What ``charts.advice.advice_figure`` draws for one suggestion and one target channel:
+    the channel's observations, its band today and with the measurement, and the measurement
+    (``channel, when, label, value, std``)."""
+
+    points: pd.DataFrame
+    before: pd.DataFrame
+    after: pd.DataFrame
+    measure: dict[str, object]
+
+
+def advice_chart(res: FitResult, view: AdviceView, pick: int, channel: str) -> AdviceChart:
+    """The band of target ``channel`` today and with suggestion ``pick`` (a row of
+    ``view.ranking``) measured."""
+    row = view.ranking.iloc[pick]
+    mark = {"channel": row["channel"], "when": row["when"], "label": row["measure"],
+            "value": float(row["value_mean"]), "std": float(row["value_std"])}
+    before = band_frame(res, view, None)
+    after = band_frame(res, view, int(row["candidate"]))
+    return AdviceChart(view.points[view.points["channel"] == channel], before[before["channel"] == channel],
+                       after[after["channel"] == channel], mark)

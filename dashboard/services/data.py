@@ -1,0 +1,169 @@
+"""Data: where it comes from (a bundled sample, the file given at start, an upload), reading it
+once, and what the Data panel previews.
+
+Cache wrappers around ``levy_core.data`` (``preview_table``, ``detect_mapping``,
+``read_csv``) keyed by the file's SHA-256, the column mapping and the time unit; the bytes
+themselves come from ``sources`` (no Streamlit there).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+from levy_dashboard import user_clock
+from levy_dashboard.sources import (
+    DEFAULT_SAMPLE,
+    DataSource,
+    check_upload_size,
+    env_data_path,
+    source_from_path,
+    source_from_sample,
+    source_from_upload,
+    upload_limit_text,
+)
+
+from levy_core.data import (
+    ColumnMapping,
+    DataError,
+    Observations,
+    detect_mapping,
+    preview_table,
+    read_csv,
+)
+from levy_core.episodes.tasks import MIN_SERIES_FOR_SERIES_SPLIT
+
+__all__ = ["DEFAULT_SAMPLE", "DataSource", "DataSummary", "Loaded", "check_upload_size", "content_hash",
+           "data_time_axis", "detected_mapping", "env_data_path", "few_series", "load", "load_observations",
+           "mapping_from_json", "mapping_to_json", "path_source", "preview_rows", "raw_table", "sample_source",
+           "source_from_upload", "summary", "upload_limit_text", "user_frame"]
+
+log = logging.getLogger(__name__)
+PREVIEW_ROWS = 500  # rows of one series the Data panel lists
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def sample_source(name: str) -> DataSource:
+    """``sources.source_from_sample``, read once per server."""
+    return source_from_sample(name)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def path_source(path: str) -> DataSource:
+    """``sources.source_from_path`` (the file given to ``levy dashboard DATA``), read once."""
+    return source_from_path(path)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def raw_table(digest: str, _data: bytes, name: str, nrows: int = 500) -> pd.DataFrame:
+    """``levy_core.data.preview_table``: the first rows as text, for the mapping and preview."""
+    return preview_table(_data, name, nrows)
+
+
+def detected_mapping(raw: pd.DataFrame) -> tuple[ColumnMapping | None, str | None]:
+    """``detect_mapping`` on the file's first rows: (mapping, None) or (None, why not)."""
+    try:
+        return detect_mapping(raw), None
+    except DataError as exc:
+        return None, str(exc)
+
+
+def mapping_to_json(mapping: ColumnMapping | None) -> str | None:
+    return None if mapping is None else json.dumps(mapping.to_dict(), sort_keys=True)
+
+
+def mapping_from_json(text: str | None) -> ColumnMapping | None:
+    return ColumnMapping.from_dict(json.loads(text)) if text else None
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def load_observations(digest: str, _data: bytes, name: str, mapping_json: str | None = None,
+                      time_unit: str = "hours") -> Observations:
+    """``read_csv`` of the bytes; ``DataError`` on any problem (not cached: the caller keeps it)."""
+    source = io.BytesIO(_data)
+    source.name = name  # read_csv's messages quote the user's file name
+    return read_csv(source, mapping=mapping_from_json(mapping_json), time_unit=time_unit)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def content_hash(digest: str, mapping_json: str | None, time_unit: str, _obs: Observations) -> str:
+    return _obs.content_hash()
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A source read with a mapping: the observations and their content hash, or why not."""
+
+    obs: Observations | None
+    obs_hash: str | None
+    error: str | None
+
+
+def load(src: DataSource, mapping_json: str | None, time_unit: str) -> Loaded:
+    """``load_observations`` and ``content_hash`` of a source; any problem is a message (a
+    ``DataError``'s own, or one saying the file is not a CSV of observations), never a crash."""
+    try:
+        obs = load_observations(src.digest, src.data, src.name, mapping_json, time_unit)
+        return Loaded(obs, content_hash(src.digest, mapping_json, time_unit, obs), None)
+    except DataError as exc:
+        return Loaded(None, None, str(exc))
+    except Exception as exc:  # noqa: BLE001 - never let a file crash the app
+        log.exception("unexpected error reading %s", src.name)
+        return Loaded(None, None, f"Could not read {src.name!r}: {exc}. Check that it is a "
+                      "CSV of timestamped observations (see the Data tab).")
+
+
+def few_series(obs: Observations) -> bool:
+    """Fewer series than a split by series needs: a forecast runs on rolling origins."""
+    return obs.n_series < MIN_SERIES_FOR_SERIES_SPLIT
+
+
+@dataclass(frozen=True)
+class DataSummary:
+    """The Data panel's figures of loaded observations (hours)."""
+
+    n_series: int
+    n_channels: int
+    n_obs: int
+    start: float
+    end: float
+    median_gap: float | None
+    gaps: np.ndarray  # every gap between consecutive observations of a series (h)
+
+    @property
+    def span(self) -> float:
+        return self.end - self.start
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def summary(obs_hash: str, _obs: Observations) -> DataSummary:
+    """``Observations``' counts, time span, gaps and median gap."""
+    t0, t1 = _obs.time_span
+    return DataSummary(_obs.n_series, _obs.n_channels, _obs.n_obs, float(t0), float(t1), _obs.median_gap(),
+                       np.asarray(_obs.gaps()))
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def user_frame(obs_hash: str, _obs: Observations) -> pd.DataFrame:
+    """The observations with ``when``, each time in the user's clock (the Data panel)."""
+    frame = _obs.frame.reset_index(drop=True)
+    return frame.assign(when=user_clock.display_times(_obs, frame["series_id"].astype(str).to_numpy(),
+                                                      frame["time"].to_numpy()).to_numpy())
+
+
+def data_time_axis(obs: Observations) -> str:
+    """The Data panel's time axis title: the user's clock."""
+    return user_clock.data_time_label(obs)
+
+
+def preview_rows(obs_hash: str, obs: Observations, series_id: str) -> pd.DataFrame:
+    """The first observations of one series as the Data panel lists them: series, its time
+    in the user's clock (named by the axis title), channel and value."""
+    frame = user_frame(obs_hash, obs)
+    rows = frame[frame["series_id"] == series_id].head(PREVIEW_ROWS)
+    return rows[["series_id", "when", "channel", "value"]].rename(columns={"when": data_time_axis(obs)})

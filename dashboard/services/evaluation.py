@@ -1,0 +1,71 @@
+"""Evaluation: both methods scored on the test split (``pipeline.evaluate``), the calibration
+curves, the conformal guarantee's checks, the coverage per channel, the trust ranking, and
+the downloads of the per-query predictions and the ranking.
+
+Cache wrappers keyed by the fit key and the MC-Dropout passes T; tables are laid out by
+``tables``, and every CSV goes through ``levy_core.serving.csv_safety.to_safe_csv``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+from levy_dashboard import tables
+from levy_dashboard.fits import FitResult
+from levy_dashboard.tables import GUARANTEE_CAPTION, backtest_table, metrics_table
+
+from levy_core import pipeline
+from levy_core.serving.csv_safety import to_safe_csv
+
+__all__ = ["GUARANTEE_CAPTION", "backtest_table", "calibration_curves", "channel_coverage", "evaluation",
+           "guarantee_table", "metrics_table", "prediction_csv", "ranking", "ranking_csv", "timing_rows"]
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def evaluation(key: str, _res: FitResult, mc_passes: int) -> tuple[dict[str, Any], pd.DataFrame]:
+    """``pipeline.evaluate`` (JSON metrics, per-query frame) with T MC-Dropout passes."""
+    return pipeline.evaluate(_res.fitted, _res.data, mc_passes=mc_passes if _res.has_twin else 0)
+
+
+def timing_rows(res: FitResult, result: dict[str, Any]) -> pd.DataFrame:
+    return tables.timing_rows(res.fitted.training, result)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def calibration_curves(key: str, _res: FitResult, mc_passes: int) -> dict[str, Any]:
+    """``pipeline.calibration_curves`` on the test split's evaluation."""
+    return pipeline.calibration_curves(_res.fitted, evaluation(key, _res, mc_passes)[1])
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def guarantee_table(key: str, _res: FitResult, mc_passes: int) -> pd.DataFrame:
+    """``pipeline.coverage_checks`` on the test split, laid out by ``tables.guarantee_table``."""
+    return tables.guarantee_table(pipeline.coverage_checks(_res.fitted, evaluation(key, _res, mc_passes)[1]))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def channel_coverage(key: str, _res: FitResult, mc_passes: int, level: float) -> pd.DataFrame:
+    """``pipeline.channel_coverage`` of the conformal bands at ``level`` on the test split."""
+    return pipeline.channel_coverage(_res.fitted, evaluation(key, _res, mc_passes)[1], level)
+
+
+def prediction_csv(pred: pd.DataFrame, res: FitResult | None = None) -> bytes:
+    """The per-query predictions as ``levy evaluate --predictions`` writes them: in the user's
+    ids and clock with ``res`` (each query's forecast ``origin`` on rolling origins), cells a
+    spreadsheet would run as formulas neutralised."""
+    cols = [c for c in pipeline.PRED_COLUMNS if c in pred.columns]
+    frame = pred[cols] if res is None else pipeline.user_predictions(pred, res.data, fill_missing=False)
+    return to_safe_csv(frame, index=False).encode()
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def ranking(key: str, _res: FitResult) -> tuple[pd.DataFrame, float]:
+    """``pipeline.rank``: series by trust, and the seconds it took."""
+    return pipeline.rank(_res.fitted, _res.data)
+
+
+def ranking_csv(ranked: pd.DataFrame) -> bytes:
+    """The trust ranking as a CSV download, cells a spreadsheet would run neutralised."""
+    return to_safe_csv(ranked, index=False).encode()
