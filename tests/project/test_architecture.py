@@ -1,6 +1,7 @@
 """The shape of the code, checked: small files and functions, no private name crossing a
 module, packages that import one way and no import cycle (docs/architecture.md), a light
-``import levy_core``, no page outside the repository."""
+``import levy_core``, no page outside the repository; in the dashboard, each kind of module
+importing only the kinds below it (views never each other, services never a figure)."""
 
 from __future__ import annotations
 
@@ -82,9 +83,11 @@ def test_the_library_never_imports_the_dashboard_or_streamlit() -> None:
 
 
 def test_views_reach_the_library_through_services_only() -> None:
-    # views may name the library's types (DataError, ColumnMapping, Progress) but call nothing in it
+    # views (and the app, the shared widgets, the fit controller) may name the library's types
+    # (DataError, ColumnMapping, Observations) but call nothing in it
     allowed = {"levy_core.data", "levy_core.training.train"}
-    for path in sources("dashboard/views"):
+    above = [*sources("dashboard/views"), *(ROOT / "dashboard" / name for name in ("app.py", "widgets.py", "controller.py"))]
+    for path in above:
         bad = {m for m in imported_modules(path) if m.startswith("levy_core") and m not in allowed}
         assert bad == set(), path
         assert "torch" not in imported_modules(path)
@@ -227,3 +230,148 @@ def test_import_levy_core_is_light() -> None:
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'pyarrow', 'streamlit', 'ray', 'torch', 'plotly'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
+
+
+# ----------------------------------------------------------------------------- the dashboard's layers
+# Each kind of dashboard module and the kinds it may import (docs/architecture.md): the app lays
+# out the views; a view lays out widgets and figures and imports no other view (what several
+# share is in widgets.py); the fit controller decides which model a session draws; services
+# wrap levy_core in caches and build no figure (charts do, report lays out the HTML page);
+# "session" is state.py and markup.py; "model" the plain modules under the services (fits,
+# fit_pool, sources, saved_models, shipped, user_clock, inputs, tables).
+DASHBOARD = ROOT / "dashboard"
+DASHBOARD_KINDS = {
+    "app": {"views", "widgets", "controller", "services", "session"},
+    "views": {"services", "charts", "report", "widgets", "controller", "session"},
+    "widgets": {"services", "charts", "session"},
+    "controller": {"services", "session"},
+    "services": {"services", "model"},
+    "charts": {"charts"},
+    "report": {"charts", "model"},
+    "session": {"session"},
+    "model": {"model"},
+    "serve": {"model"},  # serve.py starts the server (it imports the libraries the first page needs)
+}
+NO_FIGURES = {"plotly"}  # what services (and the model under them) never import
+VIEWS_NEVER = {"plotly", "torch", "numpy"}  # a view lays out: figures from charts, numbers from services
+
+
+def dashboard_module(path: Path) -> str:
+    """``dashboard/services/band.py`` → ``levy_dashboard.services.band`` (the import name)."""
+    parts = path.relative_to(DASHBOARD).with_suffix("").parts
+    return ".".join(["levy_dashboard", *(parts[:-1] if parts[-1] == "__init__" else parts)])
+
+
+def is_dashboard_module(dotted: str) -> bool:
+    rel = Path(*dotted.split(".")[1:]) if "." in dotted else Path()
+    return (DASHBOARD / rel).with_suffix(".py").is_file() or (DASHBOARD / rel / "__init__.py").is_file()
+
+
+def dashboard_imports(path: Path) -> set[str]:
+    """The dashboard modules ``path`` imports: ``from levy_dashboard import views`` and ``from
+    levy_dashboard.views import band`` name ``levy_dashboard.views.band`` when it is a module."""
+    out = set()
+    for node in ast.walk(tree(path)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "levy_dashboard":
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                out.add(sub if is_dashboard_module(sub) else node.module)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.split(".")[0] == "levy_dashboard")
+    return out
+
+
+def dashboard_kind(module: str) -> str:
+    head = (module.split(".") + [""])[1]
+    if head in ("app", "views", "widgets", "controller", "services", "charts", "report", "serve"):
+        return head
+    return "session" if head in ("state", "markup") else "model"
+
+
+def third_party(path: Path) -> set[str]:
+    return {m.split(".")[0] for m in imported_modules(path)} - {"levy_core", "levy_dashboard"}
+
+
+def dashboard_violations(path: Path, module: str | None = None) -> list[str]:
+    """What ``path`` (the dashboard module ``module``) imports against the dashboard's layers."""
+    here = module or dashboard_module(path)
+    kind = dashboard_kind(here)
+    bad = [f"{here} ({kind}) imports {m} ({dashboard_kind(m)})" for m in sorted(dashboard_imports(path) - {here})
+           if dashboard_kind(m) not in DASHBOARD_KINDS[kind]]
+    if kind == "views":
+        bad += [f"{here} imports the view {m}: share it through widgets.py" for m in sorted(dashboard_imports(path))
+                if dashboard_kind(m) == "views" and m != "levy_dashboard.views"]
+        bad += [f"{here} imports {m}" for m in sorted(third_party(path) & VIEWS_NEVER)]
+    if kind in ("services", "model"):
+        bad += [f"{here} imports {m}: figures are built by charts" for m in sorted(third_party(path) & NO_FIGURES)]
+    return bad
+
+
+def test_every_dashboard_module_imports_only_the_kinds_below_it() -> None:
+    bad = [line for path in sources("dashboard") for line in dashboard_violations(path)]
+    assert bad == []
+
+
+def figures_reached(graph: dict[str, set[str]], plotly_users: set[str]) -> dict[str, list[str]]:
+    """Each services module that reaches charts, the report, a view, the widgets or a module
+    importing plotly through the dashboard's imports (``graph``), with what it reaches."""
+    found = {}
+    for start in sorted(m for m in graph if dashboard_kind(m) == "services"):
+        seen, todo = set(), [start]
+        while todo:
+            m = todo.pop()
+            if m not in seen:
+                seen.add(m)
+                todo.extend(graph.get(m, ()))
+        reached = {m for m in seen if dashboard_kind(m) in ("charts", "report", "views", "widgets")}
+        if reached | (seen & plotly_users):
+            found[start] = sorted(reached | (seen & plotly_users))
+    return found
+
+
+def test_services_build_no_figure_not_even_through_another_module() -> None:
+    """No services module reaches charts, the report or plotly, directly or through the
+    dashboard modules it imports."""
+    graph = {dashboard_module(p): dashboard_imports(p) for p in sources("dashboard")}
+    plotly_users = {dashboard_module(p) for p in sources("dashboard") if "plotly" in third_party(p)}
+    assert figures_reached(graph, plotly_users) == {}
+    # the check itself: a service reaching plotly through a plain module, or the report through another service
+    toy = {"levy_dashboard.services.a": {"levy_dashboard.inputs"}, "levy_dashboard.inputs": set(),
+           "levy_dashboard.services.b": {"levy_dashboard.services.c"}, "levy_dashboard.services.c": {"levy_dashboard.report"}}
+    assert figures_reached(toy, {"levy_dashboard.inputs"}) == {
+        "levy_dashboard.services.a": ["levy_dashboard.inputs"], "levy_dashboard.services.b": ["levy_dashboard.report"],
+        "levy_dashboard.services.c": ["levy_dashboard.report"]}
+
+
+def test_views_import_no_other_view() -> None:
+    views = {dashboard_module(p) for p in sources("dashboard/views")}
+    for path in sources("dashboard/views"):
+        assert dashboard_imports(path) & views == set(), path
+
+
+@pytest.mark.parametrize(("module", "text", "expected"), [
+    ("levy_dashboard.views.probe", "from levy_dashboard.views import band\n",
+     ["levy_dashboard.views.probe (views) imports levy_dashboard.views.band (views)",
+      "levy_dashboard.views.probe imports the view levy_dashboard.views.band: share it through widgets.py"]),
+    ("levy_dashboard.views.probe", "from levy_dashboard.fits import FitResult\nimport plotly.graph_objects as go\n",
+     ["levy_dashboard.views.probe (views) imports levy_dashboard.fits (model)",
+      "levy_dashboard.views.probe imports plotly"]),
+    ("levy_dashboard.services.probe", "from levy_dashboard import charts\nimport plotly.graph_objects as go\n",
+     ["levy_dashboard.services.probe (services) imports levy_dashboard.charts (charts)",
+      "levy_dashboard.services.probe imports plotly: figures are built by charts"]),
+    ("levy_dashboard.services.probe", "from levy_dashboard.report import build_report\n",
+     ["levy_dashboard.services.probe (services) imports levy_dashboard.report (report)"]),
+    ("levy_dashboard.controller", "from levy_dashboard.widgets import show_failure\n",
+     ["levy_dashboard.controller (controller) imports levy_dashboard.widgets (widgets)"]),
+    ("levy_dashboard.charts.probe", "from levy_dashboard.services import band\n",
+     ["levy_dashboard.charts.probe (charts) imports levy_dashboard.services.band (services)"]),
+    ("levy_dashboard.fits", "from levy_dashboard.services.fit import fit_workers\n",
+     ["levy_dashboard.fits (model) imports levy_dashboard.services.fit (services)"]),
+])
+def test_an_import_against_the_dashboards_layers_is_caught(tmp_path: Path, module: str, text: str,
+                                                            expected: list[str]) -> None:
+    # the checks themselves: each wrong import, in a file standing for ``module``, is reported
+    path = tmp_path / "probe.py"
+    path.write_text(text, encoding="utf-8")
+    assert dashboard_violations(path, module) == expected
+    assert dashboard_violations(ROOT / "dashboard" / "views" / "band.py") == []  # and the real view is clean
