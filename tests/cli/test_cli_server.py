@@ -54,7 +54,7 @@ class Exec:
 def fake_exec(monkeypatch: pytest.MonkeyPatch) -> Exec:
     fake = Exec()
     monkeypatch.setattr(os, "execvpe", fake)
-    monkeypatch.chdir(os.getcwd())  # `levy dashboard` changes into the repository; undone afterwards
+    monkeypatch.chdir(os.getcwd())  # restored afterwards, should anything change directory (`levy dashboard` does not)
     return fake
 
 
