@@ -99,6 +99,14 @@ def test_the_blocks_are_found_and_say_what_the_test_runs() -> None:
     assert all(USER_CSV in c or c == "make dashboard" for c in commands(quick_start("the dashboard")[1]))
 
 
+def test_getting_started_shows_the_readmes_commands() -> None:
+    """docs/getting-started.md repeats the command-line quick start: the same commands."""
+    page = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    section = re.search(r"^## Your first band, from the command line\n.*?^```bash\n(.*?)^```", page, flags=re.M | re.S)
+    assert section, "docs/getting-started.md has no command-line block"
+    assert commands(section[1]) == commands(quick_start("the command line")[1])
+
+
 @pytest.mark.slow
 def test_the_command_line_quick_start(installed: None, tmp_path: Path) -> None:
     """``levy fit`` then ``levy predict``, verbatim: the model directory and the predictions
