@@ -20,8 +20,11 @@ install: $(STAMP)
 ## make test: lint, then the whole suite (unit, statistical, dashboard AppTest, browser e2e when Chromium is there)
 ## on TEST_WORKERS pytest-xdist workers (one intra-op thread each; tests/conftest.py keeps each test file,
 ## and the browser tests together, on one worker); TEST_WORKERS=0 runs it in this one process
+## Bytecode caches (__pycache__, gitignored) are written even where PYTHONDONTWRITEBYTECODE is set:
+## without them each worker rewrites every test module's asserts again on every run (a whole
+## collection 9.3 s instead of 5.7 s; make test-fast 138 s instead of 131 s)
 TEST_WORKERS ?= 2
-PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 test: $(STAMP)
 	$(BIN)/ruff check .
