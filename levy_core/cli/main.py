@@ -29,6 +29,7 @@ from levy_core.cli.watch import add_watch_command
 from levy_core.data import DataError, Observations, parse_duration, read_queries, to_user_time
 from levy_core.data.drift import DriftReport, DriftTally
 from levy_core.data.series_chunks import DEFAULT_CHUNK_SERIES, read_observations
+from levy_core.data.times import TIME_UNITS
 from levy_core.episodes.tasks import TaskConfig
 from levy_core.pipeline import ModelLoadError
 from levy_core.pipeline.modelfile import file_sha256
@@ -117,6 +118,29 @@ def _warn_drift(report: DriftReport) -> None:
         print(f"warning: {msg}", file=sys.stderr)
 
 
+def _cutoff_hours(text: str | None, unit: str) -> float | None:
+    """``--cutoff`` in hours, the pipeline's clock: a bare number is in the data's own unit
+    (days for ``--time-unit days``; hours since each series' first observation for
+    date-time data), a number with a unit (``2y``, ``730d``, ``24h``) is that long after
+    time 0 (after each series' first observation for date-time data)."""
+    if text is None:
+        return None
+    try:
+        bare = float(text)
+    except ValueError:
+        return parse_duration(text, unit)
+    if not math.isfinite(bare):
+        raise DataError(f"--cutoff {text!r} is not a finite number: give a time such as 24 or 730d")
+    return bare * TIME_UNITS.get(unit, 1.0)  # date-time data: hours, as the pipeline's clock
+
+
+def _in_unit(hours: float, unit: str) -> str:
+    """A time of the pipeline's clock (hours) in the data's unit, for messages."""
+    if unit in TIME_UNITS and unit != "hours":
+        return f"{hours / TIME_UNITS[unit]:g} {unit}"
+    return f"{hours:g} h"
+
+
 def _cmd_fit(args: argparse.Namespace) -> int:
     _refuse_overwriting(args, out=args.out)
     lower_priority(args.nice)  # before the fit starts torch's threads: they inherit it
@@ -127,7 +151,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     horizon = parse_duration(args.horizon, unit) if args.horizon else None
     season = {"auto": None, "none": 0.0}.get(args.season.lower()) if args.season.lower() in ("auto", "none") \
         else parse_duration(args.season, unit)
-    task = TaskConfig(args.task, cutoff=args.cutoff, horizon=horizon, season=season)
+    task = TaskConfig(args.task, cutoff=_cutoff_hours(args.cutoff, unit), horizon=horizon, season=season)
     train = TrainConfig(epochs=args.epochs, seed=args.seed, max_seconds=args.max_seconds)
     t0 = time.perf_counter()
     fitted = pipeline.fit(obs, task=task, train=train, size=args.size, train_twin=not args.no_twin,
@@ -139,7 +163,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
           f"split {fitted.split.mode} "
           f"({tr['n_series']['train']}/{tr['n_series']['stopping']}/{tr['n_series']['calibration']}/"
           f"{tr['n_series']['test']} train/early-stopping/calibration/test series), task {fitted.task.kind}"
-          + (f" (cut-off {fitted.task.cutoff:g} h)" if fitted.task.kind == "forecast" else "")
+          + (f" (cut-off {_in_unit(fitted.task.cutoff, unit)})" if fitted.task.kind == "forecast" else "")
           + f", calibration scale c = {fitted.levy_calibration.scale_:.3g}; saved to {out}", file=sys.stderr)
     print(f"offset: {fitted.offset_description()}", file=sys.stderr)
     if fitted.training_note():
@@ -439,8 +463,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data(f)
     f.add_argument("--out", required=True, help="model directory to write")
     f.add_argument("--task", choices=["forecast", "interpolate"], default="forecast")
-    f.add_argument("--cutoff", type=float, default=None, help="forecast: history ends here (hours; "
-                   "default the median series midpoint, rounded)")
+    f.add_argument("--cutoff", default=None, help="forecast: history ends here, a bare number in the data's time "
+                   "unit (hours since each series' first observation for date-time data) or with a unit, e.g. 24h, "
+                   "730d, 2y (default: the median series midpoint, rounded)")
     f.add_argument("--horizon", default=None, help="forecast: how far ahead to predict after the cut-off (few "
                    "series: after each forecast origin), e.g. 36h, 2w, 5y; a bare number is in the data's unit")
     f.add_argument("--season", default="auto", help="few series: the seasonal offset's period (e.g. 24h, 1y), "

@@ -9,6 +9,7 @@ import pytest
 
 from levy_core import pipeline
 from levy_core.cli.main import main
+from levy_core.data.clock import DAYS_PER_YEAR
 
 
 class Stop(Exception):
@@ -75,3 +76,26 @@ def test_valid_options_reach_training(capsys, fits, fit_csv: Path, tmp_path: Pat
     with pytest.raises(Stop):
         main(["fit", str(fit_csv), "--out", str(tmp_path / "m"), "--quiet"])
     assert fits[1]["train"].epochs == 40 and fits[1]["train"].max_seconds is None  # the defaults
+
+
+@pytest.mark.parametrize(("time_unit", "cutoff", "hours"), [
+    ("hours", "24", 24.0), ("days", "730.5", 730.5 * 24), ("days", "2y", 2 * DAYS_PER_YEAR * 24), ("hours", "3d", 72.0),
+    ("minutes", "90", 1.5), ("days", "-1", -24.0)])
+def test_the_cutoff_is_read_in_the_data_unit(capsys, fits, fit_csv: Path, tmp_path: Path, time_unit: str,
+                                              cutoff: str, hours: float) -> None:
+    """A bare ``--cutoff`` is in the data's unit, as ``--horizon`` (with ``--time-unit days``
+    a cut-off of 730.5 once meant 730.5 hours: the PBC panel was fitted on its first month
+    and asked about two years, benchmarks/unseen.py); with a unit it is that long."""
+    with pytest.raises(Stop):
+        main(["fit", str(fit_csv), "--out", str(tmp_path / "m"), "--time-unit", time_unit, f"--cutoff={cutoff}",
+              "--quiet"])
+    (kwargs,) = fits
+    assert kwargs["task"].cutoff == pytest.approx(hours, rel=1e-12)
+
+
+@pytest.mark.parametrize("cutoff", ["nan", "inf", "soon", "3 parsecs"])
+def test_a_cutoff_that_is_not_a_time_is_refused(capsys, fits, fit_csv: Path, tmp_path: Path, cutoff: str) -> None:
+    code = main(["fit", str(fit_csv), "--out", str(tmp_path / "m"), f"--cutoff={cutoff}", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and not fits and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("error: ") and cutoff.split()[0] in err
