@@ -16,9 +16,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from levy_core.episodes.tasks import EpisodeBuilder
+from levy_core.episodes.tasks import EpisodeBuilder, SeriesArrays
 
-__all__ = ["LastValueForecaster", "last_values"]
+__all__ = ["LastValueForecaster", "last_by_channel", "last_values"]
+
+
+def last_by_channel(s: SeriesArrays, ctx: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    """Each channel's last value among the positions ``ctx`` of ``s`` (``fallback[channel]``
+    where none), shape (C,) as ``fallback``; the latest time wins, ties the later position."""
+    last = fallback.astype(np.float64).copy()
+    last_time = np.full(len(fallback), -np.inf)
+    for i in ctx:  # the latest observation of each channel wins (ties: the later row)
+        c = s.channel[i]
+        if s.time[i] >= last_time[c]:
+            last[c], last_time[c] = s.value[i], s.time[i]
+    return last
 
 
 def last_values(builder: EpisodeBuilder, series_id: str, fallback: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -26,12 +38,7 @@ def last_values(builder: EpisodeBuilder, series_id: str, fallback: np.ndarray) -
     (``fallback[channel]`` if none) and the query's channel, each (m,)."""
     s = builder.series[series_id]
     ctx, qry = builder.split_indices(series_id)
-    last = fallback.astype(np.float64).copy()
-    last_time = np.full(len(fallback), -np.inf)
-    for i in ctx:  # the latest observation of each channel wins (ties: the later row)
-        c = s.channel[i]
-        if s.time[i] >= last_time[c]:
-            last[c], last_time[c] = s.value[i], s.time[i]
+    last = last_by_channel(s, ctx, fallback)
     return last[s.channel[qry]], s.channel[qry]
 
 
@@ -83,6 +90,30 @@ class LastValueForecaster:
         if not means:
             return np.zeros(0), np.zeros(0)
         return np.concatenate(means), np.concatenate(spreads)
+
+    def predict_after(self, builder: EpisodeBuilder, series_id: str,
+                      channels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and spread at queries past the end of one series of ``builder``, every
+        observation its context (as ``pipeline.predict_after_end`` forecasts from it).
+
+        Parameters
+        ----------
+        builder : EpisodeBuilder
+        series_id : str
+            A series of ``builder`` (model space: the end episode of a fit on few series).
+        channels : ndarray of int, shape (m,)
+            Each query's channel code.
+
+        Returns
+        -------
+        (ndarray, ndarray)
+            Each (m,), normalised units: the channel's last value (its training mean where
+            the series never observed it) and the channel's spread.
+        """
+        s = builder.series[series_id]
+        last = last_by_channel(s, np.arange(len(s.time)), self.train_mean)
+        channels = np.asarray(channels, np.int64)
+        return last[channels], self.spread[channels]
 
     def to_dict(self) -> dict:
         return {"train_mean": self.train_mean.tolist(), "spread": self.spread.tolist()}

@@ -279,7 +279,10 @@ class LevyForecaster:
             Lévy-lo-<L>, …, Lévy-hi-<L>``, one row per held-out observation;
             ``.scores()`` and ``.windows``: per window ``n_queries, mse, mae, crps, nll``
             (the normalised scale of the window's model), ``coverage`` and ``width`` per
-            level; ``.overall()``, ``.summary()``.
+            level; ``.overall()``, ``.summary()``. Beside them the last-value baseline,
+            scored on the same queries the same way (``.baselines``, ``.scores("last
+            value")``, ``.comparison()``: one row per method; ``.to_frame(baselines=True)``
+            adds its forecasts).
 
         Raises
         ------
@@ -297,20 +300,22 @@ class LevyForecaster:
         unit = obs.report.input_time_unit
         hours = self._backtest_horizon(h, unit)
         step_hours = hours if step is None else parse_duration(step, unit)
-        windows, frames, notes, model = [], [], [], None
+        scored, model = [], None
         for index, cut in enumerate(forecast_windows.cutoffs(obs, n_windows, hours, step_hours)):
             win = forecast_windows.window(obs, index, cut, hours, n_windows)
             if model is None or refit:
                 model = self._fit_observations(win.history)
-            scores, frame, note = forecast_windows.score_window(model, win, obs, levels, band)
-            windows.append(scores)
-            frames.append(frame)
-            notes += [note] if note else []
+            scored.append(forecast_windows.score_window(model, win, obs, levels, band))
+        notes = [w.note for w in scored if w.note]
         if notes:  # a library does not print: one warning the caller can filter
             warnings.warn(f"{len(notes)} of {n_windows} backtest windows: {notes[0]}", BeyondHorizonWarning,
                           stacklevel=2)
-        return Backtest(levels=tuple(levels), h=hours, step=step_hours, refit=refit, windows=tuple(windows),
-                        forecasts=pd.concat(frames, ignore_index=True))
+        baselines = sorted((b for w in scored for b in w.baselines), key=lambda b: b.method)  # stable: by window
+        return Backtest(levels=tuple(levels), h=hours, step=step_hours, refit=refit,
+                        windows=tuple(w.scores for w in scored),
+                        forecasts=pd.concat([w.forecasts for w in scored], ignore_index=True),
+                        baselines=tuple(baselines),
+                        baseline_forecasts=pd.concat([w.baseline_forecasts for w in scored], ignore_index=True))
 
     def save(self, path: str | Path) -> Path:
         """Write the fitted model: a directory (``model.json`` and safetensors weights, as

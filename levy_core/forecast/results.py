@@ -192,7 +192,8 @@ class Evaluation:
 
 @dataclass(frozen=True)
 class WindowScores:
-    """The Lévy forecasts of one backtest window, scored.
+    """One method's forecasts of one backtest window, scored (the Lévy model's, or a
+    baseline's).
 
     Attributes
     ----------
@@ -206,6 +207,9 @@ class WindowScores:
         Normalised scale of the model that forecast the window.
     coverage, width, band : dict
         Per percent level, as :class:`Scores`.
+    method : str
+        ``"Lévy"``, or ``"last value"`` (the baseline: each channel's last observation
+        before the cut-off carried forward, with its own calibrated band).
     """
 
     window: int
@@ -218,6 +222,7 @@ class WindowScores:
     coverage: Mapping[float, float]
     width: Mapping[float, float]
     band: Mapping[float, str]
+    method: str = "Lévy"
 
     def row(self) -> dict[str, Any]:
         """The scores as one flat row."""
@@ -227,7 +232,8 @@ class WindowScores:
 
 @dataclass(frozen=True)
 class Backtest:
-    """Forecasts from rolling cut-offs, scored window by window (:meth:`LevyForecaster.backtest`).
+    """Forecasts from rolling cut-offs, scored window by window (:meth:`LevyForecaster.backtest`),
+    beside the trivial baseline scored on the same queries the same way.
 
     Attributes
     ----------
@@ -239,9 +245,19 @@ class Backtest:
         True: a model fitted for each window on the observations up to its cut-offs;
         False: one model, fitted on the observations up to the earliest cut-offs.
     windows : tuple of WindowScores
-        Earliest cut-off first.
+        The Lévy model's, earliest cut-off first.
     forecasts : pandas.DataFrame
         The forecasts, one row per held-out observation (see :meth:`to_frame`).
+    baselines : tuple of WindowScores
+        The last-value baseline's scores per window (``method == "last value"``), on each
+        window's queries: each channel's last observation before the cut-off (in the
+        context the model forecast from) carried forward, with a Gaussian spread fitted on
+        the training part's own errors and calibrated like the model (its band: the
+        model's kind at each level, split conformal where the model's is the adaptive
+        walk, which the baseline has not). Empty for a model saved without it.
+    baseline_forecasts : pandas.DataFrame
+        The baseline's forecasts, row by row beside :attr:`forecasts` (``last value,
+        last value-lo-<L>, …, last value-hi-<L>``; see :meth:`to_frame`).
     """
 
     levels: tuple[float, ...]
@@ -250,22 +266,43 @@ class Backtest:
     refit: bool
     windows: tuple[WindowScores, ...]
     forecasts: pd.DataFrame = field(repr=False, compare=False)
+    baselines: tuple[WindowScores, ...] = ()
+    baseline_forecasts: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False, compare=False)
 
-    def to_frame(self) -> pd.DataFrame:
+    @property
+    def methods(self) -> tuple[str, ...]:
+        """The methods scored: ``("Lévy", "last value")`` (``("Lévy",)`` without a baseline)."""
+        return ("Lévy", *dict.fromkeys(w.method for w in self.baselines))
+
+    def method_windows(self, method: str = "Lévy") -> tuple[WindowScores, ...]:
+        """One method's scores per window, earliest first; ``KeyError`` for a method not scored."""
+        if method == "Lévy":
+            return self.windows
+        found = tuple(w for w in self.baselines if w.method == method)
+        if not found:
+            raise KeyError(f"no method {method!r}; scored: {list(self.methods)}")
+        return found
+
+    def to_frame(self, baselines: bool = False) -> pd.DataFrame:
         """The forecasts as StatsForecast's ``cross_validation`` writes them: ``unique_id,
         ds, [channel,] cutoff, window, y, Lévy, Lévy-lo-<L>, …, Lévy-hi-<L>`` (``channel``
-        when the model has several; ``ds`` and ``cutoff`` in the user's clock)."""
-        return self.forecasts.copy()
+        when the model has several; ``ds`` and ``cutoff`` in the user's clock);
+        ``baselines=True`` adds each baseline's columns after them, as StatsForecast puts
+        each model's (``last value, last value-lo-<L>, …, last value-hi-<L>``)."""
+        if not baselines:
+            return self.forecasts.copy()
+        return pd.concat([self.forecasts, self.baseline_forecasts], axis=1)
 
-    def scores(self) -> pd.DataFrame:
-        """One row per window: ``window, n_series, n_queries, mse, mae, crps, nll,
-        coverage_<L>, …, width_<L>, …, band_<L>, …``."""
-        return pd.DataFrame([w.row() for w in self.windows])
+    def scores(self, method: str = "Lévy") -> pd.DataFrame:
+        """One row per window of ``method`` (default the Lévy model's): ``window, n_series,
+        n_queries, mse, mae, crps, nll, coverage_<L>, …, width_<L>, …, band_<L>, …``."""
+        return pd.DataFrame([w.row() for w in self.method_windows(method)])
 
-    def overall(self) -> dict[str, float]:
-        """Every window's queries together: each score's mean over all of them (the
-        windows' scores weighted by their queries), keyed as :meth:`scores`' columns."""
-        table = self.scores()
+    def overall(self, method: str = "Lévy") -> dict[str, float]:
+        """Every window's queries together: each score of ``method`` (default the Lévy
+        model's) as its mean over all of them (the windows' scores weighted by their
+        queries), keyed as :meth:`scores`' columns."""
+        table = self.scores(method)
         weights = table["n_queries"].to_numpy(np.float64)
         numbers = [c for c in table.columns if c not in ("window", "n_series", "n_queries")
                    and not c.startswith("band_")]
@@ -273,16 +310,37 @@ class Backtest:
         out.update({c: float(np.average(table[c].to_numpy(np.float64), weights=weights)) for c in numbers})
         return out
 
+    def comparison(self) -> pd.DataFrame:
+        """The accuracy and uncertainty table, the trivial baseline beside the model: one row
+        per method over every window's queries (:meth:`overall`), ``method, n_queries, mse,
+        mae, crps, nll, coverage_<L>, …, width_<L>, …, band_<L>, …`` (each band as the
+        first window scored it)."""
+        rows = []
+        for method in self.methods:
+            overall = self.overall(method)
+            first = self.method_windows(method)[0]
+            rows.append({"method": method, **overall, "n_queries": int(overall["n_queries"]),
+                         **{f"band_{level:g}": kind for level, kind in first.band.items()}})
+        return pd.DataFrame(rows)
+
     def summary(self) -> str:
-        """The windows' scores and the overall ones as a few lines of text."""
+        """The windows' scores, the overall ones, and the baseline's beside them, as a few
+        lines of text."""
         rows = [{k: v for k, v in w.row().items() if not k.startswith("band_")} for w in self.windows]
         overall = self.overall()
         total = {"window": "all", "n_series": "", **{k: overall[k] for k in rows[0] if k in overall}}
         total["n_queries"] = int(overall["n_queries"])
         how = "one model per window" if self.refit else "one model, fitted before the first window"
-        bands = ", ".join(f"{level:g} %: {kind}" for level, kind in self.windows[0].band.items())
-        return (f"Backtest over {len(self.windows)} windows of h = {duration_text(self.h, ' ')} every "
-                f"{duration_text(self.step, ' ')} ({how})\n{_table([*rows, total])}\nLévy bands: {bands}. {SCALE_NOTE}; coverage is scale-free.")
+        text = (f"Backtest over {len(self.windows)} windows of h = {duration_text(self.h, ' ')} every "
+                f"{duration_text(self.step, ' ')} ({how})\n{_table([*rows, total])}\n")
+        if self.baselines:
+            table = self.comparison()
+            shown = table[[c for c in table.columns if not c.startswith("band_")]]
+            text += f"Every window, beside the trivial baseline:\n{_table(shown.to_dict('records'))}\n"
+        bands = "; ".join(f"{method} bands: " + ", ".join(f"{level:g} %: {kind}" for level, kind in
+                                                        self.method_windows(method)[0].band.items())
+                          for method in self.methods)
+        return f"{text}{bands}. {SCALE_NOTE}; coverage is scale-free."
 
     def __str__(self) -> str:
         return self.summary()

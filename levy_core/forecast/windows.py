@@ -4,7 +4,9 @@ and :meth:`~levy_core.forecast.forecaster.LevyForecaster.backtest`: the pipeline
 scored windows.
 
 Nothing here fits a model (the forecaster does, with its own settings); every score comes
-from :func:`levy_core.pipeline.evaluation.method_metrics` and :mod:`levy_core.metrics`.
+from :func:`levy_core.pipeline.evaluation.method_metrics` and :mod:`levy_core.metrics`. Each
+window scores the last-value baseline beside the model, on the same queries and the same way
+(the model's own :class:`~levy_core.episodes.baselines.LastValueForecaster`, fitted with it).
 
 A backtest window, per series: the cut-off ``c = end - h - (n_windows - 1 - w) · step``
 (``end`` the series' last observation, ``w = 0`` the earliest window), the history every
@@ -25,10 +27,12 @@ from levy_core.data import DATETIME, DataError, Observations, to_user_time, user
 from levy_core.forecast.results import Evaluation, Scores, WindowScores, band_scores, fraction
 from levy_core.pipeline.evaluation import method_metrics
 from levy_core.pipeline.modelfile import FittedModel
-from levy_core.pipeline.nixtla import level_bands, nixtla_frame
+from levy_core.pipeline.nixtla import level_bands, level_label, nixtla_frame
 from levy_core.pipeline.predictive import Predictive
+from levy_core.pipeline.prepared import ModelData
 
-__all__ = ["EVALUATED_BANDS", "Window", "cutoffs", "evaluation", "score_window", "user_times", "window"]
+__all__ = ["EVALUATED_BANDS", "ScoredWindow", "Window", "cutoffs", "evaluation", "score_window", "user_times", "window",
+           "with_last_value"]
 
 EVALUATED_BANDS = ("auto", "conformal", "gaussian")
 """``auto``: the adaptive walk's figures where the fit walks the level (few series), split
@@ -131,28 +135,103 @@ def window(obs: Observations, index: int, cut: pd.Series, h: float, n_windows: i
     return Window(index, cut[cut.index.isin(kept)], Observations(history, obs.report), queries)
 
 
-def score_window(fitted: FittedModel, win: Window, obs: Observations, levels: Sequence[float],
-                 band: str) -> tuple[WindowScores, pd.DataFrame, str | None]:
-    """``fitted``'s forecasts of ``win``'s queries from its history, scored.
+@dataclass(frozen=True)
+class ScoredWindow:
+    """One backtest window, forecast and scored: what :func:`score_window` returns.
 
-    Returns the window's scores, its rows of :meth:`Backtest.to_frame` and the
-    beyond-horizon warning of the forecasts (None when within the fitted horizon)."""
+    Attributes
+    ----------
+    scores : WindowScores
+        The Lévy forecasts' scores.
+    baselines : tuple of WindowScores
+        The trivial forecasters' scores on the same queries (the last value carried
+        forward, when the model has its baseline).
+    forecasts : pandas.DataFrame
+        The window's rows of :meth:`Backtest.to_frame`.
+    baseline_forecasts : pandas.DataFrame
+        The baselines' forecasts on the same rows: ``last value, last value-lo-<L>, …,
+        last value-hi-<L>`` (no columns when there is no baseline).
+    note : str or None
+        The forecasts' beyond-horizon warning (None within the fitted horizon).
+    """
+
+    scores: WindowScores
+    baselines: tuple[WindowScores, ...]
+    forecasts: pd.DataFrame
+    baseline_forecasts: pd.DataFrame
+    note: str | None
+
+
+def score_window(fitted: FittedModel, win: Window, obs: Observations, levels: Sequence[float],
+                 band: str) -> ScoredWindow:
+    """``fitted``'s forecasts of ``win``'s queries from its history, scored, with the
+    last-value baseline's forecasts of the same queries from the same history, scored the
+    same way (:func:`with_last_value`)."""
     queries = win.queries
-    pred = pipeline.predict_after_end(fitted, win.history, queries[["series_id", "channel", "time"]])
+    data = pipeline.prepare(fitted, win.history)
+    pred = with_last_value(fitted, data, pipeline.predict_after_end(fitted, data, queries[["series_id", "channel",
+                                                                                         "time"]]))
     fractions = [fraction(lv) for lv in levels]
     bands, kinds = level_bands(pred, fitted, fractions, band)
     y = fitted.scaler.check_range(queries)  # the truth on the model's normalised scale
-    levy = next(p for p in fitted.predictives(pred) if p.method.key == "levy")
-    found = method_metrics(y, levy, math.nan)
-    coverage, width = band_scores(y, levy, levels, kinds)
-    scores = WindowScores(window=win.index, n_series=int(queries["series_id"].nunique()), n_queries=len(queries),
-                          mse=float(found["mse"]), mae=float(found["mae"]), crps=float(found["crps"]),
-                          nll=float(found["nll"]), coverage=coverage, width=width,
-                          band=dict(zip(levels, kinds, strict=True)))
+    methods = {p.method.key: p for p in fitted.predictives(pred)}
+    scores = _window_scores(win, y, methods["levy"], levels, kinds)
     out = nixtla_frame(pred, user_times(pred["series_id"], pred["time"], obs), bands, fractions, fitted)
     at = 3 if "channel" in out else 2
     ids = queries["series_id"].to_numpy()
     out.insert(at, "cutoff", user_times(ids, queries["series_id"].map(win.cut).to_numpy(), obs).array)
     out.insert(at + 1, "window", win.index)
     out.insert(at + 2, "y", queries["value"].to_numpy(np.float64))
-    return scores, out, pred.attrs.get("beyond_horizon")
+    baselines, columns = [], {}
+    if "last_value" in methods:
+        lv = methods["last_value"]
+        # the baseline has no adaptive walk (evaluate scores it so too): split conformal in its place
+        lv_kinds = ["conformal" if kind == "adaptive" and str(f) not in (lv.adaptive or {}) else kind
+                    for f, kind in zip(fractions, kinds, strict=True)]
+        baselines.append(_window_scores(win, y, lv, levels, lv_kinds))
+        columns = _forecast_columns(lv, fractions, lv_kinds)
+    return ScoredWindow(scores, tuple(baselines), out, pd.DataFrame(columns, index=out.index),
+                        pred.attrs.get("beyond_horizon"))
+
+
+def with_last_value(fitted: FittedModel, data: ModelData, pred: pd.DataFrame) -> pd.DataFrame:
+    """``pred`` (``pipeline.predict_after_end``'s frame on ``data``) with the last-value
+    baseline's ``lv_mean_norm, lv_std_norm`` at its queries: each query's channel's last
+    value in the context the model forecast from (the series' end episode; the channel's
+    training mean where it holds none) and the spread the baseline fitted on the training
+    part's own errors (:class:`~levy_core.episodes.baselines.LastValueForecaster`). ``pred``
+    itself where the model has no baseline."""
+    if fitted.last_value is None or fitted.last_value_calibration is None:
+        return pred
+    builder, model_ids = data.builder, set(data.builder.series)
+    codes = pred["channel"].astype(str).map(builder.channel_index).to_numpy(np.int64)
+    mean, spread = np.empty(len(pred)), np.empty(len(pred))
+    for sid, rows in pred.groupby("series_id", sort=True).indices.items():
+        model_id, _ = data.clock.end_episode(str(sid), model_ids)
+        mean[rows], spread[rows] = fitted.last_value.predict_after(builder, model_id, codes[rows])
+    out = pred.assign(lv_mean_norm=mean, lv_std_norm=spread)
+    out.attrs = dict(pred.attrs)
+    return out
+
+
+def _window_scores(win: Window, y: np.ndarray, p: Predictive, levels: Sequence[float],
+                   kinds: Sequence[str]) -> WindowScores:
+    """One method's scores on the window's queries ``y`` (normalised), its band of
+    ``kinds[i]`` at each percent ``levels[i]``."""
+    found = method_metrics(y, p, math.nan)
+    coverage, width = band_scores(y, p, levels, kinds)
+    return WindowScores(window=win.index, n_series=int(win.queries["series_id"].nunique()),
+                        n_queries=len(win.queries), mse=float(found["mse"]), mae=float(found["mae"]),
+                        crps=float(found["crps"]), nll=float(found["nll"]), coverage=coverage, width=width,
+                        band=dict(zip(levels, kinds, strict=True)), method=p.name)
+
+
+def _forecast_columns(p: Predictive, fractions: Sequence[float], kinds: Sequence[str]) -> dict[str, np.ndarray]:
+    """``p``'s forecasts in the data's units as Nixtla names a model's columns: ``<name>,
+    <name>-lo-<widest>, …, <name>-hi-<widest>``."""
+    bands = {f: p.interval(f, kind, original=True) for f, kind in zip(fractions, kinds, strict=True)}  # type: ignore[arg-type]
+    ordered = sorted(fractions)
+    columns = {p.name: p.original_mean()}
+    columns.update({f"{p.name}-lo-{level_label(f)}": bands[f][0] for f in reversed(ordered)})
+    columns.update({f"{p.name}-hi-{level_label(f)}": bands[f][1] for f in ordered})
+    return columns

@@ -178,15 +178,25 @@ def daily_cycle() -> pd.DataFrame:
     return pd.DataFrame({"unique_id": "sensor", "ds": ds, "y": y})
 
 
-def test_a_backtest_window_is_predict_from_the_history(daily_cycle: pd.DataFrame) -> None:
+CYCLE = {"epochs": 1, "seed": 0, "horizon": "12h"}
+
+
+@pytest.fixture(scope="module")
+def cycle_backtest(daily_cycle: pd.DataFrame) -> tuple[Backtest, LevyForecaster]:
+    """Two windows of 12 h with refit=False (``h``: the forecaster's horizon), and the one
+    model it forecasts with, fitted again on the history before the first cut-off."""
+    bt = LevyForecaster(**CYCLE).backtest(daily_cycle, n_windows=2, refit=False)
+    first_cut = bt.to_frame().loc[lambda f: f["window"] == 0, "cutoff"].iloc[0]
+    return bt, LevyForecaster(**CYCLE).fit(daily_cycle[daily_cycle["ds"] <= first_cut])
+
+
+def test_a_backtest_window_is_predict_from_the_history(cycle_backtest, daily_cycle: pd.DataFrame) -> None:
     """refit=False: one model, fitted on the history before the first cut-off, forecasts each
     window as ``predict`` does from that window's history; the scores are its own."""
-    settings = {"epochs": 1, "seed": 0, "horizon": "12h"}
-    bt = LevyForecaster(**settings).backtest(daily_cycle, n_windows=2, refit=False)  # h: the forecaster's horizon
+    bt, model = cycle_backtest
     frame = bt.to_frame()
     assert bt.h == 12 and pd.api.types.is_datetime64_dtype(frame["cutoff"]) and frame["ds"].dt.tz is None
     first_cut = frame.loc[frame["window"] == 0, "cutoff"].iloc[0]
-    model = LevyForecaster(**settings).fit(daily_cycle[daily_cycle["ds"] <= first_cut])
     for w, scores in enumerate(bt.windows):
         rows = frame[frame["window"] == w].reset_index(drop=True)
         history = daily_cycle[daily_cycle["ds"] <= rows["cutoff"].iloc[0]]
@@ -202,3 +212,91 @@ def test_a_backtest_window_is_predict_from_the_history(daily_cycle: pd.DataFrame
     assert ev.coverage == pytest.approx({80: walk["adaptive_coverage"]["0.8"], 90: walk["adaptive_coverage"]["0.9"]})
     assert ev.width == pytest.approx({80: walk["adaptive_mean_width"]["0.8"], 90: walk["adaptive_mean_width"]["0.9"]})
     assert ev.method("last value").band == {80: "conformal", 90: "conformal"}
+
+
+
+LAST = ["last value", "last value-lo-90", "last value-lo-80", "last value-hi-80", "last value-hi-90"]
+
+
+def _last_before_cutoff(df: pd.DataFrame, rows: pd.DataFrame) -> tuple[pd.Series, np.ndarray]:
+    """Each of ``rows``' (series, channel) last observation at or before its cut-off, and
+    which rows have one."""
+    key = ["unique_id", "channel"] if "channel" in rows else ["unique_id"]
+    before = df.merge(rows[["unique_id", "cutoff"]].drop_duplicates(), on="unique_id")
+    last = before[before["ds"] <= before["cutoff"]].sort_values("ds", kind="stable").groupby(key)["y"].last()
+    keys = pd.MultiIndex.from_frame(rows[key]) if len(key) > 1 else pd.Index(rows["unique_id"])
+    seen = keys.isin(last.index)
+    return last.reindex(keys[seen]), seen
+
+
+def test_backtest_scores_the_last_value_beside_the_model_on_the_same_queries(backtests, nixtla_df) -> None:
+    """The project's rule: every accuracy table has the trivial row beside ours. Each window
+    scores the last value carried forward (the model's own baseline: spread fitted on the
+    training part's errors, calibrated like the model) on the window's queries, the same way."""
+    _, refit, once = backtests
+    assert refit.methods == once.methods == ("Lévy", "last value")
+    assert [w.method for w in refit.baselines] == ["last value"] * 2
+    assert [w.method for w in refit.windows] == ["Lévy"] * 2
+    table = refit.comparison()
+    assert table["method"].tolist() == ["Lévy", "last value"]
+    assert list(table.columns) == ["method", "n_queries", "mse", "mae", "crps", "nll", "coverage_80", "coverage_90",
+                                   "width_80", "width_90", "band_80", "band_90"]
+    assert (table["n_queries"] == len(refit.to_frame())).all(), "both scored on every held-out observation"
+    assert table.loc[1, "crps"] == pytest.approx(refit.overall("last value")["crps"])
+    assert "Every window, beside the trivial baseline" in str(refit) and "last value bands" in str(refit)
+    # backward compatible: the Lévy-only views keep their columns; the baseline is asked for
+    assert list(refit.to_frame().columns) == ["unique_id", "ds", "channel", "cutoff", "window", "y", *BANDS]
+    assert refit.scores().equals(refit.scores("Lévy"))
+    assert refit.scores("last value")["window"].tolist() == [0, 1]
+    with pytest.raises(KeyError, match="scored"):
+        refit.scores("Prophet")
+    frame = refit.to_frame(baselines=True)
+    assert list(frame.columns) == ["unique_id", "ds", "channel", "cutoff", "window", "y", *BANDS, *LAST]
+    pd.testing.assert_frame_equal(frame.drop(columns=LAST), refit.to_frame())
+    with_last = 0
+    for w in (0, 1):
+        rows = frame[frame["window"] == w]
+        ours, base = refit.windows[w], refit.baselines[w]
+        assert (base.window, base.n_series, base.n_queries) == (ours.window, ours.n_series, ours.n_queries)
+        assert base.band == ours.band == {80: "conformal", 90: "conformal"}  # many series: split conformal
+        last, seen = _last_before_cutoff(nixtla_df, rows)
+        np.testing.assert_allclose(rows.loc[seen, "last value"], last.to_numpy(), rtol=1e-9)
+        with_last += int(seen.sum())
+        for level in (80, 90):  # coverage is scale-free: recomputed from the frame
+            lo, hi = rows[f"last value-lo-{level}"], rows[f"last value-hi-{level}"]
+            assert base.coverage[level] == pytest.approx(((lo <= rows["y"]) & (rows["y"] <= hi)).mean(), abs=1e-12)
+            assert base.width[90] > base.width[80] > 0
+    assert with_last > 0.9 * len(frame), "nearly every query's channel has a last value before the cut-off"
+
+
+def test_the_baseline_is_scored_as_the_model_is(cycle_backtest, daily_cycle: pd.DataFrame) -> None:
+    """One series, rolling origins: the baseline's MSE, MAE and band widths on the model's
+    normalised scale, its band split conformal where the model's is the adaptive walk."""
+    bt, model = cycle_backtest
+    frame = bt.to_frame(baselines=True)
+    for w, base in enumerate(bt.baselines):
+        rows = frame[frame["window"] == w]
+        last, seen = _last_before_cutoff(daily_cycle, rows)
+        assert seen.all() and np.array_equal(rows["last value"].to_numpy(), last.to_numpy())
+        scale = model.fitted.scaler.scale_of(np.array(["value"] * len(rows)))
+        error = (rows["y"] - rows["last value"]) / scale
+        assert base.mse == pytest.approx(np.mean(error ** 2), rel=1e-9)
+        assert base.mae == pytest.approx(np.mean(np.abs(error)), rel=1e-9)
+        for level in (80, 90):
+            lo, hi = rows[f"last value-lo-{level}"], rows[f"last value-hi-{level}"]
+            assert base.width[level] == pytest.approx(np.mean((hi - lo) / scale), rel=1e-9)
+            assert base.coverage[level] == pytest.approx(((lo <= rows["y"]) & (rows["y"] <= hi)).mean(), abs=1e-12)
+        assert base.band == {80: "conformal", 90: "conformal"} and bt.windows[w].band == {80: "adaptive", 90: "adaptive"}
+    assert bt.comparison()["band_90"].tolist() == ["adaptive", "conformal"]
+
+
+def test_on_a_constant_series_the_last_value_is_exact() -> None:
+    """Where carrying the last value forward is exact, the baseline scores ~0 error."""
+    ds = pd.date_range("2024-01-01", periods=24 * 5, freq="h")
+    flat = pd.DataFrame({"unique_id": "flat", "ds": ds, "y": 5.0})
+    bt = LevyForecaster(**CYCLE).backtest(flat, n_windows=2, refit=False)
+    np.testing.assert_allclose(bt.to_frame(baselines=True)["last value"], 5.0, rtol=1e-12)
+    for base in bt.baselines:
+        assert base.n_queries == 12 and base.mse < 1e-12 and base.mae < 1e-6 and base.crps < 1e-6
+        assert base.coverage == {80: 1.0, 90: 1.0}
+    assert bt.overall("last value")["crps"] < 1e-6
