@@ -1,7 +1,7 @@
 """What the wheel installs: every package of the two folders, the dashboard under its own
 name (``levy_dashboard``, not a generic ``dashboard`` in site-packages), the bundled samples
-with their shipped models (``levy_core/sample_data``), and Streamlit and plotly only with
-the ``dashboard`` extra. The wheel is built from a copy of the checkout and installed into a
+with their shipped models (``levy_core/sample_data``) but not the scripts that make them, and
+Streamlit and plotly only with the ``dashboard`` extra. The wheel is built from a copy of the checkout and installed into a
 throwaway folder, then used from a directory where the checkout is not importable."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 ROOT = Path(__file__).resolve().parents[2]
 DATA_PACKAGES = {"levy_core.sample_data": "sample_data", "levy_core.sample_data.models": "sample_data/models"}
 """Packages of data only (no ``__init__.py``): the repository's ``sample_data/``."""
-SOURCES = ("pyproject.toml", "README.md", "levy_core", "dashboard", "sample_data")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "levy_core", "dashboard", "sample_data")
 """What a build reads (copied, so that no build/ or egg-info is left in the checkout)."""
 
 
@@ -83,6 +83,13 @@ def test_the_wheel_holds_two_packages_the_samples_and_their_models(wheel: Path) 
     wanted = {*(f"sample_data/{p.name}" for p in SAMPLES.values()), *shipped, "sample_data/models/manifest.json",
               "sample_data/README.md"}  # the README: where the data come from, and their licence
     assert {f"levy_core/{w}" for w in wanted} <= names
+    # the scripts that make the samples and models are the developers' (`make sample-models`
+    # runs them from the checkout; setup.py leaves every module of a data package out)
+    scripts = sorted(p.name for p in (ROOT / "sample_data").rglob("*.py"))
+    assert {"make_models.py", "make_samples.py"} <= set(scripts)
+    assert not [n for n in names if n.startswith("levy_core/sample_data/") and not n.endswith(("/", ".csv", ".csv.gz",
+                                                                                                ".zip", ".json", ".md"))]
+    assert not [n for n in names if n.rsplit("/", 1)[-1] in scripts], "a sample-making script in the wheel"
     requires = [line.removeprefix("Requires-Dist: ") for line in metadata.splitlines()
                 if line.startswith("Requires-Dist: ")]
     assert requires and "Provides-Extra: dashboard" in metadata.splitlines()
