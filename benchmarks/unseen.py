@@ -224,7 +224,7 @@ def main() -> None:
     a, m, b = rows
     if "coverage_90" in a:
         z = (a["coverage_90"] - 0.9) / a["coverage_se"]
-        print(f"90 % conformal coverage {a['coverage_90']:.3f}, {z:+.2f} standard errors over stays from 0.90")
+        print(f"90 % conformal coverage {a['coverage_90']:.3f}, {z:+.2f} standard errors over series from 0.90")
     print(f"Lévy vs last value: MSE {100 * (a['mse_channels'] / b['mse_channels'] - 1):+.1f} %, "
           f"CRPS {100 * (a['crps_channels'] / b['crps_channels'] - 1):+.1f} % (per channel, averaged); "
           f"vs MC-Dropout: CRPS {100 * (a['crps_channels'] / m['crps_channels'] - 1):+.1f} %")
@@ -248,7 +248,7 @@ def main() -> None:
     r10 = wide[("sigma", 10)] / wide[("sigma", 0.02)]
     r100 = wide[("sigma", 100)] / wide[("sigma", 10)]
     halved = (wide[("n_eff", 10)] <= 0.5 * wide[("n_eff", 0.02)]).mean()
-    print(f"far from the data ({len(wide)} (stay, channel)): median σ̂(end + 10×24 h) / σ̂(just after) = "
+    print(f"far from the data ({len(wide)} (series, channel)): median σ̂(end + 10×{HISTORY:g} {unit}) / σ̂(just after) = "
           f"{r10.median():.2f}; median σ̂(100×) / σ̂(10×) = {r100.median():.3f} (share > 1: {(r100 > 1).mean():.3f}); "
           f"n_eff at least halved at 10× for {halved:.3f} of (stay, channel)")
 
