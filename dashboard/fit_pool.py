@@ -41,7 +41,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
-from levy_core.runtime.priority import MAX_NICE, lower_priority
+from levy_core.runtime.priority import MAX_NICE, lower_priority, parse_nice
 from levy_core.runtime.threads import available_cores, prefer_passive_wait
 
 __all__ = ["ENV_NICE", "ENV_WORKERS", "FIT_NICE", "FIT_THREADS", "PREVIEW_EVERY_S", "FitPool", "Job", "JobView",
@@ -87,13 +87,10 @@ def fit_niceness() -> int:
     if not raw:
         return FIT_NICE
     try:
-        n = int(raw)
+        return parse_nice(raw)
     except ValueError:
-        n = -1
-    if not 0 <= n <= MAX_NICE:
         raise ValueError(f"{ENV_NICE}={raw!r}: give the fit workers' niceness, a whole number from 0 (the server's "
-                         f"priority) to {MAX_NICE} (the lowest); unset, it is {FIT_NICE}")
-    return n
+                         f"priority) to {MAX_NICE} (the lowest); unset, it is {FIT_NICE}") from None
 
 
 # ----------------------------------------------------------------------------- in the worker process

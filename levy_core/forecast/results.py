@@ -105,9 +105,12 @@ class Scores:
 
     def row(self) -> dict[str, Any]:
         """The scores as one flat row (``coverage_80``, ``width_80``, ``band_80``, …)."""
-        levels = list(self.coverage)
-        return {"method": self.method, "n_queries": self.n_queries, "mse": self.mse, "mae": self.mae,
-                "crps": self.crps, "nll": self.nll, **_level_columns(self, levels)}
+        return {"method": self.method, **self._score_columns()}
+
+    def _score_columns(self) -> dict[str, Any]:
+        """``n_queries, mse, mae, crps, nll`` and the per-level columns, as :meth:`row` has them."""
+        return {"n_queries": self.n_queries, "mse": self.mse, "mae": self.mae, "crps": self.crps, "nll": self.nll,
+                **_level_columns(self, list(self.coverage))}
 
 
 @dataclass(frozen=True)
@@ -190,10 +193,11 @@ class Evaluation:
         return self.summary()
 
 
-@dataclass(frozen=True)
-class WindowScores:
+@dataclass(frozen=True, kw_only=True)
+class WindowScores(Scores):
     """One method's forecasts of one backtest window, scored (the Lévy model's, or a
-    baseline's).
+    baseline's): the attributes of :class:`Scores`, on the window's queries, and where they
+    lie (``window``, ``n_series`` and ``method`` given by keyword).
 
     Attributes
     ----------
@@ -208,26 +212,17 @@ class WindowScores:
     coverage, width, band : dict
         Per percent level, as :class:`Scores`.
     method : str
-        ``"Lévy"``, or ``"last value"`` (the baseline: each channel's last observation
-        before the cut-off carried forward, with its own calibrated band).
+        ``"Lévy"`` (the default), or ``"last value"`` (the baseline: each channel's last
+        observation before the cut-off carried forward, with its own calibrated band).
     """
 
+    method: str = "Lévy"
     window: int
     n_series: int
-    n_queries: int
-    mse: float
-    mae: float
-    crps: float
-    nll: float
-    coverage: Mapping[float, float]
-    width: Mapping[float, float]
-    band: Mapping[float, str]
-    method: str = "Lévy"
 
     def row(self) -> dict[str, Any]:
-        """The scores as one flat row."""
-        return {"window": self.window, "n_series": self.n_series, "n_queries": self.n_queries, "mse": self.mse,
-                "mae": self.mae, "crps": self.crps, "nll": self.nll, **_level_columns(self, list(self.coverage))}
+        """The scores as one flat row (``window, n_series, n_queries, mse, …``; no method)."""
+        return {"window": self.window, "n_series": self.n_series, **self._score_columns()}
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ import argparse
 import os
 from pathlib import Path
 
+from levy_core.runtime.threads import option_type
+
 __all__ = ["FIT_NICE", "MAX_NICE", "add_nice_option", "lower_priority", "parse_nice", "thread_niceness"]
 
 FIT_NICE = 10
@@ -91,14 +93,7 @@ def lower_priority(nice: int) -> int:
 
 def add_nice_option(parser: argparse.ArgumentParser, default: int = FIT_NICE) -> None:
     """``--nice N`` (0 to :data:`MAX_NICE`, default ``default``) on a command that fits."""
-
-    def nice(text: str) -> int:
-        try:
-            return parse_nice(text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc).removeprefix("nice: ")) from None
-
-    parser.add_argument("--nice", type=nice, default=default, metavar="N",
+    parser.add_argument("--nice", type=option_type(parse_nice, "nice"), default=default, metavar="N",
                         help=f"CPU priority of the fit: niceness 0 (this shell's) to {MAX_NICE} (the lowest), default "
                         f"{default}: passes and other interactive work on the same cores run first; the fit is the "
                         "same at any niceness")

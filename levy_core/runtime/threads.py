@@ -31,12 +31,12 @@ import argparse
 import math
 import os
 import sys
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["MAX_THREADS", "THREADS_ENV", "add_threads_option", "available_cores", "command_threads", "parse_threads",
-           "pass_workers", "prefer_passive_wait", "single_threaded_blas", "thread_budget", "torch_defaults",
+__all__ = ["MAX_THREADS", "THREADS_ENV", "add_threads_option", "available_cores", "command_threads", "option_type",
+           "parse_threads", "pass_workers", "prefer_passive_wait", "single_threaded_blas", "thread_budget", "torch_defaults",
            "using_threads"]
 
 THREADS_ENV = "LEVY_THREADS"
@@ -174,16 +174,24 @@ def command_threads(requested: int | None = None, *, environ: Mapping[str, str] 
     return thread_budget(requested, environ=environ)
 
 
+def option_type(parse: Callable[[str], int], name: str) -> Callable[[str], int]:
+    """``parse`` as an argparse ``type=`` named ``name``: its ValueError becomes the
+    ``ArgumentTypeError`` argparse reports, the message without its ``"<name>: "`` prefix
+    (argparse names the option itself)."""
+
+    def convert(text: str) -> int:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{name}: ")) from None
+
+    convert.__name__ = convert.__qualname__ = name
+    return convert
+
+
 def add_threads_option(parser: argparse.ArgumentParser) -> None:
     """``--threads N`` on a ``levy`` command that runs passes or fits (None when not given)."""
-
-    def threads(text: str) -> int:
-        try:
-            return parse_threads(text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc).removeprefix("threads: ")) from None
-
-    parser.add_argument("--threads", type=threads, default=None, metavar="N",
+    parser.add_argument("--threads", type=option_type(parse_threads, "threads"), default=None, metavar="N",
                         help=f"intra-op threads, 1 to {MAX_THREADS} (default: ${THREADS_ENV}, else $OMP_NUM_THREADS, "
                         "else the cores this process may use); the same count gives bit-identical fits")
 
