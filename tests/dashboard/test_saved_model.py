@@ -52,10 +52,20 @@ def texts(at: AppTest) -> str:
     return " ".join(str(p.value) for p in parts).replace("\\", "")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def saved() -> tuple[bytes, str]:
     """A model fitted in one session on series 0-15 and downloaded, and its fit key; every
-    cache and the fit store are cleared afterwards."""
+    cache and the fit store are cleared afterwards. Made once for the module (the zip's bytes
+    and a key: nothing a test can change), where each test made it again, 1-12 s each."""
+    with pytest.MonkeyPatch.context() as mp:  # before the conftest's function-scoped env patch
+        mp.setenv(fits.ENV_FAST, "1")
+        mp.delenv("LEVY_DASHBOARD_DATA", raising=False)
+        st.cache_resource.clear()
+        st.cache_data.clear()
+        return _saved()
+
+
+def _saved() -> tuple[bytes, str]:
     at = upload(start(), "train.csv", series_csv(0, 16))
     at = show(at, "Fit")
     assert any("Download the fitted model" in str(b.proto.label) for b in at.get("download_button"))
