@@ -10,20 +10,25 @@ one, one after the other."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from levy_core.data import Observations, load_sample, read_csv
+from levy_core.runtime.priority import thread_niceness
 from levy_core.runtime.threads import prefer_passive_wait
 
 N_FIT_SERIES = 16  # series of the synthetic sample the shared model is fitted on
 MC_PASSES = 5  # MC-Dropout passes recorded with the shared model (small: tests stay fast)
 _ONE_THREAD = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-# files (paths under tests/) whose tests share one group across files: the browser tests
-_SHARED_GROUPS = {"e2e/": "browser"}
+# files (paths under tests/) whose tests share one group across files: the browser tests; the
+# dashboard's (one worker pays the app's first run, the fit pool's spawned workers and its warm
+# caches once, not each worker that draws a dashboard file: about 8 s a worker)
+_SHARED_GROUPS = {"e2e/": "browser", "dashboard/": "dashboard"}
 # files whose tests are each a group of its own (minutes each, no module-scoped fixture)
 _EACH_ITS_OWN = ("project/test_sample_models.py",)
 # the longest groups, longest first (measured: `pytest -n 2 --durations=0`, summed per file),
@@ -31,10 +36,10 @@ _EACH_ITS_OWN = ("project/test_sample_models.py",)
 # by test count, is switched off): so that the two workers finish together
 _FIRST = (
     "e2e/", "project/test_sample_models.py::test_each_shipped_model_is_what_its_recorded_command_makes",
-    "dashboard/test_app.py", "dashboard/test_saved_model.py", "dashboard/test_services_few.py",
-    "dashboard/test_services.py", "episodes/test_origins.py", "forecast/test_one_series.py",
-    "decisions/test_advise.py", "dashboard/test_fit_pool.py", "data/test_decompression.py",
-    "project/test_hostile_round_two_b.py", "decisions/test_watch.py", "operator/test_attention_extensions.py",
+    "dashboard/", "project/test_hostile_round_two_b.py", "episodes/test_origins.py", "forecast/test_one_series.py",
+    "project/test_architecture.py", "data/test_decompression.py", "serving/test_chunked.py",
+    "decisions/test_watch.py", "decisions/test_advise.py", "project/test_hostile_round_two_a.py",
+    "runtime/test_threads.py", "operator/test_attention_extensions.py",
 )
 
 
@@ -104,6 +109,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         rank = {prefix: i for i, prefix in enumerate(_FIRST)}
         items.sort(key=lambda item: next((r for prefix, r in rank.items()
                                           if f"{where(item)}::{item.name}".startswith(prefix)), len(rank)))
+
+
+@pytest.fixture(autouse=True)
+def _priority_kept() -> Iterator[None]:
+    """The worker's priority as it was before each test. ``levy fit`` lowers the priority of
+    every thread of its process for good (niceness 10, ``--nice``), and the tests run it in
+    the worker's own process (``cli_helpers.run``): from the first such test on, the worker
+    ran every later test at niceness 10, starved beside any other job on the machine. Put
+    back where the system allows it (raising a priority needs the right to)."""
+    if not hasattr(os, "getpriority"):
+        yield
+        return
+    before = os.getpriority(os.PRIO_PROCESS, 0)
+    yield
+    if os.getpriority(os.PRIO_PROCESS, 0) > before:
+        for tid, nice in thread_niceness().items():
+            if nice > before:
+                with contextlib.suppress(OSError):  # no right to raise it, or the thread ended
+                    os.setpriority(os.PRIO_PROCESS, tid, before)
 
 
 @pytest.fixture(scope="session")
