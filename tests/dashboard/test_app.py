@@ -323,9 +323,10 @@ BAD_UPLOADS = {
 
 
 def gzip_bomb(unpacked: int = 210_000_000) -> bytes:
-    """About 0.2 MB that unpacks past the 200 MB cap, written in chunks (never in memory)."""
+    """About 1 MB that unpacks past the 200 MB cap, written in chunks (never in memory); the
+    fastest compression (0.3 s, where the best took 1 s for a fifth of the size)."""
     buf = io.BytesIO()
-    with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=9, mtime=0) as gz:
+    with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=1, mtime=0) as gz:
         gz.write(b"time,value\n")
         chunk = b"0,0\n" * (1 << 18)
         for _ in range(unpacked // len(chunk) + 1):
