@@ -234,6 +234,9 @@ def main() -> None:
         both["mse_gap"] = (both["mse_levy"] - both["mse_last"]) / len(both)  # each channel's share of the mean's gap
         print(f"channels adding most to the MSE gap (of {len(both)}; gap in channel sd², share of the mean):")
         print(both.sort_values("mse_gap", ascending=False).head(args.per_channel).round(4).to_string())
+        both["crps_gap"] = (both["crps_levy"] - both["crps_last"]) / len(both)
+        print("channels adding most to the CRPS gap (gap in channel sd, share of the mean):")
+        print(both.sort_values("crps_gap", ascending=False).head(args.per_channel).round(4).to_string())
 
     # far from the data: the same stays, every observed channel, at 10× and 100× the history
     pairs = context.groupby(["series_id", "channel"]).size().reset_index()[["series_id", "channel"]]

@@ -4,8 +4,9 @@
 predictive spread. Two explicit, MAPIE-style post-hoc steps turn it into one,
 both fitted on a held-out calibration split (see ``docs/levy-math.md``):
 
-- :class:`ScaledGaussian` -- ``y ~ N(ŷ, (c σ̂)^2)`` with the closed-form MLE
-  ``c = sqrt(mean((y - ŷ)^2 / σ̂^2))``;
+- :class:`ScaledGaussian` -- ``y ~ N(ŷ, (c σ̂)^2)`` with ``c`` of minimum CRPS
+  (:mod:`levy_core.metrics.crps_scale`; ``estimator="mle"``: the closed-form MLE
+  ``c = sqrt(mean((y - ŷ)^2 / σ̂^2))``, which the largest errors rule);
 - :class:`SplitConformal` -- split conformal on the normalised score
   ``r = |y - ŷ| / σ̂``: for exchangeable calibration and test points the band
   ``ŷ -+ q σ̂`` covers with probability ``>= level`` at every level, where ``q`` is
@@ -51,6 +52,7 @@ from numpy.typing import ArrayLike
 from levy_core.calibration import state
 from levy_core.metrics import checks
 from levy_core.metrics.checks import FloatArray
+from levy_core.metrics.crps_scale import crps_scale
 
 __all__ = [
     "DEFAULT_MIN_GROUP_SIZE",
@@ -105,31 +107,39 @@ class ScaledGaussian:
     rel_floor : float, default 1e-6
         Sigma floor relative to the median positive calibration sigma (see the
         module docstring).
+    estimator : {"crps", "mle"}, default "crps"
+        How ``c`` is fitted: the minimum CRPS over the calibration points (the score the
+        predictive is judged by; :func:`~levy_core.metrics.crps_scale.crps_scale`), or
+        the Gaussian maximum likelihood ``c² = mean(r²)``.
 
     Attributes
     ----------
     scale_ : float
-        The fitted ``c = sqrt(mean((y - ŷ)^2 / σ^2))``, the maximum-likelihood
-        scale. 0 only if every calibration error is 0.
+        The fitted ``c``. 0 only if every calibration error is 0 (``"crps"``: or too
+        many of them, see :mod:`~levy_core.metrics.crps_scale`).
     sigma_floor_ : float
         Absolute sigma floor used in ``fit`` and at prediction.
     n_calibration_ : int
         Number of calibration points.
     group_scales_ : dict of str to float
-        With ``groups`` at fit: each group's own scale, its mean squared normalised error
-        shrunk towards the global one with ``GROUP_SHRINKAGE`` pseudo-points (a channel's
-        band at its own level, as the conformal band is per channel). Empty otherwise.
+        With ``groups`` at fit: each group's own scale shrunk towards the global one with
+        ``GROUP_SHRINKAGE`` pseudo-points at it (``"crps"``: a weighted mean of the scales;
+        ``"mle"``: of their squares; a channel's band at its own level, as the conformal
+        band is per channel). Empty otherwise.
     """
 
-    def __init__(self, rel_floor: float = DEFAULT_REL_FLOOR) -> None:
+    def __init__(self, rel_floor: float = DEFAULT_REL_FLOOR, estimator: Literal["crps", "mle"] = "crps") -> None:
         self.rel_floor = checks.check_positive(rel_floor, "rel_floor")
+        if estimator not in ("crps", "mle"):
+            raise ValueError(f"estimator must be 'crps' or 'mle', got {estimator!r}")
+        self.estimator = estimator
         self.group_scales_: dict[str, float] = {}
         self.scale_: float | None = None
         self.sigma_floor_: float | None = None
         self.n_calibration_: int | None = None
 
     def __repr__(self) -> str:
-        return f"ScaledGaussian(rel_floor={self.rel_floor!r}, scale_={self.scale_!r})"
+        return f"ScaledGaussian(rel_floor={self.rel_floor!r}, estimator={self.estimator!r}, scale_={self.scale_!r})"
 
     @property
     def is_fitted(self) -> bool:
@@ -146,11 +156,11 @@ class ScaledGaussian:
 
     def fit(self, y_true: ArrayLike, mean: ArrayLike, sigma: ArrayLike, *,
             groups: ArrayLike | None = None) -> ScaledGaussian:
-        """Fit the global scale by closed-form maximum likelihood.
+        """Fit the global scale (and per group) with ``σ_i`` floored at ``sigma_floor_``.
 
-        Maximising ``sum_i log N(y_i; ŷ_i, c^2 σ_i^2)`` over ``c > 0`` gives
-        ``c^2 = mean((y_i - ŷ_i)^2 / σ_i^2)`` with ``σ_i`` floored at
-        ``sigma_floor_``.
+        ``"crps"``: ``c = argmin Σ_i CRPS(N(ŷ_i, c² σ_i²), y_i)``, one root of a monotone
+        equation; ``"mle"``: maximising ``Σ_i log N(y_i; ŷ_i, c² σ_i²)`` gives
+        ``c² = mean((y_i - ŷ_i)^2 / σ_i^2)``.
 
         Parameters
         ----------
@@ -166,8 +176,10 @@ class ScaledGaussian:
         """
         y, mu, s = checks.check_gaussian(y_true, mean, sigma)
         floor = _sigma_floor(s, self.rel_floor)
-        r = (y - mu) / np.maximum(s, floor)
-        scale = float(np.sqrt(np.mean(r * r)))
+        s = np.maximum(s, floor)
+        r = (y - mu) / s
+        crps = self.estimator == "crps"
+        scale = crps_scale(np.abs(r), s) if crps else float(np.sqrt(np.mean(r * r)))
         if scale == 0.0:
             logger.warning("every calibration error is 0: the fitted scale is 0")
         self.scale_, self.sigma_floor_, self.n_calibration_ = scale, floor, int(y.size)
@@ -176,9 +188,10 @@ class ScaledGaussian:
             keys = np.asarray(groups).astype(str)
             checks.same_length(y_true=y, groups=keys)
             for g in np.unique(keys):
-                rg = r[keys == g]
-                self.group_scales_[str(g)] = float(np.sqrt((np.sum(rg * rg) + GROUP_SHRINKAGE * scale**2)
-                                                           / (rg.size + GROUP_SHRINKAGE)))
+                rg, k = r[keys == g], GROUP_SHRINKAGE
+                self.group_scales_[str(g)] = (
+                    (rg.size * crps_scale(np.abs(rg), s[keys == g]) + k * scale) / (rg.size + k) if crps
+                    else float(np.sqrt((np.sum(rg * rg) + k * scale**2) / (rg.size + k))))
         return self
 
     def scales_for(self, groups: ArrayLike | None, n: int) -> FloatArray | float:
@@ -237,6 +250,7 @@ class ScaledGaussian:
             "type": "ScaledGaussian",
             "version": state.FORMAT_VERSION,
             "rel_floor": self.rel_floor,
+            "estimator": self.estimator,
             "scale": scale,
             "sigma_floor": floor,
             "n_calibration": self.n_calibration_,
@@ -247,7 +261,10 @@ class ScaledGaussian:
     def from_dict(cls, data: dict[str, Any]) -> ScaledGaussian:
         """Rebuild a fitted instance from :meth:`to_dict` output."""
         data = state.check_state(data, "ScaledGaussian")
-        obj = cls(rel_floor=state.saved_float(data, "rel_floor"))
+        estimator = data.get("estimator", "mle")  # states saved before minimum-CRPS scales hold MLE ones
+        if estimator not in ("crps", "mle"):
+            raise ValueError(f"saved ScaledGaussian: estimator must be 'crps' or 'mle', got {estimator!r}")
+        obj = cls(rel_floor=state.saved_float(data, "rel_floor"), estimator=estimator)
         obj.scale_ = state.saved_float(data, "scale", allow_zero=True)
         obj.sigma_floor_ = state.saved_float(data, "sigma_floor")
         n = data.get("n_calibration")

@@ -348,6 +348,18 @@ class EpisodeBuilder:
         for sid, idx in frame.groupby("series_id", sort=True).indices.items():
             self.series[str(sid)] = SeriesArrays(times[idx], codes[idx], values[idx], np.asarray(idx))
 
+    def channel_means(self, ids: list[str], fallback: float = 0.5) -> np.ndarray:
+        """The mean normalised value of each channel over the series ``ids``, (C,) float32;
+        ``fallback`` for a channel none of them observed."""
+        n_channels = len(self.channel_index)
+        total, count = np.zeros(n_channels), np.zeros(n_channels)
+        for sid in ids:
+            s = self.series[sid]
+            np.add.at(total, s.channel, s.value)
+            np.add.at(count, s.channel, 1.0)
+        means = np.where(count > 0, total / np.maximum(count, 1.0), fallback)
+        return means.astype(np.float32)
+
     def split_indices(self, series_id: str, rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(context, query) positions inside one series. ``rng=None``: the fixed hold-out."""
         s = self.series[series_id]

@@ -39,7 +39,9 @@ Layout (one module per metric family; every public name is re-exported here, so
 - :mod:`levy_core.metrics.calibration` -- :func:`central_interval`, :func:`covered` (the one coverage rule),
   interval coverage, its standard error and mean width, reliability curves, :func:`pit_values`, :func:`sharpness`;
 - :mod:`levy_core.metrics.selective` -- :func:`spearman_sigma_abs_error` and the
-  risk-coverage curve and area.
+  risk-coverage curve and area;
+- :mod:`levy_core.metrics.crps_scale` -- :func:`crps_scale`, the Gaussian spread's scale of
+  minimum CRPS (the calibration's and early stopping's).
 
 The input checks live in :mod:`levy_core.metrics.checks`.
 """
@@ -58,6 +60,7 @@ from levy_core.metrics.calibration import (
     sharpness,
 )
 from levy_core.metrics.checks import FloatArray as FloatArray
+from levy_core.metrics.crps_scale import crps_scale
 from levy_core.metrics.scoring_rules import (
     NLL_SIGMA_FLOOR,
     crps_ensemble,
@@ -84,6 +87,7 @@ __all__ = [
     "crps_ensemble_per_point",
     "crps_gaussian",
     "crps_gaussian_per_point",
+    "crps_scale",
     "gaussian_nll",
     "interval_coverage",
     "interval_mean_width",

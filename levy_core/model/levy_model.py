@@ -4,7 +4,7 @@ Both models share one backbone (``Backbone``) and differ only in the cross-atten
 
 1. **Channel state.** Per (series, channel) the context gives deterministic summaries: the
    last observed value and its time, the mean, the count. The **offset** ``b(q)`` of a
-   query is the last observed value of its channel (a learned per-channel default where
+   query is the last observed value of its channel (the channel's training mean where
    the channel was never observed): the model predicts the change from "carry the last
    value forward", which it must beat.
 2. **Observation tokens** encode (lag to the end of the context, channel, value, value
@@ -249,7 +249,7 @@ class Encoded(NamedTuple):
     query_features: Tensor  # (B, M, d_model) the query's channel token and horizon: drives its read-out
     query_state: Tensor  # (B, M, d_model) the query's channel token alone (no horizon)
     staleness: Tensor  # (B, M) time since the query's channel was last observed, in time_scale units
-    offset: Tensor  # (B, M) b(q): last value of the query's channel (learned default if none)
+    offset: Tensor  # (B, M) b(q): last value of the query's channel (the channel's training mean if none)
 
 
 class Backbone(nn.Module):
@@ -264,7 +264,11 @@ class Backbone(nn.Module):
         self.index_channel = nn.Embedding(cfg.n_channels, cfg.d_channel)
         with torch.no_grad():  # unit-norm channel codes: same channel ⇒ cos 1
             self.index_channel.weight.copy_(F.normalize(self.index_channel.weight, dim=-1))
-        self.default = nn.Parameter(torch.full((cfg.n_channels,), 0.5))  # offset of a never-observed channel
+        # offset of a channel the series has not observed: the channel's mean over the training
+        # series (set by the fit; 0.5 of the min-max range until then). Not trained: a default that
+        # only never-observed queries move was carried by Adam's normalised steps to a few
+        # outliers (unseen stays: temperature forecast at 3 °C, pH at 5.9)
+        self.register_buffer("default", torch.full((cfg.n_channels,), 0.5))
         # observation: lag features, channel, value, value − channel's last, value − channel's mean
         self.observation = nn.Sequential(nn.Linear(cfg.d_time + cfg.d_channel + 3, d), nn.GELU(), nn.Linear(d, d))
         # channel token: pooled observations + summaries (last, mean, log count, staleness, observed)

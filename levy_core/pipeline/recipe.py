@@ -239,11 +239,22 @@ def walk_test_origins(fitted: FittedModel, builder: EpisodeBuilder, test_ids: li
     fitted.adaptive = fit_adaptive({"levy": fitted.levy_calibration, "mc": fitted.mc_calibration}, frame, origin)
 
 
+def start_at_channel_means(model: LevyModel | SoftmaxTwin, data: FitData) -> LevyModel | SoftmaxTwin:
+    """The offset of a channel a series has not observed yet: that channel's mean over the
+    training series (a fixed buffer, not trained). From a constant 0.5 of the min-max range,
+    trained, unseen stays that never observed a channel got pH 5.9 for 7.4 and a temperature
+    of −13 °C (outliers stretch the range), then 3 °C once trained from the mean: only the
+    few never-observed queries move it, at Adam's full step."""
+    with torch.no_grad():
+        model.backbone.default.copy_(torch.from_numpy(data.builder.channel_means(data.train_ids)))
+    return model
+
+
 def train_levy_model(data: FitData, cfg: ModelConfig, train: TrainConfig, *,
                progress: Callable[[Progress], None] | None = None) -> tuple[LevyModel, TrainResult]:
     """Step 2: the Lévy model, seeded by ``train.seed``."""
     torch.manual_seed(train.seed)
-    model = LevyModel(cfg)
+    model = start_at_channel_means(LevyModel(cfg), data)
     result = train_model(model, data.builder, data.train_ids, data.stop_ids, train, label="levy", progress=progress)
     return model, keep_correction(model, data, result)
 
@@ -252,7 +263,7 @@ def train_twin_model(data: FitData, cfg: ModelConfig, train: TrainConfig, *,
                progress: Callable[[Progress], None] | None = None) -> tuple[SoftmaxTwin, TrainResult]:
     """Step 2: the softmax + dropout twin (MC-Dropout), same seed, episodes and budget."""
     torch.manual_seed(train.seed)
-    model = SoftmaxTwin(cfg)
+    model = start_at_channel_means(SoftmaxTwin(cfg), data)
     result = train_model(model, data.builder, data.train_ids, data.stop_ids, train, label="softmax",
                          progress=progress)
     return model, keep_correction(model, data, result)

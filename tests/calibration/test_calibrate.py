@@ -57,7 +57,7 @@ def neg_log_lik(c: float, y, mean, sigma) -> float:
 @given(seed=seeds, n=st.integers(2, 300))
 def test_scale_mle_is_the_numerical_argmax(seed: int, n: int) -> None:
     y, mean, sigma = hetero_case(seed, n)
-    sg = ScaledGaussian().fit(y, mean, sigma)
+    sg = ScaledGaussian(estimator="mle").fit(y, mean, sigma)
     closed = math.sqrt(np.mean((y - mean) ** 2 / sigma**2))
     assert sg.scale_ == pytest.approx(closed, rel=1e-12)
     res = optimize.minimize_scalar(
@@ -86,7 +86,7 @@ def test_zero_sigma_is_floored_relative_to_the_median() -> None:
     mean = np.array([1.0, 1.5, 0.0, 2.0, 2.0])
     sigma = np.array([0.0, 1.0, 2.0, 4.0, 0.0])
     floor = DEFAULT_REL_FLOOR * 2.0  # median of the positive sigmas (1, 2, 4)
-    sg = ScaledGaussian().fit(y, mean, sigma)
+    sg = ScaledGaussian(estimator="mle").fit(y, mean, sigma)
     assert sg.sigma_floor_ == pytest.approx(floor)
     r = (y - mean) / np.maximum(sigma, floor)
     assert sg.scale_ == pytest.approx(math.sqrt(np.mean(r**2)), rel=1e-12)
@@ -614,7 +614,9 @@ def test_per_group_gaussian_scales_are_shrunk_mle_and_round_trip() -> None:
     sigma = rng.uniform(0.5, 2.0, groups.size)
     width = np.select([groups == "wide", groups == "narrow"], [3.0, 1.0], 2.0)
     y = width * sigma * rng.standard_normal(groups.size)
-    cal = Calibrator().fit(y, np.zeros_like(y), sigma, groups=groups)
+    cal = Calibrator()
+    cal.scaled_gaussian = ScaledGaussian(estimator="mle")
+    cal.fit(y, np.zeros_like(y), sigma, groups=groups)
     r2 = (y / sigma) ** 2
     c = cal.scale_
     assert c == pytest.approx(np.sqrt(r2.mean()))

@@ -533,7 +533,7 @@ def test_other_bad_inputs() -> None:
 def test_package_reexports_every_public_name_of_its_modules() -> None:
     import importlib
 
-    families = ("accuracy", "scoring_rules", "calibration", "selective")
+    families = ("accuracy", "scoring_rules", "calibration", "selective", "crps_scale")
     exported: set[str] = set()
     for family in families:
         mod = importlib.import_module(f"levy_core.metrics.{family}")
@@ -545,7 +545,7 @@ def test_package_reexports_every_public_name_of_its_modules() -> None:
         assert not exported & set(mod.__all__)  # each name lives in one family
         exported |= set(mod.__all__)
     assert exported == set(M.__all__)
-    assert len(M.__all__) == 22 and all(callable(getattr(M, n)) for n in M.__all__
+    assert len(M.__all__) == 23 and all(callable(getattr(M, n)) for n in M.__all__
                                         if n not in ("DEFAULT_LEVELS", "NLL_SIGMA_FLOOR"))
     from levy_core.metrics import DEFAULT_LEVELS, NLL_SIGMA_FLOOR, crps_gaussian
 

@@ -299,3 +299,19 @@ def test_a_shifted_clock_gives_the_same_model_and_band(obs: Observations) -> Non
         np.testing.assert_allclose(shifted_band["time"] - shift, band["time"], rtol=0, atol=1e-9 * (1 + abs(shift)))
         for col in ("mean", "sigma", "lower_conf", "upper_conf"):
             np.testing.assert_allclose(shifted_band[col], band[col], rtol=2e-3, atol=1e-4, err_msg=f"{col} {shift}")
+
+
+def test_a_never_observed_channel_is_offset_at_its_training_mean(obs: Observations) -> None:
+    """``b(q)`` where a series has not observed the queried channel: the channel's mean over the
+    training series (normalised), set by the fit and not trained — a buffer, saved with the weights."""
+    fitted = fit(obs, train=TrainConfig(epochs=2, seed=0), size="small", train_twin=False)
+    backbone = fitted.levy.backbone
+    assert "default" not in dict(backbone.named_parameters()) and "default" in dict(backbone.named_buffers())
+    data = prepare_fit(obs.frame, resolve_task(TaskConfig("forecast"), obs.frame))
+    assert data.split == fitted.split
+    frame = obs.frame[obs.frame["series_id"].isin(set(data.train_ids))]  # the series the weights are fitted on
+    for i, channel in enumerate(fitted.channels):
+        lo, hi = fitted.scaler.minimum[channel], fitted.scaler.maximum[channel]
+        by_hand = ((frame.loc[frame["channel"] == channel, "value"] - lo) / (hi - lo)).mean()
+        assert float(backbone.default[i]) == pytest.approx(by_hand, rel=1e-5, abs=1e-6)
+    assert "backbone.default" in fitted.levy.state_dict()
