@@ -5,8 +5,9 @@ Parallel runs (``make test``, ``make test-fast``: pytest-xdist, ``-n 2 --dist lo
 each worker computes on ONE intra-op thread, with waiting OpenMP threads asleep, so two
 workers never oversubscribe the cores (a spinning team of 2 beside another process ran the
 gradient checks up to 10× slower). Each test file runs on one worker (an ``xdist_group``
-per file), and the real-browser tests (servers, timed sampling, the screenshots) all on
-one, one after the other."""
+per file), the real-browser tests (servers, timed sampling, the screenshots) all on one, one
+after the other, and the dashboard's tests all on one. Each test starts at the worker's own
+priority (``_priority_kept``)."""
 
 from __future__ import annotations
 
@@ -31,15 +32,17 @@ _ONE_THREAD = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 _SHARED_GROUPS = {"e2e/": "browser", "dashboard/": "dashboard"}
 # files whose tests are each a group of its own (minutes each, no module-scoped fixture)
 _EACH_ITS_OWN = ("project/test_sample_models.py",)
-# the longest groups, longest first (measured: `pytest -n 2 --durations=0`, summed per file),
-# handed out in this order, the rest in collection order after them (pytest-xdist's own order,
-# by test count, is switched off): so that the two workers finish together
+# the longest groups, longest first (measured: `pytest -n 2 --durations=0`, summed per group;
+# 2026-12-03, load 1.6-2.4: dashboard/ 94 s, then 13 s down to 4 s), handed out in this order,
+# the rest in collection order after them (pytest-xdist's own order, by test count, is switched
+# off): so that the two workers finish together
 _FIRST = (
     "e2e/", "project/test_sample_models.py::test_each_shipped_model_is_what_its_recorded_command_makes",
     "dashboard/", "project/test_hostile_round_two_b.py", "episodes/test_origins.py", "forecast/test_one_series.py",
-    "project/test_architecture.py", "data/test_decompression.py", "serving/test_chunked.py",
-    "decisions/test_watch.py", "decisions/test_advise.py", "project/test_hostile_round_two_a.py",
-    "runtime/test_threads.py", "operator/test_attention_extensions.py",
+    "data/test_decompression.py", "decisions/test_watch.py", "decisions/test_advise.py",
+    "forecast/test_forecast_api.py", "data/test_drift.py", "serving/test_chunked.py",
+    "forecast/test_forecast_evaluate.py", "project/test_architecture.py", "cli/test_command_start.py",
+    "cli/test_cli.py", "serving/test_csv_safety.py", "operator/test_attention_extensions.py",
 )
 
 
@@ -87,8 +90,8 @@ class _GroupInNodeId:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Each test file is one ``xdist_group`` (its module-scoped fits are made once, on one
     worker, as in a serial run; a local Ray is started by one worker at a time), unless a
-    test names its own; the browser tests, in three files, are one group; in a worker, the
-    longest groups first."""
+    test names its own; the browser tests, in three files, are one group, and the
+    dashboard's; in a worker, the longest groups first."""
     tests = Path(__file__).resolve().parent
 
     def where(item: pytest.Item) -> str:
