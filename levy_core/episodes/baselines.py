@@ -62,11 +62,7 @@ class LastValueForecaster:
     def fit(cls, builder: EpisodeBuilder, ids: list[str], *, min_queries: int = 20) -> LastValueForecaster:
         """Fit on the fixed episodes of the training series ``ids``."""
         n_ch = len(builder.channel_index)
-        sums, counts = np.zeros(n_ch), np.zeros(n_ch)
-        for sid in ids:
-            s = builder.series[sid]
-            np.add.at(sums, s.channel, s.value)
-            np.add.at(counts, s.channel, 1)
+        sums, counts = builder.channel_sums(ids)
         if not counts.sum():
             raise ValueError("no training observations to fit the last-value forecaster on")
         mean = np.where(counts > 0, sums / np.maximum(counts, 1), sums.sum() / counts.sum())

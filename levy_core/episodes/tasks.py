@@ -348,15 +348,20 @@ class EpisodeBuilder:
         for sid, idx in frame.groupby("series_id", sort=True).indices.items():
             self.series[str(sid)] = SeriesArrays(times[idx], codes[idx], values[idx], np.asarray(idx))
 
-    def channel_means(self, ids: list[str], fallback: float = 0.5) -> np.ndarray:
-        """The mean normalised value of each channel over the series ``ids``, (C,) float32;
-        ``fallback`` for a channel none of them observed."""
+    def channel_sums(self, ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(sum, count) of each channel's normalised values over the series ``ids``, each (C,) float64."""
         n_channels = len(self.channel_index)
         total, count = np.zeros(n_channels), np.zeros(n_channels)
         for sid in ids:
             s = self.series[sid]
             np.add.at(total, s.channel, s.value)
             np.add.at(count, s.channel, 1.0)
+        return total, count
+
+    def channel_means(self, ids: list[str], fallback: float = 0.5) -> np.ndarray:
+        """The mean normalised value of each channel over the series ``ids``, (C,) float32;
+        ``fallback`` for a channel none of them observed."""
+        total, count = self.channel_sums(ids)
         means = np.where(count > 0, total / np.maximum(count, 1.0), fallback)
         return means.astype(np.float32)
 
