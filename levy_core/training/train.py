@@ -22,6 +22,7 @@ from torch import Tensor, nn
 
 from levy_core.episodes.tasks import EpisodeBuilder
 from levy_core.metrics.crps_scale import crps_scale
+from levy_core.metrics.scoring_rules import crps_gaussian_per_point
 from levy_core.model.levy_model import Batch, ModelOutput, channel_state
 
 __all__ = ["CorrectionFit", "Progress", "TrainConfig", "TrainResult", "fit_correction_scale", "masked_mse", "training_loss", "predict_in_batches", "train_model"]
@@ -312,9 +313,6 @@ def evaluate_loss(model: nn.Module, builder: EpisodeBuilder, ids: list[str], bat
     return evaluate_scores(model, builder, ids, batch_size, weights)[0]
 
 
-_SQRT_PI = math.sqrt(math.pi)
-
-
 @torch.no_grad()
 def evaluate_scores(model: nn.Module, builder: EpisodeBuilder, ids: list[str], batch_size: int,
                     weights: Tensor | None = None) -> tuple[float, float]:
@@ -346,14 +344,10 @@ def evaluate_scores(model: nn.Module, builder: EpisodeBuilder, ids: list[str], b
     positive = sigma[sigma > 0]
     floor = 1e-6 * float(positive.median()) if positive.numel() else 1e-12
     sigma = sigma.clamp_min(max(floor, 1e-12))
-    ratio = (err.abs() / sigma).numpy()
-    c = crps_scale(ratio, (w * sigma).numpy())  # the calibration's own scale, its weights too
-    s = max(c, 1e-12) * sigma
-    z = err / s
-    pdf = torch.exp(-0.5 * z.pow(2)) / math.sqrt(2 * math.pi)
-    cdf = 0.5 * torch.erfc(-z / math.sqrt(2.0))
-    crps = s * (z * (2 * cdf - 1) + 2 * pdf - 1 / _SQRT_PI)
-    return mse, float((crps * w).sum()) / total
+    e, sd, wt = err.numpy(), sigma.numpy(), w.numpy()
+    c = crps_scale(np.abs(e) / sd, wt * sd)  # the calibration's own scale, its weights too
+    crps = crps_gaussian_per_point(e, np.zeros_like(e), c * sd)
+    return mse, float(np.dot(crps, wt)) / total
 
 
 def train_model(
