@@ -20,13 +20,22 @@ from levy_core import pipeline
 from levy_core.serving.csv_safety import to_safe_csv
 
 __all__ = ["GUARANTEE_CAPTION", "backtest_table", "calibration_curves", "channel_coverage", "evaluation",
-           "guarantee_table", "metrics_table", "prediction_csv", "ranking", "ranking_csv", "timing_rows"]
+           "guarantee_table", "metrics_table", "prediction_csv", "ranking", "ranking_csv", "sampler_check",
+           "timing_rows"]
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def evaluation(key: str, _res: FitResult, mc_passes: int) -> tuple[dict[str, Any], pd.DataFrame]:
-    """``pipeline.evaluate`` (JSON metrics, per-query frame) with T MC-Dropout passes."""
-    return pipeline.evaluate(_res.fitted, _res.data, mc_passes=mc_passes if _res.has_twin else 0)
+    """``pipeline.evaluate`` (JSON metrics, per-query frame) with T MC-Dropout passes, without
+    the sampler check (``sampler_check``: only the panels that show it pay for its draws; the
+    band panel, the first a user sees, needs the per-query frame alone)."""
+    return pipeline.evaluate(_res.fitted, _res.data, mc_passes=mc_passes if _res.has_twin else 0, sampler_draws=0)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def sampler_check(key: str, _res: FitResult) -> dict[str, Any]:
+    """``pipeline.sampler_check``: the 50-draw sampler's CRPS beside the closed form's."""
+    return pipeline.sampler_check(_res.fitted, _res.data)
 
 
 def timing_rows(res: FitResult, result: dict[str, Any]) -> pd.DataFrame:

@@ -14,6 +14,7 @@ from levy_dashboard.services.evaluation import (
     evaluation,
     guarantee_table,
     metrics_table,
+    sampler_check,
     timing_rows,
 )
 from levy_dashboard.services.origins import future_inputs, rolling_coverage
@@ -37,7 +38,7 @@ def report_inputs(key: str, res: FitResult, mc_passes: int, *, series_id: str | 
             future = future_inputs(key, res, series_id, channel, level, kind, horizon or res.fitted.task.horizon,
                                    mc_passes)
             rolling = rolling_coverage(key, res, mc_passes)
-    extra = {"softmax twin (no uncertainty)": result.get("softmax"), "50-draw sampler": result.get("sampler_50")}
+    extra = {"softmax twin (no uncertainty)": result.get("softmax"), "50-draw sampler": sampler_check(key, res)}
     return ReportInputs(
         description=res.describe(), n_test=result["n_test"], mc_passes=mc_passes, level=level,
         curves=calibration_curves(key, res, mc_passes), channel_coverage=channel_coverage(key, res, mc_passes, level),

@@ -69,7 +69,7 @@ def _metrics(out: dict, n: int, crps: dict) -> None:
 def _test_split_summary(res: FitResult, view: View) -> None:
     """CRPS of the closed form vs the 50-draw sampler over the test split."""
     result, _ = services.evaluation.evaluation(res.key, res, view.mc_passes)
-    sampler = result.get("sampler_50")
+    sampler = services.evaluation.sampler_check(res.key, res)
     if not sampler:
         return
     closed = sampler.get("closed_form_crps_same_queries", result["levy"]["crps"])

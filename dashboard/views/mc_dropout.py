@@ -49,7 +49,7 @@ def _cost_metrics(lev: dict, mc: dict, T: int) -> None:
     )
 
 
-def _metrics_table(result: dict) -> None:
+def _metrics_table(result: dict, sampler: dict) -> None:
     """Both methods' metrics, with the twin's deterministic mean and the sampler below."""
     table = services.evaluation.metrics_table(result)
     st.dataframe(_fmt(table), width="stretch", height=36 * (len(table) + 1) + 4)
@@ -58,11 +58,10 @@ def _metrics_table(result: dict) -> None:
         extra.append(
             f"the twin's deterministic mean (no dropout): MSE {result['softmax']['mse']:.4g}"
         )
-    if result.get("sampler_50"):
-        smp = result["sampler_50"]
-        closed = smp.get("closed_form_crps_same_queries", result["levy"]["crps"])
+    if sampler:
+        closed = sampler.get("closed_form_crps_same_queries", result["levy"]["crps"])
         extra.append(
-            f"Lévy's {smp.get('draws', 50)}-draw sampler: CRPS {smp['crps']:.4g} (closed form "
+            f"Lévy's {sampler.get('draws', 50)}-draw sampler: CRPS {sampler['crps']:.4g} (closed form "
             f"{closed:.4g} on the same queries)"
         )
     st.caption(
@@ -102,11 +101,12 @@ def render(res: FitResult) -> None:
     T = view.mc_passes
     with st.spinner(f"Evaluating both methods on the test split (T = {T}) …"):
         result, _ = services.evaluation.evaluation(res.key, res, T)
+        sampler = services.evaluation.sampler_check(res.key, res)
     lev, mc = result["levy"], result.get("mc_dropout")
     st.subheader(f"Lévy vs MC-Dropout on {result['n_test']:,} test queries")
     if mc:
         _cost_metrics(lev, mc, T)
-    _metrics_table(result)
+    _metrics_table(result, sampler)
     st.plotly_chart(charts.timing_figure(services.evaluation.timing_rows(res, result)), key=state.TIMING_CHART)
     st.caption(
         "How to read: wall time on this machine (log axis). The Lévy band costs one forward pass; "

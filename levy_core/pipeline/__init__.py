@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         coverage_checks,
         evaluate,
         evaluate_episodes,
+        sampler_check,
         timed,
     )
     from levy_core.pipeline.modelfile import FORMAT, FittedModel, ModelLoadError, load_model
@@ -104,6 +105,7 @@ __all__ = [
     "rank",
     "resolve_size",
     "rolling_coverage",
+    "sampler_check",
     "size_name",
     "split_predictions",
     "timed",
@@ -155,6 +157,7 @@ _HOME = {  # the public names, and the others the module used to import (pipelin
     "rolling_coverage": "calibration.over_time",
     "size_name": "pipeline.recipe",
     "split_predictions": "pipeline.predict",
+    "sampler_check": "pipeline.evaluation",
     "timed": "pipeline.evaluation",
     "to_user_time": "data",
     "user_predictions": "pipeline.user_frames",

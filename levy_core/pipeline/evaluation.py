@@ -30,7 +30,7 @@ from levy_core.pipeline.predictive import Predictive
 from levy_core.pipeline.prepared import ModelData, as_model_data
 
 __all__ = ["ADAPTIVE_BAND_COLUMNS", "LEVELS", "PRED_COLUMNS", "RELIABILITY_LEVELS", "calibration_curves", "channel_coverage", "coverage_checks", "evaluate",
-           "evaluate_episodes", "method_metrics", "sampler_draws", "timed"]
+           "evaluate_episodes", "method_metrics", "sampler_check", "sampler_draws", "timed"]
 
 LEVELS = (0.5, 0.8, 0.9, 0.95)
 RELIABILITY_LEVELS = np.round(np.concatenate([np.arange(0.05, 0.951, 0.05), [0.99]]), 2)
@@ -233,6 +233,23 @@ def evaluate(fitted: FittedModel, data: Observations | ModelData, *, mc_passes: 
             pred[column.removesuffix("_norm")] = fitted.scaler.inverse_value(pred[column].to_numpy(), channels)
         result["guarantee"] = GUARANTEE
     return result, pred
+
+
+def sampler_check(fitted: FittedModel, data: Observations | ModelData, *, n_draws: int = 50,
+                  max_queries: int = 4000) -> dict[str, Any]:
+    """The ``sampler_50`` entry of :func:`evaluate` alone: the fair ensemble CRPS of
+    ``n_draws`` draws of the sampled operator on at most ``max_queries`` test queries, beside
+    the closed form's CRPS on the same queries (what ``evaluate(..., sampler_draws=0)``
+    leaves out; the same numbers, for a caller that shows the check on demand)."""
+    if n_draws < 2 or max_queries < 1:
+        raise ValueError(f"the sampler check needs at least 2 draws and 1 query, got {n_draws} and {max_queries}")
+    data = as_model_data(fitted, data)
+    ids = data.series_in("test")
+    if not ids:
+        raise DataError("no test series with both context and observations to predict")
+    batches = [data.builder.batch(chunk) for chunk in chunks(ids)]
+    df = observed_queries(fitted, data.builder, ids, 0, batches=batches)
+    return _sampler_crps(fitted, batches, df, n_draws, max_queries)
 
 
 def _flatten(parts: list[np.ndarray], batches: list[tuple[Batch, list[np.ndarray]]]) -> np.ndarray:

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import streamlit as st
 from levy_dashboard import fit_pool
+from streamlit.components.v2 import manifest_scanner
+
+# Every AppTest scans the metadata of every installed distribution for Streamlit components
+# (0.36 s each, 11 s of tests/dashboard/test_app.py's 77 s, 2026-12-03); the installed
+# packages do not change during a test run, so the scan is made once per process. The app
+# uses no such component: the scan finds none either way.
+manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
 
 
 @pytest.fixture(autouse=True)

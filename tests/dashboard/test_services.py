@@ -273,8 +273,11 @@ def test_evaluation_is_evaluate(res: FitResult, evaluated: tuple[dict[str, Any],
     assert_same(pred, evaluated[1], "per-query frame")
     assert timing_paths(result) == timing_paths(evaluated[0])  # wall times: only their places compare
     assert ".levy.seconds" in timing_paths(result)
-    assert_same(without_timings(result), without_timings(evaluated[0]), "metrics")
+    assert_same(without_timings(result), without_timings({k: v for k, v in evaluated[0].items() if k != "sampler_50"}),
+                "metrics")
     assert result["mc_dropout"]["passes"] == MC
+    assert "sampler_50" not in result and "sampler_50" in evaluated[0]  # on demand: sampler_check
+    assert_same(services.evaluation.sampler_check(res.key, res), evaluated[0]["sampler_50"], "sampler check")
 
 
 def test_ranking_is_rank(res: FitResult):
@@ -476,6 +479,8 @@ def _cases() -> dict[str, Case]:
         "channel_coverage": ((pipeline, "channel_coverage"),
                              lambda r, s, p, q: services.evaluation.channel_coverage(r.key, r, MC, 0.9),
                              lambda r, s, p, q: services.evaluation.channel_coverage(r.key, r, MC, 0.8)),
+        "sampler_check": ((pipeline, "sampler_check"), lambda r, s, p, q: services.evaluation.sampler_check(r.key, r),
+                          lambda r, s, p, q: services.evaluation.sampler_check("other", r)),
         "ranking": ((pipeline, "rank"), lambda r, s, p, q: services.evaluation.ranking(r.key, r),
                     lambda r, s, p, q: services.evaluation.ranking("other", r)),
         "attention": ((pipeline, "attention_weights"), lambda r, s, p, q: services.evidence.attention(r.key, r, *p, q),

@@ -393,6 +393,15 @@ def test_coverage_checks_agree_with_the_json_and_the_metrics(evaluated, fitted) 
         assert row.holds_series == (row.lower_series <= row.coverage <= row.upper_series)
 
 
+def test_the_sampler_check_alone_is_evaluates_entry(evaluated, fitted, fit_obs) -> None:
+    """``sampler_check`` (what the dashboard computes only on the panels that show it) gives
+    ``evaluate``'s ``sampler_50`` entry exactly: the same seeded draws on the same queries."""
+    result, _ = evaluated
+    assert pipeline.sampler_check(fitted, fit_obs) == result["sampler_50"]
+    with pytest.raises(ValueError, match="at least 2 draws"):
+        pipeline.sampler_check(fitted, fit_obs, n_draws=1)
+
+
 def test_evaluate_on_a_new_file_uses_all_its_series(fitted, new_obs: Observations) -> None:
     result, pred = pipeline.evaluate(fitted, new_obs, mc_passes=2, sampler_draws=0)
     assert set(pred["series_id"]) == set(new_obs.series_ids)
