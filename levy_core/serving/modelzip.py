@@ -50,6 +50,12 @@ PICKLE_SUFFIXES = (".pt", ".pth", ".pkl", ".pickle", ".bin", ".ckpt", ".joblib",
 _SAFETENSORS_MAX_HEADER = 100 * 2**20  # safetensors' own limit on its JSON header
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed: the same model gives the same bytes
 _CHUNK = 2**20
+# a model.json no wider than this (twice the largest preset, 10,000 channels: at most ~6 M parameters
+# for both networks, 0.2 s) has its networks built on the CPU to read their shapes; anything wider only
+# on PyTorch's meta device (shapes, no memory: a model.json is input). Meta's first use in a process
+# imports torch._dynamo (its init ops run through torch._refs): 1.4 s of the first zip opened.
+_CPU_BUILD_CAPS = {"n_channels": 10_000, "d_model": 192, "d_time": 16, "d_channel": 16, "num_heads": 16,
+                   "head_dim": 32, "value_rank": 8, "channel_layers": 4, "context_layers": 2}
 _HOW = "a saved model zip holds only model.json and safetensors weights (the dashboard's download, or a zip of `levy fit --out DIR`)"
 
 
@@ -144,8 +150,9 @@ def load_model_zip(data: bytes, *, name: str = "the zip") -> FittedModel:
 
 
 def _expected_weights(meta_path: Path) -> dict[str, dict[str, tuple[int, ...]]]:
-    """Weights file → tensor name → shape, of the networks ``model.json`` describes (built on
-    PyTorch's meta device: shapes only, no memory), after model.json's own checks."""
+    """Weights file → tensor name → shape, of the networks ``model.json`` describes, after
+    model.json's own checks (built on the CPU when small, ``_CPU_BUILD_CAPS``, else on PyTorch's
+    meta device: shapes only, no memory)."""
     import torch
 
     from levy_core.model.levy_model import LevyModel, ModelConfig, SoftmaxTwin
@@ -164,7 +171,8 @@ def _expected_weights(meta_path: Path) -> dict[str, dict[str, tuple[int, ...]]]:
                              f"expected {FORMAT!r}; re-run `levy fit` with this version")
     try:
         cfg = ModelConfig.from_dict(meta["model_config"])
-        with torch.device("meta"):
+        small = all(getattr(cfg, name) <= cap for name, cap in _CPU_BUILD_CAPS.items())
+        with torch.device("cpu" if small else "meta"):
             return {"levy.safetensors": expected_tensors(LevyModel(cfg)),
                     "softmax.safetensors": expected_tensors(SoftmaxTwin(cfg))}
     except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError, RuntimeError) as exc:
