@@ -127,17 +127,31 @@ class OriginClock:
     def frame_to_model(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Every episode's observations with time relative to its origin: the context
         ``[o − history, o]`` and, for rolling origins, the queries ``(o, o + horizon]``."""
-        by_series = {str(s): g for s, g in frame.groupby("series_id", sort=True)}
-        parts = []
+        # each episode's rows found by bisection in its series' sorted times and taken in one
+        # ``iloc`` (a mask and an ``assign`` per origin took 12 s of a few test files)
+        by_series = {str(s): rows for s, rows in frame.groupby("series_id", sort=True).indices.items()}
+        times = frame["time"].to_numpy()
+        sorted_times: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        takes, model_ids, origins, counts = [], [], [], []
         for model_id, (sid, o) in self.origins.items():
-            g = by_series.get(sid)
-            if g is None:
+            rows = by_series.get(sid)
+            if rows is None:
                 continue
+            if sid not in sorted_times:
+                order = np.argsort(times[rows], kind="stable")
+                sorted_times[sid] = (times[rows][order], rows[order])
+            t, at = sorted_times[sid]
             end = o if model_id.endswith(f"@{END}") else o + self.plan.horizon
-            keep = (g["time"] >= o - self.plan.history) & (g["time"] <= end)
-            part = g[keep].assign(series_id=model_id, time=g.loc[keep, "time"] - o)
-            parts.append(part)
-        out = pd.concat(parts, ignore_index=True) if parts else frame.iloc[:0]
+            lo, hi = np.searchsorted(t, o - self.plan.history, "left"), np.searchsorted(t, end, "right")
+            takes.append(np.sort(at[lo:hi]))  # in the frame's order, as a mask would keep them
+            model_ids.append(model_id)
+            origins.append(o)
+            counts.append(hi - lo)
+        if not takes:
+            return frame.iloc[:0].reset_index(drop=True)
+        take = np.concatenate(takes)
+        out = frame.iloc[take].assign(series_id=np.repeat(np.array(model_ids, dtype=object), counts),
+                                      time=times[take] - np.repeat(np.array(origins, dtype=np.float64), counts))
         return out.sort_values(["series_id", "time", "channel"], kind="stable").reset_index(drop=True)
 
     def queries_to_model(self, queries: pd.DataFrame) -> pd.DataFrame:
