@@ -36,7 +36,7 @@ from levy_core.pipeline.modelfile import (
     load_model,
 )
 
-__all__ = ["MAX_WEIGHTS_BYTES", "MAX_ZIP_BYTES", "MODEL_FILES", "load_model_zip", "model_zip_bytes"]
+__all__ = ["CPU_BUILD_CAPS", "MAX_WEIGHTS_BYTES", "MAX_ZIP_BYTES", "MODEL_FILES", "load_model_zip", "model_zip_bytes"]
 
 META_FILE = "model.json"
 WEIGHT_FILES = ("levy.safetensors", "softmax.safetensors")
@@ -54,7 +54,7 @@ _CHUNK = 2**20
 # for both networks, 0.2 s) has its networks built on the CPU to read their shapes; anything wider only
 # on PyTorch's meta device (shapes, no memory: a model.json is input). Meta's first use in a process
 # imports torch._dynamo (its init ops run through torch._refs): 1.4 s of the first zip opened.
-_CPU_BUILD_CAPS = {"n_channels": 10_000, "d_model": 192, "d_time": 16, "d_channel": 16, "num_heads": 16,
+CPU_BUILD_CAPS = {"n_channels": 10_000, "d_model": 192, "d_time": 16, "d_channel": 16, "num_heads": 16,
                    "head_dim": 32, "value_rank": 8, "channel_layers": 4, "context_layers": 2}
 _HOW = "a saved model zip holds only model.json and safetensors weights (the dashboard's download, or a zip of `levy fit --out DIR`)"
 
@@ -151,7 +151,7 @@ def load_model_zip(data: bytes, *, name: str = "the zip") -> FittedModel:
 
 def _expected_weights(meta_path: Path) -> dict[str, dict[str, tuple[int, ...]]]:
     """Weights file → tensor name → shape, of the networks ``model.json`` describes, after
-    model.json's own checks (built on the CPU when small, ``_CPU_BUILD_CAPS``, else on PyTorch's
+    model.json's own checks (built on the CPU when small, ``CPU_BUILD_CAPS``, else on PyTorch's
     meta device: shapes only, no memory)."""
     import torch
 
@@ -171,7 +171,7 @@ def _expected_weights(meta_path: Path) -> dict[str, dict[str, tuple[int, ...]]]:
                              f"expected {FORMAT!r}; re-run `levy fit` with this version")
     try:
         cfg = ModelConfig.from_dict(meta["model_config"])
-        small = all(getattr(cfg, name) <= cap for name, cap in _CPU_BUILD_CAPS.items())
+        small = all(getattr(cfg, name) <= cap for name, cap in CPU_BUILD_CAPS.items())
         with torch.device("cpu" if small else "meta"):
             return {"levy.safetensors": expected_tensors(LevyModel(cfg)),
                     "softmax.safetensors": expected_tensors(SoftmaxTwin(cfg))}

@@ -233,38 +233,29 @@ def test_anything_but_bytes_is_refused() -> None:
 # ----------------------------------------------------------------------------- the weights' expected shapes
 
 
-def test_small_networks_are_built_on_the_cpu_and_wide_ones_only_on_meta(fitted_dir, tmp_path,
-                                                                        monkeypatch) -> None:
+def test_small_networks_are_built_on_the_cpu_and_wide_ones_only_on_meta(files, monkeypatch) -> None:
     """model.json's networks are built to know the weights' shapes: on the CPU when no wider
-    than ``_CPU_BUILD_CAPS`` (the meta device's first use imports torch._dynamo: 1.4 s), on
+    than ``CPU_BUILD_CAPS`` (the meta device's first use imports torch._dynamo: 1.4 s), on
     PyTorch's meta device only (no memory: model.json is input) past any one cap."""
-    from safetensors import safe_open
-
     from levy_core.model import levy_model
 
-    meta = json.loads((fitted_dir / "model.json").read_text())
-    path = tmp_path / "model.json"
-    path.write_text(json.dumps(meta))
-    saved = {}
-    for name in ("levy.safetensors", "softmax.safetensors"):
-        with safe_open(str(fitted_dir / name), framework="pt") as f:
-            saved[name] = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}  # noqa: SIM118
-    assert modelzip._expected_weights(path) == saved  # the shapes the fit wrote, read off a CPU build
-
+    meta = json.loads(files["model.json"])
+    assert all(meta["model_config"].get(k, 0) <= cap for k, cap in modelzip.CPU_BUILD_CAPS.items())
+    assert load_model_zip(make_zip(files)).channels  # the shapes read off the CPU build match the weights
     devices = []
 
     def recorded(cfg: object) -> torch.nn.Module:
         devices.append(torch.get_default_device().type)
-        return torch.nn.Module()
+        return torch.nn.Module()  # no tensors: the weights then do not match, after the build
 
     monkeypatch.setattr(levy_model, "LevyModel", recorded)
     monkeypatch.setattr(levy_model, "SoftmaxTwin", recorded)
-    modelzip._expected_weights(path)
+    with pytest.raises(ModelLoadError):
+        load_model_zip(make_zip(files))
     assert devices == ["cpu", "cpu"]
-    assert all(meta["model_config"].get(k, 0) <= cap for k, cap in modelzip._CPU_BUILD_CAPS.items())
-    for name, cap in modelzip._CPU_BUILD_CAPS.items():
+    for name, cap in modelzip.CPU_BUILD_CAPS.items():
         devices.clear()
-        wide = {**meta["model_config"], name: cap + 2}  # + 2: d_model must stay even
-        path.write_text(json.dumps({**meta, "model_config": wide}))
-        modelzip._expected_weights(path)
+        wide = {**meta, "model_config": {**meta["model_config"], name: cap + 2}}  # + 2: d_model stays even
+        with pytest.raises(ModelLoadError):
+            load_model_zip(make_zip({**files, "model.json": json.dumps(wide).encode()}))
         assert devices == ["meta", "meta"], name
