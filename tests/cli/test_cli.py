@@ -65,8 +65,9 @@ EVALUATE_COLUMNS = [
 
 
 def test_fit_size_names_a_preset_and_refuses_others(capsys, fit_csv: Path, tmp_path: Path) -> None:
+    # --nice 0: the worker's own priority (the default, 10, waits behind every other job on the machine)
     code, _, err = run(capsys, "fit", fit_csv, "--out", tmp_path / "m", "--epochs", 1, "--max-seconds", 2,
-                       "--no-twin", "--quiet", "--size", "medium")
+                       "--no-twin", "--quiet", "--size", "medium", "--nice", 0)
     assert code == 0, err
     assert "fitted a medium model" in err
     assert pipeline.size_name(pipeline.load_model(tmp_path / "m").model_config) == "medium"

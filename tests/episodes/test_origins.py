@@ -134,24 +134,34 @@ def test_future_band_widens_and_keeps_the_level_past_the_training_range(drift) -
     assert fut["mean"].median() > train_max, "pulled back to the training range"
 
 
-def test_outputs_are_in_the_users_ids_and_clock(drift, tmp_path) -> None:
+@pytest.fixture(scope="module")
+def evaluated(drift, tmp_path_factory):
+    """``drift``'s model saved, its data written and ``levy evaluate`` run on them once (both
+    tests below read its outputs): the folder, the model, the data, PRED.csv and the JSON."""
+    obs, fitted = drift
+    folder = tmp_path_factory.mktemp("evaluated")
+    model_dir, data, pred_path, json_path = folder / "model", folder / "data.csv", folder / "pred.csv", folder / "e.json"
+    fitted.save(model_dir)
+    obs.frame.to_csv(data, index=False)
+    assert main(["evaluate", str(model_dir), str(data), "--json", str(json_path), "--predictions",
+                 str(pred_path), "--mc-passes", "0"]) == 0
+    return model_dir, data, pred_path, json_path
+
+
+def test_outputs_are_in_the_users_ids_and_clock(drift, evaluated, tmp_path) -> None:
     obs, fitted = drift
     ranked, _ = pipeline.rank(fitted, obs)
     assert ranked["series_id"].tolist() == ["sensor"]
-    model_dir = tmp_path / "model"
-    fitted.save(model_dir)
-    data = tmp_path / "data.csv"
-    obs.frame.to_csv(data, index=False)
+    model_dir, data, pred_path, _ = evaluated
     queries = tmp_path / "q.csv"
     pd.DataFrame({"time": [390.5, 420.0]}).to_csv(queries, index=False)  # no series or channel: one of each
-    outputs = {name: tmp_path / f"{name}.csv" for name in ("grid", "future", "queries", "rank", "pred")}
+    outputs = {name: tmp_path / f"{name}.csv" for name in ("grid", "future", "queries", "rank")}
+    outputs["pred"] = pred_path  # levy evaluate --predictions (the fixture's)
     assert main(["predict", str(model_dir), str(data), "--points", "3", "--out", str(outputs["grid"])]) == 0
     assert main(["predict", str(model_dir), str(data), "--horizon", "36", "--points", "4",
                  "--out", str(outputs["future"])]) == 0
     assert main(["predict", str(model_dir), str(data), "--queries", str(queries), "--out", str(outputs["queries"])]) == 0
     assert main(["rank", str(model_dir), str(data), "--out", str(outputs["rank"])]) == 0
-    assert main(["evaluate", str(model_dir), str(data), "--json", str(tmp_path / "e.json"), "--predictions",
-                 str(outputs["pred"]), "--mc-passes", "0"]) == 0
     for name, path in outputs.items():
         text = path.read_text()
         assert not PSEUDO_ID.search(text), f"{name}: a pseudo id leaked"
@@ -162,21 +172,16 @@ def test_outputs_are_in_the_users_ids_and_clock(drift, tmp_path) -> None:
     assert future["time"].min() > obs.frame["time"].max()
 
 
-def test_evaluate_predictions_carry_the_adaptive_walks_band(drift, tmp_path) -> None:
+def test_evaluate_predictions_carry_the_adaptive_walks_band(evaluated) -> None:
     """On rolling origins PRED.csv holds the band the walk gave each test origin (data
     units), not only split conformal's: what a backtest is judged on."""
-    obs, fitted = drift
-    model_dir, data, pred_path = tmp_path / "model", tmp_path / "data.csv", tmp_path / "pred.csv"
-    fitted.save(model_dir)
-    obs.frame.to_csv(data, index=False)
-    assert main(["evaluate", str(model_dir), str(data), "--json", str(tmp_path / "e.json"), "--predictions",
-                 str(pred_path), "--mc-passes", "0"]) == 0
+    _, _, pred_path, json_path = evaluated
     pred = pd.read_csv(pred_path)
     assert {"origin", "lower_adaptive_90", "upper_adaptive_90"} <= set(pred.columns)
     assert (pred["lower_adaptive_90"] <= pred["upper_adaptive_90"]).all()
     y = pred["y_true"]
     walked = float(((pred["lower_adaptive_90"] <= y) & (y <= pred["upper_adaptive_90"])).mean())
-    result = json.loads((tmp_path / "e.json").read_text())
+    result = json.loads(json_path.read_text())
     # the walk's coverage is pooled over its queries: the written band must give it back
     # (up to a query on the band's edge after the round trip through data units)
     assert walked == pytest.approx(result["levy"]["adaptive_coverage"]["0.9"], abs=1.0 / len(pred))

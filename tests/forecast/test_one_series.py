@@ -79,8 +79,10 @@ def test_the_cli_says_what_the_offset_is_and_warns_past_the_horizon(daily_cycle:
     data = tmp_path / "room.csv"
     daily_cycle.rename(columns={"unique_id": "series_id", "ds": "time", "y": "value"}).to_csv(data, index=False)
     model = tmp_path / "model"
+    # --nice 0: the worker's own priority (at the default, 10, this fit waited behind every other job
+    # on the machine: 11.6 s instead of 2.3 under a load of 3; tests/runtime/test_priority.py tests it)
     assert main(["fit", str(data), "--task", "forecast", "--horizon", "12h", "--no-twin", "--epochs", "1",
-                 "--out", str(model), "--quiet"]) == 0
+                 "--out", str(model), "--quiet", "--nice", "0"]) == 0
     err = capsys.readouterr().err
     assert "offset: a classical forecaster chosen on the training origins" in err
     assert main(["predict", str(model), str(data), "--horizon", "3d", "--out", str(tmp_path / "p.csv")]) == 0
