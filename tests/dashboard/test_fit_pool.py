@@ -102,13 +102,18 @@ def test_the_same_fit_alone_and_beside_other_fits_under_load_is_bit_identical(ob
     assert a.levy_calibration.scale_ == b.levy_calibration.scale_
 
 
-def test_a_pooled_fit_equals_the_in_process_fit_and_sends_previews(obs, pool2) -> None:
+def test_a_pooled_fit_equals_the_in_process_fit_and_sends_previews(obs) -> None:
+    # in the app's own pool (fit_pool.pool(): at the tests' priority, the dashboard conftest), whose
+    # worker test_app.py's fits started already in this process, where a pool of its own spawned
+    # a fresh interpreter importing torch for this one fit
+    pool = fit_pool.pool()
     settings = fits.FitSettings(epochs=3, train_twin=False, mc_passes=5)
     with using_threads(1):  # the workers' thread count
         local = fits.fit_model(obs, obs.content_hash(), "test", settings)
     task, train = fits.fit_configs(settings)
-    job = pool2.submit_fit("k", obs, task=task, train=train, size="small", train_twin=False, mc_passes=5)
-    view = pool2.wait("k", timeout=300)
+    key = "pooled-equals-in-process"
+    job = pool.submit_fit(key, obs, task=task, train=train, size="small", train_twin=False, mc_passes=5)
+    view = pool.wait(key, timeout=300)
     assert view.state == "done" and len(view.history) == 3
     assert [h["epoch"] for h in view.history] == [1, 2, 3]
     # a preview as soon as an epoch beats the untrained model (epoch 0), none before
