@@ -33,16 +33,16 @@ _SHARED_GROUPS = {"e2e/": "browser", "dashboard/": "dashboard"}
 # files whose tests are each a group of its own (minutes each, no module-scoped fixture)
 _EACH_ITS_OWN = ("project/test_sample_models.py",)
 # the longest groups, longest first (measured: `pytest -n 2 --durations=0`, summed per group;
-# 2026-12-03, load 1.6-2.4: dashboard/ 94 s, then 13 s down to 4 s), handed out in this order,
+# 2026-12-03 08:16, load 1.6-3.6: dashboard/ 68 s, then 12 s down to 4 s), handed out in this order,
 # the rest in collection order after them (pytest-xdist's own order, by test count, is switched
 # off): so that the two workers finish together
 _FIRST = (
     "e2e/", "project/test_sample_models.py::test_each_shipped_model_is_what_its_recorded_command_makes",
-    "dashboard/", "project/test_hostile_round_two_b.py", "episodes/test_origins.py", "forecast/test_one_series.py",
-    "data/test_decompression.py", "decisions/test_watch.py", "decisions/test_advise.py",
-    "forecast/test_forecast_api.py", "data/test_drift.py", "serving/test_chunked.py",
-    "forecast/test_forecast_evaluate.py", "project/test_architecture.py", "cli/test_command_start.py",
-    "cli/test_cli.py", "serving/test_csv_safety.py", "operator/test_attention_extensions.py",
+    "dashboard/", "project/test_hostile_round_two_b.py", "data/test_decompression.py", "decisions/test_watch.py",
+    "cli/test_dashboard_install.py", "model/test_model.py", "operator/test_attention_extensions.py",
+    "forecast/test_one_series.py", "serving/test_chunked.py", "project/test_architecture.py", "forecast/test_levels.py",
+    "project/test_hostile_round_two_a.py", "decisions/test_advise.py", "episodes/test_origins.py",
+    "calibration/test_calibrate.py", "calibration/test_coverage.py", "cli/test_cli_watch.py", "cli/test_cli.py",
 )
 
 
