@@ -59,9 +59,9 @@ def pct(level: float) -> str:
 
 
 # Every figure gets "plotly_white" when it is made: plotly applies its default template
-# unvalidated, where assigning one to a made figure validates the whole template again (26 ms
-# a figure against 3 ms, the same template JSON; 2026-12-03). Figures are made only after this
-# module is imported (every chart module imports it first).
+# unvalidated, where assigning one to a made figure validates the whole template again (a
+# titled one-trace figure: 26 ms before, 10 ms now; the same template JSON; 2026-12-03).
+# Figures are made only after this module is imported (every chart module imports it first).
 TEMPLATE = "plotly_white"
 pio.templates.default = TEMPLATE
 
