@@ -4,9 +4,9 @@ Both models share one backbone (``Backbone``) and differ only in the cross-atten
 
 1. **Channel state.** Per (series, channel) the context gives deterministic summaries: the
    last observed value and its time, the mean, the count. The **offset** ``b(q)`` of a
-   query is the last observed value of its channel (the channel's training mean where
-   the channel was never observed): the model predicts the change from "carry the last
-   value forward", which it must beat.
+   query is the last observed value of its channel (decayed towards its level where the
+   fit found mean reversion, ``reversion``; the channel's training mean where the channel
+   was never observed): the model predicts the change from it, which it must beat.
 2. **Observation tokens** encode (lag to the end of the context, channel, value, value
    relative to its channel's last value and mean). **Channel tokens** pool them per
    channel with the summaries and pass through ``channel_layers`` self-attention layers
@@ -42,6 +42,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from levy_core.model.dropout import encoder_layer, generator_dropout
+from levy_core.model.reversion import reverted_last
 from levy_core.operator.attention import (
     KAPPA_MAX,
     KAPPA_MIN,
@@ -55,10 +56,9 @@ from levy_core.operator.attention import (
 __all__ = ["CONFIG_BOUNDS", "Batch", "ModelConfig", "ModelOutput", "OperatorInputs", "LevyModel", "SoftmaxTwin",
            "build_model", "generator_dropout"]
 
-#: Inclusive bounds on every size and depth of a ``ModelConfig``, checked before anything is
-#: built (a ``model.json`` is input). Generous: the largest preset is d_model 96, 8 heads of
-#: 16, 2 + 1 layers. With every size at its cap a model has about 60 M parameters (240 MB in
-#: float32; the twin as many), and it is built in seconds.
+#: Inclusive bounds on every size of a ``ModelConfig``, checked before anything is built (a ``model.json``
+#: is input). Generous: the largest preset is d_model 96, 8 heads of 16, 2 + 1 layers; all at their caps,
+#: a model has about 60 M parameters (240 MB in float32; the twin as many), built in seconds.
 CONFIG_BOUNDS: dict[str, tuple[int, int]] = {
     "n_channels": (1, 100_000),
     "d_model": (2, 512),  # and even: the layers' self-attention has 2 heads
@@ -264,11 +264,13 @@ class Backbone(nn.Module):
         self.index_channel = nn.Embedding(cfg.n_channels, cfg.d_channel)
         with torch.no_grad():  # unit-norm channel codes: same channel ⇒ cos 1
             self.index_channel.weight.copy_(F.normalize(self.index_channel.weight, dim=-1))
-        # offset of a channel the series has not observed: the channel's mean over the training
-        # series (set by the fit; 0.5 of the min-max range until then). Not trained: a default that
-        # only never-observed queries move was carried by Adam's normalised steps to a few
-        # outliers (unseen stays: temperature forecast at 3 °C, pH at 5.9)
+        # offset of a channel the series has not observed: the channel's training mean (set by the
+        # fit; 0.5 of the min-max range until then). Not trained: Adam's normalised steps carried a
+        # default only never-observed queries move to outliers (unseen stays: 3 °C, pH 5.9)
         self.register_buffer("default", torch.full((cfg.n_channels,), 0.5))
+        # the last value's mean reversion per channel (``reversion``; rate 0: none), in model.json
+        self.register_buffer("revert_rate", torch.zeros(cfg.n_channels), persistent=False)
+        self.register_buffer("revert_to_series", torch.zeros(cfg.n_channels), persistent=False)
         # observation: lag features, channel, value, value − channel's last, value − channel's mean
         self.observation = nn.Sequential(nn.Linear(cfg.d_time + cfg.d_channel + 3, d), nn.GELU(), nn.Linear(d, d))
         # channel token: pooled observations + summaries (last, mean, log count, staleness, observed)
@@ -287,11 +289,17 @@ class Backbone(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def offset(self, batch: Batch, state: ChannelState) -> Tensor:
-        """``b(q)``: the last observed value of the query's channel, (B, M) — or, with a
-        season, the value one season before the query where the context has it."""
-        seen = torch.gather(state.count, 1, batch.qry_channel) > 0
-        last = torch.gather(state.last_value, 1, batch.qry_channel)
-        offset = torch.where(seen, last, self.default[batch.qry_channel])
+        """``b(q)``: the last observed value of the query's channel, (B, M), decayed towards
+        its level where the fit found mean reversion (``reversion``) — or, with a season, the
+        value one season before the query where the context has it."""
+        qc = batch.qry_channel
+        seen = torch.gather(state.count, 1, qc) > 0
+        last = torch.gather(state.last_value, 1, qc)
+        if bool((self.revert_rate > 0).any()):
+            since_last = (batch.qry_time - torch.gather(state.last_time, 1, qc)) / self.cfg.time_scale
+            last = reverted_last(last, since_last, torch.gather(state.mean_value, 1, qc), self.default[qc],
+                                 self.revert_rate[qc], self.revert_to_series[qc])
+        offset = torch.where(seen, last, self.default[qc])
         if self.cfg.season > 0:
             offset = seasonal_offset(batch, state, self.cfg.season, offset)
         if batch.offset is not None:  # a classical forecaster's value (levy_core.offsets.base_forecast) where it has one

@@ -38,6 +38,7 @@ from levy_core.model.limits import (
     expected_tensors,
     read_header,
 )
+from levy_core.model.reversion import MAX_RATE
 from levy_core.offsets.base_forecast import BaseForecastSpec
 from levy_core.pipeline.predictive import Predictive, predictives
 from levy_core.training.train import TrainConfig
@@ -173,6 +174,9 @@ class FittedModel:
                                  "softmax": self.twin.correction_scale.tolist() if self.twin is not None else None},
             "correction_bound": {key: [None if math.isinf(b) else b for b in model.correction_bound.tolist()]
                                  for key, model in (("levy", self.levy), ("softmax", self.twin)) if model is not None},
+            "mean_reversion": {key: {"rate": model.backbone.revert_rate.tolist(),
+                                     "to_series": model.backbone.revert_to_series.tolist()}
+                               for key, model in (("levy", self.levy), ("softmax", self.twin)) if model is not None},
         }
         (out / "model.json").write_text(json.dumps(meta, indent=1))
         return out
@@ -312,6 +316,12 @@ def _from_meta(meta: dict[str, Any], path: Path) -> FittedModel:
     for key, model in (("levy", levy), ("softmax", twin)):
         if model is not None and bounds.get(key) is not None:
             model.correction_bound.copy_(correction_bound(bounds[key], cfg.n_channels, key))
+    reversion = meta.get("mean_reversion") or {}  # absent from models saved before it was fitted: none
+    for key, model in (("levy", levy), ("softmax", twin)):
+        if model is not None and reversion.get(key) is not None:
+            rate, to_series = mean_reversion(reversion[key], cfg.n_channels, key)
+            model.backbone.revert_rate.copy_(rate)
+            model.backbone.revert_to_series.copy_(to_series)
     return FittedModel(levy=levy.eval(), twin=twin.eval() if twin else None, **parts)
 
 
@@ -353,6 +363,20 @@ def correction_bound(values: Any, n_channels: int, key: str) -> torch.Tensor:
         raise ModelLoadError(f"model.json: correction_bound.{key} must list {n_channels} numbers in [0, 1e6] or "
                              "null; re-run `levy fit`")
     return torch.tensor([math.inf if v is None else v for v in values], dtype=torch.float32)
+
+
+def mean_reversion(value: Any, n_channels: int, key: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``model.json``'s mean reversion of one model: ``rate`` (``n_channels`` numbers in
+    [0, MAX_RATE]) and ``to_series`` (``n_channels`` numbers in [0, 1])."""
+    def numbers_in(values: Any, hi: float) -> bool:
+        return isinstance(values, list) and len(values) == n_channels and all(
+            isinstance(v, numbers.Real) and not isinstance(v, bool) and 0 <= v <= hi for v in values)
+
+    if not isinstance(value, dict) or not numbers_in(value.get("rate"), MAX_RATE) or not numbers_in(
+            value.get("to_series"), 1.0):
+        raise ModelLoadError(f"model.json: mean_reversion.{key} must hold rate ({n_channels} numbers in "
+                             f"[0, {MAX_RATE:g}]) and to_series ({n_channels} numbers in [0, 1]); re-run `levy fit`")
+    return (torch.tensor(value["rate"], dtype=torch.float32), torch.tensor(value["to_series"], dtype=torch.float32))
 
 
 def _load_weights(model: torch.nn.Module, file: Path) -> None:

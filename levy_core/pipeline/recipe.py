@@ -45,6 +45,8 @@ from levy_core.offsets.base_forecast import BaseForecast, BaseForecastSpec, choo
 from levy_core.offsets.seasonality import detect_season
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.predict import observed_queries
+from levy_core.training.reversion import ReversionFit, fit_mean_reversion
+from levy_core.training.reversion import install as install_reversion
 from levy_core.training.train import (
     Progress,
     TrainConfig,
@@ -250,12 +252,26 @@ def start_at_channel_means(model: LevyModel | SoftmaxTwin, data: FitData) -> Lev
     return model
 
 
+def start_with_reversion(model: LevyModel | SoftmaxTwin, data: FitData) -> ReversionFit | None:
+    """Panels: the last value's mean reversion per channel, fitted on the training series'
+    episodes (:func:`~levy_core.training.reversion.fit_mean_reversion`) and installed before
+    training, so the network learns the correction to it. On rolling origins the offset is a
+    classical forecaster's (``levy_core.offsets``) and nothing is fitted (None)."""
+    if data.split.mode == "origin":
+        return None
+    fit = fit_mean_reversion(model.backbone, data.builder, data.train_ids)
+    install_reversion(model.backbone, fit)
+    return fit
+
+
 def train_levy_model(data: FitData, cfg: ModelConfig, train: TrainConfig, *,
                progress: Callable[[Progress], None] | None = None) -> tuple[LevyModel, TrainResult]:
     """Step 2: the Lévy model, seeded by ``train.seed``."""
     torch.manual_seed(train.seed)
     model = start_at_channel_means(LevyModel(cfg), data)
+    reversion = start_with_reversion(model, data)
     result = train_model(model, data.builder, data.train_ids, data.stop_ids, train, label="levy", progress=progress)
+    result.reversion = reversion
     return model, keep_correction(model, data, result)
 
 
@@ -264,8 +280,10 @@ def train_twin_model(data: FitData, cfg: ModelConfig, train: TrainConfig, *,
     """Step 2: the softmax + dropout twin (MC-Dropout), same seed, episodes and budget."""
     torch.manual_seed(train.seed)
     model = start_at_channel_means(SoftmaxTwin(cfg), data)
+    reversion = start_with_reversion(model, data)
     result = train_model(model, data.builder, data.train_ids, data.stop_ids, train, label="softmax",
                          progress=progress)
+    result.reversion = reversion
     return model, keep_correction(model, data, result)
 
 
@@ -311,6 +329,8 @@ def _training_summary(result: TrainResult | None) -> dict[str, Any] | None:
                                           for k in ("train_loss", "val_loss"))] for h in result.history]}
     if result.correction is not None:
         summary.update(result.correction.to_dict())
+    if result.reversion is not None:
+        summary["reversion"] = result.reversion.to_dict()
     return summary
 
 

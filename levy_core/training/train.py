@@ -163,6 +163,7 @@ class TrainResult:
     seconds: float
     history: list[dict] = field(default_factory=list)
     correction: CorrectionFit | None = None
+    reversion: Any = None  # levy_core.training.reversion.ReversionFit: the offset's mean reversion (panels)
     stopped_by: str = ""  # "patience" (early stopping), "epochs" (all run) or "time" (the max_seconds cap)
 
 

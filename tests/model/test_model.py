@@ -188,18 +188,31 @@ def with_external_offset_and_correction_scale(levy: LevyModel, batch: Batch, see
     return batch._replace(offset=offset)
 
 
-@pytest.mark.parametrize("external", [False, True])
+def with_mean_reversion(levy: LevyModel, seed: int) -> None:
+    """A reverting last value on every channel but the first (rates of 0.5-5 per time_scale,
+    levels from the training mean to the series' own): what a panel fit installs."""
+    g = torch.Generator().manual_seed(seed)
+    levy.backbone.revert_rate.copy_(0.5 + 4.5 * torch.rand(N_CHANNELS, generator=g))
+    levy.backbone.revert_rate[0] = 0.0
+    levy.backbone.revert_to_series.copy_(torch.rand(N_CHANNELS, generator=g))
+
+
+@pytest.mark.parametrize("offset", ["last", "reverting", "external"])
 @pytest.mark.parametrize("context_layers", [0, 1])
 @pytest.mark.parametrize("phi", ["rate", "count"])
-def test_monte_carlo_identity_through_the_whole_model(phi: str, context_layers: int, external: bool) -> None:
+def test_monte_carlo_identity_through_the_whole_model(phi: str, context_layers: int, offset: str) -> None:
     """Draws of the sampled operator through offset, query read-out and prior (the
     pipeline's sampler): their mean → ŷ and their RMS deviation → σ̂, within 4 s.e. —
-    also with an external offset b(q) (base_forecast) and a correction share γ ≠ 1."""
+    also with the last value's mean reversion (a panel's offset), and with an external
+    offset b(q) (base_forecast) and a correction share γ ≠ 1."""
     from levy_core.operator.sampling import sample_levy_attention
 
     torch.manual_seed(4)
     levy = LevyModel(ModelConfig(n_channels=N_CHANNELS, phi=phi, context_layers=context_layers)).eval()
     batch = make_batch([(9, 4), (6, 4)], seed=8)
+    external = offset == "external"
+    if offset == "reverting":
+        with_mean_reversion(levy, seed=context_layers)
     if external:
         batch = with_external_offset_and_correction_scale(levy, batch, seed=context_layers)
     n = 20_000
@@ -229,6 +242,40 @@ def levy_attention_mean(levy: LevyModel, op) -> torch.Tensor:
     out = levy_attention(op.q, op.k, op.v, kappa=op.kappa, key_weight=op.key_weight, phi=levy.cfg.phi,
                          decay=op.decay, readout=op.readout, prior=op.prior)
     return out.mean[..., 0].sum(dim=1)
+
+
+def test_mean_reversion_decays_the_last_value_towards_its_level_and_rate_zero_is_the_last_value() -> None:
+    """b(q) = m + (y_last − m)·exp(−r Δ), m = w·(series mean) + (1 − w)·(training mean), Δ the
+    query's time since its channel's last value in time_scale units (a query before it keeps
+    the last value); rate 0 gives the plain model's outputs bit for bit."""
+    from levy_core.model.levy_model import channel_state
+
+    torch.manual_seed(0)
+    levy = LevyModel(ModelConfig(n_channels=N_CHANNELS)).eval()
+    batch = make_batch([(10, 6), (7, 5)], seed=3)
+    with torch.no_grad():
+        plain = levy(batch)
+        levy.backbone.revert_rate.zero_()
+        levy.backbone.revert_to_series.fill_(0.7)
+        same = levy(batch)
+        with_mean_reversion(levy, seed=1)
+        reverting = levy.operator(batch).offset
+    for name in ("mean", "sigma", "log_evidence", "disagreement"):
+        assert torch.equal(getattr(plain, name), getattr(same, name)), name
+    state = channel_state(batch, N_CHANNELS)
+    bb = levy.backbone
+    for b in range(2):
+        for j in range(int(batch.qry_mask[b].sum())):
+            c = int(batch.qry_channel[b, j])
+            last, mean = float(state.last_value[b, c]), float(state.mean_value[b, c])
+            if float(state.count[b, c]) == 0:
+                expected = float(bb.default[c])
+            else:
+                since = max((float(batch.qry_time[b, j]) - float(state.last_time[b, c])) / levy.cfg.time_scale, 0.0)
+                w, r = float(bb.revert_to_series[c]), float(bb.revert_rate[c])
+                level = w * mean + (1 - w) * float(bb.default[c])
+                expected = level + (last - level) * math.exp(-r * since)
+            assert float(reverting[b, j]) == pytest.approx(expected, rel=1e-5, abs=1e-6)
 
 
 def test_fused_and_reference_attention_agree(levy: LevyModel) -> None:

@@ -84,6 +84,13 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
                              r"correction_bound.levy must list 3 numbers in \[0, 1e6\] or null"),
     "correction_bound short": (edit_meta(lambda m: m.__setitem__("correction_bound", {"levy": [0.5]})),
                                "correction_bound.levy must list 3"),
+    "mean_reversion rate 1e9": (edit_meta(lambda m: m.__setitem__(
+        "mean_reversion", {"levy": {"rate": [1e9] * 3, "to_series": [0.0] * 3}})),
+        r"mean_reversion.levy must hold rate \(3 numbers in \[0, 1000\]\)"),
+    "mean_reversion to_series 2": (edit_meta(lambda m: m.__setitem__(
+        "mean_reversion", {"levy": {"rate": [0.5] * 3, "to_series": [2.0] * 3}})), r"to_series \(3 numbers in \[0, 1\]\)"),
+    "mean_reversion a list": (edit_meta(lambda m: m.__setitem__("mean_reversion", {"levy": [0.5] * 3})),
+                              "mean_reversion.levy must hold rate"),
     "context_layers 1e6": (setting("model_config", "context_layers", 10**6), r"context_layers must be an integer in \[0, 8\]"),
     "channel_layers -1": (setting("model_config", "channel_layers", -1), "channel_layers must be an integer"),
     "d_model 1e6": (setting("model_config", "d_model", 10**6), r"d_model must be an integer in \[2, 512\]"),
@@ -164,6 +171,18 @@ def test_the_correction_bound_round_trips_with_null_for_none(model_copy: Path) -
     assert bound[0] == pytest.approx(0.25) and math.isinf(bound[1]) and bound[2] == 0.0
     saved = load_model(model_copy).save(model_copy.parent / "again")
     assert json.loads((saved / "model.json").read_text())["correction_bound"]["levy"][:2] == [0.25, None]
+
+
+def test_the_mean_reversion_round_trips(model_copy: Path) -> None:
+    reversion = {"rate": [0.5, 0.0, 2.0], "to_series": [1.0, 0.0, 0.5]}
+    edit_meta(lambda m: m.__setitem__("mean_reversion", {"levy": reversion}))(model_copy)
+    backbone = load_model(model_copy).levy.backbone
+    assert backbone.revert_rate.tolist() == reversion["rate"]
+    assert backbone.revert_to_series.tolist() == reversion["to_series"]
+    saved = load_model(model_copy).save(model_copy.parent / "again")
+    assert json.loads((saved / "model.json").read_text())["mean_reversion"]["levy"] == reversion
+    edit_meta(lambda m: m.pop("mean_reversion"))(model_copy)  # saved before it was fitted: the last value
+    assert not load_model(model_copy).levy.backbone.revert_rate.any()
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -541,6 +541,16 @@ def test_short_timings_are_repeated_and_the_median_reported() -> None:
     assert result == 1 and len(calls) == 1  # long enough at once: one run
 
 
+def test_a_panel_fit_fits_the_offsets_mean_reversion_and_reports_it(fitted) -> None:
+    """Panels: each channel's reversion (levy_core.training.reversion) is fitted before training,
+    the same for both models, and the fit report says it."""
+    report = fitted.training["levy"]["reversion"]
+    assert report["rate"] == pytest.approx(fitted.levy.backbone.revert_rate.tolist(), rel=1e-5)
+    assert report["mse"] <= report["last_mse"]
+    assert torch.equal(fitted.levy.backbone.revert_rate, fitted.twin.backbone.revert_rate)
+    assert torch.equal(fitted.levy.backbone.revert_to_series, fitted.twin.backbone.revert_to_series)
+
+
 def test_a_panel_fit_installs_no_correction_bound(fitted) -> None:
     """New series of a panel are exchangeable with the held-out ones: no bound (recipe.keep_correction)."""
     assert fitted.split.mode != "origin"
