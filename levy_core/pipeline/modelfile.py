@@ -25,6 +25,7 @@ from safetensors.torch import save_model as save_weights
 from levy_core.calibration.adaptive import AdaptiveConformal
 from levy_core.calibration.calibrate import Calibrator
 from levy_core.calibration.horizon_scale import HorizonScale
+from levy_core.data.clock import duration_text
 from levy_core.data.drift import DriftReference
 from levy_core.episodes.baselines import LastValueForecaster
 from levy_core.episodes.scaling import ChannelScaler
@@ -98,7 +99,16 @@ class FittedModel:
             return f"a classical forecaster chosen on the training origins ({self.base_forecast.describe()})"
         if self.model_config.season > 0:
             return f"the value one season ({self.model_config.season:g} h) before the query"
-        return "the last observed value of the query's channel"
+        rate = self.levy.backbone.revert_rate.tolist()
+        reverting = [c for c, r in enumerate(rate) if r > 0]
+        if not reverting:
+            return "the last observed value of the query's channel"
+        towards = {0.0: "the training mean", 0.5: "halfway to the series' mean", 1.0: "the series' mean"}
+        weights = self.levy.backbone.revert_to_series.tolist()
+        each = [f"{self.channels[c]}: half-life {duration_text(math.log(2) / rate[c] * self.model_config.time_scale, ' ')}, "
+                f"towards {towards.get(weights[c], f'{weights[c]:g} of the series mean')}" for c in reverting]
+        return (f"the last observed value of the query's channel, reverting to its level as it ages on "
+                f"{len(reverting)} of {len(rate)} channels ({'; '.join(each[:4])}{'; …' if len(each) > 4 else ''})")
 
     def training_note(self) -> str | None:
         """Plain words when training could not improve on the offset on held-out episodes

@@ -176,13 +176,17 @@ def test_the_correction_bound_round_trips_with_null_for_none(model_copy: Path) -
 def test_the_mean_reversion_round_trips(model_copy: Path) -> None:
     reversion = {"rate": [0.5, 0.0, 2.0], "to_series": [1.0, 0.0, 0.5]}
     edit_meta(lambda m: m.__setitem__("mean_reversion", {"levy": reversion}))(model_copy)
-    backbone = load_model(model_copy).levy.backbone
+    loaded = load_model(model_copy)
+    backbone = loaded.levy.backbone
+    assert "reverting to its level as it ages on 2 of 3 channels" in loaded.offset_description()
+    assert "towards the series' mean" in loaded.offset_description()
     assert backbone.revert_rate.tolist() == reversion["rate"]
     assert backbone.revert_to_series.tolist() == reversion["to_series"]
     saved = load_model(model_copy).save(model_copy.parent / "again")
     assert json.loads((saved / "model.json").read_text())["mean_reversion"]["levy"] == reversion
     edit_meta(lambda m: m.pop("mean_reversion"))(model_copy)  # saved before it was fitted: the last value
     assert not load_model(model_copy).levy.backbone.revert_rate.any()
+    assert load_model(model_copy).offset_description() == "the last observed value of the query's channel"
 
 
 @pytest.mark.parametrize("case", list(CASES))
