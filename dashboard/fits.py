@@ -2,8 +2,11 @@
 and the fit itself (``fit_model``, ``add_twin``: ``pipeline.fit`` / ``pipeline.add_twin``
 through the store; ``services`` re-exports them).
 
-The store is the dashboard's model cache: keyed by the data's content hash and the
-settings (``fit_key``), shared by every session of the server, least recently used first out.
+The store is the dashboard's model cache: keyed by the data's key (``services.data.data_key``:
+its frame and the clock it is shown in) and the settings (``fit_key``), shared by every session
+of the server, least recently used first out. What is a session's own (the file's name, when
+it was fitted) is not the store's: each session sees a stored fit with its own
+(``for_this_session``, ``session_fit``).
 """
 
 from __future__ import annotations
@@ -139,7 +142,7 @@ class FitResult:
     key: str
     fitted: FittedModel
     data: ModelData  # the observations in the model's series space
-    obs_hash: str  # Observations.content_hash() of the data
+    obs_hash: str  # services.data.data_key of the data: its frame and its user's clock
     settings: FitSettings
     data_label: str
     history: list[dict[str, Any]]

@@ -82,7 +82,7 @@ def shipped_key(digest: str) -> str:
 def shipped_result(shipped: ShippedModel, obs: Observations, obs_hash: str, data_label: str) -> FitResult:
     """The shipped model on its sample's observations (prepared once), as the views see a fit."""
     fitted = shipped.fitted
-    if fitted.data_hash and fitted.data_hash != obs_hash:
+    if fitted.data_hash and fitted.data_hash != obs.content_hash():  # the frame (obs_hash: with its clock)
         raise ValueError(f"the shipped model of {shipped.sample} was fitted on other observations "
                          "(the sample's reading changed): run `make sample-models`")
     training = fitted.training or {}

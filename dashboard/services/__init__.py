@@ -18,9 +18,11 @@ concept — the only place the views reach the library through.
 * ``report``: what the HTML report shows (``report.build_report`` draws it);
 * ``advise``: measure next; ``watch``: the replay of new observations.
 
-Every expensive result is cached (``st.cache_data`` / ``st.cache_resource``) by the data's
-hash or the fit key and its own arguments; the fitted model is passed as an unhashed
-``_res`` argument (the key says which model it is). No service builds a figure (``charts``
+Every expensive result is cached (``st.cache_data`` / ``st.cache_resource``, process-wide:
+shared by every session) by the data's key (``data.data_key``: the frame and the clock its
+times are shown in) or the fit key and its own arguments; the fitted model is passed as an
+unhashed ``_res`` argument, so the key must say exactly which model on which data it is. No
+cached value holds anything of one session's (its file name, its fit time). No service builds a figure (``charts``
 does, called by the views) or lays out a widget (the views do); tables are laid out by
 ``tables`` and mapped to the user's ids and clock by ``user_clock``.
 """

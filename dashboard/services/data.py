@@ -3,11 +3,13 @@ once, and what the Data panel previews.
 
 Cache wrappers around ``levy_core.data`` (``preview_table``, ``detect_mapping``,
 ``read_csv``) keyed by the file's SHA-256, the column mapping and the time unit; the bytes
-themselves come from ``sources`` (no Streamlit there).
+themselves come from ``sources`` (no Streamlit there). What was read is keyed by ``data_key``:
+its frame and the clock it is shown in.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import logging
@@ -39,7 +41,7 @@ from levy_core.data import (
 from levy_core.episodes.tasks import MIN_SERIES_FOR_SERIES_SPLIT
 
 __all__ = ["DEFAULT_SAMPLE", "DataSource", "DataSummary", "Loaded", "check_upload_size", "content_hash",
-           "data_time_axis", "detected_mapping", "env_data_path", "few_series", "load", "load_observations",
+           "data_key", "data_time_axis", "detected_mapping", "env_data_path", "few_series", "load", "load_observations",
            "mapping_from_json", "mapping_to_json", "path_source", "preview_rows", "raw_table", "sample_source",
            "source_from_upload", "summary", "upload_limit_text", "user_frame"]
 
@@ -90,9 +92,32 @@ def load_observations(digest: str, _data: bytes, name: str, mapping_json: str | 
     return read_csv(source, mapping=mapping_from_json(mapping_json), time_unit=time_unit)
 
 
+def data_key(obs: Observations) -> str:
+    """The key of observations as the dashboard shows them (every cache and fit key starts
+    with it): ``Observations.content_hash`` (the frame) and the user's clock the views write
+    its times in (each series' first date-time, the input's time unit, time-zone offsets, the
+    order of day and month). The frame alone does not tell the clock: date-times are hours
+    since each series' first observation, so the same measurements taken on other days read
+    to the same frame, and views keyed by it showed one session the dates of another's file.
+
+    Returns
+    -------
+    str
+        64 hex digits (SHA-256).
+    """
+    rep = obs.report
+    clock = {"origin": None if rep.time_origin is None else sorted((str(k), pd.Timestamp(v).isoformat())
+                                                                    for k, v in rep.time_origin.items()),
+             "unit": rep.input_time_unit, "offsets": rep.input_has_offsets,
+             "dayfirst": None if rep.day_order is None else bool(rep.day_order.dayfirst)}
+    return hashlib.sha256(f"{obs.content_hash()}|{json.dumps(clock, sort_keys=True)}".encode()).hexdigest()
+
+
 @st.cache_resource(show_spinner=False, max_entries=8)
 def content_hash(digest: str, mapping_json: str | None, time_unit: str, _obs: Observations) -> str:
-    return _obs.content_hash()
+    """``data_key`` of the observations read from the file of SHA-256 ``digest`` with that
+    mapping and time unit (computed once)."""
+    return data_key(_obs)
 
 
 @dataclass(frozen=True)

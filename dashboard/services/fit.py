@@ -110,13 +110,14 @@ def shipped_model(digest: str) -> ShippedModel | None:
 
 
 def shipped_fit(source: DataSource, obs: Observations, obs_hash: str) -> FitResult | None:
-    """The shipped model of a bundled sample as a fit (None for any other data): no training."""
+    """The shipped model of a bundled sample as a fit (None for any other data, the sample
+    read with another mapping or time unit among them): no training."""
     shipped = shipped_model(source.digest)
     if shipped is None:
         return None
     hit = cached_fit(shipped_key(source.digest))
-    if hit is not None:
-        return for_this_session(hit, source.label)
+    if hit is not None:  # stored on the data it was shipped with: only that reading gets it
+        return for_this_session(hit, source.label) if hit.obs_hash == obs_hash else None
     try:
         return remember(shipped_result(shipped, obs, obs_hash, source.label))
     except (DataError, ValueError) as exc:  # read differently since it was made: fit instead

@@ -24,6 +24,15 @@ def start() -> AppTest:
     return at
 
 
+def session_model(at: AppTest):
+    """The model ``at``'s session draws, as that session sees it: the fit store's entry with
+    the session's own data label and fit time (``fits.session_fit``; the store's own
+    ``data_label`` is the first session's to fit those bytes, on a shared server another's)."""
+    from levy_dashboard import services
+
+    return services.fit.session_fit(at.session_state["_fit_key"], at.session_state["_fit_provenance"])
+
+
 def show(at: AppTest, panel: str) -> AppTest:
     """``at`` rerun on ``panel``."""
     at.session_state["panel"] = panel

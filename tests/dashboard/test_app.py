@@ -13,7 +13,7 @@ import io
 import re
 
 import pytest
-from dash_helpers import figure, long_csv, show, start, wide_csv
+from dash_helpers import figure, long_csv, session_model, show, start, wide_csv
 from levy_dashboard import fit_pool, report, services
 from levy_dashboard.charts import LEVY, MC
 from levy_dashboard.state import PANELS
@@ -201,7 +201,7 @@ def test_calibration_panel_report_and_csv():
         "Download the per-query predictions (CSV)",
     }
 
-    res = services.fit.cached_fit(at.session_state["_fit_key"])
+    res = session_model(at)
     html = report.build_report(services.report.report_inputs(
         res.key, res, 5, series_id=at.session_state["series"], channel=at.session_state["channel"]
     ))
@@ -280,7 +280,7 @@ def test_uploaded_csv_every_panel(name: str, data: bytes, n_series: int):
     assert not at.error, [e.value for e in at.error]
     assert at.session_state["source"] == "Upload a CSV"
     assert at.session_state["_fit_key"] != key0
-    res = services.fit.cached_fit(at.session_state["_fit_key"])
+    res = session_model(at)
     assert res.data_label == f"upload: {name}" and res.obs.n_series == n_series
     if res.on_origins:  # one series: a forecast on rolling origins, the band past the end of the data
         band = trace(figure(at, "future_chart"), "Lévy ")
@@ -379,6 +379,28 @@ def test_mapping_override_fixes_undetected_columns():
     assert services.fit.cached_fit(at.session_state["_fit_key"]).obs.n_series == 10
 
 
+def test_the_sample_read_in_other_units_is_fitted_not_given_its_shipped_model():
+    """The shipped model was made on the sample as it reads by default; read in minutes, it is
+    other data. A session that had opened the shipped model (in the fit store since) once got
+    it back on the data it was shipped with, and the Data panel and the band disagreed."""
+    at = show(start(), "Data")
+    shipped = at.session_state["_fit_key"]
+    assert shipped.startswith("shipped-")
+    d = services.data.sample_source(services.data.DEFAULT_SAMPLE).digest[:10]
+    at.selectbox(key=f"map_unit_{d}").set_value("minutes")
+    at.button(key=f"map_apply_{d}").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    res = session_model(at)
+    assert at.session_state["_fit_key"] != shipped and not res.shipped
+    hours = services.data.load_observations(*_sample_bytes(), None, "hours")
+    assert res.obs.time_span[1] == pytest.approx(hours.time_span[1] / 60), "the data read in minutes"
+
+
+def _sample_bytes() -> tuple[str, bytes, str]:
+    src = services.data.sample_source(services.data.DEFAULT_SAMPLE)
+    return src.digest, src.data, src.name
+
+
 # ----------------------------------------------------------------------------- fit settings
 
 
@@ -415,7 +437,7 @@ def test_a_twin_that_fails_after_the_band_keeps_the_levy_model(monkeypatch):
     # one MC-Dropout pass cannot calibrate the twin: the Lévy model trains, its twin fails in the worker
     monkeypatch.setattr(services.fit, "default_settings", lambda: services.fit.FitSettings(epochs=3, mc_passes=1))
     at = upload(start(), "long.csv", long_csv(10))
-    res = services.fit.cached_fit(at.session_state["_fit_key"])
+    res = session_model(at)
     assert res is not None and not res.has_twin and res.data_label == "upload: long.csv"
     assert any("could not be trained" in w.value and "mc_passes" in rendered(w.value) for w in at.warning)
     assert_band(figure(at, "band_chart"), mc=False)
@@ -444,7 +466,7 @@ def test_start_file_from_the_command_line(tmp_path, monkeypatch):
     monkeypatch.setenv("LEVY_DASHBOARD_DATA", str(path))
     at = start()
     assert at.session_state["source"] == "File given at start"
-    assert services.fit.cached_fit(at.session_state["_fit_key"]).data_label == "file: mine.csv"
+    assert session_model(at).data_label == "file: mine.csv"
     assert_band(figure(at, "band_chart"), mc=True)
 
 

@@ -12,6 +12,7 @@ equal. Wall-clock fields (``TIMING_KEYS``) are the only values left out.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import html
 import io
 import json
@@ -125,7 +126,7 @@ def settings() -> FitSettings:
 def sample() -> Sample:
     src = services.data.source_from_sample(services.data.DEFAULT_SAMPLE)
     obs = services.data.load_observations(src.digest, src.data, src.name)
-    return Sample(src.digest, src.data, src.name, src.label, obs, obs.content_hash())
+    return Sample(src.digest, src.data, src.name, src.label, obs, services.data.data_key(obs))
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +147,8 @@ def wres(settings: FitSettings) -> FitResult:
     """One wide-form series: the model's series are time windows of it (``id@k``)."""
     up = services.data.source_from_upload("wide.csv", wide_csv())
     obs = services.data.load_observations(up.digest, up.data, up.name)
-    return services.fit.fit_model(obs, obs.content_hash(), up.label, dataclasses.replace(settings, train_twin=False))
+    return services.fit.fit_model(obs, services.data.data_key(obs), up.label,
+                                  dataclasses.replace(settings, train_twin=False))
 
 
 @pytest.fixture(scope="module")
@@ -219,6 +221,26 @@ def test_load_observations_reads_the_bytes_with_the_mapping(sample: Sample):
     # relative each (1/60, the product, the quotient), so 4 · 2^-53 bounds the difference
     np.testing.assert_allclose(minutes.frame["time"].to_numpy(), sample.obs.frame["time"].to_numpy() / 60,
                                rtol=4 * 2.0**-53, atol=0)
+
+
+def test_data_key_is_the_frame_and_the_clock_it_is_shown_in():
+    """Equal frames read from other days, or in other units, are other data (the views write
+    their times in the user's clock); the same reading is the same key."""
+    def read(data: bytes, unit: str = "hours") -> Observations:
+        return services.data.load_observations(hashlib.sha256(data).hexdigest(), data, "x.csv", None, unit)
+
+    spring = wide_csv()
+    frame = pd.read_csv(io.BytesIO(spring))
+    shifted = pd.to_datetime(frame["timestamp"]) + pd.Timedelta(days=400)
+    autumn = frame.assign(timestamp=shifted.astype(str)).to_csv(index=False).encode()
+    a, b = read(spring), read(autumn)
+    assert a.frame.equals(b.frame) and a.content_hash() == b.content_hash()
+    assert services.data.data_key(a) != services.data.data_key(b)
+    assert services.data.data_key(a) == services.data.data_key(read(bytes(spring)))
+    hours = b"series_id,channel,time,value\ns,c,0,1.0\ns,c,1,2.0\ns,c,2,1.5\n"
+    minutes = hours.replace(b",1,2.0", b",60,2.0").replace(b",2,1.5", b",120,1.5")
+    h, m = read(hours), read(minutes, "minutes")
+    assert h.frame.equals(m.frame) and services.data.data_key(h) != services.data.data_key(m)
 
 
 def test_load_observations_bad_upload_raises_and_is_not_cached(monkeypatch: pytest.MonkeyPatch):
@@ -538,7 +560,7 @@ def test_fit_key_differs_when_any_setting_differs(sample: Sample, settings: FitS
 
 def test_fit_model_twice_is_the_same_result(wres: FitResult, monkeypatch: pytest.MonkeyPatch):
     obs, s = wres.obs, wres.settings
-    h = obs.content_hash()
+    h = services.data.data_key(obs)
     fitting = Counter(monkeypatch, pipeline, "fit")
     first = services.fit.fit_model(obs, h, "upload: wide.csv", s)
     assert fitting.calls == 1 and first.key == services.fit.fit_key(h, s) == wres.key

@@ -7,7 +7,7 @@ import io
 
 import pandas as pd
 import pytest
-from dash_helpers import long_csv, start
+from dash_helpers import long_csv, session_model, show, start
 from levy_dashboard import fits, services
 from levy_dashboard.markup import plain
 from streamlit.testing.v1 import AppTest
@@ -33,6 +33,33 @@ def test_two_sessions_with_identical_bytes_see_only_their_own_file_name() -> Non
     assert second.session_state["_fit_key"] == first.session_state["_fit_key"], "the fit is shared"
     text = page_text(second).replace("\\", "")
     assert "mine.csv" in text and "ward7" not in text, "another session's file name leaked"
+
+
+def dated_csv(first_day: str) -> bytes:
+    """``long_csv(12)`` with its hours written as date-times from ``first_day``: whatever the
+    day, it reads to the same frame (hours since each series' first observation)."""
+    df = pd.read_csv(io.BytesIO(long_csv(12)))
+    df["time"] = (pd.Timestamp(first_day) + pd.to_timedelta(df["time"], unit="h")).dt.strftime("%Y-%m-%d %H:%M:%S")
+    return df.to_csv(index=False).encode()
+
+
+def preview_times(at: AppTest) -> pd.Series:
+    """The Data panel's rows of one series: their times in the user's clock."""
+    table = next(d.value for d in show(at, "Data").dataframe if "channel" in d.value.columns)
+    return table[next(c for c in table.columns if c.startswith("time"))]
+
+
+def test_the_same_measurements_on_other_days_show_only_their_own_dates() -> None:
+    """Equal frames, other clocks: each session sees its own dates, never the dates (on a
+    ward, the admission days) of another session's file, in the Data panel or in its model."""
+    first = upload(start(), "spring.csv", dated_csv("2024-03-01"))
+    second = upload(start(), "autumn.csv", dated_csv("2025-10-01"))
+    a, b = session_model(first), session_model(second)
+    assert a.obs.frame.equals(b.obs.frame), "the same frame: only the clock tells them apart"
+    assert str(b.obs.report.time_origin[b.obs.series_ids[0]]).startswith("2025-10-01"), "another session's dates"
+    assert second.session_state["_fit_key"] != first.session_state["_fit_key"]
+    assert str(preview_times(second).iloc[0]).startswith("2025-10-01")
+    assert str(preview_times(first).iloc[0]).startswith("2024-03-01")
 
 
 def test_markdown_in_a_file_name_renders_as_text() -> None:
