@@ -1,4 +1,16 @@
-"""Dashboard tests: tiny fits and clean Streamlit caches for every test."""
+"""Dashboard tests: tiny fits, and Streamlit caches kept warm from test to test.
+
+The services' caches (``st.cache_data``, ``st.cache_resource``, the fit store) are
+process-wide, as on a server, where every session finds what an earlier one computed. They
+stay warm across these tests in the same way: each AppTest no longer reads the data again,
+reopens the shipped model, recomputes its bands and evaluation. Clearing them before and
+after every test made ``tests/dashboard`` (``-n 2 --dist loadgroup``, not slow) take 90.8 s,
+66.7 s without (2026-12-03 09:30, issue 25). That is only sound when every key
+names exactly what its result was computed from (the fit key: the data, its clock and the
+settings; nothing about a session in a cached value): a test that computes on doctored
+inputs (a monkeypatched ``ModelData.points``) uses a key of its own, and a test that counts
+calls or needs a cold cache asks for ``fresh_caches``.
+"""
 
 from __future__ import annotations
 
@@ -16,19 +28,28 @@ from streamlit.components.v2 import manifest_scanner
 manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
 
 
+def clear_caches() -> None:
+    """Empty every Streamlit cache of this process, the fit store among them (``fits._fit_store``
+    is an ``st.cache_resource``). The fit pool's jobs are left: a finished job is only ever
+    collected under its own fit key."""
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+@pytest.fixture
+def fresh_caches() -> None:
+    """Cold caches for this test: for tests that count the calls a cache saves, or time a
+    first computation. Cleared before the test only (what it leaves is keyed correctly)."""
+    clear_caches()
+
+
 @pytest.fixture(autouse=True)
-def _fast_and_clean(monkeypatch: pytest.MonkeyPatch):
-    """Few-epoch default fits, no start-up file, and empty Streamlit caches (they are
-    process-wide: one test's model must not leak into the next). The app's fit pool, started
-    by the first test that fits, runs at the tests' own priority: at its default, the lowest
-    (``FIT_NICE`` = 19, what a server wants beside its views), a test waiting on a pooled fit
-    waited for every other job on the machine (13 s instead of 5 for one failed fit under a
-    load of 3); ``test_fit_pool.py`` tests the priority itself."""
+def _fast(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Few-epoch default fits and no start-up file. The app's fit pool, started by the first
+    test that fits, runs at the tests' own priority: at its default, the lowest (``FIT_NICE`` =
+    19, what a server wants beside its views), a test waiting on a pooled fit waited for every
+    other job on the machine (13 s instead of 5 for one failed fit under a load of 3);
+    ``test_fit_pool.py`` tests the priority itself."""
     monkeypatch.setenv("LEVY_DASHBOARD_FAST", "1")
     monkeypatch.setenv(fit_pool.ENV_NICE, "0")
     monkeypatch.delenv("LEVY_DASHBOARD_DATA", raising=False)
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    yield
-    st.cache_resource.clear()
-    st.cache_data.clear()

@@ -2,8 +2,10 @@
 caches by its key (a hit calls nothing in ``levy_core``), and the fit store keeps what it
 promises.
 
-Fits are tiny (``LEVY_DASHBOARD_FAST=1`` settings) and made once per module; the conftest
-clears the Streamlit caches and the fit store before every test, so each test starts cold.
+Fits are tiny (``LEVY_DASHBOARD_FAST=1`` settings) and made once per module. The caches stay
+warm from test to test (as on a server): a test that counts the calls a cache saves asks for
+``fresh_caches`` (the conftest), and one that doctors a model's data (a monkeypatched
+``ModelData.points``) computes under a key of its own, never under the fit's.
 Every comparison is exact: the wrapper and the direct call run the same seeded code on the
 same single-threaded CPU (MC-Dropout seeds its own generator), so the numbers are bitwise
 equal. Wall-clock fields (``TIMING_KEYS``) are the only values left out.
@@ -335,7 +337,7 @@ def test_test_predictions_is_split_predictions(res: FitResult, monkeypatch: pyte
         raise DataError("no test series with both context and observations to predict")
 
     monkeypatch.setattr(pipeline, "split_predictions", no_test_series)
-    assert services.evidence.test_predictions("other-key", res).empty
+    assert services.evidence.test_predictions(f"{res.key}~no-test-series", res).empty
 
 
 def test_calibration_tables_are_pipeline(res: FitResult, evaluated: tuple[dict[str, Any], pd.DataFrame]):
@@ -384,7 +386,7 @@ def test_heldout_predictions_of_a_series_without_held_out(res: FitResult, monkey
         return out.assign(role=out["role"].replace("held-out", "context"))
 
     monkeypatch.setattr(ModelData, "points", nothing_held_out)
-    pred = services.evidence.heldout_predictions(res.key, res, sid)
+    pred = services.evidence.heldout_predictions(f"{res.key}~nothing-held-out", res, sid)  # other data: its own key
     assert pred.empty and {"series_id", "channel", "time", "y_true", "mean", "pred_std"} <= set(pred.columns)
 
 
@@ -404,6 +406,7 @@ def test_band_inputs_bands_are_with_bands(res: FitResult, pick: tuple[str, str])
         assert inputs.band_label == ("conformal" if kind == "conformal" else "scaled Gaussian")
 
 
+@pytest.mark.usefixtures("fresh_caches")
 def test_band_inputs_moving_level_or_kind_runs_no_model(res: FitResult, pick: tuple[str, str],
                                                          monkeypatch: pytest.MonkeyPatch):
     sid, ch = pick
@@ -430,7 +433,7 @@ def test_band_inputs_points_are_the_series_channel_without_unused(res: FitResult
 
     monkeypatch.setattr(ModelData, "points", some_unused)
     pts = some_unused(res.data)
-    inputs = services.band.band_inputs(res.key, res, sid, ch, 0.9, "gaussian", MC)
+    inputs = services.band.band_inputs(f"{res.key}~some-unused", res, sid, ch, 0.9, "gaussian", MC)  # its own key
     expected = pts[(pts["series_id"] == sid) & (pts["channel"] == ch) & (pts["role"] != "unused")]
     assert_same(inputs.points, expected)
     assert set(inputs.points["series_id"]) == {sid} and set(inputs.points["channel"]) == {ch}
@@ -516,6 +519,7 @@ CASES = _cases()
 
 
 @pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.usefixtures("fresh_caches")
 def test_cache_data_hit_calls_nothing(name: str, res: FitResult, sample: Sample, pick: tuple[str, str],
                                       query: float, monkeypatch: pytest.MonkeyPatch):
     (owner, attr), call, other_key = CASES[name]
@@ -528,6 +532,7 @@ def test_cache_data_hit_calls_nothing(name: str, res: FitResult, sample: Sample,
     assert counter.calls >= 1, f"{name}: another key should compute (the counter must see it)"
 
 
+@pytest.mark.usefixtures("fresh_caches")
 def test_cache_resource_hits_return_the_same_object(sample: Sample, monkeypatch: pytest.MonkeyPatch):
     obs = services.data.load_observations(sample.digest, sample.data, sample.name)
     h = services.data.content_hash(sample.digest, None, "hours", obs)
@@ -558,6 +563,7 @@ def test_fit_key_differs_when_any_setting_differs(sample: Sample, settings: FitS
     assert services.fit.fit_key("f" * 64, settings) != base
 
 
+@pytest.mark.usefixtures("fresh_caches")
 def test_fit_model_twice_is_the_same_result(wres: FitResult, monkeypatch: pytest.MonkeyPatch):
     obs, s = wres.obs, wres.settings
     h = services.data.data_key(obs)

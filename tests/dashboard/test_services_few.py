@@ -58,6 +58,7 @@ def test_future_is_predict_future_in_the_users_clock(ores: FitResult):
     assert inputs.points["series_id"].eq("series_0").all()
 
 
+@pytest.mark.usefixtures("fresh_caches")
 def test_future_cache_hit_runs_no_model(ores: FitResult, monkeypatch: pytest.MonkeyPatch):
     services.origins.future(ores.key, ores, "series_0", "humidity_pct", 30.0, MC)
     calls = []
