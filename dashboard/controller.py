@@ -11,6 +11,7 @@ has to say comes back in ``Model`` (failures, a note for the sidebar) for the ap
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 from dataclasses import dataclass, field
 
@@ -147,8 +148,11 @@ def _collect(failures: list[str]) -> FitResult | None:
     held = ss.get(state.PREVIEW)
     if held is not None and held[0] == view.preview_seq:
         return held[1]
-    preview = services.fit.preview_result(f"{job['key']}~preview{view.preview_seq}", preview_zip,
-                                          job["obs"], job["obs_hash"], job["settings"], job["label"],
+    # keyed by the preview's own bytes, not its number: a job of the same key run again (a retry,
+    # or a refit once the store and the pool forgot it) numbers its previews from 1 again, of
+    # other models, and the views' caches would draw the first run's under the second's name
+    key = f"{job['key']}~preview-{hashlib.sha256(preview_zip).hexdigest()[:16]}"
+    preview = services.fit.preview_result(key, preview_zip, job["obs"], job["obs_hash"], job["settings"], job["label"],
                                           preview_progress, view.history)
     if job["new_data"] and not job.get("views_reset"):  # the first preview of new data: its first series
         _reset_views(None, preview, new_data=True)
