@@ -4,11 +4,12 @@ once, and what the Data panel previews.
 Cache wrappers around ``levy_core.data`` (``preview_table``, ``detect_mapping``,
 ``read_csv``) keyed by the file's SHA-256, the column mapping and the time unit; the bytes
 themselves come from ``sources`` (no Streamlit there). What was read is keyed by ``data_key``:
-its frame and the clock it is shown in.
+its frame and how it was read (the clock its times are shown in).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -94,23 +95,21 @@ def load_observations(digest: str, _data: bytes, name: str, mapping_json: str | 
 
 def data_key(obs: Observations) -> str:
     """The key of observations as the dashboard shows them (every cache and fit key starts
-    with it): ``Observations.content_hash`` (the frame) and the user's clock the views write
-    its times in (each series' first date-time, the input's time unit, time-zone offsets, the
-    order of day and month). The frame alone does not tell the clock: date-times are hours
-    since each series' first observation, so the same measurements taken on other days read
-    to the same frame, and views keyed by it showed one session the dates of another's file.
+    with it): ``Observations.content_hash`` (the frame) and the whole load report — the
+    user's clock the views write its times in (each series' first date-time, the input's
+    time unit, time-zone offsets, the order of day and month), the columns read, what was
+    dropped. The frame alone does not tell them apart: date-times are hours since each
+    series' first observation, so the same measurements taken on other days read to the same
+    frame, and views keyed by it showed one session the dates of another's file. The same
+    bytes read the same way (under any file name: the report holds none) are the same key.
 
     Returns
     -------
     str
         64 hex digits (SHA-256).
     """
-    rep = obs.report
-    clock = {"origin": None if rep.time_origin is None else sorted((str(k), pd.Timestamp(v).isoformat())
-                                                                    for k, v in rep.time_origin.items()),
-             "unit": rep.input_time_unit, "offsets": rep.input_has_offsets,
-             "dayfirst": None if rep.day_order is None else bool(rep.day_order.dayfirst)}
-    return hashlib.sha256(f"{obs.content_hash()}|{json.dumps(clock, sort_keys=True)}".encode()).hexdigest()
+    report = json.dumps(dataclasses.asdict(obs.report), sort_keys=True, default=str)
+    return hashlib.sha256(f"{obs.content_hash()}|{report}".encode()).hexdigest()
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

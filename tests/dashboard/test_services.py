@@ -217,7 +217,8 @@ def test_load_observations_reads_the_bytes_with_the_mapping(sample: Sample):
     mapping = ColumnMapping(time="when", value="reading", series="unit", channel="sensor")
     obs = services.data.load_observations("renamed", renamed, "odd.csv", services.data.mapping_to_json(mapping))
     pd.testing.assert_frame_equal(obs.frame, sample.obs.frame)
-    assert services.data.content_hash("renamed", services.data.mapping_to_json(mapping), "hours", obs) == sample.obs_hash
+    renamed_key = services.data.content_hash("renamed", services.data.mapping_to_json(mapping), "hours", obs)
+    assert obs.content_hash() == sample.obs.content_hash() and renamed_key != sample.obs_hash  # read from other columns
     minutes = services.data.load_observations(sample.digest, sample.data, sample.name, None, "minutes")
     # read_csv multiplies by fl(1/60), here we divide by 60: three roundings of at most 2^-53
     # relative each (1/60, the product, the quotient), so 4 · 2^-53 bounds the difference
@@ -225,9 +226,10 @@ def test_load_observations_reads_the_bytes_with_the_mapping(sample: Sample):
                                rtol=4 * 2.0**-53, atol=0)
 
 
-def test_data_key_is_the_frame_and_the_clock_it_is_shown_in():
-    """Equal frames read from other days, or in other units, are other data (the views write
-    their times in the user's clock); the same reading is the same key."""
+def test_data_key_is_the_frame_and_how_it_was_read():
+    """Equal frames read from other days, or in other units, or from other columns, are other
+    data (the views write their times in the user's clock, the Data panel lists what was
+    read); the same bytes read the same way are the same key."""
     def read(data: bytes, unit: str = "hours") -> Observations:
         return services.data.load_observations(hashlib.sha256(data).hexdigest(), data, "x.csv", None, unit)
 
@@ -243,6 +245,8 @@ def test_data_key_is_the_frame_and_the_clock_it_is_shown_in():
     minutes = hours.replace(b",1,2.0", b",60,2.0").replace(b",2,1.5", b",120,1.5")
     h, m = read(hours), read(minutes, "minutes")
     assert h.frame.equals(m.frame) and services.data.data_key(h) != services.data.data_key(m)
+    noted = hours.replace(b"value\n", b"value,ward\n").replace(b"\ns,c,0,1.0", b"\ns,c,0,1.0,7")
+    assert read(noted).frame.equals(h.frame) and services.data.data_key(read(noted)) != services.data.data_key(h)
 
 
 def test_load_observations_bad_upload_raises_and_is_not_cached(monkeypatch: pytest.MonkeyPatch):
