@@ -74,20 +74,23 @@ def load_shipped(digest: str) -> ShippedModel | None:
     return None
 
 
-def shipped_key(digest: str) -> str:
-    """The store key of a shipped model (never a fit key: **Refit** is a fit of its own)."""
-    return f"shipped-{digest[:16]}"
+def shipped_key(digest: str, obs_hash: str) -> str:
+    """The store key of a shipped model on one reading of its sample (``obs_hash``: its
+    ``services.data.data_key``): the views' caches are keyed by it, so it names the data as
+    well as the model. Never a fit key: **Refit** is a fit of its own."""
+    return f"shipped-{digest[:16]}-{obs_hash[:16]}"
 
 
 def shipped_result(shipped: ShippedModel, obs: Observations, obs_hash: str, data_label: str) -> FitResult:
     """The shipped model on its sample's observations (prepared once), as the views see a fit."""
     fitted = shipped.fitted
     if fitted.data_hash and fitted.data_hash != obs.content_hash():  # the frame (obs_hash: with its clock)
-        raise ValueError(f"the shipped model of {shipped.sample} was fitted on other observations "
-                         "(the sample's reading changed): run `make sample-models`")
+        raise ValueError(f"the shipped model of {shipped.sample} was fitted on other observations (the "
+                         "sample read with another mapping or time unit; or, for its default reading, the "
+                         "reading changed since: run `make sample-models`)")
     training = fitted.training or {}
     seconds = sum(float((training.get(m) or {}).get("seconds", 0.0)) for m in ("levy", "softmax"))
-    return FitResult(shipped_key(shipped.sha256), fitted, pipeline.prepare(fitted, obs), obs_hash,
+    return FitResult(shipped_key(shipped.sha256, obs_hash), fitted, pipeline.prepare(fitted, obs), obs_hash,
                      saved_settings(fitted), data_label, history=recorded_history(fitted), seconds=seconds,
                      fitted_at="", shipped=shipped.command)
 

@@ -115,9 +115,9 @@ def shipped_fit(source: DataSource, obs: Observations, obs_hash: str) -> FitResu
     shipped = shipped_model(source.digest)
     if shipped is None:
         return None
-    hit = cached_fit(shipped_key(source.digest))
-    if hit is not None:  # stored on the data it was shipped with: only that reading gets it
-        return for_this_session(hit, source.label) if hit.obs_hash == obs_hash else None
+    hit = cached_fit(shipped_key(source.digest, obs_hash))
+    if hit is not None:
+        return for_this_session(hit, source.label)
     try:
         return remember(shipped_result(shipped, obs, obs_hash, source.label))
     except (DataError, ValueError) as exc:  # read differently since it was made: fit instead

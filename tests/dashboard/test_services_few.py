@@ -26,7 +26,7 @@ def ores() -> FitResult:
     compares a wrapper with the ``levy_core`` call it wraps, whatever the model."""
     src = services.data.source_from_sample("Single sensor series")
     obs = services.data.load_observations(src.digest, src.data, src.name)
-    res = services.fit.shipped_fit(src, obs, obs.content_hash())
+    res = services.fit.shipped_fit(src, obs, services.data.data_key(obs))  # the key the app reads it under
     assert res is not None and res.shipped, "the one-series sample ships its model (make sample-models)"
     assert res.on_origins and res.fitted.task.kind == "forecast"
     return res
