@@ -4,12 +4,17 @@ The services' caches (``st.cache_data``, ``st.cache_resource``, the fit store) a
 process-wide, as on a server, where every session finds what an earlier one computed. They
 stay warm across these tests in the same way: each AppTest no longer reads the data again,
 reopens the shipped model, recomputes its bands and evaluation. Clearing them before and
-after every test made ``tests/dashboard`` (``-n 2 --dist loadgroup``, not slow) take 90.8 s,
-66.7 s without (2026-12-03 09:30, issue 25). That is only sound when every key
-names exactly what its result was computed from (the fit key: the data, its clock and the
-settings; nothing about a session in a cached value): a test that computes on doctored
-inputs (a monkeypatched ``ModelData.points``) uses a key of its own, and a test that counts
-calls or needs a cold cache asks for ``fresh_caches``.
+after every test cost 10-18 s of ``tests/dashboard`` (``-n 2 --dist loadgroup``, not slow, 121
+tests, 2026-12-03, back to back at load 2.1-3.4: 97.9 and 95.6 s of wall, 80.8 and 77.6 s
+summed, against 106.0 and 114.1 s, 91.0 and 96.1 s with the clears; a run at 09:30: 90.8 s ->
+66.7 s). A warm AppTest start takes 0.3 s; what is left is the fits and each view's first
+computation, paid once per process. That is only sound when every key names exactly what
+its result was computed from (the data's key: its frame and how it was read, the clock
+among it; the fit key: that and the settings; nothing of one session's in a cached value:
+a session's file name is its own, ``dash_helpers.session_model``), as on a server: a test
+that computes on doctored inputs (a monkeypatched ``ModelData.points``) uses a key of its
+own, and a test that counts calls or needs a cold cache asks for ``fresh_caches``. Run in
+reversed and shuffled orders (explicit node ids), the tests pass alike.
 """
 
 from __future__ import annotations
