@@ -446,6 +446,9 @@ def test_a_twin_that_fails_after_the_band_keeps_the_levy_model(monkeypatch):
     assert at.button(key="twin_button"), "offered again, on demand"
 
 
+# cold store: an earlier Fit of the sample leaves "<key>" (Lévy alone) and "<key>+twin"; once the
+# first is evicted, the second stands for these settings (the same Lévy model, and its twin)
+@pytest.mark.usefixtures("fresh_caches")
 def test_twin_on_demand():
     at = start()
     at.checkbox(key="fit_twin").set_value(False)
