@@ -5,9 +5,10 @@ process-wide, as on a server, where every session finds what an earlier one comp
 stay warm across these tests in the same way: each AppTest no longer reads the data again,
 reopens the shipped model, recomputes its bands and evaluation. Clearing them before and
 after every test cost 10-18 s of ``tests/dashboard`` (``-n 2 --dist loadgroup``, not slow, 121
-tests, 2026-12-03, back to back at load 2.1-3.4: 97.9 and 95.6 s of wall, 80.8 and 77.6 s
-summed, against 106.0 and 114.1 s, 91.0 and 96.1 s with the clears; a run at 09:30: 90.8 s ->
-66.7 s). A warm AppTest start takes 0.3 s; what is left is the fits and each view's first
+tests, 2026-12-03, back to back: at load 0.7-1.1, 84.0 and 81.7 s of wall, 74.7 and 73.5 s
+summed, against 97.9 s, 89.3 s with the clears; at load 2.1-3.4, 97.9 and 95.6 s, 80.8 and
+77.6 s summed, against 106.0 and 114.1 s, 91.0 and 96.1 s). A warm AppTest start takes
+0.3 s (5.6 s cold, the imports included); what is left is the fits and each view's first
 computation, paid once per process. That is only sound when every key names exactly what
 its result was computed from (the data's key: its frame and how it was read, the clock
 among it; the fit key: that and the settings; nothing of one session's in a cached value:
