@@ -108,7 +108,7 @@ def _collect_failed(job: dict, view: services.fit.JobView, levy_zip: bytes | Non
     log.warning("pooled fit failed: %s", view.error)
 
 
-def _collect(failures: list[str]) -> FitResult | None:
+def collect_job(failures: list[str]) -> FitResult | None:
     """This session's pooled job: adopt what it has delivered (the Lévy model alone, then the
     final model), say a failure once; returns the latest preview while the Lévy model trains."""
     ss = st.session_state
@@ -266,7 +266,7 @@ def ensure_model(choice: Choice) -> Model:
     if job and choice.obs_hash is not None and job["obs_hash"] != choice.obs_hash and job["kind"] == "fit":
         ss.pop(state.JOB, None)  # other data chosen meanwhile: stop following that fit (it finishes for the store)
         ss.pop(state.PREVIEW, None)
-    preview = _collect(failures)
+    preview = collect_job(failures)
     key = ss.get(state.FIT_KEY)
     res = services.fit.session_fit(key, ss.get(state.FIT_PROVENANCE)) if key else None
     if ss.get(state.OPENED_MODEL) is not None:

@@ -11,7 +11,7 @@ from levy_dashboard.fit_pool import JobView
 
 
 def _follow(monkeypatch: pytest.MonkeyPatch, preview_zip: bytes) -> str:
-    """The key ``controller._collect`` draws a running job's first preview under, its pool
+    """The key ``controller.collect_job`` draws a running job's first preview under, its pool
     answering with ``preview_zip`` (no model is loaded: ``preview_result`` is recorded)."""
     keys: list[str] = []
     view = JobView("fit-key", "running", 0, 1, {"epoch": 2}, [], 1, False, None, 1.0)
@@ -24,7 +24,7 @@ def _follow(monkeypatch: pytest.MonkeyPatch, preview_zip: bytes) -> str:
                      "levy_key": "fit-key", "failure_key": "fit-key"}
     ss.pop(state.PREVIEW, None)
     try:
-        assert controller._collect([]) == keys[0]
+        assert controller.collect_job([]) == keys[0]
     finally:
         for key in (state.JOB, state.PREVIEW):
             ss.pop(key, None)
