@@ -24,6 +24,7 @@ from levy_core.episodes.tasks import EpisodeBuilder
 from levy_core.metrics.crps_scale import crps_scale
 from levy_core.metrics.scoring_rules import crps_gaussian_per_point
 from levy_core.model.levy_model import Batch, ModelOutput, channel_state
+from levy_core.training.reversion import ReversionFit
 
 __all__ = ["CorrectionFit", "Progress", "TrainConfig", "TrainResult", "fit_correction_scale", "masked_mse", "training_loss", "predict_in_batches", "train_model"]
 
@@ -163,7 +164,7 @@ class TrainResult:
     seconds: float
     history: list[dict] = field(default_factory=list)
     correction: CorrectionFit | None = None
-    reversion: Any = None  # levy_core.training.reversion.ReversionFit: the offset's mean reversion (panels)
+    reversion: ReversionFit | None = None  # the offset's mean reversion (panels; None on rolling origins)
     stopped_by: str = ""  # "patience" (early stopping), "epochs" (all run) or "time" (the max_seconds cap)
 
 
