@@ -79,19 +79,26 @@ def to_long(frame: pd.DataFrame) -> pd.DataFrame:
         ["patient_id", time, "parameter", "value"]]
 
 
-def last_value_predictive(train: pd.DataFrame, context: pd.DataFrame, queries: pd.DataFrame) -> pd.DataFrame:
-    """Last context value of each (stay, channel), the channel's training mean if none; spread:
-    the per-channel RMS of y − last on the training file's own 24 h → rest episodes."""
-    def lasts(ctx: pd.DataFrame) -> pd.Series:
-        return ctx.sort_values("time").groupby(["series_id", "channel"])["value"].last()
+def trivial_predictive(train: pd.DataFrame, context: pd.DataFrame, queries: pd.DataFrame,
+                          how: str = "last") -> pd.DataFrame:
+    """A trivial forecast of each (stay, channel) — ``how``: its last context value, its own
+    context mean, or (``"training mean"``) the channel's mean over the training file — the
+    channel's training mean where the stay has no context value; spread: the per-channel RMS
+    of y − forecast on the training file's own context → rest episodes."""
+    def own(ctx: pd.DataFrame) -> pd.Series:
+        grouped = ctx.sort_values("time").groupby(["series_id", "channel"])["value"]
+        return grouped.last() if how == "last" else grouped.mean()
 
     train_mean = train.groupby("channel")["value"].mean()
+
+    def forecast(ctx: pd.DataFrame, qry: pd.DataFrame) -> pd.Series:
+        if how == "training mean":
+            return qry["channel"].map(train_mean)
+        return qry.join(own(ctx).rename("f"), on=["series_id", "channel"])["f"].fillna(qry["channel"].map(train_mean))
+
     tr_ctx, tr_q = train[train["time"] <= HISTORY], train[train["time"] > HISTORY]
-    tr = tr_q.join(lasts(tr_ctx).rename("last"), on=["series_id", "channel"])
-    tr["last"] = tr["last"].fillna(tr["channel"].map(train_mean))
-    spread = tr.assign(sq=(tr["value"] - tr["last"]) ** 2).groupby("channel")["sq"].mean().pow(0.5)
-    out = queries.join(lasts(context).rename("mean"), on=["series_id", "channel"])
-    out["mean"] = out["mean"].fillna(out["channel"].map(train_mean))
+    spread = (tr_q["value"] - forecast(tr_ctx, tr_q)).pow(2).groupby(tr_q["channel"]).mean().pow(0.5)
+    out = queries.assign(mean=forecast(context, queries))
     out["pred_std"] = out["channel"].map(spread).fillna(float(spread.median()))
     return out
 
@@ -216,7 +223,9 @@ def main() -> None:
     pred = pred.merge(truth, on=["series_id", "channel", "time"], how="inner", validate="one_to_one")
     fitted = load_model(model_dir)
     pred["pred_std"] = fitted.levy_calibration.predict_std(pred["sigma"].to_numpy(), pred["channel"].to_numpy())  # c_channel·σ̂
-    lv = last_value_predictive(train, context, truth)
+    lv = trivial_predictive(train, context, truth)
+    own_mean = trivial_predictive(train, context, truth, how="own mean")
+    train_mean = trivial_predictive(train, context, truth, how="training mean")
     # MC-Dropout T=20 of the same fitted model (its softmax twin; `levy predict` writes the
     # Lévy predictive only), on the same data and queries, calibrated the same way
     hours = 24.0 if unit == "days" else 1.0  # the library's query times are hours
@@ -227,10 +236,12 @@ def main() -> None:
     mc = mc.merge(truth, on=["series_id", "channel", "time"], how="inner", validate="one_to_one")
     sd = train.groupby("channel")["value"].std()
     sd = sd[sd > 0]  # a constant channel has no sd units to score in
-    pred, lv, mc = (f[f["channel"].isin(sd.index)] for f in (pred, lv, mc))
+    pred, lv, mc, own_mean, train_mean = (f[f["channel"].isin(sd.index)] for f in (pred, lv, mc, own_mean, train_mean))
     rows = [scores(pred, sd, "Lévy (levy predict, scaled Gaussian c·σ̂; conformal 90 % band)"),
             scores(mc, sd, "MC-Dropout T=20 (the same fit's twin, scaled Gaussian)"),
-            scores(lv, sd, "last value + per-channel Gaussian spread (fitted on the training file)")]
+            scores(lv, sd, "last value + per-channel Gaussian spread (fitted on the training file)"),
+            scores(own_mean, sd, "the stay's own context mean + per-channel Gaussian spread"),
+            scores(train_mean, sd, "the channel's training mean + per-channel Gaussian spread")]
     size = size_name(fitted.model_config)
     print(f"train file: {'pbc draw' if args.panel == 'pbc' else args.train} ({train['series_id'].nunique()} series, levy fit --size {args.size}: {size}); "
           f"{len(unseen)} unseen series, "
@@ -242,7 +253,7 @@ def main() -> None:
         cov = f"{r['coverage_90']:.3f} ± {r['coverage_se']:.3f}" if "coverage_90" in r else "-"
         print(f"| {r['method']} | {r['n']} | {r['mse_channels']:.4f} | {r['mae_channels']:.4f} | "
               f"{r['crps_channels']:.4f} | {r['mse_queries']:.4f} | {r['crps_queries']:.4f} | {cov} |")
-    a, m, b = rows
+    a, m, b = rows[:3]
     if "coverage_90" in a:
         z = (a["coverage_90"] - 0.9) / a["coverage_se"]
         print(f"90 % conformal coverage {a['coverage_90']:.3f}, {z:+.2f} standard errors over series from 0.90")
