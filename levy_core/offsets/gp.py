@@ -137,21 +137,62 @@ def fit(t: np.ndarray, y: np.ndarray, periods: tuple[float, ...], gap: float) ->
     return GPSpec(unit, periods, theta)
 
 
+def gram(theta: np.ndarray, periods_in_units: tuple[float, ...], x: np.ndarray,
+         xq: np.ndarray | None = None) -> np.ndarray:
+    """The kernel of :func:`kernel_for` with log-hyperparameters ``theta``, evaluated in numpy.
+
+    Parameters
+    ----------
+    theta : ndarray (5 + 3·len(periods_in_units),)
+        scikit-learn's ``kernel.theta`` order: trend (c, ℓ); per period (c, ℓ_sine, ℓ_decay);
+        short (c, ℓ); noise.
+    x : ndarray (n,)
+        Times (kernel units).
+    xq : ndarray (m,), optional
+        Other times: the cross-covariance ``k(xq, x)`` (m, n), no noise term. Without it the
+        Gram matrix ``k(x, x)`` (n, n), noise on the diagonal.
+
+    Bit for bit what scikit-learn's kernel returns (the same operations in the same order;
+    ``tests/offsets/test_gp_forecast.py`` compares them), without its per-call cost of
+    building and cloning the kernel objects: a posterior is asked for every origin.
+    """
+    p = np.exp(np.asarray(theta, dtype=np.float64))  # what clone_with_theta sets
+    left = x if xq is None else xq
+    diff = left[:, None] - x[None, :]
+
+    def rbf(scale: float) -> np.ndarray:
+        u = (left / scale)[:, None] - (x / scale)[None, :]
+        return np.exp(-0.5 * (u * u))
+
+    def periodic(period: float, scale: float) -> np.ndarray:
+        dist = np.sqrt(diff * diff)
+        arg = np.pi * dist / period if xq is None else np.pi / period * dist
+        return np.exp(-2 * (np.sin(arg) / scale) ** 2)
+
+    k = p[0] * rbf(p[1])  # a constant times a kernel, summed left to right as sklearn's tree
+    for i, period in enumerate(periods_in_units):
+        c, ls, decay = p[2 + 3 * i: 5 + 3 * i]
+        k = k + (c * periodic(period, ls)) * rbf(decay)
+    j = 2 + 3 * len(periods_in_units)
+    k = k + p[j] * rbf(p[j + 1])
+    return k + p[j + 2] * np.eye(len(x)) if xq is None else k
+
+
 def posterior_mean(spec: GPSpec, t: np.ndarray, y: np.ndarray, tq: np.ndarray) -> np.ndarray:
     """The posterior mean at ``tq`` (m,) given the past ``(t, y)`` (n,), the spec's kernel
     fixed; the past is centred and scaled by its own mean and s.d. (as ``normalize_y``)."""
     if len(t) < MIN_POINTS:
         return np.full(len(tq), y[-1], dtype=np.float64)
     t, y = thinned(t, y, max(spec.periods, default=0.0))
-    kernel = kernel_for(tuple(p / spec.unit for p in spec.periods)).clone_with_theta(np.asarray(spec.theta))
-    x, xq = ((t - t[-1]) / spec.unit)[:, None], ((tq - t[-1]) / spec.unit)[:, None]
+    periods = tuple(p / spec.unit for p in spec.periods)
+    x, xq = (t - t[-1]) / spec.unit, (tq - t[-1]) / spec.unit
     mean, scale = float(y.mean()), float(np.std(y)) or 1.0
-    gram = kernel(x)
-    gram[np.diag_indices_from(gram)] += JITTER
+    matrix = gram(np.asarray(spec.theta), periods, x)
+    matrix[np.diag_indices_from(matrix)] += JITTER
     try:
-        factor = np.linalg.cholesky(gram)
+        factor = np.linalg.cholesky(matrix)
     except np.linalg.LinAlgError:
         return np.full(len(tq), y[-1], dtype=np.float64)
     alpha = np.linalg.solve(factor.T, np.linalg.solve(factor, (y - mean) / scale))
     # the cross-covariance has no noise term: WhiteKernel is zero between distinct inputs
-    return mean + scale * (kernel(xq, x) @ alpha)
+    return mean + scale * (gram(np.asarray(spec.theta), periods, x, xq) @ alpha)

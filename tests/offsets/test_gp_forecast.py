@@ -11,7 +11,7 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 
 from levy_core.offsets import gp as gp_forecast
 from levy_core.offsets.base_forecast import BaseForecastSpec, choose, forecast
-from levy_core.offsets.gp import GPSpec, fit, kernel_for, posterior_mean, thinned
+from levy_core.offsets.gp import GPSpec, fit, gram, kernel_for, posterior_mean, thinned
 
 
 def cycle(n: int = 400, period: float = 24.0, drop: float = 0.3, seed: int = 0):
@@ -37,6 +37,23 @@ def test_posterior_mean_equals_scikit_learns_posterior_with_the_same_kernel() ->
     # both solve the same 1e-8-jittered system; the difference is rounding in a Cholesky
     # of a matrix whose condition number is at most ~1/noise
     np.testing.assert_allclose(ours, expected, rtol=0, atol=1e-6 * np.ptp(y))
+
+
+@pytest.mark.parametrize("periods", [(), (0.3,), (0.3, 0.07)], ids=["no period", "one", "two"])
+def test_the_numpy_kernel_is_scikit_learns_bit_for_bit(periods: tuple[float, ...]) -> None:
+    """``gram`` (asked at every origin) against the reference, scikit-learn's kernel object
+    with the same log-hyperparameters: equal to the last bit, the Gram matrix with its noise
+    and the cross-covariance without, at random hyperparameters within the fit's bounds."""
+    rng = np.random.default_rng(len(periods))
+    reference = kernel_for(periods)
+    low, high = reference.bounds[:, 0], reference.bounds[:, 1]
+    for _ in range(10):
+        theta = rng.uniform(low, high)
+        kernel = reference.clone_with_theta(theta)
+        x = np.sort(rng.uniform(-1.0, 0.0, 60))
+        xq = rng.uniform(-0.1, 0.3, 9)
+        assert np.array_equal(gram(theta, periods, x), kernel(x[:, None]))
+        assert np.array_equal(gram(theta, periods, x, xq), kernel(xq[:, None], x[:, None]))
 
 
 def test_the_gp_carries_a_cycle_through_missing_points_better_than_the_last_value() -> None:

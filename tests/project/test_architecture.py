@@ -6,6 +6,7 @@ importing only the kinds below it (views never each other, services never a figu
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -24,6 +25,7 @@ def sources(*folders: str) -> list[Path]:
     return sorted(p for folder in folders for p in (ROOT / folder).rglob("*.py"))
 
 
+@functools.cache  # read-only trees: each file is parsed once, not once per rule
 def tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"))
 
