@@ -30,9 +30,10 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(PYTEST)
 
-## make test-fast: the same without the slow (training, statistical) and browser tests
+## make test-fast: the same without the slow (training, statistical), browser and whole-program tests
+## (the app run end to end, other processes: `pytest -m integration` runs those alone)
 test-fast: $(STAMP)
-	$(PYTEST) -m "not slow and not e2e"
+	$(PYTEST) -m "not slow and not e2e and not integration"
 
 ## make dashboard: start the app on the bundled sample data (http://localhost:$(PORT)); it listens on
 ## localhost only unless HOST=0.0.0.0 (then anyone who can reach the port can upload data and start fits)

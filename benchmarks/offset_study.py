@@ -217,19 +217,19 @@ class Context:
 def fit_channels(past: pd.DataFrame, first: float, ctx: Context) -> None:
     """The shipped per-channel parameters (``choose_offsets``' own code) and the new ones."""
     longest = max(ctx.periods, default=0.0)
-    richest: dict[str, bf._ChannelPast] = {}
+    richest: dict[str, bf.ChannelPast] = {}
     for (_, channel), g in past.groupby(["series_id", "channel"], sort=False):
-        p = bf._ChannelPast(g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64))
+        p = bf.ChannelPast(g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64))
         if str(channel) not in richest or len(p.t) > len(richest[str(channel)].t):
             richest[str(channel)] = p
-    kernels, damped = bf._fitted_parameters(richest, first, ctx.periods, ctx.gap, few=True)
+    kernels, damped = bf.fitted_parameters(richest, first, ctx.periods, ctx.gap, few=True)
     for channel, p in richest.items():
         fit = ChannelFit(damped=damped.get(channel), kernel=kernels.get(channel))
         if len(p.t) >= 30:
             fit.order = bf.ar_order(p.t[-bf.MAX_PAST:], p.y[-bf.MAX_PAST:], ctx.gap, longest)
         t, y = p.before(first)
         if len(t) >= 2:
-            z = bf._grid(t, y, float(t[-1]), ctx.gap)
+            z = bf.regular_grid(t, y, float(t[-1]), ctx.gap)
             fit.alpha = ses_fit(z)[0]
             fit.holt = holt_fit(z)
             fit.skgp = SkGP.fit(t, y, ctx.periods[0] if ctx.periods else None, ctx.horizon, ctx.gap)
@@ -272,7 +272,7 @@ def predict(key: tuple[str, float], t: np.ndarray, y: np.ndarray, origin: float,
         return None
     if len(t) < 2:
         return np.full(len(tq), y[-1])
-    z = bf._grid(t, y, origin, ctx.gap)
+    z = bf.regular_grid(t, y, origin, ctx.gap)
     if method == "ses":
         out = np.full(len(tq), ses_level(z, fit.alpha))
     elif method == "ses_origin":
@@ -395,7 +395,7 @@ def study_fold(case, k: int) -> list[dict]:
     scored = by_time[len(by_time) // 2:] if len(by_time) >= 2 * bf.MIN_SCORED_ORIGINS else by_time
     fit_channels(past, origins[scored[0]][1], ctx)
     seconds_fit = time.perf_counter() - t0
-    pasts = {(str(s), str(c)): bf._ChannelPast(g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64))
+    pasts = {(str(s), str(c)): bf.ChannelPast(g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64))
              for (s, c), g in past.groupby(["series_id", "channel"], sort=False)}
     names = candidates(ctx)
     recs: dict[str, list] = {}
@@ -431,7 +431,7 @@ def study_fold(case, k: int) -> list[dict]:
                    else [(spec.methods[channel], spec.periods.get(channel, 0.0))])
         # held out: from the whole training part, the series' last time as the origin
         g = full[full["channel"] == channel]
-        p = bf._ChannelPast(g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64))
+        p = bf.ChannelPast(g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64))
         origin = float(full["time"].max())
         tt, yy = p.before(origin)
         te = test if len(case.channels) == 1 else test[test["channel"] == channel]  # one: fitted as "value"

@@ -12,7 +12,9 @@ priority (``_priority_kept``)."""
 from __future__ import annotations
 
 import contextlib
+import multiprocessing.process
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -131,6 +133,32 @@ def _priority_kept() -> Iterator[None]:
             if nice > before:
                 with contextlib.suppress(OSError):  # no right to raise it, or the thread ended
                     os.setpriority(os.PRIO_PROCESS, tid, before)
+
+
+_WHOLE_PROGRAM_MARKS = ("integration", "slow", "e2e")  # the tiers `make test-fast` leaves out
+
+
+@pytest.fixture(autouse=True)
+def _whole_program_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test that runs the dashboard's whole script (Streamlit's ``AppTest``) or starts another
+    process (a ``levy`` or Python subprocess, a process pool) is an ``integration`` test; without
+    that mark (or ``slow``, ``e2e``) it fails here, naming the mark, so that ``make test-fast``
+    keeps to tests of one unit in this process (those 65 tests were 89 s of its 223 s of test
+    time, 2026-12-03) and ``make test`` still runs every one of them."""
+    if any(request.node.get_closest_marker(mark) for mark in _WHOLE_PROGRAM_MARKS):
+        return
+
+    def refuse(what: str):
+        def refused(*args: object, **kwargs: object) -> None:
+            raise AssertionError(f"this test {what}: mark it @pytest.mark.integration (a whole-program test, "
+                                 "left out of make test-fast, run by make test)")
+        return refused
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse("starts a process"))
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse("starts a process"))
+    app_test = sys.modules.get("streamlit.testing.v1.app_test")
+    if app_test is not None:
+        monkeypatch.setattr(app_test.AppTest, "_run", refuse("runs the dashboard's whole script (AppTest)"))
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -285,8 +285,8 @@ def _ridge(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
     return beta, float(ym - xm @ beta)
 
 
-class _ChannelPast:
-    """One (series, channel)'s observations, sorted by time, normalised."""
+class ChannelPast:
+    """One (series, channel)'s observations ``times``, ``values`` (n,), sorted by time."""
 
     def __init__(self, times: np.ndarray, values: np.ndarray) -> None:
         order = np.argsort(times, kind="stable")
@@ -331,7 +331,7 @@ def forecast(method: str, t: np.ndarray, y: np.ndarray, origin: float, tq: np.nd
     if method == "damped_trend":
         if smoothing_parameters is None:
             return last
-        z = _grid(t, y, origin, gap)
+        z = regular_grid(t, y, origin, gap)
         steps = int(np.ceil(max(float(np.max(tq)) - origin, 0.0) / gap)) + 1
         path = smoothing.forecast(z, smoothing_parameters, steps)
         return np.interp(tq, origin + gap * np.arange(len(path)), path)
@@ -366,7 +366,7 @@ def forecast(method: str, t: np.ndarray, y: np.ndarray, origin: float, tq: np.nd
     raise ValueError(f"unknown base-forecast method {method!r}")
 
 
-def _grid(t: np.ndarray, y: np.ndarray, origin: float, gap: float) -> np.ndarray:
+def regular_grid(t: np.ndarray, y: np.ndarray, origin: float, gap: float) -> np.ndarray:
     """The past on a regular grid of ``gap`` ending at ``origin`` (linear interpolation
     across missing points), oldest first, at most ``MAX_PAST`` points."""
     steps = min(int((origin - t[0]) / gap), MAX_PAST - 1)
@@ -377,7 +377,7 @@ def _grid(t: np.ndarray, y: np.ndarray, origin: float, gap: float) -> np.ndarray
 def ar_order(t: np.ndarray, y: np.ndarray, gap: float, longest: float) -> int:
     """The order of an autoregression of the gridded past picked by AIC, up to a season
     and a step (at most ``MAX_AR_ORDER``, a tenth of the points); 0 when too short."""
-    z = _grid(t, y, float(t[-1]), gap)
+    z = regular_grid(t, y, float(t[-1]), gap)
     top = min(MAX_AR_ORDER, len(z) // 10, max(3, int(round(longest / gap)) + 1))
     best, best_aic = 0, np.inf
     for p in range(1, top + 1):
@@ -396,7 +396,7 @@ def _autoregressive(t: np.ndarray, y: np.ndarray, origin: float, tq: np.ndarray,
                     gap: float) -> np.ndarray:
     """An AR(``order``) with intercept fitted by least squares on the gridded past, iterated
     forward and read at ``tq`` by linear interpolation between grid steps."""
-    z = _grid(t, y, origin, gap)
+    z = regular_grid(t, y, origin, gap)
     if order < 1 or len(z) < 3 * order + 3:
         return np.full(len(tq), y[-1], dtype=np.float64)
     lags = np.column_stack([z[order - j - 1:len(z) - j - 1] for j in range(order)])
@@ -440,9 +440,9 @@ class BaseForecast:
                  channels: list[str]) -> None:
         self.spec, self.origins, self.channels = spec, origins, list(channels)
         self._cache: dict[tuple[str, bytes, bytes], np.ndarray] = {}  # training asks for the same episodes every epoch
-        self.past: dict[tuple[str, str], _ChannelPast] = {}
+        self.past: dict[tuple[str, str], ChannelPast] = {}
         for (sid, channel), g in frame.groupby(["series_id", "channel"], sort=False):
-            self.past[(str(sid), str(channel))] = _ChannelPast(g["time"].to_numpy(np.float64),
+            self.past[(str(sid), str(channel))] = ChannelPast(g["time"].to_numpy(np.float64),
                                                                 g["value"].to_numpy(np.float64))
 
     def offsets(self, model_id: str, times: np.ndarray, channel_codes: np.ndarray) -> np.ndarray:
@@ -485,8 +485,8 @@ class BaseForecast:
         return out
 
 
-def _fitted_parameters(richest: dict[str, _ChannelPast], first: float, periods: tuple[float, ...], gap: float, *,
-                       few: bool) -> tuple[dict[str, GPSpec], dict[str, tuple[float, float, float]]]:
+def fitted_parameters(richest: dict[str, ChannelPast], first: float, periods: tuple[float, ...], gap: float, *,
+                      few: bool) -> tuple[dict[str, GPSpec], dict[str, tuple[float, float, float]]]:
     """Per channel, from its best-observed series' past before ``first`` (the first scored
     origin: the choice never sees its own future): the Gaussian process's kernel (``few``
     series only) and the damped trend's smoothing parameters."""
@@ -497,7 +497,7 @@ def _fitted_parameters(richest: dict[str, _ChannelPast], first: float, periods: 
         spec = gp_forecast.fit(t, y, periods, gap) if few and len(t) >= 30 else None
         if spec is not None:
             kernels[channel] = spec
-        params = smoothing.fit(_grid(t, y, float(t[-1]), gap)) if len(t) >= 2 else None
+        params = smoothing.fit(regular_grid(t, y, float(t[-1]), gap)) if len(t) >= 2 else None
         if params is not None:
             damped[channel] = params
     return kernels, damped
@@ -534,11 +534,11 @@ def choose_offsets(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], e
     # without a period, harmonic is Prophet's piecewise-linear trend alone, and harmonic_recent
     # a straight line through the last third of the past
     names += [(m, 0.0) for m in HARMONIC if periods or m != "harmonic_level"]
-    past = {key: _ChannelPast(g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64))
+    past = {key: ChannelPast(g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64))
             for key, g in frame.groupby(["series_id", "channel"], sort=False)}
     orders: dict[str, int] = {}
     longest = max(periods, default=0.0)
-    richest: dict[str, _ChannelPast] = {}  # one order per channel: from its best-observed series
+    richest: dict[str, ChannelPast] = {}  # one order per channel: from its best-observed series
     for (_, channel), p in past.items():
         if str(channel) not in richest or len(p.t) > len(richest[str(channel)].t):
             richest[str(channel)] = p
@@ -547,7 +547,7 @@ def choose_offsets(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], e
             orders[channel] = ar_order(p.t[-MAX_PAST:], p.y[-MAX_PAST:], gap, longest)
     by_time = sorted(episodes, key=lambda m: (origins[m][1], m))
     scored = by_time[len(by_time) // 2:] if len(by_time) >= 2 * MIN_SCORED_ORIGINS else by_time
-    kernels, damped = _fitted_parameters(richest, origins[scored[0]][1] if scored else np.inf, periods, gap,
+    kernels, damped = fitted_parameters(richest, origins[scored[0]][1] if scored else np.inf, periods, gap,
                                          few=frame["series_id"].nunique() <= gp_forecast.MAX_SERIES)
     records: dict[str, list[tuple[dict[tuple[str, float], np.ndarray], np.ndarray]]] = {}
     # scored on the later half of the origins given (``scored``): the nearest to what is

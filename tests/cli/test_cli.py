@@ -361,6 +361,7 @@ def test_level_outside_0_1_is_a_clean_error(
     assert "level" in err
 
 
+@pytest.mark.integration
 def test_real_process_exits_2_without_traceback(tmp_path: Path) -> None:
     """The installed entry point, end to end: ``python -m levy_core fit BAD --quiet``."""
     bad = write_bad(tmp_path, "non_numeric")

@@ -92,6 +92,7 @@ def test_levy_dashboard_refuses_a_blank_host(fake_exec: Exec, capsys, host: str)
     assert "--host" in capsys.readouterr().err
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 @pytest.mark.parametrize(("extra", "host"), [([], "localhost"), (["HOST=0.0.0.0"], "0.0.0.0")])
 def test_make_dashboard_passes_the_host(extra: list[str], host: str) -> None:

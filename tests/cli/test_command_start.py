@@ -23,6 +23,7 @@ from levy_core.metrics import crps_gaussian_per_point, spearman_sigma_abs_error
 from levy_core.operator.checks import broadcast_shapes
 
 
+@pytest.mark.integration
 def test_a_pass_loads_neither_scipy_stats_nor_sympy(tmp_path) -> None:
     root = __file__.rsplit("/tests/", 1)[0]
     with zipfile.ZipFile(f"{root}/sample_data/models/synthetic_multichannel.zip") as z:

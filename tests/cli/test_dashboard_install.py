@@ -57,6 +57,7 @@ def test_the_repository_config_says_the_same() -> None:
     assert flat == {k: v for k, v in DASHBOARD_SETTINGS.items() if k != "server.fileWatcherType"}
 
 
+@pytest.mark.integration
 def test_the_flags_win_over_any_config_file_and_environment(tmp_path: Path) -> None:
     """From a directory whose ``.streamlit/config.toml`` (and the environment) ask for the
     opposite, Streamlit still takes every setting from the command's flags."""
@@ -110,6 +111,7 @@ def run_blocked(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
+@pytest.mark.integration
 def test_levy_runs_without_streamlit_and_plotly(tmp_path: Path) -> None:
     """With neither importable, ``levy --help`` and every subcommand's help work, and
     ``levy dashboard`` ends in the install hint (exit 2), not an ImportError."""

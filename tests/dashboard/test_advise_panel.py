@@ -4,10 +4,12 @@ suggestion redraws the band as it would be with the hypothetical observation mar
 
 from __future__ import annotations
 
+import pytest
 from dash_helpers import figure, show, start
 from levy_dashboard import state
 
 
+@pytest.mark.integration
 def test_the_advise_panel_ranks_measurements_and_shows_the_band_with_one() -> None:
     at = show(start(), state.PANEL_ADVISE)
     lines = [m.value for m in at.markdown if m.value.startswith("- measuring ")]

@@ -97,6 +97,7 @@ def captions(at: AppTest) -> str:
 # ----------------------------------------------------------------------------- first load, sample
 
 
+@pytest.mark.integration
 def test_first_load_opens_the_shipped_model_and_shows_the_band_with_no_fit():
     at = start()
     assert at.session_state["panel"] == "Predictive band"
@@ -135,6 +136,7 @@ def test_band_controls_rerender_from_cache():
     assert not at.exception
 
 
+@pytest.mark.integration
 def test_data_panel():
     at = show(start(), "Data")
     assert {m.label: m.value for m in at.metric}["Series"] == "40"
@@ -145,6 +147,7 @@ def test_data_panel():
     assert "long: series='series_id'" in rendered(" ".join(m.value for m in at.markdown))
 
 
+@pytest.mark.integration
 def test_fit_panel():
     at = show(start(), "Fit")
     fig = figure(at, "training_chart")
@@ -153,6 +156,7 @@ def test_fit_panel():
     assert at.dataframe and at.json
 
 
+@pytest.mark.integration
 def test_mc_dropout_panel_and_T():
     at = show(start(), "MC-Dropout")
     table = at.dataframe[0].value
@@ -168,6 +172,7 @@ def test_mc_dropout_panel_and_T():
     assert any(c.startswith("MC-Dropout (T = 3)") for c in at.dataframe[0].value.columns)
 
 
+@pytest.mark.integration
 def test_calibration_panel_report_and_csv():
     at = show(start(), "Calibration")
     rel = figure(at, "reliability_chart")
@@ -216,6 +221,7 @@ def test_calibration_panel_report_and_csv():
     assert csv.splitlines()[0].split(",") == pipeline.PRED_COLUMNS
 
 
+@pytest.mark.integration
 def test_trust_ranking_panel_opens_a_series():
     at = show(start(), "Trust ranking")
     ranked = at.dataframe[0].value
@@ -232,6 +238,7 @@ def test_trust_ranking_panel_opens_a_series():
     assert f"series {target}," in figure(at, "band_chart")["layout"]["title"]["text"]
 
 
+@pytest.mark.integration
 def test_identity_panel():
     at = show(start(), "Check the identity")
     fig = figure(at, "draws_chart")
@@ -244,6 +251,7 @@ def test_identity_panel():
     assert any("50-draw sampler" in m.value for m in at.markdown)
 
 
+@pytest.mark.integration
 def test_selecting_a_query_shows_what_it_drew_on():
     at = start()
     res = services.fit.cached_fit(at.session_state["_fit_key"])
@@ -334,6 +342,7 @@ def gzip_bomb(unpacked: int = 210_000_000) -> bytes:
     return buf.getvalue()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("case", list(BAD_UPLOADS))
 def test_malformed_upload_is_an_error_and_keeps_data_and_model(case: str):
     data, needle = BAD_UPLOADS[case]
@@ -354,6 +363,7 @@ def test_malformed_upload_is_an_error_and_keeps_data_and_model(case: str):
     show(at, "Data")  # the mapping panel copes with the bad file too
 
 
+@pytest.mark.integration
 def test_mapping_override_fixes_undetected_columns():
     data = (
         long_csv(10)
@@ -379,6 +389,7 @@ def test_mapping_override_fixes_undetected_columns():
     assert services.fit.cached_fit(at.session_state["_fit_key"]).obs.n_series == 10
 
 
+@pytest.mark.integration
 def test_the_sample_read_in_other_units_is_fitted_not_given_its_shipped_model():
     """The shipped model was made on the sample as it reads by default; read in minutes, it is
     other data. A session that had opened the shipped model (in the fit store since) once got
@@ -404,6 +415,7 @@ def _sample_bytes() -> tuple[str, bytes, str]:
 # ----------------------------------------------------------------------------- fit settings
 
 
+@pytest.mark.integration
 def test_interpolation_fit():
     at = start()
     at.radio(key="fit_task").set_value("interpolate")
@@ -418,6 +430,7 @@ def test_interpolation_fit():
     )
 
 
+@pytest.mark.integration
 def test_an_upload_is_fitted_in_the_pool_levy_model_first_then_its_twin():
     """The pool delivers the Lévy model alone before training its twin; the session ends on
     the model with its twin, under the key the settings name."""
@@ -433,6 +446,7 @@ def test_an_upload_is_fitted_in_the_pool_levy_model_first_then_its_twin():
     assert not any("differ" in i.value for i in at.sidebar.info), "the twin-added fit matches the settings"
 
 
+@pytest.mark.integration
 def test_a_twin_that_fails_after_the_band_keeps_the_levy_model(monkeypatch):
     # one MC-Dropout pass cannot calibrate the twin: the Lévy model trains, its twin fails in the worker
     monkeypatch.setattr(services.fit, "default_settings", lambda: services.fit.FitSettings(epochs=3, mc_passes=1))
@@ -448,6 +462,7 @@ def test_a_twin_that_fails_after_the_band_keeps_the_levy_model(monkeypatch):
 
 # cold store: an earlier Fit of the sample leaves "<key>" (Lévy alone) and "<key>+twin"; once the
 # first is evicted, the second stands for these settings (the same Lévy model, and its twin)
+@pytest.mark.integration
 @pytest.mark.usefixtures("fresh_caches")
 def test_twin_on_demand():
     at = start()
@@ -463,6 +478,7 @@ def test_twin_on_demand():
     assert any(c.startswith("MC-Dropout") for c in at.dataframe[0].value.columns)
 
 
+@pytest.mark.integration
 def test_start_file_from_the_command_line(tmp_path, monkeypatch):
     path = tmp_path / "mine.csv"
     path.write_bytes(long_csv(10))
@@ -473,6 +489,7 @@ def test_start_file_from_the_command_line(tmp_path, monkeypatch):
     assert_band(figure(at, "band_chart"), mc=True)
 
 
+@pytest.mark.integration
 def test_missing_start_file_is_an_error_then_a_sample_works(tmp_path, monkeypatch):
     monkeypatch.setenv("LEVY_DASHBOARD_DATA", str(tmp_path / "nope.csv"))
     at = start()

@@ -145,6 +145,7 @@ def test_interpolation_on_one_series_shows_only_the_users_ids_and_clock():
 # ----------------------------------------------------------------------------- the future band
 
 
+@pytest.mark.integration
 def test_future_band_extends_past_the_last_observation_and_widens():
     at = start_single()
     fig = figure(at, "future_chart")
@@ -220,6 +221,7 @@ def test_backtest_panel_shows_both_methods_over_time_and_the_guarantee():
     assert "Forecast past the end of the data" in html and "Backtest: coverage over time" in html
 
 
+@pytest.mark.integration
 def test_many_series_fits_keep_the_band_panel_and_explain_the_backtest():
     at = AppTest.from_file(APP, default_timeout=180).run()
     assert at.radio(key="band_kind").options == ["Scaled Gaussian", "Conformal"]

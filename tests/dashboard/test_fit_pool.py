@@ -102,6 +102,7 @@ def test_the_same_fit_alone_and_beside_other_fits_under_load_is_bit_identical(ob
     assert a.levy_calibration.scale_ == b.levy_calibration.scale_
 
 
+@pytest.mark.integration
 def test_a_pooled_fit_equals_the_in_process_fit_and_sends_previews(obs) -> None:
     # in the app's own pool (fit_pool.pool(): at the tests' priority, the dashboard conftest), whose
     # worker test_app.py's fits started already in this process, where a pool of its own spawned
@@ -180,6 +181,7 @@ def test_previews_arrive_while_the_levy_model_trains_and_draw_a_band(obs, pool2)
     assert pool2.models("previewed")[0] is None, "the final model replaces the preview"
 
 
+@pytest.mark.integration
 def test_a_bad_pool_size_stops_the_server_with_a_message() -> None:
     import os
     import subprocess
@@ -203,6 +205,7 @@ def _worker_threads() -> dict[int, int]:
     return thread_niceness()
 
 
+@pytest.mark.integration
 def test_fit_workers_run_every_thread_at_low_priority_and_fit_alike(obs, monkeypatch) -> None:
     monkeypatch.setenv(fit_pool.ENV_NICE, "12")
     p = FitPool(1, threads=2)  # two intra-op threads: the worker starts an OpenMP team

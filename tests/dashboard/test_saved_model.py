@@ -78,6 +78,7 @@ def _saved() -> tuple[bytes, str]:
     return data, key
 
 
+@pytest.mark.integration
 def test_a_saved_model_opens_in_a_fresh_session_and_scores_new_data_without_refitting(saved, monkeypatch) -> None:
     data, fit_key = saved
     at = start()  # a fresh session on the bundled sample (its default fit is the one fit allowed)
@@ -148,6 +149,7 @@ def huge_json(files: dict[str, bytes]) -> bytes:
     (lambda files: b"PK\x03\x04 not really a zip", "not a zip file or is corrupt"),
     (lambda files: zipped({**files, "model.json": json.dumps({"format": "levy-model/2"}).encode()}), "damaged"),
 ])
+@pytest.mark.integration
 def test_a_tampered_zip_is_refused_and_nothing_is_lost(saved, tamper, message) -> None:
     data, _ = saved
     with zipfile.ZipFile(io.BytesIO(data)) as z:
@@ -167,6 +169,7 @@ def test_a_tampered_zip_is_refused_and_nothing_is_lost(saved, tamper, message) -
     assert any(message in str(e.value).replace("\\", "") for e in at.sidebar.error)
 
 
+@pytest.mark.integration
 def test_an_opened_model_is_its_sessions_own_and_closes_back_to_the_fit(saved) -> None:
     data, _ = saved
     mine = start()
@@ -180,6 +183,7 @@ def test_an_opened_model_is_its_sessions_own_and_closes_back_to_the_fit(saved) -
     assert mine.session_state["_fit_key"] == own_fit and "opened from" not in texts(mine)
 
 
+@pytest.mark.integration
 def test_new_data_with_a_channel_the_model_never_saw_is_refused_by_name(saved) -> None:
     data, _ = saved
     at = upload(start(), "model.zip", data, key="model_upload")
@@ -191,6 +195,7 @@ def test_new_data_with_a_channel_the_model_never_saw_is_refused_by_name(saved) -
     assert at.session_state["_opened_result"] is before, "the model stays open on the data it had"
 
 
+@pytest.mark.integration
 def test_monitoring_flags_drift_by_channel_and_says_when_there_is_none(saved) -> None:
     """Series like the training ones: no drift said plainly; the same series with one
     channel shifted by three training ranges: that channel is flagged, with the figures."""

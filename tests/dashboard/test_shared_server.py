@@ -25,6 +25,7 @@ def page_text(at: AppTest) -> str:
     return " ".join(str(p) for p in parts)
 
 
+@pytest.mark.integration
 def test_two_sessions_with_identical_bytes_see_only_their_own_file_name() -> None:
     data = long_csv(12)
     first = upload(start(), "ward7_confidential.csv", data)
@@ -49,6 +50,7 @@ def preview_times(at: AppTest) -> pd.Series:
     return table[next(c for c in table.columns if c.startswith("time"))]
 
 
+@pytest.mark.integration
 def test_the_same_measurements_on_other_days_show_only_their_own_dates() -> None:
     """Equal frames, other clocks: each session sees its own dates, never the dates (on a
     ward, the admission days) of another session's file, in the Data panel or in its model."""
@@ -62,6 +64,7 @@ def test_the_same_measurements_on_other_days_show_only_their_own_dates() -> None
     assert str(preview_times(first).iloc[0]).startswith("2024-03-01")
 
 
+@pytest.mark.integration
 def test_markdown_in_a_file_name_renders_as_text() -> None:
     name = "![x](http://tracker.invalid/p.png) **bold** [link](http://x.invalid).csv"
     at = upload(start(), name, long_csv(12))
@@ -90,6 +93,7 @@ def test_downloads_neutralise_spreadsheet_formulas() -> None:
         assert back["mean"].tolist() == [-1.5, 2.0, 3.0, 4.0], "numbers stay numbers"
 
 
+@pytest.mark.integration
 def test_fits_beyond_the_servers_limits_are_refused(monkeypatch) -> None:
     monkeypatch.setenv("LEVY_DASHBOARD_MAX_SECONDS", "2")
     monkeypatch.setenv("LEVY_DASHBOARD_MAX_EPOCHS", "50")

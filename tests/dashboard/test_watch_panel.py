@@ -4,6 +4,7 @@ play / pause stepping the replay's clock."""
 
 from __future__ import annotations
 
+import pytest
 from dash_helpers import figure, show, start
 from levy_dashboard import state
 from levy_dashboard.charts.watch import FLAG
@@ -11,6 +12,7 @@ from levy_dashboard.charts.watch import FLAG
 from levy_core.decisions.watch import WATCH_COLUMNS
 
 
+@pytest.mark.integration
 def test_the_watch_panel_replays_the_test_series_with_flags_and_rates() -> None:
     at = show(start(), state.PANEL_WATCH)
     text = " ".join(m.value for m in at.caption).replace("\\", "")  # markdown escapes

@@ -94,6 +94,7 @@ def run_bomb(head: str, block: str, total: int) -> dict:
     [("", "0"), ("time,value\n", "0,0\n")],
     ids=["one-line-of-zeros", "rows-of-zeros"],
 )
+@pytest.mark.integration
 def test_400_mb_bomb_is_refused_in_seconds_under_1_gb(head: str, block: str) -> None:
     assert MAX_DECOMPRESSED_BYTES == 200_000_000
     result = run_bomb(head, block, 400_000_000)
@@ -107,6 +108,7 @@ def test_400_mb_bomb_is_refused_in_seconds_under_1_gb(head: str, block: str) -> 
     assert result["peak"] - result["before"] < 400_000_000  # the read itself: about the cap
 
 
+@pytest.mark.integration
 def test_text_just_under_the_cap_costs_bounded_memory() -> None:
     """190 MB of two-column rows: unpacked, then refused by the rows cap after parsing at
     most MAX_ROWS + 1 rows -- not 47 million."""

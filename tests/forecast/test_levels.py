@@ -104,6 +104,7 @@ def test_percents_and_fractions_meet_in_one_conversion() -> None:
     assert band_levels([90, 0.8, 97.5]) == [0.8, 0.9, 0.975]  # the command line takes either
 
 
+@pytest.mark.integration
 def test_the_typed_results_load_lazily_from_levy_core() -> None:
     code = ("import sys, levy_core; heavy = [m for m in ('scipy', 'pyarrow', 'torch') if m in sys.modules]; "
             "assert heavy == [], heavy; from levy_core import Backtest, Evaluation, Scores, WindowScores; "

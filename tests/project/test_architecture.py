@@ -225,6 +225,7 @@ def test_no_import_cycle_not_even_for_annotations() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]  # the check finds one
 
 
+@pytest.mark.integration
 def test_import_levy_core_is_light() -> None:
     """``import levy_core`` (and the ``levy`` entry point) loads neither torch's heavy
     neighbours scipy and pyarrow, nor streamlit or ray: the public names load on first use."""

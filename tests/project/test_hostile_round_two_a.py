@@ -449,6 +449,7 @@ def test_streamlit_lets_a_file_over_the_limit_reach_the_app() -> None:
     assert config["server"]["maxUploadSize"] * 1e6 > 50 * 2**20 * 1.5
 
 
+@pytest.mark.integration
 def test_dashboard_says_an_upload_is_too_large(monkeypatch: pytest.MonkeyPatch) -> None:
     import streamlit as st
     from streamlit.testing.v1 import AppTest

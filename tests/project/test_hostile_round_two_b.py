@@ -187,6 +187,7 @@ def test_an_honest_file_in_many_row_groups_reads_every_series(synthetic_obs: Obs
     assert check_parquet(path) == len(synthetic_obs.frame)
 
 
+@pytest.mark.integration
 def test_the_amplification_file_is_refused_in_bounded_memory(tmp_path: Path) -> None:
     """The issue's file (one 9,999-character id repeated) at 1,000,000 rows: 10 GB decoded,
     about 13 MB on disk. The chunked reader behind `levy rank` / `levy predict` refuses it
@@ -361,6 +362,7 @@ def _bomb_zip(fitted_dir: Path) -> bytes:
     return buffer.getvalue()
 
 
+@pytest.mark.integration
 def test_a_zip_of_64_mib_of_empty_objects_is_refused_in_under_a_second_with_bounded_memory(
         fitted_dir: Path, tmp_path: Path) -> None:
     """In a fresh process: the CPU seconds of ``load_model_zip`` and the process's peak

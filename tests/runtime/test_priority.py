@@ -19,6 +19,7 @@ from levy_core.runtime.priority import (
 )
 
 
+@pytest.mark.integration
 def test_every_thread_started_after_lowering_the_priority_inherits_it() -> None:
     code = (
         "import torch\n"

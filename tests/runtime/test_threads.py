@@ -88,6 +88,7 @@ def test_passive_waiting_is_set_unless_the_user_chose() -> None:
     assert not threads.prefer_passive_wait(env) and "OMP_WAIT_POLICY" not in env
 
 
+@pytest.mark.integration
 def test_the_levy_entry_sets_passive_waiting_before_torch_loads() -> None:
     # OpenMP reads the policy when torch loads it: the package and the entry must not load torch first
     code = ("import os, sys\n"
