@@ -286,7 +286,9 @@ def hours_since_first(
     stamps = stamps.reset_index(drop=True)
     series_ids = pd.Series(series, dtype=object)
     first = stamps.groupby(series_ids.to_numpy()).min()
-    # in microseconds: nanosecond differences overflow past 292 years (sunspots since 1700)
+    # in microseconds: nanosecond differences overflow past 292 years (sunspots since 1700); the
+    # hour too, or pandas 2.x divides in the divisor's nanoseconds and overflows all the same
     start = pd.to_datetime(series_ids.map(first), utc=True).dt.as_unit("us")
-    hours = ((stamps.dt.as_unit("us") - start) / pd.Timedelta(hours=1)).to_numpy(dtype="float64")
+    hour = pd.Timedelta(hours=1).as_unit("us")
+    hours = ((stamps.dt.as_unit("us") - start) / hour).to_numpy(dtype="float64")
     return hours, {str(k): pd.Timestamp(v) for k, v in first.items()}
