@@ -20,7 +20,7 @@ import json
 import math
 import numbers
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -120,15 +120,8 @@ def check_json_shape(text: bytes, where: str, max_depth: int) -> None:
                          f"description has; {_REFIT}")
 
 
-def _leaves(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from _leaves(item, (*path, str(key)))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _leaves(item, (*path, str(i)))
-    else:
-        yield path, value
+# no bound names a list item by its index (what lets _check_tree check a list of numbers at once)
+_NO_INDEX_STEP = not any(step.isdigit() for pattern in NUMBER_BOUNDS for step in pattern.split("."))
 
 
 _Patterns = dict[tuple[int, str], list[tuple[tuple[str, ...], tuple[float, float, str]]]]
@@ -157,18 +150,43 @@ def _bound_of(path: tuple[str, ...], patterns: _Patterns) -> tuple[float, float,
 def check_numbers(meta: Mapping[str, Any]) -> None:
     """:class:`LimitError` naming the first number of ``model.json`` outside its bounds:
     :data:`NUMBER_BOUNDS` where it has one, ``±``:data:`MAX_ABS_NUMBER` everywhere."""
-    patterns = _patterns()
-    for path, value in _leaves(meta):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            continue
-        if not math.isfinite(value):
-            raise LimitError(f"model.json: {'.'.join(path)} is {value}, not a finite number; re-run `levy fit`")
-        bound = _bound_of(path, patterns)
-        lo, hi, what = bound if bound is not None else (-MAX_ABS_NUMBER, MAX_ABS_NUMBER, "")
-        if not lo <= value <= hi:
-            raise LimitError(f"model.json: {'.'.join(path)} is {value:g}, outside [{lo:g}, {hi:g}]"
-                             + (f" ({what})" if what else "") + "; a model fitted by `levy fit` stays within it: "
-                             "re-run `levy fit`")
+    _check_tree(meta, (), _patterns())
+
+
+def _check_leaf(path: tuple[str, ...], value: Any, bound: tuple[float, float, str] | None) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return
+    if not math.isfinite(value):
+        raise LimitError(f"model.json: {'.'.join(path)} is {value}, not a finite number; re-run `levy fit`")
+    lo, hi, what = bound if bound is not None else (-MAX_ABS_NUMBER, MAX_ABS_NUMBER, "")
+    if not lo <= value <= hi:
+        raise LimitError(f"model.json: {'.'.join(path)} is {value:g}, outside [{lo:g}, {hi:g}]"
+                         + (f" ({what})" if what else "") + "; a model fitted by `levy fit` stays within it: "
+                         "re-run `levy fit`")
+
+
+def _check_tree(value: Any, path: tuple[str, ...], patterns: _Patterns) -> None:
+    """Every leaf in document order (objects' keys, then lists' items, depth first); a list of plain JSON numbers
+    (the conformal scores: tens of thousands) checked at once, as no pattern names a list item
+    by its index (``_NO_INDEX_STEP``): every item has the bound of the first."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _check_tree(item, (*path, str(key)), patterns)
+    elif isinstance(value, list):
+        if _NO_INDEX_STEP and value and all(type(x) is float or type(x) is int for x in value):
+            bound = _bound_of((*path, "0"), patterns)
+            lo, hi, _ = bound if bound is not None else (-MAX_ABS_NUMBER, MAX_ABS_NUMBER, "")
+            array = np.asarray(value, dtype=np.float64)
+            with np.errstate(invalid="ignore"):
+                bad = ~(np.isfinite(array) & (array >= lo) & (array <= hi))
+            if bad.any():
+                i = int(np.argmax(bad))
+                _check_leaf((*path, str(i)), value[i], bound)
+            return
+        for i, item in enumerate(value):
+            _check_tree(item, (*path, str(i)), patterns)
+    else:
+        _check_leaf(path, value, _bound_of(path, patterns))
 
 
 def expected_tensors(model: torch.nn.Module) -> dict[str, tuple[int, ...]]:

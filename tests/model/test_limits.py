@@ -1,0 +1,110 @@
+"""levy_core.model.limits.check_numbers against the reference walk it replaced (every leaf
+looked up one by one): the same first offending number and the same message, on a shipped
+model's ``model.json`` with numbers made hostile at random places."""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import zipfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from levy_core.model import limits
+from levy_core.model.limits import LimitError, check_numbers
+
+SHIPPED = Path(__file__).resolve().parents[2] / "sample_data" / "models"
+
+
+def leaves(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from leaves(item, (*path, str(key)))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from leaves(item, (*path, str(i)))
+    else:
+        yield path, value
+
+
+def reference(meta: Mapping[str, Any]) -> None:
+    """The per-leaf check, as it was (2026-12-02)."""
+    patterns = limits._patterns()
+    for path, value in leaves(meta):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            continue
+        if not math.isfinite(value):
+            raise LimitError(f"model.json: {'.'.join(path)} is {value}, not a finite number; re-run `levy fit`")
+        bound = limits._bound_of(path, patterns)
+        lo, hi, what = bound if bound is not None else (-limits.MAX_ABS_NUMBER, limits.MAX_ABS_NUMBER, "")
+        if not lo <= value <= hi:
+            raise LimitError(f"model.json: {'.'.join(path)} is {value:g}, outside [{lo:g}, {hi:g}]"
+                             + (f" ({what})" if what else "") + "; a model fitted by `levy fit` stays within it: "
+                             "re-run `levy fit`")
+
+
+def outcome(check, meta: Mapping[str, Any]) -> str:
+    try:
+        check(meta)
+    except LimitError as exc:
+        return str(exc)
+    return "accepted"
+
+
+def shipped_meta(name: str) -> dict:
+    with zipfile.ZipFile(SHIPPED / name) as z:
+        inner = next(n for n in z.namelist() if n.endswith("model.json"))
+        return json.loads(z.read(inner))
+
+
+def get_at(meta: dict, path: tuple[str, ...]) -> Any:
+    node: Any = meta
+    for step in path:
+        node = node[int(step)] if isinstance(node, list) else node[step]
+    return node
+
+
+def set_at(meta: dict, path: tuple[str, ...], value: Any) -> None:
+    node = meta
+    for step in path[:-1]:
+        node = node[int(step)] if isinstance(node, list) else node[step]
+    if isinstance(node, list):
+        node[int(path[-1])] = value
+    else:
+        node[path[-1]] = value
+
+
+def shrunk(value: Any, keep: int = 6) -> Any:
+    """The same document with every list cut to its first ``keep`` items (the reference walk
+    is slow on the full conformal scores; the patterns met are the same)."""
+    if isinstance(value, Mapping):
+        return {k: shrunk(v, keep) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shrunk(v, keep) for v in value[:keep]]
+    return value
+
+
+@pytest.mark.parametrize("name", ["physionet2012_sample.zip", "single_series.zip"])
+def test_the_same_verdict_and_message_as_the_reference_walk(name: str) -> None:
+    full = shipped_meta(name)
+    check_numbers(full)  # the shipped model, every number: accepted
+    meta = shrunk(full)
+    assert outcome(check_numbers, meta) == outcome(reference, meta) == "accepted"
+    numeric = [path for path, v in leaves(meta) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    assert len(numeric) > 100  # lists of scores among them: checked at once
+    rng = np.random.default_rng(0)
+    hostile = [math.nan, math.inf, -math.inf, -1.0, 1e300, -1e300, 2.5, 0.0, True, "text", None]
+    for trial in range(100):
+        chosen = [numeric[int(i)] for i in rng.integers(len(numeric), size=int(rng.integers(1, 4)))]
+        kept = []
+        for path in chosen:  # one to three numbers replaced, anywhere; put back after
+            kept.append((path, get_at(meta, path)))
+            set_at(meta, path, hostile[int(rng.integers(len(hostile)))])
+        assert outcome(check_numbers, meta) == outcome(reference, meta), trial
+        for path, value in reversed(kept):
+            set_at(meta, path, value)
