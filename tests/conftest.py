@@ -34,17 +34,19 @@ _ONE_THREAD = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 _SHARED_GROUPS = {"e2e/": "browser", "dashboard/": "dashboard"}
 # files whose tests are each a group of its own (minutes each, no module-scoped fixture)
 _EACH_ITS_OWN = ("project/test_sample_models.py",)
-# the longest groups, longest first (measured: `pytest -n 2 --durations=0`, summed per group;
-# 2026-12-03 08:16, load 1.6-3.6: dashboard/ 68 s, then 12 s down to 4 s), handed out in this order,
-# the rest in collection order after them (pytest-xdist's own order, by test count, is switched
-# off): so that the two workers finish together
+# the longest groups, longest first (measured: `pytest -n 2 --durations=0` of make test-fast, summed
+# per group; 2026-12-03 12:15, load 1.6-2.1: dashboard/ 14.8 s, then 8.6 s down to 2.6 s; the browser
+# tests and the shipped models' refits lead in make test), handed out in this order, the rest in
+# collection order after them (pytest-xdist's own order, by test count, is switched off): so that
+# the two workers finish together
 _FIRST = (
     "e2e/", "project/test_sample_models.py::test_each_shipped_model_is_what_its_recorded_command_makes",
-    "dashboard/", "project/test_hostile_round_two_b.py", "data/test_decompression.py", "decisions/test_watch.py",
-    "cli/test_dashboard_install.py", "model/test_model.py", "operator/test_attention_extensions.py",
-    "forecast/test_one_series.py", "serving/test_chunked.py", "project/test_architecture.py", "forecast/test_levels.py",
-    "project/test_hostile_round_two_a.py", "decisions/test_advise.py", "episodes/test_origins.py",
-    "calibration/test_calibrate.py", "calibration/test_coverage.py", "cli/test_cli_watch.py", "cli/test_cli.py",
+    "dashboard/", "decisions/test_watch.py", "serving/test_chunked.py", "forecast/test_one_series.py",
+    "model/test_model.py", "episodes/test_origins.py", "project/test_hostile_round_two_b.py",
+    "operator/test_attention_extensions.py", "project/test_architecture.py", "forecast/test_forecast_evaluate.py",
+    "forecast/test_forecast_api.py", "data/test_drift.py", "decisions/test_advise.py",
+    "project/test_hostile_round_two_a.py", "pipeline/test_recipe.py", "cli/test_cli_watch.py",
+    "operator/test_attention.py", "data/test_decompression.py", "cli/test_dashboard_install.py",
 )
 
 
