@@ -109,7 +109,7 @@ def test_the_same_verdict_and_message_as_the_reference_walk(name: str) -> None:
     assert len(numeric) > 100  # lists of scores among them: checked at once
     rng = np.random.default_rng(0)
     hostile = [math.nan, math.inf, -math.inf, -1.0, 1e300, -1e300, 2.5, 0.0, True, "text", None]
-    for trial in range(100):
+    for trial in range(60):
         chosen = [numeric[int(i)] for i in rng.integers(len(numeric), size=int(rng.integers(1, 4)))]
         kept = []
         for path in chosen:  # one to three numbers replaced, anywhere; put back after
