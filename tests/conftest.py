@@ -145,7 +145,7 @@ def _whole_program_marked(request: pytest.FixtureRequest, monkeypatch: pytest.Mo
     """A test that runs the dashboard's whole script (Streamlit's ``AppTest``) or starts another
     process (a ``levy`` or Python subprocess, a process pool) is an ``integration`` test; without
     that mark (or ``slow``, ``e2e``) it fails here, naming the mark, so that ``make test-fast``
-    keeps to tests of one unit in this process (those 65 tests were 89 s of its 223 s of test
+    keeps to tests of one unit in this process (the 67 marked were 89 s of its 223 s of test
     time, 2026-12-03) and ``make test`` still runs every one of them."""
     if any(request.node.get_closest_marker(mark) for mark in _WHOLE_PROGRAM_MARKS):
         return

@@ -20,6 +20,7 @@ import json
 import math
 import numbers
 import re
+import sys
 from collections.abc import Mapping
 from typing import Any, BinaryIO
 
@@ -120,6 +121,7 @@ def check_json_shape(text: bytes, where: str, max_depth: int) -> None:
                          f"description has; {_REFIT}")
 
 
+_LARGEST_FLOAT = sys.float_info.max
 # no bound names a list item by its index (what lets _check_tree check a list of numbers at once)
 _NO_INDEX_STEP = not any(step.isdigit() for pattern in NUMBER_BOUNDS for step in pattern.split("."))
 
@@ -156,6 +158,9 @@ def check_numbers(meta: Mapping[str, Any]) -> None:
 def _check_leaf(path: tuple[str, ...], value: Any, bound: tuple[float, float, str] | None) -> None:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return
+    if isinstance(value, int) and abs(value) > _LARGEST_FLOAT:  # JSON's 400 digits parse, then overflow
+        raise LimitError(f"model.json: {'.'.join(path)} is an integer of {value.bit_length()} bits, beyond any "
+                         f"float; {_REFIT}")
     if not math.isfinite(value):
         raise LimitError(f"model.json: {'.'.join(path)} is {value}, not a finite number; re-run `levy fit`")
     lo, hi, what = bound if bound is not None else (-MAX_ABS_NUMBER, MAX_ABS_NUMBER, "")
@@ -176,13 +181,17 @@ def _check_tree(value: Any, path: tuple[str, ...], patterns: _Patterns) -> None:
         if _NO_INDEX_STEP and value and all(type(x) is float or type(x) is int for x in value):
             bound = _bound_of((*path, "0"), patterns)
             lo, hi, _ = bound if bound is not None else (-MAX_ABS_NUMBER, MAX_ABS_NUMBER, "")
-            array = np.asarray(value, dtype=np.float64)
-            with np.errstate(invalid="ignore"):
-                bad = ~(np.isfinite(array) & (array >= lo) & (array <= hi))
-            if bad.any():
-                i = int(np.argmax(bad))
-                _check_leaf((*path, str(i)), value[i], bound)
-            return
+            try:
+                array = np.asarray(value, dtype=np.float64)
+            except OverflowError:  # an integer beyond any float: checked item by item below
+                array = None
+            if array is not None:
+                with np.errstate(invalid="ignore"):
+                    bad = ~(np.isfinite(array) & (array >= lo) & (array <= hi))
+                if bad.any():
+                    i = int(np.argmax(bad))
+                    _check_leaf((*path, str(i)), value[i], bound)
+                return
         for i, item in enumerate(value):
             _check_tree(item, (*path, str(i)), patterns)
     else:

@@ -158,14 +158,15 @@ def gram(theta: np.ndarray, periods_in_units: tuple[float, ...], x: np.ndarray,
     """
     p = np.exp(np.asarray(theta, dtype=np.float64))  # what clone_with_theta sets
     left = x if xq is None else xq
-    diff = left[:, None] - x[None, :]
+    if periods_in_units:  # |x_i − x_j|, as scipy's euclidean distance computes it
+        diff = left[:, None] - x[None, :]
+        dist = np.sqrt(diff * diff)
 
     def rbf(scale: float) -> np.ndarray:
         u = (left / scale)[:, None] - (x / scale)[None, :]
         return np.exp(-0.5 * (u * u))
 
     def periodic(period: float, scale: float) -> np.ndarray:
-        dist = np.sqrt(diff * diff)
         arg = np.pi * dist / period if xq is None else np.pi / period * dist
         return np.exp(-2 * (np.sin(arg) / scale) ** 2)
 

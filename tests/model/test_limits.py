@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import re
 import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -118,3 +119,15 @@ def test_the_same_verdict_and_message_as_the_reference_walk(name: str) -> None:
         assert outcome(check_numbers, meta) == outcome(reference, meta), trial
         for path, value in reversed(kept):
             set_at(meta, path, value)
+
+
+@pytest.mark.parametrize("meta, where", [({"task": {"horizon": 10**400}}, "task.horizon"),
+                                         ({"adaptive": {"scores": [0.5, -(10**400), 0.2]}}, "adaptive.scores.1")],
+                         ids=["alone", "in a list of scores"])
+def test_an_integer_beyond_any_float_is_refused_by_name_not_an_overflow(meta: dict, where: str) -> None:
+    """JSON parses an integer of 400 digits; a float cannot hold it. The check names it, where
+    the walk it replaced stopped on an OverflowError (a traceback for a hostile model file)."""
+    with pytest.raises(LimitError, match=rf"model\.json: {re.escape(where)} is an integer of 1329 bits, beyond any float"):
+        check_numbers(meta)
+    with pytest.raises(OverflowError):
+        reference(meta)

@@ -138,6 +138,7 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
                            rf"nests 100001 levels deep, more than the {MAX_JSON_DEPTH} allowed"),
     "nested inside a real model.json": (nested_inside_meta(5000), "levels deep, more than"),
     "larger than the cap": (oversized_json, f"more than the {MAX_MODEL_JSON_BYTES:,} a model description takes"),
+    "integer of 400 digits": (setting("task", "horizon", 10**400), r"task\.horizon is an integer of 1329 bits"),
     "integer of 5000 digits": (write_text('{"format": "levy-model/2", "x": ' + "9" * 5000 + "}"), "is not valid JSON"),
     "not UTF-8": (write_text(b'{"format": "levy-model/2", "x": "\xff\xfe"}'), "is not valid JSON"),
     # weights
@@ -151,7 +152,8 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
 
 #: run through ``levy predict`` as well (exit 2, the message, no traceback)
 CLI_CASES = ["n_channels 1e9", "context_layers 1e6", "nested 100000 deep", "log_kappa NaN",
-             "scaler maximum Infinity", "time_scale NaN", "kappa_init inf", "weights file padded"]
+             "scaler maximum Infinity", "time_scale NaN", "kappa_init inf", "weights file padded",
+             "integer of 400 digits"]
 
 
 @pytest.fixture
