@@ -24,6 +24,7 @@ from levy_core.episodes.tasks import EpisodeBuilder
 from levy_core.metrics.crps_scale import crps_scale
 from levy_core.metrics.scoring_rules import crps_gaussian_per_point
 from levy_core.model.levy_model import Batch, ModelOutput, channel_state
+from levy_core.training.adam import Adam, CosineSchedule
 from levy_core.training.reversion import ReversionFit
 
 __all__ = ["CorrectionFit", "Progress", "TrainConfig", "TrainResult", "fit_correction_scale", "masked_mse", "training_loss", "predict_in_batches", "train_model"]
@@ -371,8 +372,8 @@ def train_model(
     rng = np.random.default_rng(cfg.seed)
     log_c = nn.Parameter(torch.zeros(())) if cfg.nll_weight > 0 else None
     params = list(model.parameters()) + ([log_c] if log_c is not None else [])
-    opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, cfg.epochs), eta_min=cfg.lr / 10)
+    opt = Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)  # torch.optim.Adam, without its compiler import
+    schedule = CosineSchedule(lr=cfg.lr, eta_min=cfg.lr / 10, t_max=max(1, cfg.epochs))
     val_ids = val_ids or train_ids
     weights = channel_weights(builder, train_ids, cfg.channel_weighting) if cfg.channel_weighting else None
     batch_size = cfg.batch_size or auto_batch_size(len(train_ids))
@@ -408,7 +409,7 @@ def train_model(
         for i in rng.permutation(len(batches)):
             batch, _ = builder.batch(batches[i], rng=rng)
             loss = training_loss(model(batch), batch, cfg.nll_weight, log_c, weights, cfg.nll_beta)
-            opt.zero_grad(set_to_none=True)
+            opt.zero_grad()
             loss.backward()
             grad_norm = nn.utils.clip_grad_norm_(params, 1.0)
             if not (torch.isfinite(loss) and torch.isfinite(grad_norm)):
@@ -426,7 +427,7 @@ def train_model(
                     for avg, p in zip(ema.parameters(), model.parameters(), strict=True):
                         avg.lerp_(p, 1.0 - cfg.ema_decay)
             losses.append(loss.detach().item())
-        scheduler.step()
+        opt.lr = schedule.step()
         kept = model if ema is None else ema
         scores = evaluate_scores(kept, builder, val_ids, 64, weights)
         val = scores[0]

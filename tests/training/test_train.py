@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pytest
 import torch
-from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from levy_core.data.synthetic import CHANNELS, make_synthetic
 from levy_core.episodes.scaling import ChannelScaler
 from levy_core.episodes.tasks import EpisodeBuilder, TaskConfig
 from levy_core.model.levy_model import LevyModel, ModelConfig, SoftmaxTwin
 from levy_core.training import train
+from levy_core.training.adam import Adam
 from levy_core.training.train import (
     Progress,
     TrainConfig,
@@ -244,13 +244,16 @@ def test_ema_keeps_the_average_of_the_trained_weights(problem) -> None:
     raw, averaged = new_model(), new_model()
     start = weights(averaged)
     steps: list[dict[str, torch.Tensor]] = []  # the raw weights after every optimiser step
-    hook = register_optimizer_step_post_hook(
-        lambda *_: steps.append({n: p.detach().clone() for n, p in averaged.named_parameters()}))
-    try:
+    step = Adam.step
+
+    def recorded(opt: Adam) -> None:
+        step(opt)
+        steps.append({n: p.detach().clone() for n, p in averaged.named_parameters()})
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Adam, "step", recorded)
         result = train_model(averaged, builder, train_ids, val_ids,
                              TrainConfig(epochs=1, batch_size=4, ema_decay=decay))
-    finally:
-        hook.remove()
     train_model(raw, builder, train_ids, val_ids, TrainConfig(epochs=1, batch_size=4))
     if result.best_epoch == 0:
         pytest.skip("epoch 0 kept: the untrained weights won early stopping")
