@@ -199,6 +199,7 @@ def shifted_csv(fit_obs: Observations, fitted, tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.integration
 def test_cli_warns_on_drift_in_predict_evaluate_and_rank(capsys, fitted, fitted_dir, shifted_csv, tmp_path) -> None:
     commands = {"predict": ("--out", tmp_path / "p.csv", "--points", 2),
                 "evaluate": ("--json", tmp_path / "e.json", "--mc-passes", 2),

@@ -72,6 +72,7 @@ def test_given_value_is_the_band_of_really_appending_it(fitted, one_series, ahea
     np.testing.assert_allclose(ev, merged["log_evidence"], atol=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ahead", [0.0, 2.0])
 def test_rolling_origins_refit_the_offset_and_move_the_origin(origin_fit, ahead: float) -> None:
     fitted, obs = origin_fit

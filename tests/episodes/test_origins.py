@@ -102,9 +102,10 @@ def test_split_is_chronological_and_training_targets_stop_at_the_first_calibrati
     pd.testing.assert_frame_equal(training_frame(split, frame), model_frame)
 
 
-# ----------------------------------------------------------------------------- through the pipeline
+# ------------------------------------------------- through the pipeline (slow: a rolling-origin fit, evaluated)
 
 
+@pytest.mark.slow
 def test_adaptive_walk_keeps_its_long_run_guarantee_on_a_drifting_series(drift) -> None:
     obs, fitted = drift
     assert fitted.split.mode == "origin" and set(fitted.adaptive) == {"levy"}
@@ -121,6 +122,7 @@ def test_adaptive_walk_keeps_its_long_run_guarantee_on_a_drifting_series(drift) 
     assert rolling["coverage"].between(0, 1).all()
 
 
+@pytest.mark.slow
 def test_future_band_widens_and_keeps_the_level_past_the_training_range(drift) -> None:
     obs, fitted = drift
     fut = pipeline.predict_future(fitted, obs, 72.0, n_points=12)
@@ -148,6 +150,7 @@ def evaluated(drift, tmp_path_factory):
     return model_dir, data, pred_path, json_path
 
 
+@pytest.mark.slow
 def test_outputs_are_in_the_users_ids_and_clock(drift, evaluated, tmp_path) -> None:
     obs, fitted = drift
     ranked, _ = pipeline.rank(fitted, obs)
@@ -172,6 +175,7 @@ def test_outputs_are_in_the_users_ids_and_clock(drift, evaluated, tmp_path) -> N
     assert future["time"].min() > obs.frame["time"].max()
 
 
+@pytest.mark.slow
 def test_evaluate_predictions_carry_the_adaptive_walks_band(evaluated) -> None:
     """On rolling origins PRED.csv holds the band the walk gave each test origin (data
     units), not only split conformal's: what a backtest is judged on."""

@@ -111,6 +111,7 @@ def hourly() -> pd.DataFrame:
     return pd.DataFrame({"unique_id": "sensor", "ds": ds, "y": y})
 
 
+@pytest.mark.integration
 def test_date_times_in_date_times_out(hourly: pd.DataFrame, tmp_path: Path) -> None:
     f = LevyForecaster(epochs=EPOCHS, seed=0).fit(hourly)
     out = f.predict(h="12h", level=[80, 90], points=4)

@@ -74,6 +74,7 @@ def test_queries_past_the_fitted_horizon_are_warned_by_name(fitted_cycle: LevyFo
         fitted_cycle.predict(h="48h", level=[90])
 
 
+@pytest.mark.integration
 def test_the_cli_says_what_the_offset_is_and_warns_past_the_horizon(daily_cycle: pd.DataFrame, tmp_path: Path,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "room.csv"

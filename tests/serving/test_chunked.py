@@ -161,6 +161,7 @@ def test_predict_file_writes_what_the_whole_file_predicts(fitted, many_csv: Path
                                rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.integration
 def test_levy_rank_and_predict_read_parquet_in_chunks(fitted_dir: Path, many_csv: Path, many_parquet: Path,
                                                       tmp_path: Path, capsys) -> None:
     assert main(["rank", str(fitted_dir), str(many_parquet), "--out", str(tmp_path / "r.parquet"),
