@@ -12,14 +12,18 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from levy_core import pipeline
 from levy_core.data import DataError, Observations, parse_duration, to_user_time
 from levy_core.data.series_chunks import read_observations
-from levy_core.decisions.advise import DEFAULT_DRAWS, DEFAULT_POINTS, Advice, advise
+from levy_core.decisions.defaults import DEFAULT_DRAWS, DEFAULT_POINTS
 from levy_core.serving.table_writer import TableWriter, refuse_same_file
+
+if TYPE_CHECKING:  # the computation loads PyTorch and SciPy: imported when the command runs
+    import pandas as pd
+
+    from levy_core.decisions.advise import Advice
 
 __all__ = ["ADVICE_COLUMNS", "add_advise_command", "advice_table", "parse_at", "run_advise"]
 
@@ -71,6 +75,8 @@ def run_advise(args: argparse.Namespace) -> int:
     unit = obs.report.input_time_unit
     horizon = parse_duration(args.horizon, unit) if args.horizon else None
     at = parse_at(args.at, unit) if args.at else None
+    from levy_core.decisions.advise import advise
+
     advice = advise(fitted, obs, args.series, targets=_names(args.targets), candidates=_names(args.candidates),
                     horizon=horizon, at=at, points=args.points, draws=args.draws, seed=args.seed, level=args.level)
     table = advice_table(advice, obs)

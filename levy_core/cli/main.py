@@ -7,6 +7,7 @@ exit code is 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -14,15 +15,13 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from levy_core import pipeline
-from levy_core.calibration.calibrate import NotFittedError
-from levy_core.calibration.over_time import GUARANTEE
+from levy_core import pipeline  # its names load on first use
 from levy_core.cli.advise import add_advise_command
 from levy_core.cli.server import LOCAL_HOSTS, cmd_dashboard, streamlit_command
 from levy_core.cli.watch import add_watch_command
@@ -30,16 +29,17 @@ from levy_core.data import DataError, Observations, parse_duration, read_queries
 from levy_core.data.drift import DriftReport, DriftTally
 from levy_core.data.series_chunks import DEFAULT_CHUNK_SERIES, read_observations
 from levy_core.data.times import TIME_UNITS
-from levy_core.episodes.tasks import TaskConfig
-from levy_core.pipeline import ModelLoadError
-from levy_core.pipeline.modelfile import file_sha256
-from levy_core.pipeline.nixtla import band_kind, band_levels, level_bands, level_label, nixtla_frame
+from levy_core.model.sizes import AUTO_MEDIUM_MIN_SERIES, MODEL_SIZES
 from levy_core.runtime.priority import add_nice_option, lower_priority
 from levy_core.runtime.threads import add_threads_option, command_threads, using_threads
-from levy_core.serving.chunked import predict_file, rank_file
 from levy_core.serving.csv_safety import to_safe_csv
 from levy_core.serving.table_writer import TableWriter, atomic_output, refuse_same_file
-from levy_core.training.train import Progress, TrainConfig
+
+# What loads PyTorch (the model, the episodes, training, the chunked scoring, the band levels)
+# is imported in the command that needs it: `levy --help`, a mistyped option and `levy dashboard`
+# (which hands over to Streamlit's own process) do not wait 2-3 s for it.
+if TYPE_CHECKING:
+    from levy_core.training.train import Progress
 
 __all__ = ["LOCAL_HOSTS", "main", "streamlit_command"]
 
@@ -142,6 +142,10 @@ def _in_unit(hours: float, unit: str) -> str:
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
+    from levy_core.episodes.tasks import TaskConfig
+    from levy_core.pipeline.modelfile import file_sha256
+    from levy_core.training.train import TrainConfig
+
     _refuse_overwriting(args, out=args.out)
     lower_priority(args.nice)  # before the fit starts torch's threads: they inherit it
     obs = _load_data(args.data, args.time_unit, **_dates(args))
@@ -174,6 +178,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 def _band_kind(requested: str, fitted: pipeline.FittedModel, level: float) -> str:
     """``auto``: the adaptive band where the fit walked it at this level (rolling origins),
     split conformal otherwise."""
+    from levy_core.pipeline.nixtla import band_kind
+
     return band_kind(requested, fitted, level)
 
 
@@ -205,6 +211,10 @@ def _warn_horizon(pred: pd.DataFrame) -> pd.DataFrame:
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
+    from levy_core.calibration.over_time import GUARANTEE
+    from levy_core.pipeline.nixtla import band_levels, level_label
+    from levy_core.serving.chunked import predict_file
+
     levels = band_levels(args.level)  # ValueError: not a fraction in (0, 1) or a percent in [10, 100)
     _refuse_overwriting(args, out=args.out)
     dates = _dates(args)
@@ -244,6 +254,8 @@ def _prediction_table(args: argparse.Namespace, fitted: pipeline.FittedModel, ob
 def _refuse_infinite_bands(table: pd.DataFrame, fitted: pipeline.FittedModel, levels: list[float]) -> None:
     """ValueError when a band column holds ±inf: split conformal bounds a level ``L`` only
     when the calibration split has at least ``L / (1 - L)`` scores, so ±inf would be written."""
+    from levy_core.pipeline.nixtla import level_label
+
     bands = [c for c in table.columns if str(c).startswith(("lower", "upper")) or "-lo-" in str(c)
              or "-hi-" in str(c)]
     infinite = [c for c in bands if pd.api.types.is_float_dtype(table[c]) and np.isinf(table[c].to_numpy()).any()]
@@ -284,6 +296,8 @@ def _level_table(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Ob
                  levels: list[float]) -> pd.DataFrame:
     """``levy predict``'s rows at several levels (``lower_<L>, upper_<L>`` per level) or in
     NeuralForecast's convention (``--format nixtla``: ``unique_id, ds, Lévy, Lévy-lo-90, …``)."""
+    from levy_core.pipeline.nixtla import level_bands, nixtla_frame
+
     bands, _ = level_bands(pred, fitted, levels, args.band)
     times = to_user_time(pred["series_id"], pred["time"], obs)
     if args.format == "nixtla":
@@ -366,6 +380,8 @@ def _cmd_rank(args: argparse.Namespace) -> int:
         return 0
     if args.address is not None:
         raise ValueError("--address names a Ray cluster: give it with --engine ray")
+    from levy_core.serving.chunked import rank_file
+
     fitted = pipeline.load_model(args.model)
     drift = DriftTally(fitted.drift)
     with _series_bar(args) as bar:
@@ -475,8 +491,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"training epochs per model, 1 to {MAX_EPOCHS:,}")
     f.add_argument("--max-seconds", type=_positive_seconds, default=None,
                    help="training time budget per model, in seconds (finite, > 0)")
-    f.add_argument("--size", choices=["auto", *pipeline.MODEL_SIZES], default="auto",
-                   help=f"model width; auto: medium on a file of at least {pipeline.AUTO_MEDIUM_MIN_SERIES:,} "
+    f.add_argument("--size", choices=["auto", *MODEL_SIZES], default="auto",
+                   help=f"model width; auto: medium on a file of at least {AUTO_MEDIUM_MIN_SERIES:,} "
                    "series (it pays there, at ~5x the fit time), small below")
     f.add_argument("--phi", choices=["rate", "count"], default="rate")
     f.add_argument("--no-twin", action="store_true", help="skip the softmax/MC-Dropout twin")
@@ -541,10 +557,19 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``levy`` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
-    try:  # a fixed thread count per command, never read from the load (levy_core.runtime.threads)
-        with using_threads(command_threads(getattr(args, "threads", None))):
+    try:  # a fixed thread count per command, never read from the load (levy_core.runtime.threads);
+        # none for `levy dashboard`, which hands over to Streamlit's own process (and so never loads torch here)
+        with (using_threads(command_threads(args.threads)) if hasattr(args, "threads") else contextlib.nullcontext()):
             return int(args.func(args) or 0)
-    except (DataError, ModelLoadError, NotFittedError, ValueError) as exc:  # ValueError: bad option values
+    except (DataError, ValueError) as exc:  # ValueError: bad option values, and a ModelLoadError is one
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except RuntimeError as exc:
+        # a calibration step used before the one it needs; its module is loaded if it was raised
+        from levy_core.calibration.calibrate import NotFittedError
+
+        if not isinstance(exc, NotFittedError):
+            raise
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

@@ -24,16 +24,11 @@ from levy_core import pipeline
 from levy_core.data import DataError, Observations, to_user_time
 from levy_core.data.drift import DriftTally
 from levy_core.data.series_chunks import read_observations
-from levy_core.decisions.watch import (
-    DEFAULT_MAX_CONTEXT,
-    WATCH_COLUMNS,
-    WatchTally,
-    calibrate_watch,
-    check_alpha,
-    iter_watch,
-)
-from levy_core.serving.chunked import predict_file
+from levy_core.decisions.defaults import DEFAULT_ALPHA, DEFAULT_MAX_CONTEXT, check_alpha
 from levy_core.serving.table_writer import refuse_same_file
+
+# the replay itself (levy_core.decisions.watch, serving.chunked) loads PyTorch: imported when
+# the command runs, so that `levy --help` and the other commands' parsing do not wait for it
 
 __all__ = ["add_watch_command", "parse_alpha", "run_watch"]
 
@@ -59,7 +54,7 @@ def add_watch_command(sub: argparse._SubParsersAction,
                        "band issued before it, flagged at --alpha")
     add_model_and_data(w)
     w.add_argument("--out", required=True, help="the scored observations (CSV; .parquet for Parquet)")
-    w.add_argument("--alpha", type=parse_alpha, default=0.01, help="false-alarm rate in (0, 1): flag an observation "
+    w.add_argument("--alpha", type=parse_alpha, default=DEFAULT_ALPHA, help="false-alarm rate in (0, 1): flag an observation "
                    "whose p-value is at most this (outside the 1 - alpha conformal band)")
     w.add_argument("--calibration", default=None, metavar="DATA", help="observations whose one-step-ahead scores "
                    "the p-values are taken against: the data the model was fitted on (its calibration split is "
@@ -73,6 +68,8 @@ def add_watch_command(sub: argparse._SubParsersAction,
 
 def _user_rows(rows: pd.DataFrame, obs: Observations, only_flagged: bool) -> pd.DataFrame:
     """Scored rows in the user's clock (date-times for date-time data)."""
+    from levy_core.decisions.watch import WATCH_COLUMNS
+
     if only_flagged:
         rows = rows[rows["flagged"]]
     out = rows.copy()
@@ -82,6 +79,9 @@ def _user_rows(rows: pd.DataFrame, obs: Observations, only_flagged: bool) -> pd.
 
 def run_watch(args: argparse.Namespace) -> int:
     """``levy watch``: see the module docstring."""
+    from levy_core.decisions.watch import WatchTally, calibrate_watch, iter_watch
+    from levy_core.serving.chunked import predict_file
+
     refuse_same_file({"the data file": args.data, "the model": args.model, "--calibration": args.calibration},
                      {"--out": args.out})
     if args.dayfirst and args.date_format:

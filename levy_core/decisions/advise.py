@@ -51,6 +51,7 @@ import pandas as pd
 import torch
 
 from levy_core.data import DataError, Observations, duration_text
+from levy_core.decisions.defaults import DEFAULT_DRAWS, DEFAULT_POINTS
 from levy_core.episodes.origins import OriginClock
 from levy_core.model.levy_model import Batch
 from levy_core.offsets.base_forecast import BaseForecast
@@ -60,8 +61,6 @@ from levy_core.pipeline.prepared import ModelData, as_model_data
 
 __all__ = ["Advice", "advise"]
 
-DEFAULT_POINTS = 12  # target grid points per channel over the horizon
-DEFAULT_DRAWS = 8
 FALLBACK_HORIZON = 24.0  # hours, for a model fitted without a horizon
 
 Candidate = str | tuple[str, float]

@@ -46,6 +46,7 @@ import torch
 from levy_core.calibration.calibrate import Calibrator
 from levy_core.data import DataError, Observations
 from levy_core.data.drift import refuse_unknown_channels
+from levy_core.decisions.defaults import DEFAULT_ALPHA, DEFAULT_MAX_CONTEXT, check_alpha
 from levy_core.decisions.watch_calibration import (
     WatchCalibration,
     between_series_se,
@@ -60,23 +61,10 @@ from levy_core.pipeline.predict import run_pass
 __all__ = ["DEFAULT_ALPHA", "WATCH_COLUMNS", "WatchCalibration", "WatchResult", "WatchTally", "calibrate_watch",
            "check_alpha", "iter_watch", "watch"]
 
-DEFAULT_ALPHA = 0.01
-DEFAULT_MAX_CONTEXT = 2000  # latest observations a step's context holds (many series)
 BATCH_TOKENS = 2**16  # episodes × padded context per pass: bounds one pass's memory
 BATCH_EPISODES = 256
 WATCH_COLUMNS = ["series_id", "channel", "time", "value", "mean", "lower", "upper", "score", "p_value", "flagged",
                  "lead", "n_context"]
-
-
-def check_alpha(alpha: float) -> float:
-    """``alpha`` as a float in (0, 1); ValueError naming it otherwise."""
-    try:
-        a = float(alpha)
-    except (TypeError, ValueError):
-        raise ValueError(f"alpha must be a number in (0, 1), e.g. 0.01; got {alpha!r}") from None
-    if not (math.isfinite(a) and 0.0 < a < 1.0):
-        raise ValueError(f"alpha must lie strictly between 0 and 1 (the false-alarm rate, e.g. 0.01); got {alpha!r}")
-    return a
 
 
 @dataclass

@@ -139,3 +139,21 @@ def test_levy_dashboard_at_the_port_bounds_starts(fake_exec: Exec, capsys) -> No
     for port in ("1", "65535"):
         assert main(["dashboard", "--port", port]) == 0
     assert [option(cmd, "--server.port") for _, cmd, _ in fake_exec.calls] == ["1", "65535"]
+
+
+_DASHBOARD_IN_A_FRESH_PROCESS = """
+import os, sys
+os.execvpe = lambda *args: print("exec", args[1][2])  # the hand-over to Streamlit, recorded instead
+from levy_core.cli.main import main
+print(main(["dashboard", "--port", "8599"]), "torch" in sys.modules, "scipy" in sys.modules)
+"""
+
+
+@pytest.mark.integration
+def test_levy_dashboard_hands_over_without_loading_torch() -> None:
+    """`make dashboard` runs `levy dashboard`, which only starts Streamlit's process: it loads
+    neither PyTorch nor SciPy first (they cost it 2.5-3 s before the hand-over, measured)."""
+    run = subprocess.run([sys.executable, "-c", _DASHBOARD_IN_A_FRESH_PROCESS], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["exec", "levy_dashboard.serve", "0", "False", "False"], run.stdout
