@@ -37,7 +37,6 @@ import queue
 import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +51,7 @@ ENV_NICE = "LEVY_DASHBOARD_FIT_NICE"
 FIT_NICE = MAX_NICE  # the fit workers' niceness, the lowest priority: the views' script runs first
 FIT_THREADS = 1  # torch intra-op threads per fit (fixed: a fit is reproducible at a fixed thread count)
 PREVIEW_EVERY_S = 5.0  # a worker sends a preview at most this often (the first one after epoch 1): each one redraws its session
+END_EVENT_GRACE_S = 10.0  # how long a resolved job waits for its worker's last event before it ends anyway
 
 
 def cores() -> int:
@@ -127,11 +127,19 @@ def _fit_job(job_id: int, obs: Any, task: dict[str, Any], train: dict[str, Any],
              mc_passes: int, previews: bool) -> bytes:
     """In a worker: the Lévy model (previews as it trains, then the model alone), then its twin.
     Returns the final model as zip bytes."""
+    _post(job_id, "started")
+    try:
+        return _fit_job_body(job_id, obs, task, train, size, train_twin, mc_passes, previews)
+    finally:
+        _post(job_id, "end")  # after every other event of the job (one queue, one process: in order)
+
+
+def _fit_job_body(job_id: int, obs: Any, task: dict[str, Any], train: dict[str, Any], size: str,
+                  train_twin: bool, mc_passes: int, previews: bool) -> bytes:
     from levy_core import pipeline
     from levy_core.episodes.tasks import TaskConfig
     from levy_core.training.train import TrainConfig
 
-    _post(job_id, "started")
     last = {"at": -1e9, "best": 0}  # a preview once an epoch beat the untrained model (epoch 0: the offset alone)
 
     def preview(p: Any, build: Any) -> None:
@@ -170,9 +178,12 @@ def _twin_job(job_id: int, model_zip: bytes, obs: Any, mc_passes: int) -> bytes:
     from levy_core.serving.modelzip import load_model_zip
 
     _post(job_id, "started")
-    fitted = load_model_zip(model_zip, name="the fitted model")
-    return _checked_zip(pipeline.add_twin(fitted, obs, mc_passes=mc_passes,
-                                          progress=lambda p: _post(job_id, "epoch", _epoch_event(p))))
+    try:
+        fitted = load_model_zip(model_zip, name="the fitted model")
+        return _checked_zip(pipeline.add_twin(fitted, obs, mc_passes=mc_passes,
+                                              progress=lambda p: _post(job_id, "epoch", _epoch_event(p))))
+    finally:
+        _post(job_id, "end")
 
 
 # ----------------------------------------------------------------------------- in the server
@@ -214,6 +225,10 @@ class Job:
     result: bytes | None = None  # the final model (zip bytes)
     error: str | None = None
     future: Future | None = field(default=None, repr=False)
+    # The future and the events travel apart (a pipe, a queue and two threads): the job shows
+    # done or failed only once both are in, so its history is whole when a session sees it end.
+    outcome: tuple[str, bytes | None, str | None] | None = field(default=None, repr=False)
+    ended: bool = False  # the worker's "end" event came: no event of this job is still on its way
 
 
 class FitPool:
@@ -231,6 +246,7 @@ class FitPool:
         self._executor = ProcessPoolExecutor(size, mp_context=ctx, initializer=_init,
                                              initargs=(self._events, threads, self.nice))
         self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)  # notified when a job becomes done or failed
         self._jobs: dict[str, Job] = {}  # key -> job (finished ones kept, newest last, up to ``keep``)
         self._by_id: dict[int, Job] = {}
         self._ids = itertools.count(1)
@@ -265,15 +281,32 @@ class FitPool:
     def _finish(self, job: Job, fut: Future) -> None:
         with self._lock:
             job.finished = time.time()
-            if fut.cancelled():
-                job.state, job.error = "failed", "cancelled (the server is shutting down)"
-                return
-            exc = fut.exception()
-            if exc is None:
-                job.result, job.state = fut.result(), "done"
+            if fut.cancelled():  # never ran: no event will come
+                job.outcome, job.ended = ("failed", None, "cancelled (the server is shutting down)"), True
+            elif (exc := fut.exception()) is None:
+                job.outcome = ("done", fut.result(), None)
             else:
-                job.state, job.error = "failed", _message(exc)
-            job.preview = None  # the final model replaces it
+                job.outcome = ("failed", None, _message(exc))
+            self._settle(job)
+            if job.state not in ("done", "failed"):
+                # normally the "end" event is milliseconds behind; a worker that died, or a job
+                # that never started (its arguments failed to pickle), sends none
+                timer = threading.Timer(END_EVENT_GRACE_S, self._give_up_waiting, (job,))
+                timer.daemon = True
+                timer.start()
+
+    def _give_up_waiting(self, job: Job) -> None:
+        with self._lock:
+            job.ended = True
+            self._settle(job)
+
+    def _settle(self, job: Job) -> None:
+        """(Under the lock.) The job ends once its future resolved and its last event came."""
+        if job.outcome is None or not job.ended or job.state in ("done", "failed"):
+            return
+        job.state, job.result, job.error = job.outcome
+        job.preview = None  # the final model replaces it
+        self._settled.notify_all()
 
     def _listen(self) -> None:
         while True:
@@ -285,21 +318,30 @@ class FitPool:
                 continue
             except (EOFError, OSError):
                 return
-            job_id, kind, payload, at = item
-            with self._lock:
-                job = self._by_id.get(job_id)
-                if job is None:
-                    continue
-                if kind == "started":
-                    job.state, job.started = "running", at
-                elif kind == "epoch":
-                    job.progress = payload
-                    job.history.append(payload)
-                elif kind == "preview" and job.state == "running":
-                    job.preview, job.preview_progress = payload
-                    job.preview_seq += 1
-                elif kind == "levy":
-                    job.levy = payload
+            self._apply(item)
+
+    def _apply(self, item: tuple[int, str, Any, float]) -> None:
+        """Record one event of a worker. Events cross a queue and a thread, so they can arrive
+        after the job's future resolved: a late "started" must not turn a finished job back to
+        running (a fit that fails at once would otherwise spin for ever)."""
+        job_id, kind, payload, at = item
+        with self._lock:
+            job = self._by_id.get(job_id)
+            if job is None or job.state in ("done", "failed"):
+                return
+            if kind == "end":
+                job.ended = True
+                self._settle(job)
+            elif kind == "started":
+                job.state, job.started = "running", at
+            elif kind == "epoch":
+                job.progress = payload
+                job.history.append(payload)
+            elif kind == "preview" and job.state == "running":
+                job.preview, job.preview_progress = payload
+                job.preview_seq += 1
+            elif kind == "levy":
+                job.levy = payload
 
     def _trim(self) -> None:
         with self._lock:
@@ -345,20 +387,9 @@ class FitPool:
     def wait(self, key: str, timeout: float | None = None) -> JobView | None:
         """Block until the job of ``key`` is done or failed (or ``timeout`` s); its view."""
         job = self.job(key)
-        resolved = True
-        if job is not None and job.future is not None:
-            try:
-                job.future.exception(timeout=timeout)
-            except FutureTimeout:  # (on Python 3.10 not the builtin TimeoutError)
-                resolved = False
-        # the done callback records the state just after the future resolves (another thread):
-        # wait for it, unless the timeout ran out first
-        deadline = time.time() + 2.0
-        while time.time() < deadline:
-            view = self.view(key)
-            if view is None or view.state in ("done", "failed") or not resolved:
-                return view
-            time.sleep(0.01)
+        if job is not None:
+            with self._settled:
+                self._settled.wait_for(lambda: job.state in ("done", "failed"), timeout)
         return self.view(key)
 
     def shutdown(self) -> None:

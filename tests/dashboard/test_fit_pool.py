@@ -157,6 +157,83 @@ def test_a_failed_fit_says_why_and_can_be_retried(obs, pool2) -> None:
     assert again is not bad and pool2.wait("bad", timeout=300).state == "done"
 
 
+def _job_in(p: FitPool, key: str) -> fit_pool.Job:
+    """A job registered in the pool as ``_submit`` registers one, with a future the test resolves."""
+    from concurrent.futures import Future
+
+    job = fit_pool.Job(900 + len(p._by_id), key, "fit", future=Future())
+    p._jobs[key], p._by_id[job.id] = job, job
+    job.future.add_done_callback(lambda f: p._finish(job, f))
+    return job
+
+
+def _event(job: fit_pool.Job, kind: str, payload=None) -> tuple:
+    return (job.id, kind, payload, time.time())
+
+
+def test_a_job_ends_only_once_its_late_events_are_in_and_a_late_start_does_not_revive_it() -> None:
+    # the stop-35 CI failure: a fit that fails at once had its "started" event read after the
+    # future resolved, and showed "running" for ever
+    p = FitPool(1)
+    try:
+        failed = _job_in(p, "fails-at-once")
+        failed.future.set_exception(ValueError("holdout_fraction must lie in (0, 1)"))
+        assert p.view("fails-at-once").state == "queued", "not ended before the worker's last event"
+        p._apply(_event(failed, "started"))
+        assert p.view("fails-at-once").state == "running"
+        p._apply(_event(failed, "end"))
+        view = p.view("fails-at-once")
+        assert view.state == "failed" and "holdout_fraction" in view.error
+        p._apply(_event(failed, "started"))  # a stray event after the end changes nothing
+        assert p.view("fails-at-once").state == "failed"
+
+        done = _job_in(p, "done")
+        p._apply(_event(done, "started"))
+        done.future.set_result(b"model")
+        for epoch in (1, 2):  # epochs read after the future resolved still reach the history
+            p._apply(_event(done, "epoch", {"epoch": epoch}))
+        assert p.view("done").state == "running"
+        p._apply(_event(done, "end"))
+        view = p.view("done")
+        assert view.state == "done" and [h["epoch"] for h in view.history] == [1, 2]
+        assert p.models("done")[3] == b"model"
+
+        first = _job_in(p, "end-first")  # the usual order: the last event, then the result
+        p._apply(_event(first, "end"))
+        assert p.view("end-first").state == "queued"
+        first.future.set_result(b"m")
+        assert p.view("end-first").state == "done"
+    finally:
+        p.shutdown()
+
+
+def test_wait_returns_when_the_job_ends_and_a_job_without_its_last_event_ends_after_a_grace(monkeypatch) -> None:
+    monkeypatch.setattr(fit_pool, "END_EVENT_GRACE_S", 0.2)
+    p = FitPool(1)
+    try:
+        job = _job_in(p, "waited")
+        threading.Timer(0.1, lambda: (job.future.set_result(b"m"), p._apply(_event(job, "end")))).start()
+        t0 = time.monotonic()
+        assert p.wait("waited", timeout=30).state == "done"
+        assert time.monotonic() - t0 < 10, "woken by the end, not by the timeout"
+        assert p.wait("waited", timeout=0).state == "done"
+
+        silent = _job_in(p, "no-end-event")  # a worker that died sends no "end"
+        silent.future.set_exception(RuntimeError("the worker died"))
+        assert p.view("no-end-event").state == "queued"
+        view = p.wait("no-end-event", timeout=30)
+        assert view.state == "failed" and view.error == "the worker died"
+
+        never = _job_in(p, "unresolved")
+        t0 = time.monotonic()
+        assert p.wait("unresolved", timeout=0.2).state == "queued", "the timeout returns the job as it is"
+        assert time.monotonic() - t0 < 10
+        never.future.cancel()
+        assert p.view("unresolved").state == "failed", "a cancelled job never ran: no event to wait for"
+    finally:
+        p.shutdown()
+
+
 @pytest.mark.slow  # a fit with previews
 def test_previews_arrive_while_the_levy_model_trains_and_draw_a_band(obs, pool2) -> None:
     settings = fits.FitSettings(epochs=15, train_twin=False, mc_passes=5)
