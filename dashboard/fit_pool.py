@@ -110,7 +110,13 @@ def _init(events: Any, threads: int, nice: int = 0) -> None:
     torch.set_num_threads(threads)
     torch.set_num_interop_threads(1)
     _events = events
-    import levy_core.pipeline  # noqa: F401  (imported once, before the first job's clock starts)
+    from levy_core.pipeline.preload import preload_fit
+
+    preload_fit()  # what a fit imports on first use, now: not inside the first job a user waits for
+
+
+def _ready() -> None:
+    """A job that does nothing: submitted to start a worker (its ``_init`` runs first)."""
 
 
 def _post(job_id: int, kind: str, payload: Any = None) -> None:
@@ -391,6 +397,13 @@ class FitPool:
             with self._settled:
                 self._settled.wait_for(lambda: job.state in ("done", "failed"), timeout)
         return self.view(key)
+
+    def start_workers(self) -> None:
+        """Start every worker process now rather than at the first fit: each imports torch and
+        what a fit needs (about 5 s on 2 cores, at the workers' low priority), which the first
+        fit a user asks for would otherwise wait for. Returns at once."""
+        for _ in range(self.size):  # with no idle worker, each submit starts one more process
+            self._executor.submit(_ready)
 
     def shutdown(self) -> None:
         self._closed = True

@@ -271,6 +271,56 @@ def test_a_bad_pool_size_stops_the_server_with_a_message() -> None:
     assert out.returncode == 2 and out.stderr.startswith("error: LEVY_DASHBOARD_FIT_WORKERS='lots'"), out.stderr
 
 
+def _preloaded() -> bool:
+    """In a worker: has it imported what a fit needs (levy_core.pipeline.preload) already?"""
+    import sys
+
+    from levy_core.pipeline.preload import FIT_MODULES
+
+    return all(name in sys.modules for name in FIT_MODULES)
+
+
+@pytest.mark.integration
+def test_started_workers_are_up_with_what_a_fit_imports_before_the_first_fit() -> None:
+    p = FitPool(2)
+    try:
+        p.start_workers()
+        assert len(p._executor._processes) == 2, "every worker started at once, none waits for a fit"
+        assert [p._executor.submit(_preloaded).result(timeout=300) for _ in range(2)] == [True, True]
+        assert p.view("anything") is None and p.running() == p.queued() == 0, "the start is no job of anyone's"
+    finally:
+        p.shutdown()
+
+
+_SERVE_WITHOUT_STREAMLIT = """
+import sys
+import streamlit.web.cli
+
+def streamlit_main(prog_name):  # what the server finds when Streamlit would start
+    from levy_dashboard import fit_pool
+    print(len(fit_pool._pool._executor._processes), fit_pool._pool.size)
+    fit_pool._pool.shutdown()
+
+streamlit.web.cli.main = streamlit_main
+sys.argv = ["serve", "run", "dashboard/app.py"]
+from levy_dashboard.serve import main
+main()
+"""
+
+
+@pytest.mark.integration
+def test_the_server_starts_its_fit_workers_before_streamlit(monkeypatch) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, fit_pool.ENV_WORKERS: "2"}
+    out = subprocess.run([sys.executable, "-c", _SERVE_WITHOUT_STREAMLIT], cwd=fits.__file__.rsplit("/dashboard/", 1)[0],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-2:] == ["2", "2"], out.stdout
+
+
 def _worker_threads() -> dict[int, int]:
     """In a worker: a parallel torch operator (its OpenMP team started), then the niceness
     of every thread of the worker."""
