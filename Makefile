@@ -11,15 +11,17 @@ DATA ?=
 
 # Bytecode caches (__pycache__, gitignored) are written by every target, even where the shell sets
 # PYTHONDONTWRITEBYTECODE: pip installs with --no-compile (compiling all of torch, Ray, SciPy and
-# the rest up front took 75 s of a 131 s install; what runs compiles the modules it imports, once),
-# and without the caches every process would compile those again (each test worker's collection
-# 9.3 s instead of 5.7 s; the dashboard's start 13 s instead of 5 s of imports)
+# the rest up front took 75 s of a 131 s install), then levy_dashboard.precompile imports what the
+# dashboard and a fit run, once (about 20 s), so that the first `make dashboard` does not compile
+# it; without the caches every process would compile what it imports again (each test worker's
+# collection 9.3 s instead of 5.7 s)
 export PYTHONDONTWRITEBYTECODE =
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt -e ".[dashboard,test,ray,docs]"
+	$(BIN)/python -m levy_dashboard.precompile
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -1,0 +1,19 @@
+"""dashboard/precompile.py: `make install` imports what the dashboard and a fit run, once."""
+
+from __future__ import annotations
+
+import pkgutil
+import sys
+
+import levy_dashboard
+from levy_dashboard.precompile import MODULES, precompile
+
+from levy_core.pipeline.preload import FIT_MODULES
+
+
+def test_every_dashboard_module_and_what_a_fit_runs_is_imported() -> None:
+    loaded = precompile()
+    dashboard = [m.name for m in pkgutil.walk_packages(levy_dashboard.__path__, "levy_dashboard.")]
+    assert len(dashboard) > 30 and all(name in sys.modules for name in dashboard)
+    assert all(name in sys.modules for name in (*MODULES, *FIT_MODULES))
+    assert loaded == len(sys.modules)
