@@ -91,6 +91,16 @@ def _sample_until_idle(page, samples: list[tuple[float, bool]], t0: float, timeo
     pytest.fail(f"not idle within {timeout_s} s: {samples[-5:]}")
 
 
+def _model_caption(page) -> str:
+    """The caption that says which model the panels draw (the first that names a Lévy model)."""
+    captions = page.locator('[data-testid="stCaptionContainer"]').all_inner_texts()
+    return next((c for c in captions if "Lévy model" in c), f"no model caption among {len(captions)}")[:400]
+
+
+def _alerts(page) -> list[str]:
+    return [t[:300] for t in page.locator('[data-testid="stAlert"]').all_inner_texts()]
+
+
 def _idle_page(page) -> None:
     page.wait_for_timeout(400)
     page.wait_for_selector(STATUS, state="detached", timeout=300_000)
@@ -150,12 +160,24 @@ def test_first_minute_the_band_never_disappears_and_a_queued_session_sees_its_pl
             page.mouse.move(1000, 40)
             refit: list[tuple[float, bool]] = [(0.0, True)]
             t1 = time.perf_counter()
-            _sample_until_idle(page, refit, t1, 600, also=step)
+            # sampled until the page is idle with the final model (the Lévy model and its twin):
+            # an idle page before that (once in CI, stop 36, with no record of what it showed)
+            # is sampled on, and said, rather than taken for the end
+            early: list[str] = []
+            while True:
+                _sample_until_idle(page, refit, t1, 600, also=step)
+                if page.get_by_text("and its MC-Dropout twin fitted", exact=False).count() or \
+                        time.perf_counter() - t1 > 600:
+                    break
+                early.append(f"{time.perf_counter() - t1:.1f} s: {_model_caption(page)}")
+                page.wait_for_timeout(1000)
             _never_disappears(refit, "refit")
             assert shots["training"], "a preview band was drawn while the model trained"
             assert shots["queued"], "the colleague saw its place in the queue"
-            captions = page.locator('[data-testid="stCaptionContainer"]').all_inner_texts()
-            assert page.get_by_text("and its MC-Dropout twin fitted", exact=False).count() > 0, captions[:3]
+            assert page.get_by_text("and its MC-Dropout twin fitted", exact=False).count() > 0, (
+                f"the final model never came: {_model_caption(page)}; alerts: {_alerts(page)}; idle before: {early}")
+            if early:
+                print(f"idle before the final model: {early}")
             page.mouse.move(1000, 40)
             page.wait_for_timeout(500)
             page.screenshot(path=str(SHOTS / "first_minute_trained.png"))
