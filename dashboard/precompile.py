@@ -15,6 +15,9 @@ import importlib
 import logging
 import pkgutil
 
+# the Streamlit script itself: Streamlit compiles and runs its source on every run (no bytecode
+# cache), and importing it here would run the whole app outside a server
+SKIPPED = ("levy_dashboard.app", __name__)
 # the server's start (dashboard/serve.py), the CLI, and the library's passes beyond the fit
 MODULES = ("levy_dashboard.serve", "levy_core.cli.main", "levy_core.pipeline.evaluation",
            "levy_core.pipeline.ranking", "levy_core.pipeline.diagnostics", "levy_core.forecast",
@@ -22,8 +25,8 @@ MODULES = ("levy_dashboard.serve", "levy_core.cli.main", "levy_core.pipeline.eva
 
 
 def precompile() -> int:
-    """Import :data:`MODULES`, what a fit needs and every ``levy_dashboard`` module; the
-    number of modules loaded afterwards."""
+    """Import :data:`MODULES`, what a fit needs and every ``levy_dashboard`` module but the
+    app script; the number of modules loaded afterwards."""
     import sys
 
     from levy_core.pipeline.preload import preload_fit
@@ -36,7 +39,7 @@ def precompile() -> int:
     logging.disable(logging.WARNING)  # the views are imported outside a Streamlit run: its notes are noise
     try:
         for module in pkgutil.walk_packages(levy_dashboard.__path__, "levy_dashboard."):
-            if module.name != __name__:
+            if module.name not in SKIPPED:
                 importlib.import_module(module.name)
     finally:
         logging.disable(logging.NOTSET)
