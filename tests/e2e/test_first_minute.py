@@ -166,8 +166,8 @@ def test_first_minute_the_band_never_disappears_and_a_queued_session_sees_its_pl
             early: list[str] = []
             while True:
                 _sample_until_idle(page, refit, t1, 600, also=step)
-                if page.get_by_text("and its MC-Dropout twin fitted", exact=False).count() or \
-                        time.perf_counter() - t1 > 600:
+                if page.get_by_text("and its MC-Dropout twin fitted", exact=False).count() or _alerts(page) or \
+                        time.perf_counter() - t1 > 600:  # (an alert: a failure said, reported at once below)
                     break
                 early.append(f"{time.perf_counter() - t1:.1f} s: {_model_caption(page)}")
                 page.wait_for_timeout(1000)
