@@ -6,7 +6,7 @@ for modules nothing here imports. What runs is compiled on first import instead,
 first ``make dashboard`` would pay (healthy after 14.5 s instead of 5.0–7.4 s on later
 starts, 2026-12-03). ``make install`` runs ``python -m levy_dashboard.precompile`` after pip:
 one process imports the server, every module of the dashboard and everything a fit needs
-(``levy_core.pipeline.preload``), about 20 s, and every later process finds their bytecode.
+(``levy_core.pipeline.preload``), about 14 s on a slow host, and every later process finds their bytecode.
 """
 
 from __future__ import annotations
