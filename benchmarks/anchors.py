@@ -223,17 +223,88 @@ CASES: dict[str, tuple[Callable[[], Case], tuple[str, ...]]] = {  # name: (build
 }
 
 
+# A development set: other series of the same kinds, never scored by the must-show. A change
+# to the offset's candidates or its selection rule is judged here first (``--set dev``, and
+# ``benchmarks/offset_study.py --set dev``), so that the anchors above stay a test of it, not
+# the data it was tuned on.
+
+
+def _seattle_hourly(drop: float = 0.0) -> Case:
+    from vega_datasets import local_data
+    d = local_data("seattle-temps")
+    d = d[d["date"] > d["date"].max() - pd.Timedelta(days=60)]
+    frame = _frame(d["date"], d["temp"], "temp")
+    name, title = "seattle-hourly", "Seattle temperature (hourly, last 60 days of 2010)"
+    if drop:
+        frame, name, title = (_drop(frame, drop, 41), "seattle-hourly-30",
+                              "Seattle temperature (hourly, 30 % dropped)")
+    return Case(name, title, frame, pd.DateOffset(hours=48), "48h", pd.DateOffset(hours=1),
+                pd.Timedelta(hours=24))
+
+
+def _seattle_min(drop: float) -> Case:
+    from vega_datasets import local_data
+    d = local_data.seattle_weather()
+    frame = _drop(_frame(d["date"], d["temp_min"], "temp_min"), drop, 42)
+    return Case(f"seattle-min-{round(drop * 100)}", f"Seattle daily min temperature ({drop:.0%} of days dropped)",
+                frame, pd.DateOffset(days=30), "30d", pd.DateOffset(days=1), YEAR)
+
+
+def _sector(column: str) -> Case:
+    from vega_datasets import local_data
+    d = local_data("us-employment")
+    return Case(column.split("_")[0], f"US {column.replace('_', ' ')} employment (monthly, seasonally adjusted)",
+                _frame(pd.to_datetime(d["month"]), d[column], column), pd.DateOffset(months=12), "12mo",
+                pd.DateOffset(months=1), None, trend=True)
+
+
+def _macro(column: str, trend: bool) -> Case:
+    import statsmodels.api as sm
+    d = sm.datasets.macrodata.load_pandas().data
+    times = pd.to_datetime(pd.DataFrame({"year": d["year"].astype(int), "month": 3 * d["quarter"].astype(int) - 2,
+                                         "day": 1}))
+    return Case(column, f"US {column} (quarterly, statsmodels macrodata)", _frame(times, d[column], column),
+                pd.DateOffset(months=24), "24mo", pd.DateOffset(months=3), None, trend=trend)
+
+
+def _stock(symbol: str) -> Case:
+    from vega_datasets import local_data
+    d = local_data.stocks()
+    d = d[d["symbol"] == symbol]
+    return Case(symbol.lower(), f"{symbol} share price (monthly)", _frame(d["date"], d["price"], "price"),
+                pd.DateOffset(months=12), "12mo", pd.DateOffset(months=1), None)
+
+
+DEV_CASES: dict[str, tuple[Callable[[], Case], tuple[str, ...]]] = {
+    "seattle-hourly": (_seattle_hourly, ("vega_datasets",)),
+    "seattle-hourly-30": (lambda: _seattle_hourly(0.30), ("vega_datasets",)),
+    "seattle-min-10": (lambda: _seattle_min(0.10), ("vega_datasets",)),
+    "seattle-min-30": (lambda: _seattle_min(0.30), ("vega_datasets",)),
+    "construction": (lambda: _sector("construction"), ("vega_datasets",)),
+    "education": (lambda: _sector("education_and_health_services"), ("vega_datasets",)),
+    "leisure": (lambda: _sector("leisure_and_hospitality"), ("vega_datasets",)),
+    "realgdp": (lambda: _macro("realgdp", True), ("statsmodels",)),
+    "unemp": (lambda: _macro("unemp", False), ("statsmodels",)),
+    "cpi": (lambda: _macro("cpi", True), ("statsmodels",)),
+    "aapl": (lambda: _stock("AAPL"), ("vega_datasets",)),
+    "ibm": (lambda: _stock("IBM"), ("vega_datasets",)),
+}
+SETS = {"anchors": CASES, "dev": DEV_CASES}
+
+
 def missing(package: str) -> bool:
     return importlib.util.find_spec(package) is None
 
 
-def load_cases(names: Sequence[str] | None, say: Callable[[str], None] = print) -> list[Case]:
-    unknown = [n for n in names or () if n not in CASES]
+def load_cases(names: Sequence[str] | None, say: Callable[[str], None] = print, which: str = "anchors") -> list[Case]:
+    """The series ``names`` (of either set), or every series of the set ``which``."""
+    known = {**CASES, **DEV_CASES}
+    unknown = [n for n in names or () if n not in known]
     if unknown:
-        raise SystemExit(f"unknown series {', '.join(unknown)}; choose from {', '.join(CASES)}")
+        raise SystemExit(f"unknown series {', '.join(unknown)}; choose from {', '.join(known)}")
     out = []
-    for name in names or CASES:
-        builder, packages = CASES[name]
+    for name in names or SETS[which]:
+        builder, packages = known[name]
         absent = [p for p in packages if missing(p)]
         if absent:
             say(f"skipping series {name}: the package {', '.join(absent)} is not installed ({INSTALL})")
@@ -579,8 +650,54 @@ def report(predictions: pd.DataFrame) -> str:
         for r in g.itertuples():
             lines.append(f"| {s} | {LABELS.get(r.method, r.method)} | {r.crps:.4g} | {r.crps / best:.3f} | "
                          f"{r.mae:.4g} | {r.coverage:.3f} | {r.width:.4g} | {r.seconds:.3g} | {r.ends} |")
-    lines += ["", *must_show(table, folds)]
+    lines += ["", *must_show(table, folds), "", *standings(table, folds)]
     return "\n".join(lines)
+
+
+def standings(table: pd.DataFrame, folds: pd.DataFrame) -> list[str]:
+    """Every row held to the must-show's accuracy bars, and how firm Lévy's verdicts are.
+
+    Per method: on how many series its mean CRPS is at or below the GP's and Prophet's
+    (where both ran), on how many it is the best row, and the median over series of its
+    CRPS ÷ the best *other* row's (what the must-show asks of Lévy). Then, per series, Lévy's
+    CRPS ÷ the GP's and ÷ Prophet's at each end point: a verdict that flips between end
+    points rests on which three windows were drawn.
+    """
+    crps = table.pivot(index="series", columns="method", values="crps")
+    order = [m for m in METHODS if m in crps]
+    lines = ["Standings: every row held to the same bars (means over end points; a row that did not run on a "
+             "series is left out there)",
+             "| method | series run | CRPS ≤ GP's | CRPS ≤ Prophet's | best row | median CRPS ÷ best other row |",
+             "|---|---|---|---|---|---|"]
+    for m in order:
+        ran = crps[m].dropna()
+        cells = []
+        for other in ("gp", "prophet"):
+            if other not in crps or other == m:
+                cells.append("–")
+                continue
+            both = crps[[m, other]].dropna()
+            cells.append(f"{int((both[m] <= both[other]).sum())} of {len(both)}")
+        others = crps.drop(columns=m).loc[ran.index]
+        ratio = (ran / others.min(axis=1)).dropna()
+        best = int((ratio <= 1.0).sum())
+        lines.append(f"| {LABELS.get(m, m)} | {len(ran)} | {cells[0]} | {cells[1]} | {best} | "
+                     f"{ratio.median():.3f} |")
+    if "levy" in crps:
+        per_end = folds.pivot_table(index=["series", "end"], columns="method", values="crps", sort=False)
+        lines += ["", "Lévy's CRPS ÷ the other's, per end point (1 = the latest end); 'split': the verdict "
+                  "differs between end points", "| series | ÷ GP | ÷ Prophet |", "|---|---|---|"]
+        for series, g in per_end.groupby(level="series", sort=False):
+            cells = []
+            for other in ("gp", "prophet"):
+                if other not in g:
+                    cells.append("–")
+                    continue
+                r = (g["levy"] / g[other]).dropna()
+                split = " (split)" if (r <= 1).any() and (r > 1).any() else ""
+                cells.append(" ".join(f"{v:.2f}" for v in r) + split)
+            lines.append(f"| {series} | {cells[0]} | {cells[1]} |")
+    return lines
 
 
 def must_show(table: pd.DataFrame, folds: pd.DataFrame) -> list[str]:
@@ -741,7 +858,10 @@ def load_predictions(directory: Path) -> pd.DataFrame:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", nargs="+", default=None, metavar="NAME", help=f"series: {', '.join(CASES)}")
+    parser.add_argument("--only", nargs="+", default=None, metavar="NAME",
+                        help=f"series: {', '.join(CASES)} (anchors); {', '.join(DEV_CASES)} (dev)")
+    parser.add_argument("--set", choices=tuple(SETS), default="anchors",
+                        help="the series run without --only: the anchors (the must-show) or the development set")
     parser.add_argument("--ends", type=int, default=3, help="rolling end points, one horizon apart")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--epochs", type=int, default=None, help="passed to LevyForecaster (default: its own)")
@@ -759,7 +879,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         quiet_prophet()
         say = lambda line: print(line, flush=True)  # noqa: E731
         say(f"threads: {args.threads}; python {sys.version.split()[0]}; pandas {pd.__version__}")
-        cases = load_cases(args.only, say)
+        cases = load_cases(args.only, say, args.set)
         predictions, log_lines = run(cases, args.methods, args.ends, args.epochs, say=say,
                                      save_dir=args.save_predictions)
         if predictions.empty:

@@ -222,7 +222,7 @@ def fit_channels(past: pd.DataFrame, first: float, ctx: Context) -> None:
         p = bf.ChannelPast(g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64))
         if str(channel) not in richest or len(p.t) > len(richest[str(channel)].t):
             richest[str(channel)] = p
-    kernels, damped = bf.fitted_parameters(richest, first, ctx.periods, ctx.gap, few=True)
+    kernels, damped, _ = bf.fitted_parameters(richest, first, ctx.periods, ctx.gap, few=True)
     for channel, p in richest.items():
         fit = ChannelFit(damped=damped.get(channel), kernel=kernels.get(channel))
         if len(p.t) >= 30:
@@ -264,9 +264,12 @@ def predict(key: tuple[str, float], t: np.ndarray, y: np.ndarray, origin: float,
         finally:
             bf.harmonics_of = shipped
         return bf.bounded(t, y, out)
-    if method in bf.METHODS:
+    if method in bf.METHODS:  # holt is shipped too (since the development set chose it): the study's own fit
+        if method == "holt" and fit.holt is None:
+            return None
         out = bf.forecast(method, t, y, origin, tq, period=period, harmonics=ctx.periods, gap=ctx.gap,
-                          order=fit.order, gp=fit.kernel, smoothing_parameters=fit.damped)
+                          order=fit.order, gp=fit.kernel,
+                          smoothing_parameters=fit.holt if method == "holt" else fit.damped)
         return bf.bounded(t, y, out)
     if fit.alpha is None:
         return None
@@ -540,7 +543,11 @@ def tables(rows: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", nargs="+", default=None, metavar="NAME", help=f"series: {', '.join(anchors.CASES)}")
+    parser.add_argument("--only", nargs="+", default=None, metavar="NAME",
+                        help=f"series: {', '.join(anchors.CASES)} (anchors); {', '.join(anchors.DEV_CASES)} (dev)")
+    parser.add_argument("--set", choices=tuple(anchors.SETS), default="anchors",
+                        help="the series studied without --only: the anchors or the development set (judge a "
+                             "change on dev first, so that the anchors stay its test)")
     parser.add_argument("--ends", type=int, default=3)
     parser.add_argument("--reference", type=Path,
                         default=anchors.REPO / "benchmarks" / "results" / "anchors_bands_2026-12-03.txt",
@@ -552,7 +559,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--header", default="", help="lines put first in --out (date, commit, load, command)")
     args = parser.parse_args(argv)
     rows = []
-    for case in anchors.load_cases(args.only):
+    for case in anchors.load_cases(args.only, which=args.set):
         for k in range(1, args.ends + 1):
             part = study_fold(case, k)
             rows += part

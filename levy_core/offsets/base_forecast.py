@@ -13,6 +13,8 @@ The candidates, per channel (times in hours; ``o`` the origin, ``t_q`` the query
 * ``drift`` — the last value plus the average slope of the past (the random walk with drift);
 * ``damped_trend`` — Holt's damped-trend exponential smoothing on a regular grid
   (:mod:`levy_core.offsets.smoothing`; its parameters fitted once per channel);
+* ``holt`` — the same undamped (``φ = 1``): Holt's linear trend, ETS(A,A,N), which carries
+  a steady trend over the whole horizon (a price index, a sector's employment);
 * ``seasonal`` — the value one season ``P`` before ``t_q`` (the latest such time at or before
   ``o``; the last value when none lies within ``P/8``), for each candidate period;
 * ``seasonal_drift`` — the same plus the change of the season's mean from the season before;
@@ -60,7 +62,7 @@ __all__ = ["METHODS", "BaseForecast", "BaseForecastSpec", "candidate_periods", "
            "periodogram_peak"]
 
 # in order of complexity: a candidate is kept over a simpler one only when it is clearly better
-METHODS = ("last", "level", "drift", "damped_trend", "seasonal", "seasonal_drift", "autoregressive", "harmonic_level", "harmonic",
+METHODS = ("last", "level", "drift", "damped_trend", "holt", "seasonal", "seasonal_drift", "autoregressive", "harmonic_level", "harmonic",
            "harmonic_recent", "gp", "combination")
 COMBINED = 3  # a combination averages this many of the best candidates
 MIN_SCORED_ORIGINS = 10  # candidates are scored on the later half of the origins from twice this many
@@ -109,6 +111,8 @@ class BaseForecastSpec:
         Channel → its Gaussian process's fitted kernel (channels with a ``gp`` candidate).
     smoothing : dict of str to (float, float, float)
         Channel → the ``(α, β, φ)`` of its ``damped_trend`` candidate.
+    holt : dict of str to (float, float, float)
+        Channel → the ``(α, β, 1)`` of its ``holt`` candidate.
     """
 
     methods: dict[str, str]
@@ -120,6 +124,7 @@ class BaseForecastSpec:
     scores: dict[str, dict[str, float]] = field(default_factory=dict)
     gp: dict[str, GPSpec] = field(default_factory=dict)
     smoothing: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    holt: dict[str, tuple[float, float, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for channel, method in self.methods.items():
@@ -143,8 +148,13 @@ class BaseForecastSpec:
             raise ValueError("base forecast: periods must be finite hours in [0, 1e7]")
         uses_gp = {c for c, m in self.methods.items() if m == "gp"} | {
             c for c, pairs in self.members.items() if any(m == "gp" for m, _ in pairs)}
-        for params in self.smoothing.values():
+        for params in [*self.smoothing.values(), *self.holt.values()]:
             smoothing.check_parameters(*params)
+        uses_holt = {c for c, m in self.methods.items() if m == "holt"} | {
+            c for c, pairs in self.members.items() if any(m == "holt" for m, _ in pairs)}
+        if uses_holt - set(self.holt):
+            raise ValueError(f"base forecast: channels {sorted(uses_holt - set(self.holt))} use Holt's trend "
+                             "without its smoothing parameters")
         if uses_gp - set(self.gp):
             raise ValueError(f"base forecast: channels {sorted(uses_gp - set(self.gp))} use a Gaussian "
                              "process without its kernel")
@@ -156,12 +166,13 @@ class BaseForecastSpec:
                 "gap": self.gap, "orders": dict(self.orders),
                 "members": {c: [[m, p] for m, p in pairs] for c, pairs in self.members.items()}, "scores": {c: dict(s) for c, s in self.scores.items()},
                 "gp": {c: g.to_dict() for c, g in self.gp.items()},
-                "smoothing": {c: list(v) for c, v in self.smoothing.items()}}
+                "smoothing": {c: list(v) for c, v in self.smoothing.items()},
+                "holt": {c: list(v) for c, v in self.holt.items()}}
 
     @classmethod
     def from_dict(cls, data: dict) -> BaseForecastSpec:
         unknown = sorted(set(data) - {"methods", "periods", "harmonics", "gap", "orders", "members", "scores", "gp",
-                                      "smoothing"})
+                                      "smoothing", "holt"})
         if unknown:
             raise ValueError(f"base forecast: unknown keys {unknown}")
         try:
@@ -175,7 +186,9 @@ class BaseForecastSpec:
                         for c, s in dict(data.get("scores", {})).items()},
                        {str(c): GPSpec.from_dict(dict(g)) for c, g in dict(data.get("gp", {})).items()},
                        {str(c): tuple(float(x) for x in list(v)[:3])
-                        for c, v in dict(data.get("smoothing", {})).items()})
+                        for c, v in dict(data.get("smoothing", {})).items()},
+                       {str(c): tuple(float(x) for x in list(v)[:3])
+                        for c, v in dict(data.get("holt", {})).items()})
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"base forecast: malformed record ({exc})") from exc
 
@@ -328,7 +341,7 @@ def forecast(method: str, t: np.ndarray, y: np.ndarray, origin: float, tq: np.nd
         return _autoregressive(t, y, origin, tq, order=order, gap=gap)
     if method == "gp":
         return gp_forecast.posterior_mean(gp, t, y, tq) if gp is not None else last
-    if method == "damped_trend":
+    if method in ("damped_trend", "holt"):  # the caller passes the method's own (α, β, φ)
         if smoothing_parameters is None:
             return last
         z = regular_grid(t, y, origin, gap)
@@ -480,27 +493,36 @@ class BaseForecast:
             out[rows] = np.mean([bounded(t, y, forecast(m, t, y, origin, origin + times[rows], period=period,
                                           harmonics=self.spec.harmonics, gap=self.spec.gap,
                                           order=self.spec.orders.get(channel, 0), gp=self.spec.gp.get(channel),
-                                          smoothing_parameters=self.spec.smoothing.get(channel)))
+                                          smoothing_parameters=(self.spec.holt if m == "holt" else
+                                                                self.spec.smoothing).get(channel)))
                                  for m, period in pairs], axis=0)
         return out
 
 
+Smoothing = dict[str, tuple[float, float, float]]  # channel → (α, β, φ)
+
+
 def fitted_parameters(richest: dict[str, ChannelPast], first: float, periods: tuple[float, ...], gap: float, *,
-                      few: bool) -> tuple[dict[str, GPSpec], dict[str, tuple[float, float, float]]]:
+                      few: bool) -> tuple[dict[str, GPSpec], Smoothing, Smoothing]:
     """Per channel, from its best-observed series' past before ``first`` (the first scored
     origin: the choice never sees its own future): the Gaussian process's kernel (``few``
-    series only) and the damped trend's smoothing parameters."""
+    series only), the damped trend's smoothing parameters and Holt's (``φ = 1``)."""
     kernels: dict[str, GPSpec] = {}
-    damped: dict[str, tuple[float, float, float]] = {}
+    damped: Smoothing = {}
+    linear: Smoothing = {}
     for channel, p in richest.items():
         t, y = p.before(first)
         spec = gp_forecast.fit(t, y, periods, gap) if few and len(t) >= 30 else None
         if spec is not None:
             kernels[channel] = spec
-        params = smoothing.fit(regular_grid(t, y, float(t[-1]), gap)) if len(t) >= 2 else None
+        grid = regular_grid(t, y, float(t[-1]), gap) if len(t) >= 2 else None
+        params = smoothing.fit(grid) if grid is not None else None
         if params is not None:
             damped[channel] = params
-    return kernels, damped
+        params = smoothing.fit(grid, damped=False) if grid is not None else None
+        if params is not None:
+            linear[channel] = params
+    return kernels, damped, linear
 
 
 def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes: dict[str, pd.DataFrame],
@@ -547,7 +569,7 @@ def choose_offsets(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], e
             orders[channel] = ar_order(p.t[-MAX_PAST:], p.y[-MAX_PAST:], gap, longest)
     by_time = sorted(episodes, key=lambda m: (origins[m][1], m))
     scored = by_time[len(by_time) // 2:] if len(by_time) >= 2 * MIN_SCORED_ORIGINS else by_time
-    kernels, damped = fitted_parameters(richest, origins[scored[0]][1] if scored else np.inf, periods, gap,
+    kernels, damped, linear = fitted_parameters(richest, origins[scored[0]][1] if scored else np.inf, periods, gap,
                                          few=frame["series_id"].nunique() <= gp_forecast.MAX_SERIES)
     records: dict[str, list[tuple[dict[tuple[str, float], np.ndarray], np.ndarray]]] = {}
     # scored on the later half of the origins given (``scored``): the nearest to what is
@@ -565,12 +587,12 @@ def choose_offsets(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], e
                 continue
             tq, yq = q["time"].to_numpy(np.float64), q["value"].to_numpy(np.float64)
             order, kernel = orders.get(str(channel), 0), kernels.get(str(channel))
-            params = damped.get(str(channel))
-            extra = ([("autoregressive", 0.0)] if order else []) + ([("gp", 0.0)] if kernel else []) + (
-                [("damped_trend", 0.0)] if params else [])
+            params = {"damped_trend": damped.get(str(channel)), "holt": linear.get(str(channel))}
+            extra = ([("autoregressive", 0.0)] if order else []) + ([("gp", 0.0)] if kernel else []) + [
+                (m, 0.0) for m, v in params.items() if v]
             preds = {(method, period): bounded(t, y, forecast(method, t, y, origin, tq, period=period,
                                                               harmonics=periods, gap=gap, order=order, gp=kernel,
-                                                              smoothing_parameters=params))
+                                                              smoothing_parameters=params.get(method)))
                      for method, period in names + extra}
             records.setdefault(str(channel), []).append((preds, yq))
     methods, chosen_periods, members, scores = {}, {}, {}, {}
@@ -597,4 +619,5 @@ def choose_offsets(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], e
     return BaseForecastSpec(methods, chosen_periods, tuple(periods), float(gap),
                             {c: orders.get(c, 0) for c in methods}, members, scores,
                             {c: kernels[c] for c in methods if c in kernels},
-                            {c: damped[c] for c in methods if c in damped})
+                            {c: damped[c] for c in methods if c in damped},
+                            {c: linear[c] for c in methods if c in linear})

@@ -7,7 +7,8 @@ The additive damped trend (Gardner & McKenzie 1985; ETS(A,Ad,N) without its nois
     ŷ_{t+h} = ℓ_t + (φ + φ² + … + φ^h) b_t
 
 started at ``ℓ_0 = y_0, b_0 = y_1 − y_0``. It carries a recent trend (a recovery after a
-recession) where a global line or a level cannot, and damps it over long horizons. The
+recession) where a global line or a level cannot, and damps it over long horizons; with
+``φ = 1`` it is Holt's linear trend, ETS(A,A,N), which carries the trend undamped. The
 smoothing parameters are picked once per channel, on a grid, by the one-step squared error
 over the channel's past (vectorised over the grid); every origin then runs the recursion
 over its own past with them fixed. ``statsmodels``' ``Holt(damped_trend=True)`` is the
@@ -54,13 +55,14 @@ def run(z: np.ndarray, alpha: np.ndarray, beta: np.ndarray, phi: np.ndarray) -> 
     return level, trend, sse
 
 
-def fit(z: np.ndarray) -> tuple[float, float, float] | None:
+def fit(z: np.ndarray, *, damped: bool = True) -> tuple[float, float, float] | None:
     """The grid's ``(α, β, φ)`` with the least one-step squared error over ``z`` (n,), a
-    regular grid of the past, oldest first; None when shorter than ``MIN_STEPS``."""
+    regular grid of the past, oldest first (``damped=False``: ``φ = 1``, Holt's linear
+    trend); None when shorter than ``MIN_STEPS``."""
     z = np.asarray(z, np.float64)[-MAX_STEPS:]
     if len(z) < MIN_STEPS or not np.all(np.isfinite(z)):
         return None
-    grid = np.array(list(itertools.product(ALPHAS, BETAS, PHIS)), np.float64)
+    grid = np.array(list(itertools.product(ALPHAS, BETAS, PHIS if damped else (1.0,))), np.float64)
     _, _, sse = run(z, grid[:, 0], grid[:, 1], grid[:, 2])
     best = grid[int(np.argmin(sse))]  # ties: the first, i.e. the smallest α, β, φ
     return float(best[0]), float(best[1]), float(best[2])
