@@ -354,8 +354,12 @@ class _Stop(Exception):
     pass
 
 
+ALL_ORIGINS = False  # --origins all: the choice also sees the fit's own test origins (the latest)
+
+
 def capture(case, train: pd.DataFrame, test: pd.DataFrame) -> dict:
-    """The fit's offset choice, its inputs and scaler; the fit stopped right after it."""
+    """The fit's offset choice, its inputs and scaler; the fit stopped right after it (with
+    ``ALL_ORIGINS``: made as if the fit's test origins were calibration ones)."""
     from levy_core import LevyForecaster
     from levy_core.pipeline import recipe
     got: dict = {}
@@ -367,6 +371,10 @@ def capture(case, train: pd.DataFrame, test: pd.DataFrame) -> dict:
         return got["spec"]
 
     def choose_base_forecast(builder, ids, split, scaler, user_frame, origin_of, season):
+        if ALL_ORIGINS:
+            import dataclasses
+            ids = list(dict.fromkeys(ids + builder.usable(split.test)))
+            split = dataclasses.replace(split, test=[])
         outer(builder, ids, split, scaler, user_frame, origin_of, season)
         got.update(scaler=scaler, user_frame=user_frame)
         raise _Stop
@@ -430,6 +438,14 @@ def study_fold(case, k: int) -> list[dict]:
                        for p, yq in rr) / count
 
         picks = {rule: select(mse, combined, ok, bool(ctx.periods)) for rule, ok in RULES.items()}
+        # the shipped rule judged by absolute error (what CRPS and MAE reward) instead of squared
+        mae = {key: sum(float(np.sum(np.abs(p[key] - yq))) for p, yq in rr) / count for key in keys}
+
+        def combined_abs(members, rr=rr, count=count):
+            return sum(float(np.sum(np.abs(np.mean([p[m] for m in members], axis=0) - yq)))
+                       for p, yq in rr) / count
+
+        picks["abs"] = select(mae, combined_abs, RULES["shipped"], bool(ctx.periods))
         shipped = ([tuple(m) for m in spec.members[channel]] if spec.methods[channel] == "combination"
                    else [(spec.methods[channel], spec.periods.get(channel, 0.0))])
         # held out: from the whole training part, the series' last time as the origin
@@ -510,7 +526,7 @@ def tables(rows: pd.DataFrame, reference: pd.DataFrame) -> list[str]:
     ratio = nmse.div(nmse["(shipped)"], axis=0)
     per_series = nmse.groupby(rows["series"], sort=False).mean()
     per_series = per_series.div(per_series["(shipped)"], axis=0).T[order]
-    rules = ["(shipped)", *[f"[{r}]" for r in RULES], "(hindsight best)"]
+    rules = ["(shipped)", *[f"[{r}]" for r in RULES], "[abs]", "(hindsight best)"]
     summary = pd.DataFrame({"geo. mean ratio": [float(np.exp(np.log(ratio[r]).mean())) for r in rules],
                             "wins": [int((ratio[r] < 1 - 1e-9).sum()) for r in rules],
                             "losses": [int((ratio[r] > 1 + 1e-9).sum()) for r in rules]}, index=rules)
@@ -549,6 +565,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the series studied without --only: the anchors or the development set (judge a "
                              "change on dev first, so that the anchors stay its test)")
     parser.add_argument("--ends", type=int, default=3)
+    parser.add_argument("--origins", choices=("fit", "all"), default="fit",
+                        help="the origins the choice is scored on: the fit's (its training and calibration ones) "
+                             "or all of them, its test origins too (the latest before the end)")
     parser.add_argument("--reference", type=Path,
                         default=anchors.REPO / "benchmarks" / "results" / "anchors_bands_2026-12-03.txt",
                         help="an anchors results file whose other rows' MAE is shown beside")
@@ -558,6 +577,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "squared normalised (se:) errors, scored-origin MSE (val:), picks")
     parser.add_argument("--header", default="", help="lines put first in --out (date, commit, load, command)")
     args = parser.parse_args(argv)
+    global ALL_ORIGINS
+    ALL_ORIGINS = args.origins == "all"
     rows = []
     for case in anchors.load_cases(args.only, which=args.set):
         for k in range(1, args.ends + 1):

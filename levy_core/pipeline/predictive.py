@@ -87,13 +87,16 @@ class Predictive:
         """The central band at ``level``: ``kind="gaussian"`` is ``mean ± z c·spread``,
         ``"conformal"`` the per-channel split-conformal band, ``"adaptive"`` the band of
         adaptive conformal inference after its walk over the test origins (a fit on rolling
-        origins, at the levels it walked: ``levy_core.calibration.over_time``); each (n,)."""
+        origins, at the levels it walked: ``levy_core.calibration.over_time``; where the walk
+        ended with more misses than its step absorbs, ACI's band would be infinite, and the
+        largest score it has seen is taken instead: a band as wide as the worst error of
+        the calibration and test origins); each (n,)."""
         if kind == "adaptive":
             aci = (self.adaptive or {}).get(str(level))
             if aci is None:
                 raise ValueError(f"no adaptive band at level {level} for {self.name}: fits on rolling origins walk "
                                  f"the levels {sorted(self.adaptive or {})}; use one of them or kind='conformal'")
-            lo, hi = aci.next_interval(self.mean, self.spread)
+            lo, hi = aci.next_interval(self.mean, self.spread, finite=True)  # a forecast never gets ±inf
         else:
             lo, hi = self.calibrator.interval(self.mean, self.spread, level, kind=kind, groups=self.channels)
         if original:

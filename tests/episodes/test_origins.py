@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from levy_core import pipeline
+from levy_core.calibration.adaptive import AdaptiveConformal
 from levy_core.cli.main import main
 from levy_core.data import DataError, from_frame
 from levy_core.episodes.origins import END, OriginClock, OriginPlan, plan_origins
@@ -134,6 +135,27 @@ def test_future_band_widens_and_keeps_the_level_past_the_training_range(drift) -
     # the series rises past anything the training episodes saw: the forecast stays up there
     train_max = obs.frame["value"].iloc[: int(0.6 * len(obs.frame))].max()
     assert fut["mean"].median() > train_max, "pulled back to the training range"
+
+
+@pytest.mark.slow
+def test_a_walk_that_ends_past_its_step_still_gives_the_forecast_a_finite_band(drift) -> None:
+    # ACI's α_t below 0 (more misses than γ absorbs) means an infinite band; a forecast takes
+    # the widest normalised error seen instead, never ±inf (a user got ±inf for a whole year)
+    obs, fitted = drift
+    walked = fitted.adaptive["levy"]["0.9"]
+    state = walked.to_dict() | {"alpha": -0.02}
+    fitted.adaptive["levy"]["0.9"] = AdaptiveConformal.from_dict(state)
+    try:
+        assert fitted.adaptive["levy"]["0.9"].next_is_infinite
+        fut = pipeline.predict_future(fitted, obs, 24.0, n_points=6)
+    finally:
+        fitted.adaptive["levy"]["0.9"] = walked
+    half = (fut["upper_adaptive"] - fut["lower_adaptive"]).to_numpy() / 2
+    assert np.isfinite(half).all() and (half > 0).all()
+    fut_walked = pipeline.predict_future(fitted, obs, 24.0, n_points=6)
+    ratio = half / ((fut_walked["upper_adaptive"] - fut_walked["lower_adaptive"]).to_numpy() / 2)
+    # the same σ at each query: the widest score seen over the walked state's quantile
+    np.testing.assert_allclose(ratio, max(walked.scores_) / walked.quantile(), rtol=1e-9)
 
 
 @pytest.fixture(scope="module")
