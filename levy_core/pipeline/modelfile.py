@@ -96,7 +96,7 @@ class FittedModel:
     def offset_description(self) -> str:
         """What the deterministic offset ``b(q)`` is, in words."""
         if self.base_forecast is not None:
-            return f"a classical forecaster chosen on the training origins ({self.base_forecast.describe()})"
+            return f"a classical forecaster chosen on the rolling origins ({self.base_forecast.describe()})"
         if self.model_config.season > 0:
             return f"the value one season ({self.model_config.season:g} h) before the query"
         rate = self.levy.backbone.revert_rate.tolist()

@@ -93,7 +93,7 @@ def test_forecast_on_one_series_shows_only_the_users_ids_and_clock():
     # the page says what the offset is, and in plain words when training did not improve on it
     show(at, PANELS[0])
     page = " ".join(rendered_texts(at)).replace("\\", "")  # markdown escapes
-    assert "offset: a classical forecaster chosen on the training origins" in page
+    assert "offset: a classical forecaster chosen on the rolling origins" in page
     note = res.fitted.training_note()
     assert (note is not None) == (res.fitted.training["levy"]["improves_on_offset"] is False)
     if note:

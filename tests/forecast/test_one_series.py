@@ -85,7 +85,7 @@ def test_the_cli_says_what_the_offset_is_and_warns_past_the_horizon(daily_cycle:
     assert main(["fit", str(data), "--task", "forecast", "--horizon", "12h", "--no-twin", "--epochs", "1",
                  "--out", str(model), "--quiet", "--nice", "0"]) == 0
     err = capsys.readouterr().err
-    assert "offset: a classical forecaster chosen on the training origins" in err
+    assert "offset: a classical forecaster chosen on the rolling origins" in err
     assert main(["predict", str(model), str(data), "--horizon", "3d", "--out", str(tmp_path / "p.csv")]) == 0
     err = capsys.readouterr().err
     assert "warning:" in err and "beyond the fitted horizon" in err and "Refit with --horizon 3d" in err
