@@ -31,9 +31,8 @@ The candidates, per channel (times in hours; ``o`` the origin, ``t_q`` the query
 * ``combination`` — the mean of the ``COMBINED`` candidates that score best.
 
 Candidate periods: :func:`levy_core.offsets.seasonality.candidate_periods`. :func:`choose` scores
-every candidate on the later half of the origins it is given (a fit gives all of its
-origins, the test ones too: :func:`levy_core.pipeline.recipe.choose_base_forecast`) and
-keeps, per channel, the one with the smallest squared error
+every candidate on the later half of the training and calibration origins (the latest
+before the test ones) and keeps, per channel, the one with the smallest squared error
 there; a candidate is kept over a simpler one (``METHODS`` is in order of complexity) only
 when its error is lower by more than ``SIMPLER_MARGIN``.
 """
@@ -540,8 +539,8 @@ def choose_offsets(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], e
     Parameters
     ----------
     frame : DataFrame
-        The user's observations that may be seen, normalised (columns series_id, channel,
-        time, value); each origin's candidates see only its past.
+        The user's observations that may be seen (before the first test origin), normalised
+        (columns series_id, channel, time, value).
     origins : dict of str to (str, float)
         Episode id → (user series id, origin hours).
     episodes : dict of str to DataFrame
