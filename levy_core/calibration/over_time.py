@@ -21,7 +21,8 @@ from levy_core.calibration.adaptive import AdaptiveConformal, AdaptiveResult
 from levy_core.calibration.calibrate import Calibrator
 from levy_core.metrics.checks import as_1d
 
-__all__ = ["ADAPTIVE_GAMMA", "ADAPTIVE_LEVELS", "GUARANTEE", "backtest", "fit_adaptive", "rolling_coverage", "walk"]
+__all__ = ["ADAPTIVE_GAMMA", "ADAPTIVE_LEVELS", "GUARANTEE", "backtest", "channel_scores", "channel_sigma",
+           "fit_adaptive", "rolling_coverage", "walk"]
 
 ADAPTIVE_LEVELS = (0.5, 0.8, 0.9, 0.95)
 # Gibbs & Candès use γ = 0.005 over thousands of steps; a series gives tens to hundreds of
@@ -32,15 +33,42 @@ GUARANTEE = ("adaptive conformal inference (Gibbs & Candès 2021) along the test
              "T origins the miss rate stays within (max(α, 1 − α) + γ)/(γT) of α, without exchangeability")
 
 
+def channel_sigma(calibrator: Calibrator, spread: np.ndarray, channels: np.ndarray) -> np.ndarray:
+    """The σ the adaptive walk divides by: each channel's calibrated ``c_g · max(σ̂, floor)``
+    (n,). Channels of one model can sit on very different raw scales — a channel whose
+    correction share is 0.05 has its ``σ̂`` shrunk 20× — and one ACI over them all pools their
+    scores: divided by ``c_g``, one channel's ``|y − ŷ| / σ`` means what another's does."""
+    return calibrator.predict_std(as_1d(spread, "spread"), np.asarray(channels).astype(str))
+
+
+def channel_scores(calibrator: Calibrator) -> tuple[np.ndarray, float]:
+    """The calibration scores of every channel on that common scale (each channel's split
+    conformal scores ÷ its ``c_g``), and the floor of the σ they go with."""
+    conformal, gaussian = calibrator.conformal, calibrator.scaled_gaussian
+    groups = conformal.group_scores_ or {}
+    if not groups:
+        scale = float(gaussian.scales_for(None, 0))
+        return conformal.scores_ / max(scale, 1e-300), conformal.sigma_floor_ * max(scale, 1e-300)
+    scales = {g: float(np.asarray(gaussian.scales_for(np.array([g]), 1)).ravel()[0]) for g in groups}
+    pooled = np.concatenate([groups[g] / max(scales[g], 1e-300) for g in groups])
+    return pooled, conformal.sigma_floor_ * max(min(scales.values()), 1e-300)
+
+
 def walk(calibrator: Calibrator, level: float, y: np.ndarray, mean: np.ndarray, spread: np.ndarray,
-         origin: np.ndarray, *, gamma: float = ADAPTIVE_GAMMA) -> tuple[AdaptiveConformal, AdaptiveResult]:
+         origin: np.ndarray, *, channels: np.ndarray | None = None,
+         gamma: float = ADAPTIVE_GAMMA) -> tuple[AdaptiveConformal, AdaptiveResult]:
     """ACI at ``level`` from ``calibrator``'s pooled split-conformal scores (and σ floor),
     walked over queries ``y, mean, spread`` (n,) in the order of their forecast ``origin``
-    (n,); the queries of one origin form one step. Returns the state after the walk and
-    the walk itself (bands in input order)."""
+    (n,); the queries of one origin form one step. With ``channels`` (n,), scores and σ are
+    each channel's calibrated ones (:func:`channel_sigma`): what a fit walks. Returns the
+    state after the walk and the walk itself (bands in input order)."""
     conformal = calibrator.conformal
-    aci = AdaptiveConformal(level, gamma).conformalize(conformal.scores_, sigma_floor=conformal.sigma_floor_)
-    result = aci.run(as_1d(y, "y"), as_1d(mean, "mean"), as_1d(spread, "spread"), order=as_1d(origin, "origin"))
+    if channels is None:
+        scores, floor, sigma = conformal.scores_, conformal.sigma_floor_, as_1d(spread, "spread")
+    else:
+        (scores, floor), sigma = channel_scores(calibrator), channel_sigma(calibrator, spread, channels)
+    aci = AdaptiveConformal(level, gamma).conformalize(scores, sigma_floor=floor)
+    result = aci.run(as_1d(y, "y"), as_1d(mean, "mean"), sigma, order=as_1d(origin, "origin"))
     return aci, result
 
 
@@ -57,7 +85,8 @@ def fit_adaptive(calibrators: dict[str, Calibrator | None], frame: pd.DataFrame,
         if cal is None or mean_col not in frame:
             continue
         out[key] = {str(level): walk(cal, level, y, frame[mean_col].to_numpy(np.float64),
-                                     frame[spread_col].to_numpy(np.float64), origin)[0] for level in levels}
+                                     frame[spread_col].to_numpy(np.float64), origin,
+                                     channels=frame["channel"].to_numpy())[0] for level in levels}
     return out
 
 
@@ -79,7 +108,7 @@ def backtest(calibrators: dict[str, Calibrator | None], frame: pd.DataFrame, ori
         mean, spread = frame[mean_col].to_numpy(np.float64), frame[spread_col].to_numpy(np.float64)
         report: dict = {"adaptive_coverage": {}, "adaptive_bound": {}, "adaptive_mean_width": {}, "gamma": ADAPTIVE_GAMMA}
         for level in levels:
-            _, res = walk(cal, level, y, mean, spread, origin)
+            _, res = walk(cal, level, y, mean, spread, origin, channels=frame["channel"].to_numpy())
             report["adaptive_coverage"][str(level)] = res.coverage
             report["adaptive_bound"][str(level)] = res.bound
             report["adaptive_mean_width"][str(level)] = res.mean_width

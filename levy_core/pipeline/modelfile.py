@@ -86,6 +86,8 @@ class FittedModel:
     last_value_calibration: Calibrator | None = None
     # origin mode: ACI state after the walk over the test origins, per method and level
     adaptive: dict[str, dict[str, AdaptiveConformal]] = field(default_factory=dict)
+    # whether that walk ran on each channel's calibrated σ (False: saved before, on the raw spread)
+    adaptive_by_channel: bool = False
     # per-channel training statistics new data are checked against (None: saved before they were recorded)
     drift: DriftReference | None = None
     # origin mode: the classical forecaster each channel's offset b(q) is (None: the last value / season)
@@ -134,7 +136,7 @@ class FittedModel:
         then MC-Dropout and the last-value baseline when the frame has their columns."""
         calibrators = {"levy": self.levy_calibration, "mc": self.mc_calibration,
                        "last_value": self.last_value_calibration}
-        return predictives(frame, calibrators, self.scaler, self.adaptive)
+        return predictives(frame, calibrators, self.scaler, self.adaptive, adaptive_by_channel=self.adaptive_by_channel)
 
     def prediction_range(self, times: np.ndarray) -> tuple[float, float]:
         """The span of time one series is predicted over, from its observation ``times`` (h):
@@ -177,6 +179,7 @@ class FittedModel:
             "last_value_calibration": self.last_value_calibration.to_dict() if self.last_value_calibration else None,
             "adaptive": {key: {level: aci.to_dict() for level, aci in by_level.items()}
                          for key, by_level in self.adaptive.items()},
+            "adaptive_by_channel": self.adaptive_by_channel,
             "drift": self.drift.to_dict() if self.drift is not None else None,
             "base_forecast": self.base_forecast.to_dict() if self.base_forecast is not None else None,
             "horizon_scale": self.horizon_scale.to_dict() if self.horizon_scale is not None else None,
@@ -305,6 +308,7 @@ def _from_meta(meta: dict[str, Any], path: Path) -> FittedModel:
         last_value_calibration=calibrator("last_value_calibration"),
         adaptive={str(key): {str(level): AdaptiveConformal.from_dict(state) for level, state in by_level.items()}
                   for key, by_level in (meta.get("adaptive") or {}).items()},
+        adaptive_by_channel=meta.get("adaptive_by_channel") is True,
         # absent from models saved before drift statistics were recorded: they still load
         drift=DriftReference.from_dict(meta["drift"], meta["channels"]) if meta.get("drift") is not None else None,
         base_forecast=(BaseForecastSpec.from_dict(meta["base_forecast"]) if meta.get("base_forecast") is not None

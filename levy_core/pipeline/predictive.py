@@ -21,6 +21,7 @@ import pandas as pd
 
 from levy_core.calibration.adaptive import AdaptiveConformal
 from levy_core.calibration.calibrate import Calibrator
+from levy_core.calibration.over_time import channel_sigma
 from levy_core.episodes.scaling import ChannelScaler
 
 __all__ = ["METHODS", "Method", "Predictive", "add_bands", "predictives", "to_original_units"]
@@ -72,6 +73,8 @@ class Predictive:
     channels: np.ndarray
     scaler: ChannelScaler
     adaptive: Mapping[str, AdaptiveConformal] | None = None  # origin mode: ACI after the test walk, by level
+    # the walk ran on each channel's calibrated σ (models saved before it: on the raw spread)
+    adaptive_by_channel: bool = False
 
     @property
     def name(self) -> str:
@@ -96,7 +99,8 @@ class Predictive:
             if aci is None:
                 raise ValueError(f"no adaptive band at level {level} for {self.name}: fits on rolling origins walk "
                                  f"the levels {sorted(self.adaptive or {})}; use one of them or kind='conformal'")
-            lo, hi = aci.next_interval(self.mean, self.spread, finite=True)  # a forecast never gets ±inf
+            sigma = channel_sigma(self.calibrator, self.spread, self.channels) if self.adaptive_by_channel else self.spread
+            lo, hi = aci.next_interval(self.mean, sigma, finite=True)  # a forecast never gets ±inf
         else:
             lo, hi = self.calibrator.interval(self.mean, self.spread, level, kind=kind, groups=self.channels)
         if original:
@@ -110,9 +114,11 @@ class Predictive:
 
 def predictives(frame: pd.DataFrame, calibrators: Mapping[str, Calibrator | None],
                 scaler: ChannelScaler,
-                adaptive: Mapping[str, Mapping[str, AdaptiveConformal]] | None = None) -> list[Predictive]:
+                adaptive: Mapping[str, Mapping[str, AdaptiveConformal]] | None = None, *,
+                adaptive_by_channel: bool = False) -> list[Predictive]:
     """The predictive of every method whose columns are in ``frame`` and whose calibrator
-    (``calibrators[method.key]``) is fitted, in the order of :data:`METHODS`."""
+    (``calibrators[method.key]``) is fitted, in the order of :data:`METHODS`
+    (``adaptive_by_channel``: the adaptive states were walked on each channel's calibrated σ)."""
     channels = frame["channel"].to_numpy()
     out = []
     for method in METHODS:
@@ -124,7 +130,7 @@ def predictives(frame: pd.DataFrame, calibrators: Mapping[str, Calibrator | None
             continue
         out.append(Predictive(method, frame[method.mean_column].to_numpy(np.float64),
                               frame[spread].to_numpy(np.float64), cal, channels, scaler,
-                              (adaptive or {}).get(method.key)))
+                              (adaptive or {}).get(method.key), adaptive_by_channel))
     return out
 
 

@@ -225,6 +225,7 @@ def walk_test_origins(fitted: FittedModel, builder: EpisodeBuilder, test_ids: li
     frame = observed_queries(fitted, builder, test_ids, mc_passes=mc_passes if fitted.twin is not None else 0)
     origin = frame["series_id"].map(origin_of).to_numpy(np.float64)
     fitted.adaptive = fit_adaptive({"levy": fitted.levy_calibration, "mc": fitted.mc_calibration}, frame, origin)
+    fitted.adaptive_by_channel = True
 
 
 def start_at_channel_means(model: LevyModel | SoftmaxTwin, data: FitData) -> LevyModel | SoftmaxTwin:

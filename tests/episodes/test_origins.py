@@ -18,6 +18,7 @@ from levy_core.cli.main import main
 from levy_core.data import DataError, from_frame
 from levy_core.episodes.origins import END, OriginClock, OriginPlan, plan_origins
 from levy_core.episodes.tasks import TaskConfig, make_origin_split, training_frame
+from levy_core.pipeline.modelfile import load_model
 from levy_core.training.train import TrainConfig
 
 PSEUDO_ID = re.compile(r"@(\d+|end)\b")
@@ -142,6 +143,7 @@ def test_a_walk_that_ends_past_its_step_still_gives_the_forecast_a_finite_band(d
     # ACI's α_t below 0 (more misses than γ absorbs) means an infinite band; a forecast takes
     # the widest normalised error seen instead, never ±inf (a user got ±inf for a whole year)
     obs, fitted = drift
+    assert fitted.adaptive_by_channel  # walked on each channel's calibrated σ
     walked = fitted.adaptive["levy"]["0.9"]
     state = walked.to_dict() | {"alpha": -0.02}
     fitted.adaptive["levy"]["0.9"] = AdaptiveConformal.from_dict(state)
@@ -156,6 +158,26 @@ def test_a_walk_that_ends_past_its_step_still_gives_the_forecast_a_finite_band(d
     ratio = half / ((fut_walked["upper_adaptive"] - fut_walked["lower_adaptive"]).to_numpy() / 2)
     # the same σ at each query: the widest score seen over the walked state's quantile
     np.testing.assert_allclose(ratio, max(walked.scores_) / walked.quantile(), rtol=1e-9)
+
+
+@pytest.mark.slow
+def test_the_adaptive_walks_scale_is_saved_and_a_model_saved_before_it_keeps_its_own(drift, tmp_path) -> None:
+    obs, fitted = drift
+    directory = fitted.save(tmp_path / "model")
+    assert load_model(directory).adaptive_by_channel
+    before = pipeline.predict_future(fitted, obs, 24.0, n_points=4)
+    meta_path = directory / "model.json"
+    meta = json.loads(meta_path.read_text())
+    del meta["adaptive_by_channel"]  # as a model saved before the walk ran on calibrated σ
+    meta_path.write_text(json.dumps(meta))
+    old = load_model(directory)
+    assert not old.adaptive_by_channel
+    # a model without the flag has its walk's state read with the raw spread, as it was walked:
+    # here (the flag taken off a new model) the band moves by the channel's scale c, so the flag
+    # is what decides which σ a saved walk is read with
+    raw = pipeline.predict_future(old, obs, 24.0, n_points=4)
+    assert np.isfinite(raw["upper_adaptive"]).all()
+    assert not np.allclose(raw["upper_adaptive"], before["upper_adaptive"])
 
 
 @pytest.fixture(scope="module")
