@@ -419,24 +419,16 @@ class AdaptiveConformal:
                       finite: bool = False) -> tuple[FloatArray, FloatArray]:
         """The band ``(lower, upper)``, shape (n,) each, for new queries ``mean``, ``sigma``
         (n,) after the last step (a forecast beyond the data): all share the current ``α_t``,
-        as one step would; nothing is updated. Infinite where ``α_t`` gives an infinite
-        band (the paper's answer after more misses than the step absorbs), unless
-        ``finite``: then the largest score seen (calibration and walked steps alike) — the
-        band that would have covered every error so far; ``ŷ`` (empty band) if ``α_t >= 1``."""
+        as one step would; nothing is updated. Infinite where ``α_t`` gives an infinite band
+        (more misses than the step absorbs), unless ``finite``: then the largest score seen,
+        the band that would have covered every error so far; ``ŷ`` (empty) if ``α_t >= 1``."""
         pool = self._require_fitted()
         mu = checks.as_1d(mean, "mean")
         s = _floored_sigma(checks.check_sigma(sigma), self.sigma_floor_)
         checks.same_length(mean=mu, sigma=s)
         q = pool.quantile(self.alpha_)
-        if finite and math.isinf(q):
-            q = pool.sorted[-1] if pool.sorted else math.inf
-        half = q * s
+        half = (pool.sorted[-1] if finite and math.isinf(q) and pool.sorted else q) * s
         return mu - half, mu + half
-
-    @property
-    def next_is_infinite(self) -> bool:
-        """Whether :meth:`next_interval` (without ``finite``) gives an infinite band."""
-        return math.isinf(self._require_fitted().quantile(self.alpha_))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready state: parameters, ``α_t``, step count, floor and the pool in time order."""
