@@ -180,17 +180,23 @@ def _elnino(drop: float = 0.0) -> Case:
     return Case(name, title, frame, pd.DateOffset(months=12), "12mo", pd.DateOffset(months=1), YEAR)
 
 
-def _sf_temps(drop: float = 0.0) -> Case:
+def _hourly_temps(dataset: str, name: str, city: str, drop: float, seed: int) -> Case:
+    """The last 60 days of 2010 of a vega_datasets hourly temperature series, 48 h ahead
+    (with ``drop``: that share of hours dropped, seeded)."""
     from vega_datasets import local_data
-    d = local_data.sf_temps()
+    d = local_data(dataset)
     d = d[d["date"] > d["date"].max() - pd.Timedelta(days=60)]
     frame = _frame(d["date"], d["temp"], "temp")
-    name, title = "sf-temps", "San Francisco temperature (hourly, last 60 days of 2010)"
+    title = f"{city} temperature (hourly, last 60 days of 2010)"
     if drop:
-        frame, name, title = (_drop(frame, drop, 31), "sf-temps-30",
-                              "San Francisco temperature (hourly, 30 % dropped)")
+        frame, name, title = (_drop(frame, drop, seed), f"{name}-{round(drop * 100)}",
+                              f"{city} temperature (hourly, {drop:.0%} dropped)".replace("%", " %"))
     return Case(name, title, frame, pd.DateOffset(hours=48), "48h", pd.DateOffset(hours=1),
                 pd.Timedelta(hours=24))
+
+
+def _sf_temps(drop: float = 0.0) -> Case:
+    return _hourly_temps("sf-temps", "sf-temps", "San Francisco", drop, 31)
 
 
 def _seattle() -> Case:
@@ -230,16 +236,7 @@ CASES: dict[str, tuple[Callable[[], Case], tuple[str, ...]]] = {  # name: (build
 
 
 def _seattle_hourly(drop: float = 0.0) -> Case:
-    from vega_datasets import local_data
-    d = local_data("seattle-temps")
-    d = d[d["date"] > d["date"].max() - pd.Timedelta(days=60)]
-    frame = _frame(d["date"], d["temp"], "temp")
-    name, title = "seattle-hourly", "Seattle temperature (hourly, last 60 days of 2010)"
-    if drop:
-        frame, name, title = (_drop(frame, drop, 41), "seattle-hourly-30",
-                              "Seattle temperature (hourly, 30 % dropped)")
-    return Case(name, title, frame, pd.DateOffset(hours=48), "48h", pd.DateOffset(hours=1),
-                pd.Timedelta(hours=24))
+    return _hourly_temps("seattle-temps", "seattle-hourly", "Seattle", drop, 41)
 
 
 def _seattle_min(drop: float) -> Case:

@@ -1,6 +1,7 @@
 """benchmarks/anchors.py: the scores (Gaussian CRPS against properscoring, coverage and
-width), the trivial rows' per-lead spread, the end-point split, the skipped extras, and one
-tiny end-to-end run (no Prophet or statsforecast needed)."""
+width), the trivial rows' per-lead spread, the end-point split, the skipped extras, one
+tiny end-to-end run (no Prophet or statsforecast needed), every row's standings under the
+must-show's bars, and the development set kept apart from the anchors."""
 
 from __future__ import annotations
 
@@ -118,3 +119,26 @@ def test_tiny_end_to_end_run_prints_the_table(tmp_path: Path, capsys) -> None:
     assert anchors.main(["--tables-from", str(saved), "--out", str(out)]) == 0
     assert out.read_text().startswith(text)
     assert text in capsys.readouterr().out
+
+
+def test_standings_hold_every_row_to_the_same_bars_and_show_split_verdicts() -> None:
+    # two series, two ends; CRPS by (series, end): Lévy beats the GP on "a" at one end only
+    crps = {("a", 1): {"levy": 1.0, "gp": 2.0, "prophet": 3.0}, ("a", 2): {"levy": 3.0, "gp": 1.0, "prophet": 3.0},
+            ("b", 1): {"levy": 2.0, "gp": 1.0, "prophet": 0.5}, ("b", 2): {"levy": 2.0, "gp": 1.0, "prophet": 0.5}}
+    folds = pd.DataFrame([{"series": s, "end": e, "method": m, "crps": v, "mae": v, "coverage": 0.9, "width": 1.0,
+                           "seconds": 1.0, "n": 1} for (s, e), row in crps.items() for m, v in row.items()])
+    lines = anchors.standings(anchors.series_table(folds), folds)
+    table = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in lines
+             if line.startswith("| ") and "method" not in line and "series" not in line and "÷" not in line}
+    # means: a: Lévy 2.0, GP 1.5, Prophet 3.0; b: Lévy 2.0, GP 1.0, Prophet 0.5
+    assert table["Lévy"] == ["2", "0 of 2", "1 of 2", "0", f"{(2.0 / 1.5 + 2.0 / 0.5) / 2:.3f}"]
+    assert table["GP (sklearn)"][:3] == ["2", "–", "1 of 2"] and table["GP (sklearn)"][3] == "1"
+    assert table["Prophet"][1:4] == ["1 of 2", "–", "1"]
+    split = [line for line in lines if line.startswith("| a |")]
+    assert split == ["| a | 0.50 3.00 (split) | 0.33 1.00 |"]
+
+
+def test_the_development_set_is_separate_from_the_anchors() -> None:
+    assert not set(anchors.DEV_CASES) & set(anchors.CASES) and len(anchors.DEV_CASES) >= 10
+    with pytest.raises(SystemExit, match="unknown series"):
+        anchors.load_cases(["no-such-series"], lambda _: None)
