@@ -21,7 +21,6 @@ import pandas as pd
 
 from levy_core.calibration.adaptive import AdaptiveConformal
 from levy_core.calibration.calibrate import Calibrator
-from levy_core.calibration.over_time import channel_sigma
 from levy_core.episodes.scaling import ChannelScaler
 
 __all__ = ["METHODS", "Method", "Predictive", "add_bands", "predictives", "to_original_units"]
@@ -99,7 +98,7 @@ class Predictive:
             if aci is None:
                 raise ValueError(f"no adaptive band at level {level} for {self.name}: fits on rolling origins walk "
                                  f"the levels {sorted(self.adaptive or {})}; use one of them or kind='conformal'")
-            sigma = channel_sigma(self.calibrator, self.spread, self.channels) if self.adaptive_by_channel else self.spread
+            sigma = self.std() if self.adaptive_by_channel else self.spread  # the σ the walk ran on
             lo, hi = aci.next_interval(self.mean, sigma, finite=True)  # a forecast never gets ±inf
         else:
             lo, hi = self.calibrator.interval(self.mean, self.spread, level, kind=kind, groups=self.channels)
