@@ -22,7 +22,8 @@ elnino-30          elnino with a seeded 30 % of months dropped                 1
 sf-temps-30        sf-temps with a seeded 30 % of hours dropped                48 h
 =================  ==========================================================  =======
 
-End points: the k-th fit (k = 1 … ``--ends``) sees the data up to and including
+End points: the k-th fit (k = 1 … ``--ends``; ``--first-end K`` starts at K, for windows
+earlier than the usual three) sees the data up to and including
 ``end_k = last time − k·H`` and is scored at the true date-times of the points in
 ``(end_k, end_k + H]``.
 
@@ -798,9 +799,12 @@ def warm_up(methods: Sequence[str]) -> None:
 
 def run(cases: Sequence[Case], methods: Sequence[str] = METHODS, ends: int = 3, epochs: int | None = None,
         say: Callable[[str], None] = print, warm: bool = True,
-        save_dir: Path | None = None) -> tuple[pd.DataFrame, list[str]]:
-    """Every method on every case and end point; returns the per-query predictions
-    (series, end, end_time, method, time, channel, y, mean, lo, hi, seconds) and the log."""
+        save_dir: Path | None = None, first_end: int = 1) -> tuple[pd.DataFrame, list[str]]:
+    """Every method on every case and end point ``first_end … first_end + ends − 1``; returns
+    the per-query predictions (series, end, end_time, method, time, channel, y, mean, lo, hi,
+    seconds) and the log."""
+    if first_end < 1 or ends < 1:
+        raise ValueError(f"first_end and ends must be at least 1, got {first_end} and {ends}")
     log_lines: list[str] = []
 
     def log(line: str) -> None:
@@ -816,7 +820,7 @@ def run(cases: Sequence[Case], methods: Sequence[str] = METHODS, ends: int = 3, 
             why = applicable(method, case)
             if why:
                 log(f"{case.name}: {LABELS[method]} not run: {why}")
-        for k in range(1, ends + 1):
+        for k in range(first_end, first_end + ends):
             train, test, end = split(case, k)
             if test.empty or train.empty:
                 log(f"{case.name} end {k}: no {'held-out' if test.empty else 'training'} points, skipped")
@@ -860,6 +864,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--set", choices=tuple(SETS), default="anchors",
                         help="the series run without --only: the anchors (the must-show) or the development set")
     parser.add_argument("--ends", type=int, default=3, help="rolling end points, one horizon apart")
+    parser.add_argument("--first-end", type=int, default=1, metavar="K",
+                        help="the first end point: K > 1 runs earlier windows (ends K … K + ends − 1)")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--epochs", type=int, default=None, help="passed to LevyForecaster (default: its own)")
     parser.add_argument("--out", type=Path, default=None, help="also write the tables and the log here")
@@ -878,7 +884,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"threads: {args.threads}; python {sys.version.split()[0]}; pandas {pd.__version__}")
         cases = load_cases(args.only, say, args.set)
         predictions, log_lines = run(cases, args.methods, args.ends, args.epochs, say=say,
-                                     save_dir=args.save_predictions)
+                                     save_dir=args.save_predictions, first_end=args.first_end)
         if predictions.empty:
             print("nothing was run")
             return 1
