@@ -22,13 +22,34 @@ from levy_core.calibration.calibrate import Calibrator
 from levy_core.metrics.checks import as_1d
 
 __all__ = ["ADAPTIVE_GAMMA", "ADAPTIVE_LEVELS", "GUARANTEE", "backtest", "channel_scores", "channel_sigma",
-           "fit_adaptive", "rolling_coverage", "walk"]
+           "fit_adaptive", "origin_gamma", "rolling_coverage", "walk"]
 
 ADAPTIVE_LEVELS = (0.5, 0.8, 0.9, 0.95)
 # Gibbs & Candès use γ = 0.005 over thousands of steps; a series gives tens to hundreds of
-# test origins, where a step that small never moves α. At γ = 0.05 the bound is 20 / T
-# (level 0.9): it binds from a few hundred origins on and α reacts within ~20 origins.
+# forecasts, where a step that small never moves α. At γ = 0.05 per independent forecast
+# (one horizon of origins, see origin_gamma) α reacts within ~20 of them.
 ADAPTIVE_GAMMA = 0.05
+
+
+def origin_gamma(plan: dict[str, float] | None) -> float:
+    """ACI's step for a walk over rolling origins ``plan`` (``stride`` and ``horizon``, hours):
+    ``ADAPTIVE_GAMMA · min(1, stride / horizon)``.
+
+    Consecutive origins a stride apart forecast almost the same window: with a 24 h horizon
+    and origins every half hour, 48 of them share most of their queries, and one bad day is
+    48 misses in a row. ACI's update assumes a fresh miss indicator each step; walked at
+    ``γ = 0.05`` per origin, two neighbouring fits of one sensor ended at ``α_T`` = 0.18 and
+    0.01, and their forecasts' bands at 0.86 and 9.8 times the plain 90 % quantile. Scaled,
+    one horizon of origins moves ``α`` as one independent forecast would at ``γ``. With no
+    plan (or origins a horizon or more apart) the step is ``ADAPTIVE_GAMMA``."""
+    if not plan:
+        return ADAPTIVE_GAMMA
+    stride, horizon = float(plan.get("stride", 0.0)), float(plan.get("horizon", 0.0))
+    if not (stride > 0 and horizon > 0 and np.isfinite(stride) and np.isfinite(horizon)):
+        return ADAPTIVE_GAMMA
+    return ADAPTIVE_GAMMA * min(1.0, stride / horizon)
+
+
 GUARANTEE = ("adaptive conformal inference (Gibbs & Candès 2021) along the test origins: over any "
              "T origins the miss rate stays within (max(α, 1 − α) + γ)/(γT) of α, without exchangeability")
 
@@ -73,10 +94,12 @@ def walk(calibrator: Calibrator, level: float, y: np.ndarray, mean: np.ndarray, 
 
 
 def fit_adaptive(calibrators: dict[str, Calibrator | None], frame: pd.DataFrame, origin: np.ndarray, *,
-                 levels: tuple[float, ...] = ADAPTIVE_LEVELS) -> dict[str, dict[str, AdaptiveConformal]]:
+                 levels: tuple[float, ...] = ADAPTIVE_LEVELS,
+                 gamma: float = ADAPTIVE_GAMMA) -> dict[str, dict[str, AdaptiveConformal]]:
     """The post-walk ACI state of every method (``{"levy": …, "mc": …}``, keyed by level as
     text) over the test predictions ``frame`` (normalised columns, see
-    ``levy_core.pipeline.predictive.METHODS``) whose forecast origins are ``origin`` (n,)."""
+    ``levy_core.pipeline.predictive.METHODS``) whose forecast origins are ``origin`` (n,),
+    walked at step ``gamma`` (a fit passes :func:`origin_gamma` of its plan)."""
     from_columns = {"levy": ("mean_norm", "spread_norm"), "mc": ("mc_mean_norm", "mc_std_norm")}
     out: dict[str, dict[str, AdaptiveConformal]] = {}
     y = frame["y_norm"].to_numpy(np.float64)
@@ -86,12 +109,13 @@ def fit_adaptive(calibrators: dict[str, Calibrator | None], frame: pd.DataFrame,
             continue
         out[key] = {str(level): walk(cal, level, y, frame[mean_col].to_numpy(np.float64),
                                      frame[spread_col].to_numpy(np.float64), origin,
-                                     channels=frame["channel"].to_numpy())[0] for level in levels}
+                                     channels=frame["channel"].to_numpy(), gamma=gamma)[0] for level in levels}
     return out
 
 
 def backtest(calibrators: dict[str, Calibrator | None], frame: pd.DataFrame, origin: np.ndarray, *,
-             levels: tuple[float, ...] = ADAPTIVE_LEVELS) -> tuple[dict[str, dict], pd.DataFrame]:
+             levels: tuple[float, ...] = ADAPTIVE_LEVELS,
+             gamma: float = ADAPTIVE_GAMMA) -> tuple[dict[str, dict], pd.DataFrame]:
     """The ACI walk over the test predictions ``frame`` (normalised columns, origins
     ``origin`` (n,)) for each method, as ``evaluate`` reports it: per method
     ``{"adaptive_coverage": {level: …}, "adaptive_bound": {level: …},
@@ -106,9 +130,9 @@ def backtest(calibrators: dict[str, Calibrator | None], frame: pd.DataFrame, ori
         if cal is None or mean_col not in frame:
             continue
         mean, spread = frame[mean_col].to_numpy(np.float64), frame[spread_col].to_numpy(np.float64)
-        report: dict = {"adaptive_coverage": {}, "adaptive_bound": {}, "adaptive_mean_width": {}, "gamma": ADAPTIVE_GAMMA}
+        report: dict = {"adaptive_coverage": {}, "adaptive_bound": {}, "adaptive_mean_width": {}, "gamma": gamma}
         for level in levels:
-            _, res = walk(cal, level, y, mean, spread, origin, channels=frame["channel"].to_numpy())
+            _, res = walk(cal, level, y, mean, spread, origin, channels=frame["channel"].to_numpy(), gamma=gamma)
             report["adaptive_coverage"][str(level)] = res.coverage
             report["adaptive_bound"][str(level)] = res.bound
             report["adaptive_mean_width"][str(level)] = res.mean_width

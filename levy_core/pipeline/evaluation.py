@@ -18,7 +18,7 @@ import torch
 
 from levy_core import metrics
 from levy_core.calibration.coverage import coverage_check
-from levy_core.calibration.over_time import GUARANTEE, backtest
+from levy_core.calibration.over_time import GUARANTEE, backtest, origin_gamma
 from levy_core.data import DataError, Observations
 from levy_core.episodes.tasks import EpisodeBuilder
 from levy_core.model.levy_model import Batch
@@ -229,7 +229,8 @@ def evaluate(fitted: FittedModel, data: Observations | ModelData, *, mc_passes: 
     if fitted.split.mode == "origin":  # rolling origins: the band that holds over time, walked in time order
         origins = data.clock.origins
         walked, pred = backtest({"levy": fitted.levy_calibration, "mc": fitted.mc_calibration}, pred,
-                                np.array([origins[m][1] for m in pred["series_id"]], dtype=np.float64))
+                                np.array([origins[m][1] for m in pred["series_id"]], dtype=np.float64),
+                                gamma=origin_gamma(fitted.split.origin_plan))
         for key, name in (("levy", "levy"), ("mc", "mc_dropout")):
             if key in walked and name in result:
                 result[name].update(walked[key])

@@ -25,7 +25,7 @@ import torch
 
 from levy_core.calibration.calibrate import Calibrator
 from levy_core.calibration.horizon_scale import fit_horizon_scale
-from levy_core.calibration.over_time import fit_adaptive
+from levy_core.calibration.over_time import fit_adaptive, origin_gamma
 from levy_core.data import DataError, Observations
 from levy_core.data.drift import DriftReference, reference_from
 from levy_core.episodes.baselines import LastValueForecaster
@@ -224,7 +224,8 @@ def walk_test_origins(fitted: FittedModel, builder: EpisodeBuilder, test_ids: li
         return
     frame = observed_queries(fitted, builder, test_ids, mc_passes=mc_passes if fitted.twin is not None else 0)
     origin = frame["series_id"].map(origin_of).to_numpy(np.float64)
-    fitted.adaptive = fit_adaptive({"levy": fitted.levy_calibration, "mc": fitted.mc_calibration}, frame, origin)
+    fitted.adaptive = fit_adaptive({"levy": fitted.levy_calibration, "mc": fitted.mc_calibration}, frame, origin,
+                                   gamma=origin_gamma(fitted.split.origin_plan))
     fitted.adaptive_by_channel = True
 
 

@@ -1,7 +1,8 @@
 """benchmarks/anchors.py: the scores (Gaussian CRPS against properscoring, coverage and
-width), the trivial rows' per-lead spread, the end-point split, the skipped extras, one
-tiny end-to-end run (no Prophet or statsforecast needed), every row's standings under the
-must-show's bars, and the development set kept apart from the anchors."""
+width), the trivial rows' per-lead spread, the end-point split (and --first-end's earlier
+windows), the skipped extras, one tiny end-to-end run (no Prophet or statsforecast needed),
+every row's standings under the must-show's bars, and the development set kept apart from
+the anchors."""
 
 from __future__ import annotations
 
@@ -101,6 +102,17 @@ def test_missing_packages_are_skipped_with_the_message(monkeypatch: pytest.Monke
     assert "skipping Prophet rows: the package no_such_package_for_prophet is not installed" in out
     assert "skipping AutoETS rows" in out and 'pip install -e ".[anchors]"' in out
     assert set(preds["method"]) == {"last"}
+
+
+def test_first_end_runs_the_earlier_windows_only() -> None:
+    case = anchors.synthetic_case(240)
+    preds, _ = anchors.run([case], ["last"], ends=2, first_end=4, warm=False)
+    assert sorted(preds["end"].unique()) == [4, 5]
+    for k, g in preds.groupby("end"):
+        end = case.frame["time"].max() - k * case.horizon
+        assert (g["end_time"] == end).all() and g["time"].gt(end).all() and g["time"].le(end + case.horizon).all()
+    with pytest.raises(ValueError, match="first_end"):
+        anchors.run([case], ["last"], ends=1, first_end=0, warm=False)
 
 
 def test_tiny_end_to_end_run_prints_the_table(tmp_path: Path, capsys) -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from levy_core import pipeline
 from levy_core.calibration.adaptive import AdaptiveConformal
+from levy_core.calibration.over_time import ADAPTIVE_GAMMA, origin_gamma
 from levy_core.cli.main import main
 from levy_core.data import DataError, from_frame
 from levy_core.episodes.origins import END, OriginClock, OriginPlan, plan_origins
@@ -145,7 +146,7 @@ def test_a_walk_that_ends_past_its_step_still_gives_the_forecast_a_finite_band(d
     obs, fitted = drift
     assert fitted.adaptive_by_channel  # walked on each channel's calibrated σ
     walked = fitted.adaptive["levy"]["0.9"]
-    state = walked.to_dict() | {"alpha": -0.02}
+    state = walked.to_dict() | {"alpha": -walked.gamma / 2}  # below 0: within ACI's reach [-γ, 1 + γ]
     fitted.adaptive["levy"]["0.9"] = AdaptiveConformal.from_dict(state)
     try:
         assert np.isinf(fitted.adaptive["levy"]["0.9"].quantile())
@@ -158,6 +159,16 @@ def test_a_walk_that_ends_past_its_step_still_gives_the_forecast_a_finite_band(d
     ratio = half / ((fut_walked["upper_adaptive"] - fut_walked["lower_adaptive"]).to_numpy() / 2)
     # the same σ at each query: the widest score seen over the walked state's quantile
     np.testing.assert_allclose(ratio, max(walked.scores_) / walked.quantile(), rtol=1e-9)
+
+
+@pytest.mark.slow
+def test_the_fit_walks_at_one_step_per_horizon_of_overlapping_origins(drift) -> None:
+    obs, fitted = drift
+    plan = fitted.split.origin_plan
+    assert plan["stride"] < plan["horizon"]  # consecutive origins share most of their window
+    for walked in fitted.adaptive["levy"].values():
+        assert walked.gamma == pytest.approx(ADAPTIVE_GAMMA * plan["stride"] / plan["horizon"])
+    assert origin_gamma(plan) < ADAPTIVE_GAMMA
 
 
 @pytest.mark.slow
