@@ -100,6 +100,16 @@ def guarantee_table(checks: pd.DataFrame, coverage_label: str = "coverage on the
     )
 
 
+def bound_text(bound: float, *, short: bool = False) -> str:
+    """ACI's long-run bound on the walk's miss rate, for people: ``± x points``, or that it
+    does not constrain the miss rate yet. With one step per horizon of overlapping origins
+    (``levy_core.calibration.over_time.origin_gamma``) a few horizons of test origins give a
+    bound above 100 %: true, and empty. ``short``: "none yet" alone (a metric's width)."""
+    if not 0 <= bound < 1:
+        return "none yet" if short else f"none yet (± {100 * bound:.0f} points)"
+    return f"± {100 * bound:.1f} points"
+
+
 def backtest_table(result: dict[str, Any]) -> pd.DataFrame:
     """The adaptive conformal walk over the test origins (``evaluate`` on rolling origins),
     per method and level: its long-run coverage, the bound Proposition 4.1 of Gibbs & Candès
@@ -114,7 +124,7 @@ def backtest_table(result: dict[str, Any]) -> pd.DataFrame:
                 "method": name,
                 "band": f"{100 * float(lvl):.0f} %",
                 "adaptive conformal: coverage": f"{100 * cov:.1f} %",
-                "long-run bound": f"± {100 * m['adaptive_bound'][lvl]:.1f} points",
+                "long-run bound": bound_text(m["adaptive_bound"][lvl]),
                 "adaptive: mean width (normalised)": f"{m['adaptive_mean_width'][lvl]:.3g}",
                 "split conformal: coverage": "–" if split is None else f"{100 * split:.1f} %",
             })

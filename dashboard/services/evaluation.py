@@ -14,12 +14,12 @@ import pandas as pd
 import streamlit as st
 from levy_dashboard import tables
 from levy_dashboard.fits import FitResult
-from levy_dashboard.tables import GUARANTEE_CAPTION, backtest_table, metrics_table
+from levy_dashboard.tables import GUARANTEE_CAPTION, backtest_table, bound_text, metrics_table
 
 from levy_core import pipeline
 from levy_core.serving.csv_safety import to_safe_csv
 
-__all__ = ["GUARANTEE_CAPTION", "backtest_table", "calibration_curves", "channel_coverage", "evaluation",
+__all__ = ["GUARANTEE_CAPTION", "backtest_table", "bound_text", "calibration_curves", "channel_coverage", "evaluation",
            "guarantee_table", "metrics_table", "prediction_csv", "ranking", "ranking_csv", "sampler_check",
            "timing_rows"]
 

@@ -25,9 +25,12 @@ def _summary(result: dict) -> None:
     c[0].metric("Test origins T", f"{lv['test_origins']}", help=f"step size γ = {lv['gamma']:g}")
     c[1].metric("Adaptive 90 % band: coverage", f"{100 * lv['adaptive_coverage']['0.9']:.1f} %",
                 help="Share of all test queries inside the band, walked oldest origin first.")
-    c[2].metric("Long-run bound", f"± {100 * lv['adaptive_bound']['0.9']:.1f} points",
+    bound = lv["adaptive_bound"]["0.9"]
+    c[2].metric("Long-run bound", services.evaluation.bound_text(bound, short=True),
                 help="(max(α, 1 − α) + γ)/(γT): how far the walk's miss rate may stray from 10 % "
-                "over these T origins, whatever the data do.")
+                f"over these T origins, whatever the data do (here {services.evaluation.bound_text(bound)}). "
+                "Origins closer than a horizon forecast nearly the same window, so γ counts one horizon "
+                "of them as one step: a few horizons of test origins bound nothing yet.")
     c[3].metric("Split conformal 90 %: coverage", f"{100 * lv['conformal_coverage']['0.9']:.1f} %",
                 help="Its guarantee assumes exchangeable episodes, which a drifting series is not.")
     st.caption(

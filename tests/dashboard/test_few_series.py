@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from dash_helpers import APP, SAMPLE_DIR, csv_frame, figure, show
-from levy_dashboard import report, services
+from levy_dashboard import report, services, tables
 from levy_dashboard.state import PANELS
 from streamlit.testing.v1 import AppTest
 
@@ -201,7 +201,7 @@ def test_backtest_panel_shows_both_methods_over_time_and_the_guarantee():
     res = services.fit.cached_fit(at.session_state["_fit_key"])
     result, _ = services.evaluation.evaluation(res.key, res, services.fit.default_mc_passes())
     assert metrics["Adaptive 90 % band: coverage"] == f"{100 * result['levy']['adaptive_coverage']['0.9']:.1f} %"
-    assert metrics["Long-run bound"] == f"± {100 * result['levy']['adaptive_bound']['0.9']:.1f} points"
+    assert metrics["Long-run bound"] == tables.bound_text(result["levy"]["adaptive_bound"]["0.9"], short=True)
     one = figure(at, "backtest_chart")
     assert {"adaptive conformal 90 % band", "split conformal 90 % band", "what happened"} <= {
         t.get("name") for t in one["data"]}

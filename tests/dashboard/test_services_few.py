@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from levy_dashboard import services, user_clock
+from levy_dashboard import services, tables, user_clock
 from levy_dashboard.fits import FitResult
 
 from levy_core import pipeline
@@ -91,6 +91,15 @@ def test_backtest_is_evaluate_and_rolling_coverage_in_the_users_clock(ores: FitR
     assert (one.context["time"] <= origins[-1]).all() and (one.queries["time"] > origins[-1]).all()
     table = services.evaluation.backtest_table(result)
     assert list(table["method"]) == ["Lévy"] * 4 + ["MC-Dropout"] * 4
+    assert table["long-run bound"].iloc[2] == tables.bound_text(result["levy"]["adaptive_bound"]["0.9"])
+
+
+def test_a_bound_above_one_is_said_to_bound_nothing_yet():
+    assert tables.bound_text(0.123) == "± 12.3 points"
+    assert tables.bound_text(14.6) == "none yet (± 1460 points)"
+    assert tables.bound_text(float("inf")).startswith("none yet")
+    assert tables.bound_text(14.6, short=True) == "none yet"
+    assert tables.bound_text(0.123, short=True) == "± 12.3 points"
 
 
 def test_queries_of_an_origin_map_back_to_its_episode(ores: FitResult):
