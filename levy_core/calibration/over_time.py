@@ -94,12 +94,12 @@ def walk(calibrator: Calibrator, level: float, y: np.ndarray, mean: np.ndarray, 
 
 
 def fit_adaptive(calibrators: dict[str, Calibrator | None], frame: pd.DataFrame, origin: np.ndarray, *,
-                 levels: tuple[float, ...] = ADAPTIVE_LEVELS,
-                 gamma: float = ADAPTIVE_GAMMA) -> dict[str, dict[str, AdaptiveConformal]]:
+                 gamma: float, levels: tuple[float, ...] = ADAPTIVE_LEVELS,
+                 ) -> dict[str, dict[str, AdaptiveConformal]]:
     """The post-walk ACI state of every method (``{"levy": …, "mc": …}``, keyed by level as
     text) over the test predictions ``frame`` (normalised columns, see
     ``levy_core.pipeline.predictive.METHODS``) whose forecast origins are ``origin`` (n,),
-    walked at step ``gamma`` (a fit passes :func:`origin_gamma` of its plan)."""
+    walked at step ``gamma`` (required: a fit passes :func:`origin_gamma` of its plan)."""
     from_columns = {"levy": ("mean_norm", "spread_norm"), "mc": ("mc_mean_norm", "mc_std_norm")}
     out: dict[str, dict[str, AdaptiveConformal]] = {}
     y = frame["y_norm"].to_numpy(np.float64)
@@ -114,10 +114,9 @@ def fit_adaptive(calibrators: dict[str, Calibrator | None], frame: pd.DataFrame,
 
 
 def backtest(calibrators: dict[str, Calibrator | None], frame: pd.DataFrame, origin: np.ndarray, *,
-             levels: tuple[float, ...] = ADAPTIVE_LEVELS,
-             gamma: float = ADAPTIVE_GAMMA) -> tuple[dict[str, dict], pd.DataFrame]:
-    """The ACI walk over the test predictions ``frame`` (normalised columns, origins
-    ``origin`` (n,)) for each method, as ``evaluate`` reports it: per method
+             gamma: float, levels: tuple[float, ...] = ADAPTIVE_LEVELS) -> tuple[dict[str, dict], pd.DataFrame]:
+    """The ACI walk at step ``gamma`` (the fit's own) over the test predictions ``frame``
+    (normalised columns, origins ``origin`` (n,)) for each method, as ``evaluate`` reports it: per method
     ``{"adaptive_coverage": {level: …}, "adaptive_bound": {level: …},
     "adaptive_mean_width": {level: …}, "test_origins": T, "gamma": γ}`` and a copy of
     ``frame`` with ``origin`` and each walked band at 90 % (``lower_adaptive_90`` … for

@@ -230,7 +230,7 @@ def evaluate(fitted: FittedModel, data: Observations | ModelData, *, mc_passes: 
         origins = data.clock.origins
         walked, pred = backtest({"levy": fitted.levy_calibration, "mc": fitted.mc_calibration}, pred,
                                 np.array([origins[m][1] for m in pred["series_id"]], dtype=np.float64),
-                                gamma=origin_gamma(fitted.split.origin_plan))
+                                gamma=walked_gamma(fitted))
         for key, name in (("levy", "levy"), ("mc", "mc_dropout")):
             if key in walked and name in result:
                 result[name].update(walked[key])
@@ -239,6 +239,16 @@ def evaluate(fitted: FittedModel, data: Observations | ModelData, *, mc_passes: 
             pred[column.removesuffix("_norm")] = fitted.scaler.inverse_value(pred[column].to_numpy(), channels)
         result["guarantee"] = GUARANTEE
     return result, pred
+
+
+def walked_gamma(fitted: FittedModel) -> float:
+    """The step the fit walked its test origins at (recorded in its ACI state): ``evaluate``
+    re-walks at it, so a model saved before the step was scaled by the origins' overlap
+    reports the walk its own band came from; :func:`origin_gamma` of its plan otherwise."""
+    for by_level in fitted.adaptive.values():
+        for state in by_level.values():
+            return float(state.gamma)
+    return origin_gamma(fitted.split.origin_plan)
 
 
 def sampler_check(fitted: FittedModel, data: Observations | ModelData, *, n_draws: int = 50,

@@ -19,6 +19,7 @@ from levy_core.cli.main import main
 from levy_core.data import DataError, from_frame
 from levy_core.episodes.origins import END, OriginClock, OriginPlan, plan_origins
 from levy_core.episodes.tasks import TaskConfig, make_origin_split, training_frame
+from levy_core.pipeline.evaluation import walked_gamma
 from levy_core.pipeline.modelfile import load_model
 from levy_core.training.train import TrainConfig
 
@@ -169,6 +170,18 @@ def test_the_fit_walks_at_one_step_per_horizon_of_overlapping_origins(drift) -> 
     for walked in fitted.adaptive["levy"].values():
         assert walked.gamma == pytest.approx(ADAPTIVE_GAMMA * plan["stride"] / plan["horizon"])
     assert origin_gamma(plan) < ADAPTIVE_GAMMA
+    # evaluate re-walks at the fit's own step; a model walked per origin (saved before the
+    # step was scaled) is re-walked at that step, so its report matches its own band
+    assert walked_gamma(fitted) == pytest.approx(origin_gamma(plan))
+    walked = fitted.adaptive["levy"]
+    fitted.adaptive["levy"] = {level: AdaptiveConformal.from_dict(aci.to_dict() | {"gamma": ADAPTIVE_GAMMA})
+                               for level, aci in walked.items()}
+    try:
+        assert walked_gamma(fitted) == ADAPTIVE_GAMMA
+        result, _ = pipeline.evaluate(fitted, obs, sampler_draws=0)
+        assert result["levy"]["gamma"] == ADAPTIVE_GAMMA
+    finally:
+        fitted.adaptive["levy"] = walked
 
 
 @pytest.mark.slow
