@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["FIRST_PEAK_SHARE", "MIN_AUTOCORRELATION", "MIN_PERIOD_GAPS", "NOISE_SE", "autocorrelation",
-           "candidate_periods", "detect_season", "false_alarm", "periodogram_peak",
+           "calendar_power", "candidate_periods", "detect_season", "false_alarm", "periodogram_peak",
            "snap_to_calendar"]
 
 MIN_AUTOCORRELATION = 0.2  # below this the repetition is too weak to forecast from
@@ -32,6 +32,7 @@ MAX_GRID = 20_000  # grid points per channel (coarser grids beyond)
 CALENDAR = (24.0, 168.0, 365.2425 * 24)  # a day, a week, a year (hours): tried wherever the data resolve them
 MIN_SAMPLES_PER_PERIOD = 4  # a period spans at least this many sampling intervals
 MAX_PERIODS = 3
+CALENDAR_HARMONICS = 3  # a calendar period is tried where its fundamental or one of these harmonics shows
 FALSE_ALARM = 0.01  # a periodogram peak is a period when noise would rise this high this rarely
 GRID_PER_PERIOD = 100  # grid cells over the longest period looked for
 CALENDAR_PERIODS = (1.0, 12.0, 24.0, 168.0, 365.2425 * 24 / 12, 365.2425 * 24)  # hour … month, year
@@ -143,6 +144,31 @@ def periodogram_peak(times: np.ndarray, values: np.ndarray, gap: float) -> tuple
     return float(periods[best]), float(power[best])
 
 
+def calendar_power(times: np.ndarray, values: np.ndarray, period: float) -> float | None:
+    """The normalised Lomb–Scargle power of one channel (after a linear trend is removed)
+    at a calendar ``period`` (hours) fixed in advance, or None when neither it nor its
+    first ``CALENDAR_HARMONICS − 1`` harmonics rise above what white noise gives with
+    probability ``FALSE_ALARM`` (Bonferroni over the harmonics tried).
+
+    A calendar period is a hypothesis, not a finding: a week in daily temperatures or a
+    year in seasonally adjusted figures carries no variance, and its Fourier terms and
+    seasonal candidates would only fit noise. A weekday pattern (a square wave) shows at
+    its fundamental or at a harmonic; testing a few covers both."""
+    from scipy.signal import lombscargle
+
+    if times.size < 16:
+        return None
+    t = times - times.mean()
+    y = values - np.polyval(np.polyfit(t, values, 1), t)
+    if not np.var(y) > 0:
+        return None
+    freqs = 2 * np.pi * np.arange(1, CALENDAR_HARMONICS + 1) / period
+    power = np.clip(np.atleast_1d(lombscargle(t, y, freqs, normalize=True)), 0.0, 1.0)
+    # one frequency fixed in advance: P(z > p) = (1 − p)^((n − 3)/2) (Scargle 1982)
+    chance = CALENDAR_HARMONICS * (1.0 - power) ** max((times.size - 3) / 2, 0.5)
+    return float(power[0]) if chance.min() < FALSE_ALARM else None
+
+
 def false_alarm(power: float, n: int, span: float, shortest: float) -> float:
     """Probability that white noise gives a normalised Lomb–Scargle peak at least ``power``
     somewhere among the about ``span / shortest`` independent frequencies searched
@@ -155,10 +181,12 @@ def false_alarm(power: float, n: int, span: float, shortest: float) -> float:
 
 def candidate_periods(frame: pd.DataFrame) -> tuple[float, ...]:
     """The periods (hours) worth trying on ``frame`` (columns series_id, channel, time,
-    value): the calendar periods its sampling and span resolve, and each channel's strongest
+    value): the calendar periods its sampling and span resolve and its values show
+    (:func:`calendar_power`), and each channel's strongest
     periodogram peak when it carries at least a tenth of the detrended variance, snapped to
     the calendar; at most ``MAX_PERIODS``, the strongest evidence first."""
     found: dict[float, float] = {}
+    unshown: set[float] = set()  # calendar periods resolved but not shown by the values
     for _, g in frame.groupby(["series_id", "channel"], sort=True):
         times, values = g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64)
         gap = median_gap(times)
@@ -167,10 +195,19 @@ def candidate_periods(frame: pd.DataFrame) -> tuple[float, ...]:
         span = float(times.max() - times.min())
         for p in CALENDAR:
             if p >= MIN_SAMPLES_PER_PERIOD * gap and span >= 2 * p:
-                found[p] = max(found.get(p, 0.0), 0.0)
+                power = calendar_power(times, values, p)
+                if power is not None:
+                    found[p] = max(found.get(p, 0.0), power)
+                else:
+                    unshown.add(p)
         peak = periodogram_peak(times, values, gap)
         if peak is not None and false_alarm(peak[1], len(times), span, MIN_SAMPLES_PER_PERIOD * gap) < FALSE_ALARM:
             p = snap_to_calendar(peak[0])
             found[p] = max(found.get(p, 0.0), peak[1])
+    # a week of hourly data is kept without a weekly signal of its own where the day is shown:
+    # its harmonics (the 7th is the day) carry a daily cycle that differs between weekdays
+    for p in unshown - set(found):
+        if any(q < p and abs(p / q - round(p / q)) < 1e-9 for q in found):
+            found[p] = 0.0
     ranked = sorted(found, key=lambda p: (-found[p], p))
     return tuple(float(p) for p in ranked[:MAX_PERIODS])

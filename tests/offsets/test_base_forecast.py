@@ -19,6 +19,7 @@ from levy_core.offsets.base_forecast import (
     false_alarm,
     forecast,
 )
+from levy_core.offsets.seasonality import calendar_power
 
 
 def frame_of(t: np.ndarray, y: np.ndarray, channel: str = "v", sid: str = "s") -> pd.DataFrame:
@@ -82,6 +83,37 @@ def test_calendar_periods_and_a_periodogram_peak_survive_missing_points() -> Non
     cycle = np.sin(2 * np.pi * np.arange(300) / 11) + rng.normal(0, 0.3, 300)
     found = candidate_periods(frame_of(years[keep[:300]], cycle[keep[:300]]))
     assert any(abs(p / (11 * 8766) - 1) < 0.05 for p in found), found
+
+
+def test_a_calendar_period_is_tried_only_where_the_values_show_it() -> None:
+    rng = np.random.default_rng(5)
+    days = np.arange(0.0, 3 * 365) * 24  # daily, three years, a tenth of the days dropped
+    days = days[rng.random(days.size) > 0.1]
+    yearly = 10 * np.sin(2 * np.pi * days / (365.2425 * 24)) + rng.normal(0, 2.0, days.size)
+    plain = candidate_periods(frame_of(days, yearly))
+    assert any(abs(p / (365.2425 * 24) - 1) < 0.01 for p in plain) and 168.0 not in plain, plain
+    weekend = np.where((days // 24) % 7 >= 5, -3.0, 0.0)  # a weekday pattern: a square wave
+    assert 168.0 in candidate_periods(frame_of(days, yearly + weekend))
+    hours = np.arange(0.0, 24 * 42)  # hourly, six weeks, a daily cycle and no weekly signal
+    daily = np.sin(2 * np.pi * hours / 24) + rng.normal(0, 0.3, hours.size)
+    assert calendar_power(hours, daily, 168.0) is None
+    # kept all the same: the week's harmonics carry a daily cycle that differs between weekdays
+    assert candidate_periods(frame_of(hours, daily))[:2] == (24.0, 168.0)
+
+
+def test_calendar_power_is_the_share_of_variance_a_least_squares_sinusoid_explains() -> None:
+    rng = np.random.default_rng(6)
+    t = np.sort(rng.uniform(0, 24 * 60, 400))  # irregular hours over 60 days
+    y = 0.02 * t + np.sin(2 * np.pi * t / 24 + 0.4) + rng.normal(0, 1.0, t.size)
+    power = calendar_power(t, y, 24.0)
+    tc = t - t.mean()
+    resid = y - np.polyval(np.polyfit(tc, y, 1), tc)
+    basis = np.column_stack([np.sin(2 * np.pi * tc / 24), np.cos(2 * np.pi * tc / 24)])
+    fit = basis @ np.linalg.lstsq(basis, resid, rcond=None)[0]
+    r2 = 1 - np.sum((resid - fit) ** 2) / np.sum(resid ** 2)
+    assert power == pytest.approx(r2, rel=1e-6)
+    assert calendar_power(t, rng.normal(size=t.size), 24.0) is None  # noise: not a period
+    assert calendar_power(t[:10], y[:10], 24.0) is None  # too few points to say
 
 
 def test_white_noise_has_no_period_beyond_the_calendar() -> None:
