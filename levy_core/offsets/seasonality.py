@@ -29,7 +29,7 @@ MIN_PERIOD_GAPS = 3  # a season spans at least this many sampling intervals
 FIRST_PEAK_SHARE = 0.8  # the first peak this close to the highest is the season
 NOISE_SE = 4.0  # standard errors of a white-noise autocorrelation a season must clear
 MAX_GRID = 20_000  # grid points per channel (coarser grids beyond)
-CALENDAR = (24.0, 168.0, 365.2425 * 24)  # a day, a week, a year (hours): tried wherever the data resolve them
+CALENDAR = (24.0, 168.0, 365.2425 * 24)  # a day, a week, a year (hours): tried where the data resolve and show them
 MIN_SAMPLES_PER_PERIOD = 4  # a period spans at least this many sampling intervals
 MAX_PERIODS = 3
 CALENDAR_HARMONICS = 3  # a calendar period is tried where its fundamental or one of these harmonics shows
@@ -122,6 +122,14 @@ def median_gap(times: np.ndarray) -> float:
     return float(np.median(gaps)) if gaps.size else 0.0
 
 
+def _detrended(times: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Centred times and the values less their least-squares line (the periodograms'
+    input: a trend would otherwise swamp the low frequencies); None for a constant."""
+    t = times - times.mean()
+    y = values - np.polyval(np.polyfit(t, values, 1), t)
+    return (t, y) if np.var(y) > 0 else None
+
+
 def periodogram_peak(times: np.ndarray, values: np.ndarray, gap: float) -> tuple[float, float] | None:
     """The strongest period (hours) of a Lomb–Scargle periodogram of one channel after a
     linear trend is removed, and its normalised power in [0, 1]; None when the span holds
@@ -134,10 +142,10 @@ def periodogram_peak(times: np.ndarray, values: np.ndarray, gap: float) -> tuple
     longest, shortest = span / 2, MIN_SAMPLES_PER_PERIOD * gap
     if not longest > shortest:
         return None
-    t = times - times.mean()
-    y = values - np.polyval(np.polyfit(t, values, 1), t)
-    if not np.var(y) > 0:
+    detrended = _detrended(times, values)
+    if detrended is None:
         return None
+    t, y = detrended
     periods = np.geomspace(shortest, longest, 1500)
     power = lombscargle(t, y, 2 * np.pi / periods, normalize=True)
     best = int(np.argmax(power))
@@ -156,12 +164,10 @@ def calendar_power(times: np.ndarray, values: np.ndarray, period: float) -> floa
     its fundamental or at a harmonic; testing a few covers both."""
     from scipy.signal import lombscargle
 
-    if times.size < 16:
+    detrended = _detrended(times, values) if times.size >= 16 else None
+    if detrended is None:
         return None
-    t = times - times.mean()
-    y = values - np.polyval(np.polyfit(t, values, 1), t)
-    if not np.var(y) > 0:
-        return None
+    t, y = detrended
     freqs = 2 * np.pi * np.arange(1, CALENDAR_HARMONICS + 1) / period
     power = np.clip(np.atleast_1d(lombscargle(t, y, freqs, normalize=True)), 0.0, 1.0)
     # one frequency fixed in advance: P(z > p) = (1 − p)^((n − 3)/2) (Scargle 1982)
@@ -182,9 +188,10 @@ def false_alarm(power: float, n: int, span: float, shortest: float) -> float:
 def candidate_periods(frame: pd.DataFrame) -> tuple[float, ...]:
     """The periods (hours) worth trying on ``frame`` (columns series_id, channel, time,
     value): the calendar periods its sampling and span resolve and its values show
-    (:func:`calendar_power`), and each channel's strongest
-    periodogram peak when it carries at least a tenth of the detrended variance, snapped to
-    the calendar; at most ``MAX_PERIODS``, the strongest evidence first."""
+    (:func:`calendar_power`, or a shown shorter period divides them), and each channel's
+    strongest periodogram peak where white noise rises that high with probability below
+    ``FALSE_ALARM`` (:func:`false_alarm`), snapped to the calendar; at most ``MAX_PERIODS``,
+    the strongest evidence first."""
     found: dict[float, float] = {}
     unshown: set[float] = set()  # calendar periods resolved but not shown by the values
     for _, g in frame.groupby(["series_id", "channel"], sort=True):
