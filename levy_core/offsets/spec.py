@@ -11,13 +11,14 @@ from levy_core.offsets import smoothing
 from levy_core.offsets.gp import GPSpec
 from levy_core.offsets.seasonality import MAX_PERIODS
 
-__all__ = ["COMBINED", "HARMONIC", "MAX_AR_ORDER", "METHODS", "SEASONAL", "BaseForecastSpec"]
+__all__ = ["COMBINED", "HARMONIC", "HARMONIC_AR", "MAX_AR_ORDER", "METHODS", "SEASONAL", "BaseForecastSpec"]
 
 # in order of complexity: a candidate is kept over a simpler one only when it is clearly better
 METHODS = ("last", "level", "drift", "damped_trend", "holt", "seasonal", "seasonal_drift", "autoregressive", "harmonic_level", "harmonic",
-           "harmonic_recent", "gp", "combination")
+           "harmonic_recent", "harmonic_level_ar", "harmonic_ar", "harmonic_recent_ar", "gp", "combination")
 COMBINED = 3  # a combination averages this many of the best candidates
 HARMONIC = ("harmonic", "harmonic_level", "harmonic_recent")
+HARMONIC_AR = tuple(f"{m}_ar" for m in HARMONIC)  # the same, plus an AR(p) of their residuals
 SEASONAL = ("seasonal", "seasonal_drift")
 MAX_AR_ORDER = 30
 
@@ -143,6 +144,8 @@ class BaseForecastSpec:
                 what += f" (order {self.orders.get(channel, 0)})"
             elif method == "gp":
                 what = self._label(channel, method, 0.0)
+            elif method in HARMONIC_AR:
+                what = self._label(channel, method, 0.0)
             elif method in HARMONIC and not self.harmonics:
                 what = "trend" if method == "harmonic" else "recent trend"
             elif method in HARMONIC and self.harmonics:
@@ -155,6 +158,11 @@ class BaseForecastSpec:
             return f"{method} ({period:g} h)"
         if method == "autoregressive":
             return f"{method} (order {self.orders.get(channel, 0)})"
+        if method in HARMONIC_AR:
+            base = method.removesuffix("_ar")
+            shape = (("trend" if base == "harmonic" else "recent trend") if not self.harmonics else
+                     base + " (" + ", ".join(f"{p:g} h" for p in self.harmonics) + ")")
+            return f"{shape} + AR residuals"
         if method == "gp":
             kernel = self.gp.get(channel)
             periods = ", ".join(f"{p:g} h" for p in kernel.periods) if kernel else ""
