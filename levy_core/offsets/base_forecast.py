@@ -260,13 +260,25 @@ def _harmonic_ar(method: str, t: np.ndarray, y: np.ndarray, origin: float, tq: n
     """A ``HARMONIC`` candidate at ``tq`` (m,), without and with an AR(p) of its gridded
     residuals carried forward (regression with autoregressive errors; ``p`` by
     :func:`aic_order` at this origin): one fit for both."""
+    out, z = _harmonic_residuals(method, t, y, origin, tq, harmonics, gap)
+    ahead = None if z is None else _ar_ahead(z, _residual_ar_order(z), origin, tq, gap)
+    return out, (out if ahead is None else out + ahead)
+
+
+def _harmonic_residuals(method: str, t: np.ndarray, y: np.ndarray, origin: float, tq: np.ndarray,
+                        harmonics: tuple[float, ...], gap: float) -> tuple[np.ndarray, np.ndarray | None]:
+    """A ``HARMONIC`` candidate's forecast at ``tq`` and its residuals over the past it fitted
+    on a regular grid ending at ``origin`` (None where it fell back to a simpler forecast)."""
     fitted, out = _harmonic(method, t, y, origin, tq, harmonics, gap)
     if fitted is None:
-        return out, out
+        return out, None
     keep = len(fitted)
-    z = regular_grid(t[-keep:], y[-keep:] - fitted, origin, gap)
-    ahead = _ar_ahead(z, aic_order(z, min(MAX_AR_ORDER, len(z) // 10)), origin, tq, gap)
-    return out, (out if ahead is None else out + ahead)
+    return out, regular_grid(t[-keep:], y[-keep:] - fitted, origin, gap)
+
+
+def _residual_ar_order(z: np.ndarray) -> int:
+    """The residual AR's order: :func:`aic_order` up to ``MAX_AR_ORDER``, a tenth of the points."""
+    return aic_order(z, min(MAX_AR_ORDER, len(z) // 10))
 
 
 def regular_grid(t: np.ndarray, y: np.ndarray, origin: float, gap: float) -> np.ndarray:
@@ -282,18 +294,24 @@ def ar_order(t: np.ndarray, y: np.ndarray, gap: float, longest: float) -> int:
     and a step (at most ``MAX_AR_ORDER``, a tenth of the points); 0 when too short."""
     z = regular_grid(t, y, float(t[-1]), gap)
     top = min(MAX_AR_ORDER, len(z) // 10, max(3, int(round(longest / gap)) + 1))
-    aics = {p: _ar_aic(z, p) for p in range(1, top + 1)}
-    return min(aics, key=lambda p: (aics[p], p)) if aics else 0
+    best, best_aic = 0, np.inf
+    for p in range(1, top + 1):
+        lags = np.column_stack([z[p - j - 1:len(z) - j - 1] for j in range(p)])
+        target = z[p:]
+        x = np.column_stack([np.ones(len(target)), lags])
+        coef, *_ = np.linalg.lstsq(x, target, rcond=None)
+        rss = float(np.sum((target - x @ coef) ** 2))
+        aic = len(target) * np.log(max(rss / len(target), 1e-300)) + 2 * (p + 1)
+        if aic < best_aic:
+            best, best_aic = p, aic
+    return best
 
 
 def residual_order(t: np.ndarray, y: np.ndarray, periods: tuple[float, ...], gap: float) -> int:
     """The AR order the ``harmonic_ar`` candidate gives the residuals of the past ``(t, y)``
-    at its last time: :func:`aic_order` of the gridded residuals (0 when there are none)."""
-    fitted, _ = _harmonic("harmonic", t, y, float(t[-1]), t[-1:], periods, gap)
-    if fitted is None:
-        return 0
-    z = regular_grid(t, y - fitted, float(t[-1]), gap)
-    return aic_order(z, min(MAX_AR_ORDER, len(z) // 10))
+    at its last time (0 when there are none)."""
+    _, z = _harmonic_residuals("harmonic", t, y, float(t[-1]), t[-1:], periods, gap)
+    return 0 if z is None else _residual_ar_order(z)
 
 
 def aic_order(z: np.ndarray, top: int) -> int:
@@ -311,15 +329,6 @@ def aic_order(z: np.ndarray, top: int) -> int:
     rss = np.maximum(float(target @ target) - explained, 1e-300 * len(target))
     aic = len(target) * np.log(rss / len(target)) + 2 * np.arange(1, top + 2)
     return int(np.argmin(aic))  # the first minimum: ties go to the lower order
-
-
-def _ar_aic(z: np.ndarray, p: int) -> float:
-    """AIC of an AR(``p``) with intercept fitted by least squares to ``z``."""
-    target = z[p:]
-    x = np.column_stack([np.ones(len(target))] + [z[p - j - 1:len(z) - j - 1] for j in range(p)])
-    coef, *_ = np.linalg.lstsq(x, target, rcond=None)
-    rss = float(np.sum((target - x @ coef) ** 2))
-    return len(target) * np.log(max(rss / len(target), 1e-300)) + 2 * (p + 1)
 
 
 def _autoregressive(t: np.ndarray, y: np.ndarray, origin: float, tq: np.ndarray, *, order: int,
