@@ -507,6 +507,15 @@ def quiet_prophet() -> None:
 PROPHET_MAX_YEARS = 280
 
 
+def within_years(times: pd.Series, years: int) -> pd.Series:
+    """Which ``times`` lie less than ``years`` calendar years before the latest, by calendar
+    fields: subtracting the years from a date-time (or differencing two) leaves pandas'
+    nanosecond range before 1677 and past 292 years (the Nile ended in 1950 minus 280)."""
+    latest = times.max()
+    months = (latest.year - times.dt.year) * 12 + (latest.month - times.dt.month)
+    return months < years * 12
+
+
 def run_prophet(case: Case, train: pd.DataFrame, test: pd.DataFrame, end: pd.Timestamp,
                 log: Callable[[str], None]) -> pd.DataFrame:
     from prophet import Prophet
@@ -518,7 +527,7 @@ def run_prophet(case: Case, train: pd.DataFrame, test: pd.DataFrame, end: pd.Tim
             continue
         # Prophet differences date-times in nanoseconds, which overflow past 292 years: it
         # gets the latest 280 years of a longer series (sunspots since 1700), as a user would
-        recent = tr["time"] > tr["time"].max() - pd.DateOffset(years=PROPHET_MAX_YEARS)
+        recent = within_years(tr["time"], PROPHET_MAX_YEARS)
         if not recent.all():
             log(f"{case.name} end {end}: Prophet fitted on the last {PROPHET_MAX_YEARS} years "
                 f"({int(recent.sum())} of {len(tr)} points): its date arithmetic overflows beyond 292")

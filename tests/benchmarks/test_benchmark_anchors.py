@@ -154,3 +154,13 @@ def test_the_development_set_is_separate_from_the_anchors() -> None:
     assert not set(anchors.DEV_CASES) & set(anchors.CASES) and len(anchors.DEV_CASES) >= 10
     with pytest.raises(SystemExit, match="unknown series"):
         anchors.load_cases(["no-such-series"], lambda _: None)
+
+
+def test_prophet_window_counts_calendar_years_without_leaving_pandas_range() -> None:
+    # the Nile's second end point: 1871-1950; 1950 minus 280 years lies before pandas' 1677
+    nile = pd.Series(pd.to_datetime([f"{y}-07-01" for y in range(1871, 1951)]))
+    assert anchors.within_years(nile, anchors.PROPHET_MAX_YEARS).all()
+    # sunspots since 1700, ending 1997: the latest 280 years only (spanning more than 292)
+    spots = pd.Series(pd.to_datetime([f"{y}-07-01" for y in range(1700, 1998)]))
+    kept = spots[anchors.within_years(spots, anchors.PROPHET_MAX_YEARS)]
+    assert kept.dt.year.min() == 1997 - 279 and kept.dt.year.max() == 1997
