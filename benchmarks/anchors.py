@@ -657,7 +657,7 @@ def report(predictions: pd.DataFrame) -> str:
         for r in g.itertuples():
             lines.append(f"| {s} | {LABELS.get(r.method, r.method)} | {r.crps:.4g} | {r.crps / best:.3f} | "
                          f"{r.mae:.4g} | {r.coverage:.3f} | {r.width:.4g} | {r.seconds:.3g} | {r.ends} |")
-    lines += ["", *must_show(table, folds), "", *standings(table, folds)]
+    lines += ["", *must_show(table, folds), "", *standings(table, folds), "", *end_point_bootstrap(folds)]
     return "\n".join(lines)
 
 
@@ -704,6 +704,66 @@ def standings(table: pd.DataFrame, folds: pd.DataFrame) -> list[str]:
                 split = " (split)" if (r <= 1).any() and (r > 1).any() else ""
                 cells.append(" ".join(f"{v:.2f}" for v in r) + split)
             lines.append(f"| {series} | {cells[0]} | {cells[1]} |")
+    return lines
+
+
+def end_point_bootstrap(folds: pd.DataFrame, *, draws: int = 2000, seed: int = 0) -> list[str]:
+    """How firm the must-show's accuracy verdicts are, given which end points were drawn.
+
+    Each draw resamples every series' end points with replacement (the same end points for
+    every method: the comparison stays paired) and recomputes the per-series mean CRPS,
+    then the bars: on how many series Lévy is at or below the GP's and Prophet's CRPS, and
+    the median over series of Lévy's CRPS ÷ the best other row's (the GP's row held to the
+    same bar beside it). A verdict that flips in a large share of draws rests on the
+    windows, not on the methods.
+    """
+    crps = folds.pivot_table(index=["series", "end"], columns="method", values="crps", sort=False)
+    if "levy" not in crps or len(crps) < 2:
+        return []
+    rng = np.random.default_rng(seed)
+    methods = list(crps.columns)
+    means = []  # per series: (draws, methods) mean CRPS over the resampled end points
+    names = []
+    for series, g in crps.groupby(level="series", sort=False):
+        values = g.to_numpy(np.float64)  # (ends, methods)
+        picks = rng.integers(0, len(values), size=(draws, len(values)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a row that never ran on a series: NaN
+            means.append(np.nanmean(values[picks], axis=1))
+        names.append(series)
+    boot = np.stack(means, axis=1)  # (draws, series, methods)
+    col = {m: i for i, m in enumerate(methods)}
+    lines = [f"End-point bootstrap ({draws} draws of each series' end points, paired across methods):",
+             "| bar | as run | 5 % – 95 % of draws | share of draws meeting it |", "|---|---|---|---|"]
+    levy = boot[:, :, col["levy"]]
+    for other in ("gp", "prophet"):
+        if other not in col:
+            continue
+        rival = boot[:, :, col[other]]
+        ran = ~np.isnan(rival[0]) & ~np.isnan(levy[0])
+        wins = (levy[:, ran] <= rival[:, ran]).sum(axis=1)
+        need = math.ceil(2 * int(ran.sum()) / 3)
+        seen = int((crps["levy"].groupby(level="series", sort=False).mean()
+                    <= crps[other].groupby(level="series", sort=False).mean())[np.array(names)[ran]].sum())
+        lines.append(f"| Lévy CRPS ≤ {LABELS[other]}'s (of {int(ran.sum())}; need ≥ {need}) | {seen} | "
+                     f"{np.percentile(wins, 5):.0f} – {np.percentile(wins, 95):.0f} | {np.mean(wins >= need):.2f} |")
+    for m in ("levy", "gp"):
+        if m not in col:
+            continue
+        others = np.delete(boot, col[m], axis=2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ratio = boot[:, :, col[m]] / np.nanmin(others, axis=2)
+            median = np.nanmedian(ratio, axis=1)
+            seen = float(np.nanmedian(crps[m].groupby(level="series", sort=False).mean().to_numpy()
+                                      / np.nanmin(crps.drop(columns=m).groupby(level="series", sort=False)
+                                                  .mean().to_numpy(), axis=1)))
+        lines.append(f"| median CRPS ÷ best other row, {LABELS.get(m, m)} (need ≤ 1.0) | {seen:.3f} | "
+                     f"{np.percentile(median, 5):.3f} – {np.percentile(median, 95):.3f} | {np.mean(median <= 1.0):.2f} |")
+    if "gp" in col:
+        share = np.mean(levy <= boot[:, :, col["gp"]], axis=0)
+        lines += ["", "Share of draws in which Lévy's CRPS is at or below the GP's, per series: "
+                  + ", ".join(f"{n} {v:.2f}" for n, v in zip(names, share, strict=True))]
     return lines
 
 

@@ -164,3 +164,28 @@ def test_prophet_window_counts_calendar_years_without_leaving_pandas_range() -> 
     spots = pd.Series(pd.to_datetime([f"{y}-07-01" for y in range(1700, 1998)]))
     kept = spots[anchors.within_years(spots, anchors.PROPHET_MAX_YEARS)]
     assert kept.dt.year.min() == 1997 - 279 and kept.dt.year.max() == 1997
+
+
+def _folds(crps: dict) -> pd.DataFrame:
+    return pd.DataFrame([{"series": s, "end": e, "method": m, "crps": v, "mae": v, "coverage": 0.9, "width": 1.0,
+                          "seconds": 1.0, "n": 1} for (s, e), row in crps.items() for m, v in row.items()])
+
+
+def test_end_point_bootstrap_is_paired_and_shows_how_often_a_verdict_flips() -> None:
+    # "a": Lévy below the GP at every end (the verdict holds in every draw); "b": Lévy below
+    # at one end of two, by less than it loses at the other (it holds only in the draws that
+    # pick that end twice: a quarter of them)
+    crps = {("a", 1): {"levy": 1.0, "gp": 2.0, "prophet": 3.0}, ("a", 2): {"levy": 5.0, "gp": 6.0, "prophet": 7.0},
+            ("b", 1): {"levy": 1.0, "gp": 1.5, "prophet": 0.5}, ("b", 2): {"levy": 3.0, "gp": 1.0, "prophet": 0.5}}
+    lines = anchors.end_point_bootstrap(_folds(crps), draws=4000, seed=1)
+    share = dict(item.split(" ") for item in lines[-1].split(": ", 1)[1].split(", "))
+    assert float(share["a"]) == 1.0  # paired: the end drawn for Lévy is the one drawn for the GP
+    assert float(share["b"]) == pytest.approx(0.25, abs=3 * (0.25 * 0.75 / 4000) ** 0.5)
+    gp_row = next(line for line in lines if line.startswith("| Lévy CRPS ≤ GP"))
+    cells = [c.strip() for c in gp_row.split("|")[2:-1]]
+    assert cells[0] == "1"  # as run: series means a 3 vs 4, b 2 vs 1.25
+    assert float(cells[2]) == pytest.approx(0.25, abs=0.03)  # 2 of 2 needed: "a" always, "b" in a quarter
+
+
+def test_end_point_bootstrap_needs_lévy_rows() -> None:
+    assert anchors.end_point_bootstrap(_folds({("a", 1): {"gp": 1.0, "prophet": 2.0}})) == []
