@@ -460,7 +460,8 @@ def fitted_parameters(richest: dict[str, ChannelPast], first: float, periods: tu
 
 def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes: dict[str, pd.DataFrame],
            *, season: float | None = None) -> BaseForecastSpec:
-    """:func:`choose_offsets` with NumPy's BLAS on one thread: the same choice on any machine."""
+    """:func:`choose_offsets` with NumPy's BLAS on one thread: the same choice whatever the
+    machine's cores or load."""
     with single_threaded_blas():
         return choose_offsets(frame, origins, episodes, season=season)
 
