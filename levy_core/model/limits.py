@@ -93,32 +93,46 @@ def json_shape(text: bytes) -> tuple[int, int, int]:
     """``(depth, containers, elements)`` of JSON ``text``: how deep arrays and objects nest,
     how many there are, and how many values they hold (brackets and commas inside strings
     ignored), in one pass in bounded memory, before ``json.loads``."""
-    structure = np.frombuffer(_JSON_STRING.sub(b'""', text), dtype=np.uint8)
-    deepest = depth = containers = elements = 0
-    for start in range(0, len(structure), _CHUNK):
-        chunk = structure[start:start + _CHUNK]
+    structure = _structure(text)
+    containers = structure.count(b"[") + structure.count(b"{")
+    return _depth(structure), containers, structure.count(b",") + containers
+
+
+def _structure(text: bytes) -> bytes:
+    """``text`` with every JSON string emptied: what is left are the structural bytes."""
+    return _JSON_STRING.sub(b'""', text)
+
+
+def _depth(structure: bytes) -> int:
+    """How deep the brackets of ``structure`` (strings emptied) nest, a chunk at a time."""
+    data = np.frombuffer(structure, dtype=np.uint8)
+    deepest = depth = 0
+    for start in range(0, len(data), _CHUNK):
+        chunk = data[start:start + _CHUNK]
         opens = (chunk == ord("[")) | (chunk == ord("{"))
         closes = (chunk == ord("]")) | (chunk == ord("}"))
         levels = depth + np.cumsum(opens.astype(np.int64) - closes)
         if len(levels):
             deepest, depth = max(deepest, int(levels.max())), int(levels[-1])
-        containers += int(opens.sum())
-        elements += int((chunk == ord(",")).sum())
-    return deepest, containers, elements + containers
+    return deepest
 
 
 def check_json_shape(text: bytes, where: str, max_depth: int) -> None:
-    """:class:`LimitError` for JSON nesting deeper than ``max_depth`` or holding more than
-    :data:`MAX_JSON_CONTAINERS` objects and arrays or :data:`MAX_JSON_ELEMENTS` values."""
-    depth, containers, elements = json_shape(text)
-    if depth > max_depth:
-        raise LimitError(f"{where} nests {depth} levels deep, more than the {max_depth} allowed; {_REFIT}")
+    """:class:`LimitError` for JSON holding more than :data:`MAX_JSON_CONTAINERS` objects and
+    arrays or :data:`MAX_JSON_ELEMENTS` values (counted first: a byte count refuses a bomb
+    of empty objects at once) or nesting deeper than ``max_depth``."""
+    structure = _structure(text)
+    containers = structure.count(b"[") + structure.count(b"{")
     if containers > MAX_JSON_CONTAINERS:
         raise LimitError(f"{where} holds {containers:,} objects and arrays, more than the {MAX_JSON_CONTAINERS:,} "
                          f"a model description has; {_REFIT}")
+    elements = structure.count(b",") + containers
     if elements > MAX_JSON_ELEMENTS:
         raise LimitError(f"{where} holds {elements:,} values, more than the {MAX_JSON_ELEMENTS:,} a model "
                          f"description has; {_REFIT}")
+    depth = _depth(structure)
+    if depth > max_depth:
+        raise LimitError(f"{where} nests {depth} levels deep, more than the {max_depth} allowed; {_REFIT}")
 
 
 _LARGEST_FLOAT = sys.float_info.max

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from levy_core.model import limits
 from levy_core.model.limits import MAX_ABS_NUMBER, NUMBER_BOUNDS, LimitError, check_numbers
 
 SHIPPED = Path(__file__).resolve().parents[2] / "sample_data" / "models"
@@ -131,3 +132,20 @@ def test_an_integer_beyond_any_float_is_refused_by_name_not_an_overflow(meta: di
         check_numbers(meta)
     with pytest.raises(OverflowError):
         reference(meta)
+
+
+def test_json_shape_counts_structure_outside_strings_only() -> None:
+    text = b'{"a": [1, 2, {"b": "[,{\\"}"}], "c": {}}'
+    assert json.loads(text)  # valid JSON, an escaped quote inside a string
+    assert limits.json_shape(text) == (3, 4, 7)  # depth, {[{{, 3 commas + 4 containers
+
+
+def test_a_bomb_is_refused_by_its_count_without_measuring_its_depth(monkeypatch: pytest.MonkeyPatch) -> None:
+    bomb = b"[" + b"{}," * (limits.MAX_JSON_CONTAINERS + 1) + b"{}]"
+    monkeypatch.setattr(limits, "_depth", lambda _: pytest.fail("the depth was measured"))
+    with pytest.raises(limits.LimitError, match="objects and arrays, more than"):
+        limits.check_json_shape(bomb, "model.json", 64)
+    monkeypatch.undo()
+    deep = b"[" * 100 + b"]" * 100
+    with pytest.raises(limits.LimitError, match="nests 100 levels deep"):
+        limits.check_json_shape(deep, "model.json", 64)
