@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import subprocess
 import sys
 import tempfile
@@ -54,6 +55,20 @@ COMMON = ["--seed", "0", "--epochs", "40", "--size", "small", "--threads", "1", 
 TASKS = {"Synthetic multichannel": ["--task", "interpolate"],
          "Single sensor series": ["--task", "forecast"],
          "PhysioNet 2012 ICU (300 patients)": ["--task", "interpolate"]}
+
+
+def platform_record() -> dict:
+    """The machine's float32 kernels' identity: torch picks its CPU kernels by instruction
+    set (``AVX2``, ``AVX512``, …), and another set rounds differently in the last bit."""
+    import torch
+
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as info:
+            cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"machine": platform.machine(), "cpu": cpu, "cpu_capability": torch.backends.cpu.get_cpu_capability()}
 
 
 def model_zip(sample_file: Path, out: Path = MODELS) -> Path:
@@ -100,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch  # only for the record
 
     manifest.update({"made_by": "make sample-models (python sample_data/make_models.py)",
-                     "environment": ENV, "torch": torch.__version__,
+                     "environment": ENV, "torch": torch.__version__, "platform": platform_record(),
                      "python": sys.version.split()[0]})
     models = manifest.setdefault("models", {})
     for name in args.only or list(TASKS):
