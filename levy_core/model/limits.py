@@ -92,15 +92,21 @@ class LimitError(ValueError):
 def json_shape(text: bytes) -> tuple[int, int, int]:
     """``(depth, containers, elements)`` of JSON ``text``: how deep arrays and objects nest,
     how many there are, and how many values they hold (brackets and commas inside strings
-    ignored), in one pass in bounded memory, before ``json.loads``."""
+    ignored), in bounded memory, before ``json.loads``."""
     structure = _structure(text)
-    containers = structure.count(b"[") + structure.count(b"{")
-    return _depth(structure), containers, structure.count(b",") + containers
+    return (_depth(structure), *_counts(structure))
 
 
 def _structure(text: bytes) -> bytes:
     """``text`` with every JSON string emptied: what is left are the structural bytes."""
     return _JSON_STRING.sub(b'""', text)
+
+
+def _counts(structure: bytes) -> tuple[int, int]:
+    """``(containers, elements)`` of ``structure`` (strings emptied): its objects and arrays,
+    and the values they hold (one per comma, plus one per container)."""
+    containers = structure.count(b"[") + structure.count(b"{")
+    return containers, structure.count(b",") + containers
 
 
 def _depth(structure: bytes) -> int:
@@ -122,11 +128,10 @@ def check_json_shape(text: bytes, where: str, max_depth: int) -> None:
     arrays or :data:`MAX_JSON_ELEMENTS` values (counted first: a byte count refuses a bomb
     of empty objects at once) or nesting deeper than ``max_depth``."""
     structure = _structure(text)
-    containers = structure.count(b"[") + structure.count(b"{")
+    containers, elements = _counts(structure)
     if containers > MAX_JSON_CONTAINERS:
         raise LimitError(f"{where} holds {containers:,} objects and arrays, more than the {MAX_JSON_CONTAINERS:,} "
                          f"a model description has; {_REFIT}")
-    elements = structure.count(b",") + containers
     if elements > MAX_JSON_ELEMENTS:
         raise LimitError(f"{where} holds {elements:,} values, more than the {MAX_JSON_ELEMENTS:,} a model "
                          f"description has; {_REFIT}")
