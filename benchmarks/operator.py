@@ -1,4 +1,4 @@
-"""Speed and peak memory of the Lévy attention operator on CPU, against plain SDPA.
+"""Speed and peak memory of the Lévy attention operator on CPU (or a CUDA device), against plain SDPA.
 
 Methods, all under ``torch.no_grad()``, float32, random normal inputs, ``kappa = 5``:
 
@@ -35,11 +35,19 @@ parent's memory. Where ``clear_refs`` cannot be written the script falls back to
 without a reset and marks the number with ``*`` (an upper bound on the true increase only if
 the call set a new peak). Numbers are in MiB.
 
+On a CUDA device (``--device cuda``) the inputs live on the device, each call is timed between
+two ``torch.cuda.synchronize()``, and the peak extra memory is the caching allocator's
+``max_memory_allocated`` after a reset minus what was allocated before the call (in-process:
+the device's memory is the allocator's, unlike the CPU's). The check compares the device's
+float32 results with the CPU reference in float64. TF32 stays as PyTorch's defaults leave it
+(printed in the header).
+
 Usage::
 
     .venv/bin/python benchmarks/operator.py            # all shapes (15 reps, 5 for the long one)
     .venv/bin/python benchmarks/operator.py --quick    # headline shape only, 7 reps
     .venv/bin/python benchmarks/operator.py --reps 9   # N reps for every shape
+    python benchmarks/operator.py --device cuda          # on a GPU machine
 """
 
 from __future__ import annotations
@@ -72,6 +80,7 @@ SHAPES: list[tuple[int, int, int, int, int]] = [
 HEADLINE, LONG = SHAPES[0], SHAPES[-1]
 DEFAULT_REPS, LONG_REPS, QUICK_REPS = 15, 5, 7
 DIFF_LIMIT_BYTES = 3.0e9  # skip the materialised form when its diff tensor exceeds this
+DEVICE_DIFF_LIMIT_BYTES = 30.0e9  # on a CUDA device (the H200 this was run on holds 139 GiB)
 METHODS = ("sdpa", "fused", "reference", "materialised")
 LABELS = {
     "sdpa": "plain SDPA (mean only)",
@@ -103,13 +112,14 @@ def method_fn(name: str) -> Callable[[Tensor, Tensor, Tensor], object]:
     raise ValueError(name)
 
 
-def make_inputs(shape: tuple[int, ...], seed: int = 0) -> tuple[Tensor, Tensor, Tensor]:
+def make_inputs(shape: tuple[int, ...], seed: int = 0, device: str = "cpu") -> tuple[Tensor, Tensor, Tensor]:
+    """The same numbers on every device: drawn on the CPU, then moved."""
     b, h, nq, nk, d = shape
     gen = torch.Generator().manual_seed(seed)
     q = torch.randn(b, h, nq, d, generator=gen)
     k = torch.randn(b, h, nk, d, generator=gen)
     v = torch.randn(b, h, nk, d, generator=gen)
-    return q, k, v
+    return q.to(device), k.to(device), v.to(device)
 
 
 def diff_bytes(shape: tuple[int, ...]) -> int:
@@ -117,8 +127,30 @@ def diff_bytes(shape: tuple[int, ...]) -> int:
     return b * h * nq * nk * d * 4
 
 
-def skipped(name: str, shape: tuple[int, ...]) -> bool:
-    return name == "materialised" and diff_bytes(shape) > DIFF_LIMIT_BYTES
+def skipped(name: str, shape: tuple[int, ...], device: str = "cpu") -> bool:
+    limit = DIFF_LIMIT_BYTES if device == "cpu" else DEVICE_DIFF_LIMIT_BYTES
+    return name == "materialised" and diff_bytes(shape) > limit
+
+
+def sync(device: str) -> None:
+    if device != "cpu":
+        torch.cuda.synchronize()
+
+
+def measure_device_memory(shape: tuple[int, ...], name: str, device: str) -> str:
+    """Peak extra device memory of one call, MiB (the caching allocator's high-water mark)."""
+    fn = method_fn(name)
+    with torch.no_grad():
+        q, k, v = make_inputs(shape, device=device)
+        fn(*make_inputs((1, 1, 8, 16, shape[-1]), seed=1, device=device))  # load kernels
+        sync(device)
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        out = fn(q, k, v)
+        sync(device)
+        peak = torch.cuda.max_memory_allocated()
+        del out
+    return f"{(peak - base) / 2**20:.0f}"
 
 
 def cpu_model() -> str:
@@ -173,9 +205,9 @@ def measure_memory(shape_idx: int, name: str, threads: int) -> str:
 
 
 def time_shape(shape: tuple[int, ...], names: list[str], reps: int,
-               warmup: int) -> dict[str, list[float]]:
+               warmup: int, device: str = "cpu") -> dict[str, list[float]]:
     """Interleaved timing: each repetition runs every method once, rotating the start."""
-    q, k, v = make_inputs(shape)
+    q, k, v = make_inputs(shape, device=device)
     fns = {n: method_fn(n) for n in names}
     times: dict[str, list[float]] = {n: [] for n in names}
     with torch.no_grad():
@@ -186,27 +218,35 @@ def time_shape(shape: tuple[int, ...], names: list[str], reps: int,
         for r in range(reps):
             order = names[r % len(names):] + names[:r % len(names)]
             for n in order:
+                sync(device)
                 t0 = time.perf_counter()
                 out = fns[n](q, k, v)
+                sync(device)
                 t1 = time.perf_counter()
                 del out
                 times[n].append(t1 - t0)
     return times
 
 
-def sanity_check() -> str:
-    """The three Lévy implementations agree on a small input."""
+def sanity_check(device: str = "cpu") -> str:
+    """The three Lévy implementations agree on a small input (on a device: with the CPU
+    reference in float64)."""
     q, k, v = make_inputs((2, 2, 16, 40, 8), seed=2)
     with torch.no_grad():
-        ref = levy_attention(q, k, v, kappa=KAPPA, impl="reference")
+        ref = levy_attention(q.double(), k.double(), v.double(), kappa=KAPPA, impl="reference")
+        q, k, v = q.to(device), k.to(device), v.to(device)
         fused = levy_attention(q, k, v, kappa=KAPPA, impl="fused")
+        other = levy_attention(q, k, v, kappa=KAPPA, impl="reference")
         mean_m, sigma_m = materialised(q, k, v, KAPPA)
-    d_fused = (fused.sigma - ref.sigma).abs().max().item()
-    d_mat = (sigma_m.squeeze(-1) - ref.sigma).abs().max().item()
-    d_mean = max((fused.mean - ref.mean).abs().max().item(), (mean_m - ref.mean).abs().max().item())
-    ok = max(d_fused, d_mat, d_mean) < 1e-4
-    return (f"check (small input): max|Δσ̂| fused {d_fused:.1e}, materialised {d_mat:.1e}; "
-            f"max|Δmean| {d_mean:.1e} -> {'OK' if ok else 'MISMATCH'}")
+    def gap(a: Tensor, b: Tensor) -> float:
+        return (a.double().cpu() - b).abs().max().item()
+    d_fused, d_ref = gap(fused.sigma, ref.sigma), gap(other.sigma, ref.sigma)
+    d_mat = gap(sigma_m.squeeze(-1), ref.sigma)
+    d_mean = max(gap(fused.mean, ref.mean), gap(other.mean, ref.mean), gap(mean_m, ref.mean))
+    ok = max(d_fused, d_ref, d_mat, d_mean) < 1e-4
+    return (f"check (small input, {device} against the float64 reference): max|Δσ̂| fused {d_fused:.1e}, "
+            f"reference {d_ref:.1e}, materialised {d_mat:.1e}; max|Δmean| {d_mean:.1e} -> "
+            f"{'OK' if ok else 'MISMATCH'}")
 
 
 def fmt_shape(shape: tuple[int, ...]) -> str:
@@ -220,7 +260,8 @@ def main() -> None:
                         help=f"repetitions for every shape (default {DEFAULT_REPS}, "
                              f"{LONG_REPS} for the long shape, {QUICK_REPS} with --quick)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
-    parser.add_argument("--no-memory", action="store_true", help="skip the memory subprocesses")
+    parser.add_argument("--no-memory", action="store_true", help="skip the memory measurements")
+    parser.add_argument("--device", default="cpu", help="cpu (default) or a CUDA device such as cuda")
     parser.add_argument("--_mem", nargs=2, metavar=("SHAPE_IDX", "METHOD"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.threads is not None:
@@ -229,13 +270,19 @@ def main() -> None:
         measure_memory_child(int(args._mem[0]), args._mem[1])
         return
 
+    device = args.device
+    if device != "cpu" and not torch.cuda.is_available():
+        parser.error(f"--device {device}: no CUDA device is visible to torch {torch.__version__}")
     threads = torch.get_num_threads()
     started = time.perf_counter()
     now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     print(f"torch {torch.__version__} | threads {threads} | CPU: {cpu_model()} "
           f"({os.cpu_count()} logical) | {now} | python {platform.python_version()} | "
           f"load avg {os.getloadavg()[0]:.2f}")
-    print(sanity_check())
+    if device != "cpu":
+        print(f"device {device}: {torch.cuda.get_device_name(device)} | CUDA {torch.version.cuda} | "
+              f"TF32 matmul {torch.backends.cuda.matmul.allow_tf32}, cuDNN {torch.backends.cudnn.allow_tf32}")
+    print(sanity_check(device))
     print()
 
     shapes = [HEADLINE] if args.quick else SHAPES
@@ -249,11 +296,12 @@ def main() -> None:
             reps = QUICK_REPS
         else:
             reps = LONG_REPS if shape == LONG else DEFAULT_REPS
-        names = [n for n in METHODS if not skipped(n, shape)]
+        names = [n for n in METHODS if not skipped(n, shape, device)]
         mem = {}
         if not args.no_memory:
-            mem = {n: measure_memory(idx, n, threads) for n in names}
-        times = time_shape(shape, names, reps, warmup=1 if shape == LONG else 2)
+            mem = {n: measure_memory(idx, n, threads) if device == "cpu" else measure_device_memory(shape, n, device)
+                   for n in names}
+        times = time_shape(shape, names, reps, warmup=1 if shape == LONG else 2, device=device)
         base = statistics.median(times["sdpa"])
         for n in METHODS:
             if n not in names:

@@ -1,0 +1,104 @@
+"""What the uncertainty costs at the model level, on the CPU or a CUDA device: one Lévy pass
+(mean, σ̂, evidence and disagreement) against MC-Dropout with T passes of the softmax twin,
+and against the twin's single deterministic pass (the mean alone).
+
+The models are untrained (the cost does not depend on the weights) and the episodes
+synthetic, shaped like the PhysioNet forecast task: ``--series`` series of ``--context``
+observations over ``--channels`` channels, ``--queries`` queries each. Timing is interleaved
+(each repetition runs every method once, the starting one rotating) and, on a device, taken
+between two ``torch.cuda.synchronize()``. ``benchmarks/uncertainty.py`` measures the same
+ratio through the whole pipeline on fitted models (CPU).
+
+Usage::
+
+    .venv/bin/python benchmarks/uncertainty_cost.py                 # CPU
+    python benchmarks/uncertainty_cost.py --device cuda              # a GPU machine
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable, Sequence
+
+import torch
+
+from levy_core.model.levy_model import Batch, LevyModel, ModelConfig, SoftmaxTwin
+
+
+def episodes(series: int, context: int, queries: int, channels: int, *, seed: int = 0,
+             device: str = "cpu") -> Batch:
+    """Random padded episodes: 48 h of observations, queries over the next 24 h (every
+    tenth context slot padding, as ragged series leave it)."""
+    g = torch.Generator().manual_seed(seed)
+    ctx_time = torch.sort(torch.rand(series, context, generator=g) * 48, dim=1).values
+    mask = torch.ones(series, context)
+    mask[:, ::10] = 0.0
+    batch = Batch(ctx_time, torch.randint(0, channels, (series, context), generator=g),
+                  torch.rand(series, context, generator=g), mask,
+                  48 + torch.rand(series, queries, generator=g) * 24,
+                  torch.randint(0, channels, (series, queries), generator=g), torch.ones(series, queries))
+    return Batch(*(x.to(device) if x is not None else None for x in batch))
+
+
+def timed(methods: dict[str, Callable[[], object]], reps: int, device: str) -> dict[str, list[float]]:
+    def sync() -> None:
+        if device != "cpu":
+            torch.cuda.synchronize()
+
+    names = list(methods)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    with torch.no_grad():
+        for _ in range(2):
+            for n in names:
+                methods[n]()
+        for r in range(reps):
+            for n in names[r % len(names):] + names[:r % len(names)]:
+                sync()
+                start = time.perf_counter()
+                methods[n]()
+                sync()
+                times[n].append(time.perf_counter() - start)
+    return times
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--series", type=int, default=64)
+    parser.add_argument("--context", type=int, default=300)
+    parser.add_argument("--queries", type=int, default=40)
+    parser.add_argument("--channels", type=int, default=36)
+    parser.add_argument("--passes", type=int, default=20, help="MC-Dropout passes T")
+    parser.add_argument("--reps", type=int, default=15)
+    parser.add_argument("--threads", type=int, default=None)
+    args = parser.parse_args(argv)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    if args.device != "cpu" and not torch.cuda.is_available():
+        parser.error(f"--device {args.device}: no CUDA device is visible to torch {torch.__version__}")
+    torch.manual_seed(0)
+    cfg = ModelConfig(n_channels=args.channels)
+    levy, twin = LevyModel(cfg).eval().to(args.device), SoftmaxTwin(cfg).eval().to(args.device)
+    batch = episodes(args.series, args.context, args.queries, args.channels, device=args.device)
+    where = torch.cuda.get_device_name(args.device) if args.device != "cpu" else f"CPU, {torch.get_num_threads()} threads"
+    print(f"torch {torch.__version__} | {where} | {args.series} series x {args.queries} queries "
+          f"({args.series * args.queries} queries), {args.context} observations each, {args.channels} channels")
+    times = timed({"levy": lambda: levy(batch), "twin": lambda: twin(batch),
+                   "mc": lambda: twin.mc_dropout(batch, args.passes)}, args.reps, args.device)
+    med = {n: statistics.median(t) for n, t in times.items()}
+    paired = sorted(m / lv for m, lv in zip(times["mc"], times["levy"], strict=True))
+    print("| method | median s | ÷ Lévy pass |")
+    print("|---|---|---|")
+    for name, label in (("levy", "Lévy: mean, σ̂, evidence, disagreement (one pass)"),
+                        ("twin", "softmax twin: mean alone (one pass)"),
+                        ("mc", f"MC-Dropout, T = {args.passes}")):
+        print(f"| {label} | {med[name]:.5f} | {med[name] / med['levy']:.2f} |")
+    print(f"MC-Dropout ÷ Lévy, paired over {args.reps} repetitions: median {statistics.median(paired):.1f}x "
+          f"(min {paired[0]:.1f}x, max {paired[-1]:.1f}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
