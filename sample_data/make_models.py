@@ -62,12 +62,14 @@ def platform_record() -> dict:
     set (``AVX2``, ``AVX512``, …), and another set rounds differently in the last bit."""
     import torch
 
-    cpu = platform.processor()
+    cpu = None
     try:
         with open("/proc/cpuinfo") as info:
-            cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), cpu)
+            cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), None)
     except OSError:
         pass
+    if cpu is None:  # not Linux; on Linux platform.processor() would start `uname -p`
+        cpu = platform.processor()
     return {"machine": platform.machine(), "cpu": cpu, "cpu_capability": torch.backends.cpu.get_cpu_capability()}
 
 

@@ -575,8 +575,8 @@ class SoftmaxTwin(nn.Module):
         """Mean and standard deviation over ``passes`` stochastic passes, each (B, M).
 
         The masks come from a ``torch.Generator`` of this call, seeded with ``generator_seed``:
-        the same seed gives the same numbers, and neither the model (its train/eval mode) nor
-        the global RNG is touched, so threads may share one model."""
+        the same seed, the same masks (on CUDA the numbers to float32 rounding); neither the model
+        (its train/eval mode) nor the global RNG is touched, so threads may share one model."""
         if passes < 2:
             raise ValueError("MC-Dropout needs at least 2 passes")
         generator = torch.Generator(device=batch.ctx_value.device).manual_seed(generator_seed)
