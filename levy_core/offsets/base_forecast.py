@@ -45,6 +45,7 @@ when its error is lower by more than ``SIMPLER_MARGIN``.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -69,8 +70,8 @@ from levy_core.offsets.spec import (
 )
 from levy_core.runtime.threads import single_threaded_blas
 
-__all__ = ["HARMONIC_AR", "METHODS", "BaseForecast", "BaseForecastSpec", "candidate_periods", "choose",
-           "false_alarm", "periodogram_peak", "residual_order"]
+__all__ = ["HARMONIC_AR", "METHODS", "BaseForecast", "BaseForecastSpec", "CandidateScores", "candidate_periods", "choose",
+           "false_alarm", "periodogram_peak", "residual_order", "score_candidates"]
 
 MIN_SCORED_ORIGINS = 10  # candidates are scored on the later half of the origins from twice this many
 OFFSET_RANGE = 10.0  # an offset beyond this many data ranges from the data is clipped (an exploding AR, a trend)
@@ -458,6 +459,89 @@ def fitted_parameters(richest: dict[str, ChannelPast], first: float, periods: tu
     return kernels, damped, linear
 
 
+class CandidateScores(NamedTuple):
+    """Every candidate's forecasts on the scored episodes (:func:`score_candidates`): the
+    candidate ``periods`` and the sampling ``gap`` (hours); per channel the AR order, GP kernel,
+    damped-trend and Holt parameters (fitted before the first scored origin); ``records``, per
+    channel and scored episode in time order, each candidate ``(method, period)``'s forecast at
+    the episode's queries (m,) and their values (m,), in normalised units."""
+
+    periods: tuple[float, ...]
+    gap: float
+    orders: dict[str, int]
+    kernels: dict[str, GPSpec]
+    damped: Smoothing
+    linear: Smoothing
+    records: dict[str, list[tuple[dict[tuple[str, float], np.ndarray], np.ndarray]]]
+
+    def forecasts(self, channel: str, t: np.ndarray, y: np.ndarray, origin: float,
+                  tq: np.ndarray) -> dict[tuple[str, float], np.ndarray]:
+        """Every candidate's forecast at ``tq`` (m,) from one channel's past ``(t, y)`` (n,):
+        what the scoring computed at each scored origin, anywhere else (a held-out window)."""
+        order, kernel = self.orders.get(channel, 0), self.kernels.get(channel)
+        params = {"damped_trend": self.damped.get(channel), "holt": self.linear.get(channel)}
+        names = [("last", 0.0), ("level", 0.0), ("drift", 0.0)]
+        names += [(m, p) for p in self.periods for m in SEASONAL]
+        # without a period, harmonic is Prophet's piecewise-linear trend alone and harmonic_recent a line
+        # through the last third of the past; the residuals' AR only with a season (without one it repeats
+        # the autoregressive and Holt candidates, and cost the development set's trending series 7-27 %)
+        names += [(m, 0.0) for m in HARMONIC if self.periods or m != "harmonic_level"]
+        names += [(m, 0.0) for m in HARMONIC_AR if self.periods]
+        names += ([("autoregressive", 0.0)] if order else []) + ([("gp", 0.0)] if kernel else []) + [
+            (m, 0.0) for m, v in params.items() if v]
+        preds: dict[tuple[str, float], np.ndarray] = {}
+        for method, period in names:
+            if (method, period) in preds:
+                continue
+            if method in HARMONIC and self.periods:  # one harmonic fit gives it and its residual AR
+                plain, with_ar = _harmonic_ar(method, t, y, origin, tq, self.periods, self.gap)
+                preds[(method, 0.0)], preds[(f"{method}_ar", 0.0)] = bounded(t, y, plain), bounded(t, y, with_ar)
+                continue
+            preds[(method, period)] = bounded(t, y, forecast(method, t, y, origin, tq, period=period,
+                                                             harmonics=self.periods, gap=self.gap, order=order,
+                                                             gp=kernel, smoothing_parameters=params.get(method)))
+        return preds
+
+
+def score_candidates(frame: pd.DataFrame, origins: dict[str, tuple[str, float]],
+                     episodes: dict[str, pd.DataFrame], scored: list[str], *,
+                     season: float | None = None) -> CandidateScores:
+    """Every candidate's forecast at the queries of the episodes ``scored`` (ids of
+    ``episodes``, in time order), from each one's past; parameters fitted once per channel,
+    on its best-observed series' past before the first of them. Arguments as
+    :func:`choose_offsets`."""
+    periods = candidate_periods(frame) if season is None else ((float(season),) if season > 0 else ())
+    gap = median_gap(frame["time"].to_numpy(np.float64)) or 1.0
+    past = {key: ChannelPast(g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64))
+            for key, g in frame.groupby(["series_id", "channel"], sort=False)}
+    orders: dict[str, int] = {}
+    longest = max(periods, default=0.0)
+    richest: dict[str, ChannelPast] = {}  # one order per channel: from its best-observed series
+    for (_, channel), p in past.items():
+        if str(channel) not in richest or len(p.t) > len(richest[str(channel)].t):
+            richest[str(channel)] = p
+    for channel, p in richest.items():
+        if len(p.t) >= 30:
+            orders[channel] = ar_order(p.t[-MAX_PAST:], p.y[-MAX_PAST:], gap, longest)
+    first = origins[scored[0]][1] if scored else np.inf  # parameters from the past before it only
+    kernels, damped, linear = fitted_parameters(richest, first, tuple(periods), gap,
+                                                few=frame["series_id"].nunique() <= gp_forecast.MAX_SERIES)
+    cands = CandidateScores(tuple(periods), float(gap), orders, kernels, damped, linear, {})
+    for model_id in scored:
+        queries = episodes[model_id]
+        sid, origin = origins[model_id]
+        for channel, q in queries.groupby("channel", sort=False):
+            p = past.get((str(sid), str(channel)))
+            if p is None:
+                continue
+            t, y = p.before(origin)
+            if not len(t):
+                continue
+            preds = cands.forecasts(str(channel), t, y, origin, q["time"].to_numpy(np.float64))
+            cands.records.setdefault(str(channel), []).append((preds, q["value"].to_numpy(np.float64)))
+    return cands
+
+
 def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes: dict[str, pd.DataFrame],
            *, season: float | None = None) -> BaseForecastSpec:
     """:func:`choose_offsets` with NumPy's BLAS on one thread: the same choice whatever the
@@ -483,65 +567,14 @@ def choose_offsets(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], e
         A period the user asked for (hours; 0: no seasonal or harmonic candidates); None:
         :func:`candidate_periods`.
     """
-    periods = candidate_periods(frame) if season is None else ((float(season),) if season > 0 else ())
-    gap = median_gap(frame["time"].to_numpy(np.float64)) or 1.0
-    names = [("last", 0.0), ("level", 0.0), ("drift", 0.0)]
-    names += [(m, p) for p in periods for m in SEASONAL]
-    # without a period, harmonic is Prophet's piecewise-linear trend alone, and harmonic_recent
-    # a straight line through the last third of the past; the AR of the residuals only with a
-    # season (without one it duplicates the autoregressive and Holt candidates, and its extra
-    # choices cost the development set's trending monthly series 7-27 %)
-    names += [(m, 0.0) for m in HARMONIC if periods or m != "harmonic_level"]
-    names += [(m, 0.0) for m in HARMONIC_AR if periods]
-    past = {key: ChannelPast(g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64))
-            for key, g in frame.groupby(["series_id", "channel"], sort=False)}
-    orders: dict[str, int] = {}
-    longest = max(periods, default=0.0)
-    richest: dict[str, ChannelPast] = {}  # one order per channel: from its best-observed series
-    for (_, channel), p in past.items():
-        if str(channel) not in richest or len(p.t) > len(richest[str(channel)].t):
-            richest[str(channel)] = p
-    for channel, p in richest.items():
-        if len(p.t) >= 30:
-            orders[channel] = ar_order(p.t[-MAX_PAST:], p.y[-MAX_PAST:], gap, longest)
     by_time = sorted(episodes, key=lambda m: (origins[m][1], m))
+    # scored on the later half of the origins given: the nearest to what is forecast next, and
+    # with the most past behind them (the first origins' short past would decide for the
+    # candidates that need the least)
     scored = by_time[len(by_time) // 2:] if len(by_time) >= 2 * MIN_SCORED_ORIGINS else by_time
-    first = origins[scored[0]][1] if scored else np.inf  # parameters from the past before it only
-    kernels, damped, linear = fitted_parameters(richest, first, periods, gap,
-                                                few=frame["series_id"].nunique() <= gp_forecast.MAX_SERIES)
-    records: dict[str, list[tuple[dict[tuple[str, float], np.ndarray], np.ndarray]]] = {}
-    # scored on the later half of the origins given (``scored``): the nearest to what is
-    # forecast next, and with the most past behind them (the first origins' short past
-    # would decide for the candidates that need the least)
-    for model_id in scored:
-        queries = episodes[model_id]
-        sid, origin = origins[model_id]
-        for channel, q in queries.groupby("channel", sort=False):
-            p = past.get((str(sid), str(channel)))
-            if p is None:
-                continue
-            t, y = p.before(origin)
-            if not len(t):
-                continue
-            tq, yq = q["time"].to_numpy(np.float64), q["value"].to_numpy(np.float64)
-            order, kernel = orders.get(str(channel), 0), kernels.get(str(channel))
-            params = {"damped_trend": damped.get(str(channel)), "holt": linear.get(str(channel))}
-            extra = ([("autoregressive", 0.0)] if order else []) + ([("gp", 0.0)] if kernel else []) + [
-                (m, 0.0) for m, v in params.items() if v]
-            preds = {}
-            for method, period in names + extra:
-                if (method, period) in preds:
-                    continue
-                if method in HARMONIC and periods:  # one harmonic fit gives it and its residual AR
-                    plain, with_ar = _harmonic_ar(method, t, y, origin, tq, periods, gap)
-                    preds[(method, 0.0)], preds[(f"{method}_ar", 0.0)] = bounded(t, y, plain), bounded(t, y, with_ar)
-                    continue
-                preds[(method, period)] = bounded(t, y, forecast(method, t, y, origin, tq, period=period,
-                                                                 harmonics=periods, gap=gap, order=order, gp=kernel,
-                                                                 smoothing_parameters=params.get(method)))
-            records.setdefault(str(channel), []).append((preds, yq))
+    c = score_candidates(frame, origins, episodes, scored, season=season)
     methods, chosen_periods, members, scores = {}, {}, {}, {}
-    for channel, recs in records.items():
+    for channel, recs in c.records.items():
         count = max(sum(len(yq) for _, yq in recs), 1)
 
         def mse_of(keys: list[tuple[str, float]], recs=recs, count=count) -> float:
@@ -561,8 +594,7 @@ def choose_offsets(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], e
             scores[channel]["combination"] = round(combined, 8)
         else:
             methods[channel], chosen_periods[channel] = best[0], float(best[1])
-    return BaseForecastSpec(methods, chosen_periods, tuple(periods), float(gap),
-                            {c: orders.get(c, 0) for c in methods}, members, scores,
-                            {c: kernels[c] for c in methods if c in kernels},
-                            {c: damped[c] for c in methods if c in damped},
-                            {c: linear[c] for c in methods if c in linear})
+    kept = {ch: c.kernels[ch] for ch in methods if ch in c.kernels}
+    return BaseForecastSpec(methods, chosen_periods, c.periods, c.gap, {ch: c.orders.get(ch, 0) for ch in methods},
+                            members, scores, kept, {ch: c.damped[ch] for ch in methods if ch in c.damped},
+                            {ch: c.linear[ch] for ch in methods if ch in c.linear})

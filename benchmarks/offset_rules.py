@@ -1,0 +1,252 @@
+"""Offline study of the rule that picks the rolling-origin offset among the shipped candidates.
+
+On one series the forecast is almost exactly the classical offset ``b(q)`` that
+:func:`levy_core.offsets.base_forecast.choose_offsets` picks per channel, so a better pick is
+a better forecast. For each (series, end) of ``benchmarks/anchors.py`` (either set):
+
+1. ``LevyForecaster(seed=0, horizon=H).fit(train)`` runs up to the offset choice only: the
+   arguments of :func:`levy_core.pipeline.recipe.choose` (the normalised past before the
+   first test origin, the origins, the scored episodes) and the fit's scaler are kept, the
+   shipped spec recorded, and the fit stopped there (no network is trained).
+2. :func:`levy_core.offsets.base_forecast.score_candidates` (the library's own scoring, so
+   every shipped candidate with its own parameters) forecasts each scored episode (the later
+   half, as the fit scores them), and from the whole training part the held-out window
+   ``(end, end + H]``.
+3. Each rule below picks from the scored errors; the pick is scored on the held-out window.
+   The shipped rule re-applied is checked against the fit's own pick.
+
+Rules (``RULES``):
+
+* ``shipped``: the simplest candidate unless another is ``SIMPLER_MARGIN`` better, then the
+  mean of the best ``COMBINED`` when that is better still (``choose_offsets``);
+* ``top3``: always the mean of the best three;
+* ``trimT`` (``trim0.5c4``: at most four): the mean of the (at most three) candidates scored
+  within ``(1 + T)×`` the best's error, the best alone when none is (combine when several
+  are indistinguishable, select when one dominates);
+* ``leadB``: the shipped rule applied separately to each of ``B`` lead buckets (equal
+  shares of the horizon): e.g. the AR residual at short leads, the plain seasonal profile at
+  long ones — a function of the query, so the identity allows it;
+* ``medianK``: the median of the ``K`` best-scored candidates (``all``: every candidate).
+
+Output: per series the held-out MAE (data units) and normalised MSE of each rule ÷ the
+shipped rule's (mean over ends), their geometric means over series and how many series each
+rule makes better or worse by more than 1 %. Log of the 2026-12-04 run:
+``benchmarks/results/offset_selection_rules_2026-12-04.txt``.
+
+Usage (single-threaded; the anchors extras)::
+
+    OMP_NUM_THREADS=1 python benchmarks/offset_rules.py [--set dev] [--only nile] [--ends 6] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib.util
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from levy_core.offsets import base_forecast as bf
+from levy_core.offsets.spec import COMBINED, METHODS
+
+_spec = importlib.util.spec_from_file_location("benchmark_anchors", Path(__file__).with_name("anchors.py"))
+anchors = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = anchors
+_spec.loader.exec_module(anchors)
+
+Key = tuple[str, float]
+Record = tuple[dict[Key, np.ndarray], np.ndarray, np.ndarray]  # forecasts, values, lead shares in [0, 1]
+
+
+# ---------------------------------------------------------------------------------------
+# the rules: each maps one channel's scored records to the members of its pick, or, for the
+# lead rules, to one pick per lead bucket
+
+
+def mse(records: Sequence[Record], members: Sequence[Key]) -> float:
+    """Squared error of the mean of ``members`` over ``records``, per query."""
+    se = sum(float(np.sum((np.mean([p[m] for m in members], axis=0) - y) ** 2)) for p, y, _ in records)
+    return se / max(sum(len(y) for _, y, _ in records), 1)
+
+
+def shipped(records: Sequence[Record]) -> list[Key]:
+    """``choose_offsets``' rule."""
+    each = {key: mse(records, [key]) for key in records[0][0]}
+    ordered = sorted(each, key=lambda key: (METHODS.index(key[0]), key[1]))
+    best = ordered[0]
+    for key in ordered[1:]:
+        if each[key] < (1 - bf.SIMPLER_MARGIN) * each[best]:
+            best = key
+    top = sorted(each, key=lambda key: each[key])[:COMBINED]
+    if len(top) >= 2 and mse(records, top) < (1 - bf.SIMPLER_MARGIN) * each[best]:
+        return top
+    return [best]
+
+
+def ranked(records: Sequence[Record]) -> list[Key]:
+    each = {key: mse(records, [key]) for key in records[0][0]}
+    return sorted(each, key=lambda key: each[key])
+
+
+def trimmed(records: Sequence[Record], tau: float, cap: int = 3) -> list[Key]:
+    """The (at most ``cap``) candidates within ``(1 + tau)×`` the best one's scored error."""
+    each = {key: mse(records, [key]) for key in records[0][0]}
+    best = min(each.values())
+    return [key for key in ranked(records) if each[key] <= (1 + tau) * best][:cap]
+
+
+def by_lead(records: Sequence[Record], buckets: int) -> list[list[Key]]:
+    """The shipped rule on each lead bucket's queries alone (all of them where a bucket is empty)."""
+    picks = []
+    for b in range(buckets):
+        part = []
+        for p, y, lead in records:
+            inside = np.minimum((lead * buckets).astype(int), buckets - 1) == b
+            if inside.any():
+                part.append(({k: v[inside] for k, v in p.items()}, y[inside], lead[inside]))
+        picks.append(shipped(part or records))
+    return picks
+
+
+RULES: dict[str, Callable[[Sequence[Record]], list[Key]]] = {
+    "shipped": shipped,
+    "top3": lambda r: ranked(r)[:3],
+    **{f"trim{t:g}": functools.partial(trimmed, tau=t) for t in (0.3, 0.5, 0.75)},
+    "trim0.5c4": functools.partial(trimmed, tau=0.5, cap=4),
+}
+LEAD_RULES = {"lead2": 2, "lead3": 3}
+MEDIAN_RULES = {"median5": 5, "median7": 7, "median_all": None}
+
+
+def predict(rule: str, records: Sequence[Record], forecasts: dict[Key, np.ndarray], lead: np.ndarray) -> np.ndarray:
+    """The held-out forecast of ``rule``'s pick."""
+    if rule in LEAD_RULES:
+        n = LEAD_RULES[rule]
+        bucket = np.minimum((lead * n).astype(int), n - 1)
+        out = np.empty(len(lead))
+        for b, members in enumerate(by_lead(records, n)):
+            out[bucket == b] = np.mean([forecasts[m][bucket == b] for m in members], axis=0)
+        return out
+    if rule in MEDIAN_RULES:
+        return np.median([forecasts[m] for m in ranked(records)[:MEDIAN_RULES[rule]]], axis=0)
+    return np.mean([forecasts[m] for m in RULES[rule](records)], axis=0)
+
+
+ALL_RULES = [*RULES, *LEAD_RULES, *MEDIAN_RULES]
+
+
+# ---------------------------------------------------------------------------------------
+# one (series, end)
+
+
+class _Stop(Exception):
+    pass
+
+
+def capture(case, train: pd.DataFrame, test: pd.DataFrame) -> dict:
+    """The fit's offset choice, its arguments and scaler; the fit stopped right after it."""
+    from levy_core import LevyForecaster
+    from levy_core.pipeline import recipe
+    got: dict = {}
+    inner, outer = recipe.choose, recipe.choose_base_forecast
+
+    def choose(past, origins, episodes, *, season=None):
+        got.update(past=past, origins=origins, episodes=episodes, season=season)
+        got["spec"] = inner(past, origins, episodes, season=season)
+        return got["spec"]
+
+    def choose_base_forecast(builder, ids, split, scaler, user_frame, origin_of, season):
+        outer(builder, ids, split, scaler, user_frame, origin_of, season)
+        got.update(scaler=scaler, user_frame=user_frame)
+        raise _Stop
+
+    recipe.choose, recipe.choose_base_forecast = choose, choose_base_forecast
+    try:
+        LevyForecaster(seed=0, horizon=case.horizon_text).fit(anchors.levy_frames(case, train, test)[0])
+    except _Stop:
+        pass
+    finally:
+        recipe.choose, recipe.choose_base_forecast = inner, outer
+    return got
+
+
+def study_fold(case, k: int) -> list[dict]:
+    """Per channel of one (series, end): each rule's held-out absolute and squared errors."""
+    train, test, _ = anchors.split(case, k)
+    got = capture(case, train, test)
+    past, origins, episodes, spec = got["past"], got["origins"], got["episodes"], got["spec"]
+    by_time = sorted(episodes, key=lambda m: (origins[m][1], m))
+    scored = by_time[len(by_time) // 2:] if len(by_time) >= 2 * bf.MIN_SCORED_ORIGINS else by_time
+    cands = bf.score_candidates(past, origins, episodes, scored, season=got["season"])
+    horizon = (test["time"].max() - train["time"].max()) / pd.Timedelta(hours=1)
+    leads = {str(c): [] for c in cands.records}
+    for model_id in scored:  # each scored query's lead, in the order the records hold them
+        for channel, q in episodes[model_id].groupby("channel", sort=False):
+            leads.setdefault(str(channel), []).append((q["time"].to_numpy(np.float64) - origins[model_id][1]) / horizon)
+    full = got["scaler"].transform(got["user_frame"])
+    last = float(got["user_frame"]["time"].max())  # the training part's last time, in the fit's hours
+    rows = []
+    for channel, recs in cands.records.items():
+        records = [(p, y, np.clip(lead, 0.0, 1.0)) for (p, y), lead in zip(recs, leads[channel], strict=True)]
+        te = test if len(case.channels) == 1 else test[test["channel"] == channel]  # one channel: fitted as "value"
+        g = full[full["channel"] == channel]
+        t, y = bf.ChannelPast(g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64)).before(last)
+        tq = last + ((te["time"] - train["time"].max()) / pd.Timedelta(hours=1)).to_numpy(np.float64)
+        forecasts = cands.forecasts(channel, t, y, last, tq)
+        lo, hi = got["scaler"].minimum[channel], got["scaler"].maximum[channel]
+        truth = (te["value"].to_numpy(np.float64) - lo) / (hi - lo)
+        ship = ([tuple(m) for m in spec.members[channel]] if spec.methods[channel] == "combination"
+                else [(spec.methods[channel], spec.periods.get(channel, 0.0))])
+        row = {"series": case.name, "end": k, "channel": channel, "n": len(truth),
+               "ship_check": sorted(shipped(records)) == sorted(ship)}
+        lead = np.clip((tq - last) / horizon, 0.0, 1.0)
+        for rule in ALL_RULES:
+            err = predict(rule, records, forecasts, lead) - truth
+            row[f"mae:{rule}"] = float(np.mean(np.abs(err)) * (hi - lo))
+            row[f"mse:{rule}"] = float(np.mean(err**2))
+        rows.append(row)
+    return rows
+
+
+def tables(rows: pd.DataFrame) -> list[str]:
+    out = []
+    for metric in ("mae", "mse"):
+        per = rows.groupby("series", sort=False)[[f"{metric}:{r}" for r in ALL_RULES]].mean()
+        per.columns = ALL_RULES
+        rel = per.div(per["shipped"], axis=0)
+        out += [f"Held-out {metric.upper()} per series (mean over ends and channels) ÷ the shipped rule's:",
+                rel.to_string(float_format=lambda v: f"{v:.3f}"), "",
+                "| rule | geometric mean over series | series better / worse (> 1 %) |", "|---|---|---|"]
+        out += [f"| {r} | {float(np.exp(np.log(rel[r]).mean())):.3f} | {int((rel[r] < 0.99).sum())} / "
+                f"{int((rel[r] > 1.01).sum())} |" for r in ALL_RULES]
+        out.append("")
+    out.append(f"Shipped rule re-applied == the fit's own pick on {int(rows['ship_check'].sum())} of {len(rows)} "
+               "(series, end, channel) rows.")
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="+", default=None, metavar="NAME")
+    parser.add_argument("--set", choices=tuple(anchors.SETS), default="anchors")
+    parser.add_argument("--ends", type=int, default=6)
+    parser.add_argument("--out", type=Path, default=None, help="also write the tables here")
+    args = parser.parse_args(argv)
+    rows = []
+    for case in anchors.load_cases(args.only, which=args.set):
+        for k in range(1, args.ends + 1):
+            rows += study_fold(case, k)
+            print(f"{case.name} end {k}", flush=True)
+    text = "\n".join(tables(pd.DataFrame(rows)))
+    print(text)
+    if args.out is not None:
+        args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
