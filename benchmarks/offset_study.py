@@ -1,6 +1,11 @@
 """Offline study of the rolling-origin offset ``b(q)``: the shipped candidates and new ones,
 scored on the held-out windows of ``benchmarks/anchors.py``.
 
+(Written on 2026-12-03, before Holt's trend was shipped and the residual-AR candidates
+``harmonic*_ar`` were added: it re-implements the scoring of that day. For selection rules
+over the current candidates, through the library's own scoring, see
+``benchmarks/offset_rules.py``.)
+
 On one series the forecast is almost exactly the classical offset that
 :func:`levy_core.offsets.base_forecast.choose_offsets` picks per channel (the Lévy layer on
 top seldom moves it), so a better offset is a better forecast. For each anchors series and

@@ -18,6 +18,7 @@ from levy_core.offsets.base_forecast import (
     choose,
     false_alarm,
     forecast,
+    score_candidates,
 )
 from levy_core.offsets.seasonality import calendar_power
 
@@ -144,6 +145,34 @@ def test_choose_prefers_the_season_on_seasonal_data_and_the_simplest_on_ties() -
     flat = np.full(t.size, 2.0)  # every candidate forecasts 2 exactly: the simplest wins
     origins, episodes = episodes_of(t, flat, list(range(120, 400, 6)), 24.0)
     assert choose(frame_of(t, flat), origins, episodes, season=0).methods["v"] == "last"
+
+
+def test_the_scoring_choose_uses_records_every_candidate_at_every_scored_origin() -> None:
+    """score_candidates: one record per scored episode, in their order, every candidate's
+    forecast from that origin's past (as ``forecast`` gives it), the choice's scores its MSEs."""
+    rng = np.random.default_rng(6)
+    t = np.arange(0.0, 24 * 20)
+    y = np.sin(2 * np.pi * t / 24) + 0.01 * t + rng.normal(0, 0.1, t.size)
+    origins, episodes = episodes_of(t, y, list(range(120, 400, 6)), 24.0)
+    scored = sorted(episodes, key=lambda m: origins[m][1])[len(episodes) // 2:]
+    cands = score_candidates(frame_of(t, y), origins, episodes, scored)
+    records = cands.records["v"]
+    assert len(records) == len(scored) and 24.0 in cands.periods
+    keys = set(records[0][0])
+    assert {("last", 0.0), ("level", 0.0), ("seasonal", 24.0), ("harmonic_ar", 0.0), ("gp", 0.0)} <= keys
+    for model_id, (preds, values) in zip(scored, records, strict=True):
+        origin = origins[model_id][1]
+        np.testing.assert_array_equal(values, episodes[model_id]["value"].to_numpy())
+        past = t <= origin
+        tq = episodes[model_id]["time"].to_numpy(np.float64)
+        np.testing.assert_array_equal(preds[("last", 0.0)], np.full(len(tq), y[past][-1]))
+        np.testing.assert_allclose(preds[("seasonal", 24.0)],
+                                   forecast("seasonal", t[past], y[past], origin, tq, period=24.0))
+    spec = choose(frame_of(t, y), origins, episodes)
+    for key in keys:  # the choice scored exactly these forecasts
+        mse = np.mean(np.concatenate([p[key] - v for p, v in records]) ** 2)
+        name = key[0] + (f"@{key[1]:g}h" if key[1] else "")
+        assert spec.scores["v"][name] == pytest.approx(mse, rel=1e-6, abs=1e-8)
 
 
 def test_a_season_the_user_names_or_refuses() -> None:

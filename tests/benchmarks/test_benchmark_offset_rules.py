@@ -1,0 +1,61 @@
+"""benchmarks/offset_rules.py: the selection rules behind the 2026-12-04 log, on records whose
+right pick is known."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "offset_rules.py"
+_spec = importlib.util.spec_from_file_location("benchmark_offset_rules", _PATH)
+rules = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = rules
+_spec.loader.exec_module(rules)
+
+LAST, LEVEL, HARM, AR = ("last", 0.0), ("level", 0.0), ("harmonic", 0.0), ("autoregressive", 0.0)
+
+
+def records(errors: dict, n: int = 4, origins: int = 5, seed: int = 0) -> list:
+    """Scored records whose candidate ``key`` misses each query by ``errors[key]`` (a number,
+    or a function of the lead share)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(origins):
+        y = rng.normal(size=n)
+        lead = np.linspace(0.0, 1.0, n)
+        out.append(({k: y + (e(lead) if callable(e) else e) for k, e in errors.items()}, y, lead))
+    return out
+
+
+def test_the_shipped_rule_keeps_the_simplest_unless_another_is_clearly_better() -> None:
+    assert rules.shipped(records({LAST: 1.0, LEVEL: 1.005})) == [LAST]  # within the 2 % margin
+    assert rules.shipped(records({LAST: 1.0, HARM: 0.5, AR: 2.0})) == [HARM]
+    # errors that cancel in the mean of the best three: the combination wins
+    assert sorted(rules.shipped(records({LAST: 1.0, HARM: -1.0, AR: 1.5}))) == sorted([LAST, HARM, AR])
+
+
+def test_a_trimmed_combination_averages_only_the_indistinguishable() -> None:
+    recs = records({LAST: 1.0, LEVEL: 1.1, HARM: 1.2, AR: 3.0})  # squared errors 1, 1.21, 1.44, 9
+    assert rules.trimmed(recs, 0.1) == [LAST]
+    assert rules.trimmed(recs, 0.3) == [LAST, LEVEL]
+    assert rules.trimmed(recs, 0.5) == [LAST, LEVEL, HARM]
+    assert rules.trimmed(recs, 10.0) == [LAST, LEVEL, HARM]  # at most three
+    assert rules.trimmed(recs, 10.0, cap=4) == [LAST, LEVEL, HARM, AR]
+
+
+def test_a_choice_per_lead_bucket_finds_the_candidate_each_lead_prefers() -> None:
+    recs = records({HARM: lambda lead: np.where(lead < 0.5, 0.0, 2.0), AR: lambda lead: np.where(lead < 0.5, 2.0, 0.0)})
+    assert rules.by_lead(recs, 2) == [[HARM], [AR]]
+    forecasts = {HARM: np.zeros(4), AR: np.ones(4)}
+    np.testing.assert_array_equal(rules.predict("lead2", recs, forecasts, np.linspace(0, 1, 4)), [0, 0, 1, 1])
+
+
+@pytest.mark.parametrize(("rule", "expected"), [("median5", 1.0), ("top3", 2.0 / 3)])
+def test_median_and_mean_picks_forecast_from_the_best_scored(rule: str, expected: float) -> None:
+    recs = records({LAST: 0.0, LEVEL: 0.1, HARM: 0.2, AR: 5.0})
+    forecasts = {LAST: np.zeros(2), LEVEL: np.ones(2), HARM: np.ones(2), AR: np.full(2, 100.0)}
+    np.testing.assert_allclose(rules.predict(rule, recs, forecasts, np.zeros(2)), expected)
