@@ -718,7 +718,7 @@ def end_point_bootstrap(folds: pd.DataFrame, *, draws: int = 2000, seed: int = 0
     windows, not on the methods.
     """
     crps = folds.pivot_table(index=["series", "end"], columns="method", values="crps", sort=False)
-    if "levy" not in crps or len(crps) < 2:
+    if "levy" not in crps or len(crps) < 2 or crps.shape[1] < 2:  # nothing to compare with (--methods levy)
         return []
     rng = np.random.default_rng(seed)
     methods = list(crps.columns)

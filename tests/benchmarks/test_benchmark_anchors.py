@@ -187,5 +187,7 @@ def test_end_point_bootstrap_is_paired_and_shows_how_often_a_verdict_flips() -> 
     assert float(cells[2]) == pytest.approx(0.25, abs=0.03)  # 2 of 2 needed: "a" always, "b" in a quarter
 
 
-def test_end_point_bootstrap_needs_lévy_rows() -> None:
+def test_end_point_bootstrap_needs_lévy_rows_and_another_to_compare() -> None:
     assert anchors.end_point_bootstrap(_folds({("a", 1): {"gp": 1.0, "prophet": 2.0}})) == []
+    # a Lévy-only run (--methods levy) has nothing to compare: no table, no crash
+    assert anchors.end_point_bootstrap(_folds({("a", 1): {"levy": 1.0}, ("a", 2): {"levy": 2.0}})) == []
