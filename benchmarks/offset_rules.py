@@ -4,10 +4,10 @@ On one series the forecast is almost exactly the classical offset ``b(q)`` that
 :func:`levy_core.offsets.base_forecast.choose_offsets` picks per channel, so a better pick is
 a better forecast. For each (series, end) of ``benchmarks/anchors.py`` (either set):
 
-1. ``LevyForecaster(seed=0, horizon=H).fit(train)`` runs up to the offset choice only: the
-   arguments of :func:`levy_core.pipeline.recipe.choose` (the normalised past before the
-   first test origin, the origins, the scored episodes) and the fit's scaler are kept, the
-   shipped spec recorded, and the fit stopped there (no network is trained).
+1. ``LevyForecaster(seed=0, horizon=H).fit(train)`` runs up to the offset choice only
+   (``offset_study.capture``): the arguments of :func:`levy_core.pipeline.recipe.choose` (the
+   normalised past before the first test origin, the origins, the scored episodes) and the
+   fit's scaler are kept, the shipped spec recorded, and the fit stopped there.
 2. :func:`levy_core.offsets.base_forecast.score_candidates` (the library's own scoring, so
    every shipped candidate with its own parameters) forecasts each scored episode (the later
    half, as the fit scores them), and from the whole training part the held-out window
@@ -53,10 +53,12 @@ import pandas as pd
 from levy_core.offsets import base_forecast as bf
 from levy_core.offsets.spec import COMBINED, METHODS
 
-_spec = importlib.util.spec_from_file_location("benchmark_anchors", Path(__file__).with_name("anchors.py"))
-anchors = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = anchors
-_spec.loader.exec_module(anchors)
+# the fit stopped at its offset choice: offset_study's capture (and the anchors it loads)
+_spec = importlib.util.spec_from_file_location("benchmark_offset_study", Path(__file__).with_name("offset_study.py"))
+offset_study = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = offset_study
+_spec.loader.exec_module(offset_study)
+anchors, capture = offset_study.anchors, offset_study.capture
 
 Key = tuple[str, float]
 Record = tuple[dict[Key, np.ndarray], np.ndarray, np.ndarray]  # forecasts, values, lead shares in [0, 1]
@@ -141,37 +143,6 @@ ALL_RULES = [*RULES, *LEAD_RULES, *MEDIAN_RULES]
 
 # ---------------------------------------------------------------------------------------
 # one (series, end)
-
-
-class _Stop(Exception):
-    pass
-
-
-def capture(case, train: pd.DataFrame, test: pd.DataFrame) -> dict:
-    """The fit's offset choice, its arguments and scaler; the fit stopped right after it."""
-    from levy_core import LevyForecaster
-    from levy_core.pipeline import recipe
-    got: dict = {}
-    inner, outer = recipe.choose, recipe.choose_base_forecast
-
-    def choose(past, origins, episodes, *, season=None):
-        got.update(past=past, origins=origins, episodes=episodes, season=season)
-        got["spec"] = inner(past, origins, episodes, season=season)
-        return got["spec"]
-
-    def choose_base_forecast(builder, ids, split, scaler, user_frame, origin_of, season):
-        outer(builder, ids, split, scaler, user_frame, origin_of, season)
-        got.update(scaler=scaler, user_frame=user_frame)
-        raise _Stop
-
-    recipe.choose, recipe.choose_base_forecast = choose, choose_base_forecast
-    try:
-        LevyForecaster(seed=0, horizon=case.horizon_text).fit(anchors.levy_frames(case, train, test)[0])
-    except _Stop:
-        pass
-    finally:
-        recipe.choose, recipe.choose_base_forecast = inner, outer
-    return got
 
 
 def study_fold(case, k: int) -> list[dict]:
