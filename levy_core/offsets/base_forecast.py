@@ -568,13 +568,12 @@ def choose_offsets(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], e
         :func:`candidate_periods`.
     """
     by_time = sorted(episodes, key=lambda m: (origins[m][1], m))
-    # scored on the later half of the origins given: the nearest to what is forecast next, and
-    # with the most past behind them (the first origins' short past would decide for the
-    # candidates that need the least)
+    # the later half of the origins: the nearest to what is forecast next, with the most past behind
+    # them (the first origins' short past would decide for the candidates that need the least)
     scored = by_time[len(by_time) // 2:] if len(by_time) >= 2 * MIN_SCORED_ORIGINS else by_time
-    c = score_candidates(frame, origins, episodes, scored, season=season)
+    cands = score_candidates(frame, origins, episodes, scored, season=season)
     methods, chosen_periods, members, scores = {}, {}, {}, {}
-    for channel, recs in c.records.items():
+    for channel, recs in cands.records.items():
         count = max(sum(len(yq) for _, yq in recs), 1)
 
         def mse_of(keys: list[tuple[str, float]], recs=recs, count=count) -> float:
@@ -594,7 +593,8 @@ def choose_offsets(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], e
             scores[channel]["combination"] = round(combined, 8)
         else:
             methods[channel], chosen_periods[channel] = best[0], float(best[1])
-    kept = {ch: c.kernels[ch] for ch in methods if ch in c.kernels}
-    return BaseForecastSpec(methods, chosen_periods, c.periods, c.gap, {ch: c.orders.get(ch, 0) for ch in methods},
-                            members, scores, kept, {ch: c.damped[ch] for ch in methods if ch in c.damped},
-                            {ch: c.linear[ch] for ch in methods if ch in c.linear})
+    def chosen(table: dict) -> dict:  # a fitted parameter of each channel that has one
+        return {ch: table[ch] for ch in methods if ch in table}
+
+    return BaseForecastSpec(methods, chosen_periods, cands.periods, cands.gap, {ch: cands.orders.get(ch, 0) for ch in methods},
+                            members, scores, chosen(cands.kernels), chosen(cands.damped), chosen(cands.linear))
