@@ -400,6 +400,7 @@ def train_model(
     best = (criterion(first), 0, copy.deepcopy(model.state_dict()), first[0])
     # the averaged weights are what is validated and kept (Polyak averaging); the raw ones train
     ema = copy.deepcopy(model) if cfg.ema_decay > 0 else None
+    ema_params, model_params = (list(ema.parameters()), list(model.parameters())) if ema is not None else ([], [])
     history: list[dict] = []
     start = time.perf_counter()
     epoch = 0
@@ -426,9 +427,8 @@ def train_model(
             skipped = 0
             opt.step()
             if ema is not None:
-                with torch.no_grad():
-                    for avg, p in zip(ema.parameters(), model.parameters(), strict=True):
-                        avg.lerp_(p, 1.0 - cfg.ema_decay)
+                with torch.no_grad():  # one call for every parameter (the same lerp_ on each)
+                    torch._foreach_lerp_(ema_params, model_params, 1.0 - cfg.ema_decay)
             losses.append(loss.detach().item())
         opt.lr = schedule.step()
         kept = model if ema is None else ema
