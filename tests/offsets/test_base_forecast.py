@@ -17,6 +17,7 @@ from levy_core.offsets.base_forecast import (
     candidate_periods,
     choose,
     false_alarm,
+    periodogram_peak,
     forecast,
     score_candidates,
 )
@@ -115,6 +116,29 @@ def test_calendar_power_is_the_share_of_variance_a_least_squares_sinusoid_explai
     assert power == pytest.approx(r2, rel=1e-6)
     assert calendar_power(t, rng.normal(size=t.size), 24.0) is None  # noise: not a period
     assert calendar_power(t[:10], y[:10], 24.0) is None  # too few points to say
+
+
+def test_a_persistent_series_has_no_period_though_it_clears_the_white_noise_test() -> None:
+    rng = np.random.default_rng(7)
+    months = np.arange(240.0) * 730.5  # twenty years, monthly
+    for path in (np.cumsum(rng.normal(size=240)),  # a random walk
+                 np.array(list(_ar1(rng, 0.95, 240)))):  # and a slowly decaying AR(1)
+        peak = periodogram_peak(months, path, 730.5)
+        assert peak is not None and false_alarm(peak[1], 240, months[-1], 4 * 730.5) < 0.01  # the old test's "period"
+        assert candidate_periods(frame_of(months, path)) == ()
+    # a real period in the same red noise stands out (six cycles of three years)
+    cycle = np.array(list(_ar1(rng, 0.9, 240))) + 3 * np.sin(2 * np.pi * np.arange(240) / 36)
+    found = candidate_periods(frame_of(months, cycle))
+    assert any(abs(p / (36 * 730.5) - 1) < 0.05 for p in found), found
+    # but not one the history holds only twice
+    assert candidate_periods(frame_of(months[:80], cycle[:80])) == ()
+
+
+def _ar1(rng: np.random.Generator, rho: float, n: int):
+    x = 0.0
+    for _ in range(n):
+        x = rho * x + rng.normal()
+        yield x
 
 
 def test_white_noise_has_no_period_beyond_the_calendar() -> None:
