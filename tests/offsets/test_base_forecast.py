@@ -17,8 +17,8 @@ from levy_core.offsets.base_forecast import (
     candidate_periods,
     choose,
     false_alarm,
-    periodogram_peak,
     forecast,
+    periodogram_peak,
     score_candidates,
 )
 from levy_core.offsets.seasonality import calendar_power
