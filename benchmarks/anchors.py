@@ -22,6 +22,10 @@ elnino-30          elnino with a seeded 30 % of months dropped                 1
 sf-temps-30        sf-temps with a seeded 30 % of hours dropped                48 h
 =================  ==========================================================  =======
 
+Two more sets run with ``--set``: ``dev``, twelve other series where every change to the
+forecaster is judged first, and ``fresh``, thirteen more chosen on 2026-12-04 before they
+were ever scored (their names are in ``DEV_CASES`` and ``FRESH_CASES`` below).
+
 End points: the k-th fit (k = 1 … ``--ends``; ``--first-end K`` starts at K, for windows
 earlier than the usual three) sees the data up to and including
 ``end_k = last time − k·H`` and is scored at the true date-times of the points in
@@ -59,8 +63,8 @@ their rows are skipped with a message where they are missing.
 
 Usage::
 
-    python benchmarks/anchors.py [--only nile co2] [--ends 3] [--methods levy gp last]
-        [--epochs 40] [--out results.txt] [--save-predictions DIR] [--threads N]
+    python benchmarks/anchors.py [--set anchors|dev|fresh] [--only nile co2] [--ends 3]
+        [--methods levy gp last] [--epochs 40] [--out results.txt] [--save-predictions DIR] [--threads N]
     python benchmarks/anchors.py --tables-from DIR [--out results.txt]   # no refitting
 """
 

@@ -88,7 +88,10 @@ def test_the_same_fit_alone_and_beside_other_fits_under_load_is_bit_identical(ob
     for h in hogs:
         h.start()
     try:
-        other = _submit(pool2, obs, 8, epochs=4)  # another fit at the same time, in the other worker
+        # another fit at the same time, in the other worker; long enough that the second worker,
+        # niced below the hogs, wakes while it runs (at 4 epochs it once finished in 0.5 s, before
+        # the starved worker took `again`, and the first worker ran both in turn)
+        other = _submit(pool2, obs, 8, epochs=20)
         again = _submit(pool2, obs, 7, epochs=4, key="again", previews=False)
         assert pool2.wait(again.key, timeout=300).state == "done"
         assert pool2.wait(other.key, timeout=300).state == "done"
