@@ -131,23 +131,34 @@ def _detrended(times: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.nd
     return (t, y) if np.var(y) > 0 else None
 
 
+def _search(times: np.ndarray, values: np.ndarray, gap: float,
+            cycles: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
+    """What a periodogram search of one channel runs on: centred times, the values less their
+    line, 1,500 periods (hours, geometric) from ``MIN_SAMPLES_PER_PERIOD`` sampling intervals
+    to the span over ``cycles``, and the span; None with under 16 points, a constant, or no
+    such period."""
+    span = float(times.max() - times.min()) if times.size else 0.0
+    if times.size < 16 or not span > 0 or not gap > 0:
+        return None
+    longest, shortest = span / cycles, MIN_SAMPLES_PER_PERIOD * gap
+    if not longest > shortest:
+        return None
+    detrended = _detrended(times, values)
+    if detrended is None:
+        return None
+    return *detrended, np.geomspace(shortest, longest, 1500), span
+
+
 def periodogram_peak(times: np.ndarray, values: np.ndarray, gap: float) -> tuple[float, float] | None:
     """The strongest period (hours) of a Lomb–Scargle periodogram of one channel after a
     linear trend is removed, and its normalised power in [0, 1]; None when the span holds
     fewer than two periods of anything resolvable."""
     from scipy.signal import lombscargle
 
-    span = float(times.max() - times.min()) if times.size else 0.0
-    if times.size < 16 or not span > 0 or not gap > 0:
+    search = _search(times, values, gap, 2)
+    if search is None:
         return None
-    longest, shortest = span / 2, MIN_SAMPLES_PER_PERIOD * gap
-    if not longest > shortest:
-        return None
-    detrended = _detrended(times, values)
-    if detrended is None:
-        return None
-    t, y = detrended
-    periods = np.geomspace(shortest, longest, 1500)
+    t, y, periods, _ = search
     power = lombscargle(t, y, 2 * np.pi / periods, normalize=True)
     best = int(np.argmax(power))
     return float(periods[best]), float(power[best])
@@ -219,17 +230,11 @@ def red_noise_peak(times: np.ndarray, values: np.ndarray, gap: float) -> tuple[f
     ``1 − (1 − e^{−z})^M`` over the ``M ≈ span / shortest`` independent frequencies."""
     from scipy.signal import lombscargle
 
-    span = float(times.max() - times.min()) if times.size else 0.0
-    if times.size < 16 or not span > 0 or not gap > 0:
+    search = _search(times, values, gap, MIN_CYCLES)
+    if search is None:
         return None
-    longest, shortest = span / MIN_CYCLES, MIN_SAMPLES_PER_PERIOD * gap
-    if not longest > shortest:
-        return None
-    detrended = _detrended(times, values)
-    if detrended is None:
-        return None
-    t, y = detrended
-    periods = np.geomspace(shortest, longest, 1500)
+    t, y, periods, span = search
+    shortest = float(periods[0])
     omega = 2 * np.pi / periods
     power = lombscargle(t, y, omega, normalize=True)
     step = max(gap, span / MAX_GRID)  # the grid ρ is measured on (at most MAX_GRID cells)
