@@ -217,7 +217,7 @@ def red_noise_peak(times: np.ndarray, values: np.ndarray, gap: float) -> tuple[f
     A persistent series -- a share price, an interest rate, employment through a business
     cycle -- has most of its variance at low frequencies with no period at all, and the
     strongest periodogram peak of such a series clears the white-noise test
-    (:func:`false_alarm`) almost always: at the first or third end point of
+    (:func:`false_alarm`) almost always: at one of the first three end points of
     ``benchmarks/anchors.py`` it proposed "periods" of 2.5 to 24 years (2 to 5 cycles in the
     history) on all 20 economic series of the development and fresh sets, and a harmonic
     fitted at one of them (6.7 years in a monthly equipment index) forecast 4× worse than

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from levy_core.offsets import seasonality
 from levy_core.offsets.base_forecast import (
     COMBINED,
     METHODS,
@@ -130,8 +131,12 @@ def test_a_persistent_series_has_no_period_though_it_clears_the_white_noise_test
     cycle = np.array(list(_ar1(rng, 0.9, 240))) + 3 * np.sin(2 * np.pi * np.arange(240) / 36)
     found = candidate_periods(frame_of(months, cycle))
     assert any(abs(p / (36 * 730.5) - 1) < 0.05 for p in found), found
-    # but not one the history holds only twice
-    assert candidate_periods(frame_of(months[:80], cycle[:80])) == ()
+    # but not one the history holds only twice, however clear (searched down to 2 cycles, it is found)
+    clear = 3 * np.sin(2 * np.pi * np.arange(80) / 36) + np.random.default_rng(8).normal(0, 0.5, 80)
+    assert candidate_periods(frame_of(months[:80], clear)) == ()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(seasonality, "MIN_CYCLES", 2)
+        assert len(candidate_periods(frame_of(months[:80], clear))) == 1
 
 
 def _ar1(rng: np.random.Generator, rho: float, n: int):
