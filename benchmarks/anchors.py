@@ -260,12 +260,16 @@ def _sector(column: str) -> Case:
                 pd.DateOffset(months=1), None, trend=True)
 
 
+def _quarters(d: pd.DataFrame) -> pd.Series:
+    """The first day of each row's quarter, from its ``year`` and ``quarter`` columns."""
+    return pd.to_datetime(pd.DataFrame({"year": d["year"].astype(int), "month": 3 * d["quarter"].astype(int) - 2,
+                                        "day": 1}))
+
+
 def _macro(column: str, trend: bool) -> Case:
     import statsmodels.api as sm
     d = sm.datasets.macrodata.load_pandas().data
-    times = pd.to_datetime(pd.DataFrame({"year": d["year"].astype(int), "month": 3 * d["quarter"].astype(int) - 2,
-                                         "day": 1}))
-    return Case(column, f"US {column} (quarterly, statsmodels macrodata)", _frame(times, d[column], column),
+    return Case(column, f"US {column} (quarterly, statsmodels macrodata)", _frame(_quarters(d), d[column], column),
                 pd.DateOffset(months=24), "24mo", pd.DateOffset(months=3), None, trend=trend)
 
 
@@ -321,10 +325,8 @@ def _danish_money() -> Case:
 def _bond_rate() -> Case:
     from statsmodels.datasets import interest_inflation
     d = interest_inflation.load_pandas().data
-    times = pd.to_datetime(pd.DataFrame({"year": d["year"].astype(int), "month": 3 * d["quarter"].astype(int) - 2,
-                                         "day": 1}))
     return Case("bond-rate", "German long-term interest rate (quarterly 1972-1998, 107 points)",
-                _frame(times, d["R"], "R"), pd.DateOffset(months=12), "12mo", pd.DateOffset(months=3), None)
+                _frame(_quarters(d), d["R"], "R"), pd.DateOffset(months=12), "12mo", pd.DateOffset(months=3), None)
 
 
 def _seattle_wind() -> Case:

@@ -56,15 +56,20 @@ def autocorrelation(x: np.ndarray, max_lag: int) -> np.ndarray:
     return out
 
 
-def _gridded_changes(times: np.ndarray, values: np.ndarray, step: float) -> np.ndarray:
-    """First differences of ``values`` on a regular grid of ``step`` (NaN where no
+def _gridded(times: np.ndarray, values: np.ndarray, step: float) -> np.ndarray:
+    """``values`` averaged in the cells of a regular grid of ``step`` (NaN where no
     observation falls in a cell: gaps are not interpolated)."""
     cells = np.floor((times - times.min()) / step).astype(np.int64)
     grid = np.full(int(cells.max()) + 1, np.nan)
     sums = np.bincount(cells, weights=values, minlength=grid.size)
     counts = np.bincount(cells, minlength=grid.size)
     grid[counts > 0] = sums[counts > 0] / counts[counts > 0]
-    return np.diff(grid)
+    return grid
+
+
+def _gridded_changes(times: np.ndarray, values: np.ndarray, step: float) -> np.ndarray:
+    """First differences of ``values`` on a regular grid of ``step`` (:func:`_gridded`)."""
+    return np.diff(_gridded(times, values, step))
 
 
 def detect_season(frame: pd.DataFrame, max_period: float) -> float | None:
@@ -201,10 +206,7 @@ def lag_one_autocorrelation(times: np.ndarray, values: np.ndarray, step: float) 
     """The lag-one autocorrelation of one channel on a regular grid of ``step`` (cells
     averaged, empty cells skipped), clipped to [0, 0.99]: the AR(1) coefficient of the
     red-noise background a period must stand out from (0 for too few pairs)."""
-    cells = np.round((times - times.min()) / step).astype(np.int64)
-    sums = np.bincount(cells, weights=values)
-    counts = np.bincount(cells)
-    grid = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    grid = _gridded(times, values, step)
     rho = autocorrelation(grid, 1)[1] if grid.size > 1 else np.nan
     return float(np.clip(rho, 0.0, 0.99)) if np.isfinite(rho) else 0.0
 
