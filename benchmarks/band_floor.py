@@ -26,7 +26,12 @@ For each (series, end, channel) of a set:
      the history's shape, narrower where the history grew less;
    * ``quantile_floor``: ``max(w, q90_hist)``: never narrower than the history's 90 % error;
    * ``quantile_floor_80``: ``max(w, 0.8 · q90_hist)``;
-   * ``quantile_mix``: ``sqrt(½ w² + ½ q90_hist²)``.
+   * ``quantile_mix``: ``sqrt(½ w² + ½ q90_hist²)``;
+   * ``phase``: ``w · r(φ)``, where ``r²`` is the offset's mean squared error over the
+     history in each of ``PHASE_BINS`` bins of the phase of the longest candidate period
+     seen three times (shrunk to 1 with weight ``n / (n + 30)``), divided by its mean over
+     the phases of the calibration window (the last ``CALIBRATION_STEPS`` sampling steps and
+     a horizon before the end): a band wider in the season's more variable part.
 
 It is a screen, not a refit: the calibration scale and the adaptive walk are not re-run
 with the changed spread (a refit would re-scale part of any change away). Output: 90 %
@@ -59,9 +64,11 @@ _spec.loader.exec_module(offset_study)
 anchors, capture = offset_study.anchors, offset_study.capture
 
 ORIGINS = 40  # history origins the chosen offset is scored from
+PHASE_BINS = 12
+CALIBRATION_STEPS = 120  # about the rolling origins a one-series fit calibrates on
 THIRDS = 3
 VARIANTS = ("shipped", "growth_floor", "growth_sqrt", "growth_prior", "quantile_floor", "quantile_floor_80",
-            "quantile_mix")
+            "quantile_mix", "phase")
 
 
 def third_of(lead_share: np.ndarray) -> np.ndarray:
@@ -69,9 +76,15 @@ def third_of(lead_share: np.ndarray) -> np.ndarray:
     return np.minimum((THIRDS * np.asarray(lead_share)).astype(int), THIRDS - 1)
 
 
+def phase_of(times: np.ndarray, period: float) -> np.ndarray:
+    return ((np.asarray(times) % period) / period * PHASE_BINS).astype(int) % PHASE_BINS
+
+
 def history_errors(case, k: int) -> dict[str, dict[str, np.ndarray]]:
     """Per channel, the chosen offset's errors over the history, by third of the horizon:
-    ``rms`` and ``q90`` (data units), each (3,); NaN in a third without queries."""
+    ``rms`` and ``q90`` (data units), each (3,), NaN in a third without queries; with a
+    period, ``phase_ratio`` (PHASE_BINS,) normalised over the calibration window's phases,
+    ``period`` and ``last`` (the training part's last time, the fit's hours)."""
     train, test, end = anchors.split(case, k)
     got = capture(case, train, test)
     past, spec, scaler = got["past"], got["spec"], got["scaler"]
@@ -87,6 +100,7 @@ def history_errors(case, k: int) -> dict[str, dict[str, np.ndarray]]:
         origins = usable[np.unique(np.linspace(0, len(usable) - 1, min(ORIGINS, len(usable))).astype(int))]
         members = spec.members[channel] if method == "combination" else [(method, spec.periods.get(channel, 0.0))]
         squared: list[list[float]] = [[] for _ in range(THIRDS)]
+        phases, pooled = [], []
         for origin in origins:
             t, y = p.before(origin + 1e-9)  # the origin's own observation is known
             ahead = (p.t > origin) & (p.t <= origin + horizon)
@@ -97,18 +111,36 @@ def history_errors(case, k: int) -> dict[str, dict[str, np.ndarray]]:
                 smoothing_parameters=(spec.holt if m == "holt" else spec.smoothing).get(channel)))
                 for m, period in members], axis=0)
             which = third_of((tq - origin) / horizon)
+            phases.append(tq)
+            pooled.append((forecast - yq) ** 2)
             for j in range(THIRDS):
                 squared[j] += list((forecast[which == j] - yq[which == j]) ** 2)
         span = float(scaler.maximum[channel] - scaler.minimum[channel])
         out[channel] = {"rms": np.array([np.sqrt(np.mean(s)) * span if s else np.nan for s in squared]),
-                        "q90": np.array([np.quantile(np.sqrt(s), 0.9) * span if s else np.nan for s in squared])}
+                        "q90": np.array([np.quantile(np.sqrt(s), 0.9) * span if s else np.nan for s in squared]),
+                        "last": float(p.t[-1]), "train_end": train["time"].max()}
+        periods = [x for x in spec.harmonics if 3 * x <= p.t[-1] - p.t[0]]
+        if periods:
+            period, e2 = max(periods), np.concatenate(pooled)
+            which = phase_of(np.concatenate(phases), period)
+            count = np.bincount(which, minlength=PHASE_BINS)
+            raw = np.bincount(which, weights=e2, minlength=PHASE_BINS) / np.maximum(count, 1) / e2.mean()
+            ratio = (count * raw + 30.0) / (count + 30.0)
+            window = p.t[p.t > p.t[-1] - CALIBRATION_STEPS * spec.gap - horizon]
+            out[channel].update(period=period, phase_ratio=ratio / np.mean(ratio[phase_of(window, period)]))
     return out
 
 
-def half_width(variant: str, width: np.ndarray, which: np.ndarray, hist: dict[str, np.ndarray] | None) -> np.ndarray:
-    """The changed half-width of one (series, end, channel)'s queries (n,) in lead order."""
+def half_width(variant: str, width: np.ndarray, which: np.ndarray, hist: dict[str, np.ndarray] | None,
+               hours: np.ndarray) -> np.ndarray:
+    """The changed half-width of one (series, end, channel)'s queries (n,) in lead order,
+    ``hours`` after the training part's last observation."""
     if hist is None or variant == "shipped":
         return width
+    if variant == "phase":
+        if "period" not in hist:
+            return width
+        return width * np.sqrt(hist["phase_ratio"][phase_of(hist["last"] + hours, hist["period"])])
     band = np.array([np.mean(width[which == j]) if np.any(which == j) else np.nan for j in range(THIRDS)])
     ratio = np.nan_to_num((hist["rms"] / hist["rms"][0]) / (band / band[0]), nan=1.0)[which]
     q90 = np.nan_to_num(hist["q90"])[which]
@@ -133,8 +165,9 @@ def screen(which_set: str, predictions: pd.DataFrame, ends: int, names: Sequence
                 which = third_of(np.arange(n) / n)  # queries in time order: equal thirds of the window
                 y, mean = q["y"].to_numpy(np.float64), q["mean"].to_numpy(np.float64)
                 width = ((q["hi"] - q["lo"]) / 2).to_numpy(np.float64)
+                hours = ((q["time"] - h["train_end"]) / pd.Timedelta(hours=1)).to_numpy(np.float64) if h else None
                 for variant in VARIANTS:
-                    w = half_width(variant, width, which, h)
+                    w = half_width(variant, width, which, h, hours)
                     crps = anchors.interval_crps(y, mean, mean - w, mean + w)
                     for j in range(THIRDS):
                         sel = which == j

@@ -26,12 +26,21 @@ Rules (``RULES``):
 * ``leadB``: the shipped rule applied separately to each of ``B`` lead buckets (equal
   shares of the horizon): e.g. the AR residual at short leads, the plain seasonal profile at
   long ones — a function of the query, so the identity allows it;
-* ``medianK``: the median of the ``K`` best-scored candidates (``all``: every candidate).
+* ``medianK``: the median of the ``K`` best-scored candidates (``all``: every candidate);
+* ``greedy``: ensemble selection (Caruana et al. 2004), members added with replacement while
+  the scored error of their mean falls; ``greedy_margin``: it only when ``SIMPLER_MARGIN``
+  better than the shipped pick;
+* ``top3_seasonless``, ``top5_seasonless``, ``shd_seasonless``: without a candidate period,
+  the mean of the best three, the best five, or the M3 competition's "Comb S-H-D" (level,
+  Holt, damped trend); the shipped rule otherwise.
 
 Output: per series the held-out MAE (data units) and normalised MSE of each rule ÷ the
 shipped rule's (mean over ends), their geometric means over series and how many series each
-rule makes better or worse by more than 1 %. Log of the 2026-12-04 run:
-``benchmarks/results/offset_selection_rules_2026-12-04.txt``.
+rule makes better or worse by more than 1 %. Logs of the 2026-12-04 runs:
+``benchmarks/results/offset_selection_rules_2026-12-04.txt``, and for the greedy and seasonless
+rules, with the whole fit re-run for the one that looked best,
+``benchmarks/results/offset_rules_seasonless_2026-12-04.txt``: the offset alone does not
+predict the fit.
 
 Usage (single-threaded; the anchors extras)::
 
@@ -51,7 +60,7 @@ import numpy as np
 import pandas as pd
 
 from levy_core.offsets import base_forecast as bf
-from levy_core.offsets.spec import COMBINED, METHODS
+from levy_core.offsets.spec import COMBINED, HARMONIC_AR, METHODS, SEASONAL
 
 # the fit stopped at its offset choice: offset_study's capture (and the anchors it loads)
 _spec = importlib.util.spec_from_file_location("benchmark_offset_study", Path(__file__).with_name("offset_study.py"))
@@ -114,11 +123,54 @@ def by_lead(records: Sequence[Record], buckets: int) -> list[list[Key]]:
     return picks
 
 
+def greedy(records: Sequence[Record], steps: int = 5) -> list[Key]:
+    """Ensemble selection (Caruana et al. 2004): from the best candidate, add (with
+    replacement, so members are weighted) the one that most lowers the scored error of the
+    members' mean, while one does, at most ``steps`` members."""
+    members = [ranked(records)[0]]
+    best = mse(records, members)
+    while len(members) < steps:
+        trial = {key: mse(records, members + [key]) for key in records[0][0]}
+        key = min(trial, key=lambda k: trial[k])
+        if not trial[key] < best:
+            break
+        members, best = members + [key], trial[key]
+    return members
+
+
+def greedy_margin(records: Sequence[Record]) -> list[Key]:
+    """The shipped pick unless the greedy ensemble's scored error is ``SIMPLER_MARGIN`` lower."""
+    ship, ensemble = shipped(records), greedy(records)
+    return ensemble if mse(records, ensemble) < (1 - bf.SIMPLER_MARGIN) * mse(records, ship) else ship
+
+
+def seasonless(records: Sequence[Record]) -> bool:
+    """No period among the candidates (no seasonal profile, no harmonic residual AR)."""
+    return not any(m in SEASONAL or m in HARMONIC_AR for m, _ in records[0][0])
+
+
+def when_seasonless(rule: Callable[[Sequence[Record]], list[Key]]) -> Callable[[Sequence[Record]], list[Key]]:
+    """``rule`` on a channel without a period, the shipped rule on the others."""
+    return lambda records: rule(records) if seasonless(records) else shipped(records)
+
+
+def shd(records: Sequence[Record]) -> list[Key]:
+    """The M3 competition's "Comb S-H-D": the mean of simple exponential smoothing (here the
+    level), Holt's trend and the damped trend, those of them the channel has."""
+    members = [key for key in (("level", 0.0), ("holt", 0.0), ("damped_trend", 0.0)) if key in records[0][0]]
+    return members if len(members) >= 2 else shipped(records)
+
+
 RULES: dict[str, Callable[[Sequence[Record]], list[Key]]] = {
     "shipped": shipped,
     "top3": lambda r: ranked(r)[:3],
     **{f"trim{t:g}": functools.partial(trimmed, tau=t) for t in (0.3, 0.5, 0.75)},
     "trim0.5c4": functools.partial(trimmed, tau=0.5, cap=4),
+    "greedy": greedy,
+    "greedy_margin": greedy_margin,
+    "top3_seasonless": when_seasonless(lambda r: ranked(r)[:3]),
+    "shd_seasonless": when_seasonless(shd),
+    "top5_seasonless": when_seasonless(lambda r: ranked(r)[:5]),
 }
 LEAD_RULES = {"lead2": 2, "lead3": 3}
 MEDIAN_RULES = {"median5": 5, "median7": 7, "median_all": None}
