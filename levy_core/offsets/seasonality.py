@@ -17,12 +17,14 @@ only resolves it to a sampling interval.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
 __all__ = ["FIRST_PEAK_SHARE", "MIN_AUTOCORRELATION", "MIN_PERIOD_GAPS", "NOISE_SE", "autocorrelation",
            "calendar_power", "candidate_periods", "detect_season", "false_alarm", "lag_one_autocorrelation",
-           "periodogram_peak", "red_noise_peak", "snap_to_calendar"]
+           "periodogram_peak", "red_noise", "red_noise_peak", "RedNoise", "snap_to_calendar"]
 
 MIN_AUTOCORRELATION = 0.2  # below this the repetition is too weak to forecast from
 MIN_PERIOD_GAPS = 3  # a season spans at least this many sampling intervals
@@ -169,16 +171,21 @@ def periodogram_peak(times: np.ndarray, values: np.ndarray, gap: float) -> tuple
     return float(periods[best]), float(power[best])
 
 
-def calendar_power(times: np.ndarray, values: np.ndarray, period: float) -> float | None:
+def calendar_power(times: np.ndarray, values: np.ndarray, period: float,
+                   red: RedNoise | None = None) -> float | None:
     """The normalised Lomb–Scargle power of one channel (after a linear trend is removed)
     at a calendar ``period`` (hours) fixed in advance, or None when neither it nor its
     first ``CALENDAR_HARMONICS − 1`` harmonics rise above what white noise gives with
-    probability ``FALSE_ALARM`` (Bonferroni over the harmonics tried).
+    probability ``FALSE_ALARM`` (Bonferroni over the harmonics tried) and, given the
+    channel's red-noise null ``red`` (:func:`red_noise`), above what red noise gives there
+    with that probability too.
 
     A calendar period is a hypothesis, not a finding: a week in daily temperatures or a
     year in seasonally adjusted figures carries no variance, and its Fourier terms and
-    seasonal candidates would only fit noise. A weekday pattern (a square wave) shows at
-    its fundamental or at a harmonic; testing a few covers both."""
+    seasonal candidates would only fit noise. A persistent series (a random walk) clears the
+    white-noise test at a week of hourly data or a year of weekly data most of the time; red
+    noise does not. A weekday pattern (a square wave) shows at its fundamental or at a
+    harmonic; testing a few covers both."""
     from scipy.signal import lombscargle
 
     detrended = _detrended(times, values) if times.size >= 16 else None
@@ -188,8 +195,10 @@ def calendar_power(times: np.ndarray, values: np.ndarray, period: float) -> floa
     freqs = 2 * np.pi * np.arange(1, CALENDAR_HARMONICS + 1) / period
     power = np.clip(np.atleast_1d(lombscargle(t, y, freqs, normalize=True)), 0.0, 1.0)
     # one frequency fixed in advance: P(z > p) = (1 − p)^((n − 3)/2) (Scargle 1982)
-    chance = CALENDAR_HARMONICS * (1.0 - power) ** max((times.size - 3) / 2, 0.5)
-    return float(power[0]) if chance.min() < FALSE_ALARM else None
+    shown = CALENDAR_HARMONICS * (1.0 - power) ** max((times.size - 3) / 2, 0.5) < FALSE_ALARM
+    if red is not None:  # and P(z > z0) = e^(−z0) for the periodogram over the AR(1) spectrum
+        shown &= CALENDAR_HARMONICS * np.exp(-red.z(power, freqs)) < FALSE_ALARM
+    return float(power[0]) if shown.any() else None
 
 
 def false_alarm(power: float, n: int, span: float, shortest: float) -> float:
@@ -211,10 +220,26 @@ def lag_one_autocorrelation(times: np.ndarray, values: np.ndarray, step: float) 
     return float(np.clip(rho, 0.0, 0.99)) if np.isfinite(rho) else 0.0
 
 
-def red_noise_peak(times: np.ndarray, values: np.ndarray, gap: float) -> tuple[float, float, float] | None:
-    """The period (hours) that stands out most from a red-noise background, with its
-    normalised Lomb–Scargle power and the probability that red noise rises that far above
-    its own spectrum at some searched frequency; None as :func:`periodogram_peak`.
+class RedNoise(NamedTuple):
+    """One channel's red-noise null (:func:`red_noise`): the AR(1) coefficient ``rho`` on the
+    grid of ``step`` hours and the ``scale`` that makes the periodogram over its spectrum a
+    unit exponential on the searched periods."""
+
+    rho: float
+    step: float
+    scale: float
+
+    def z(self, power: np.ndarray, omega: np.ndarray) -> np.ndarray:
+        """The normalised periodogram ``power`` at angular frequencies ``omega`` (rad/h) over
+        the AR(1) spectrum, in units of the null's: exponential with mean 1 under it."""
+        background = (1 - self.rho**2) / (1 - 2 * self.rho * np.cos(omega * self.step) + self.rho**2)
+        return power / background / self.scale
+
+
+def red_noise(times: np.ndarray, values: np.ndarray, gap: float) -> tuple[RedNoise, np.ndarray, np.ndarray] | None:
+    """The red-noise null of one channel, with the periods searched (hours, from
+    ``MIN_SAMPLES_PER_PERIOD`` sampling intervals to the span over ``MIN_CYCLES``) and the
+    normalised periodogram there; None as :func:`periodogram_peak`.
 
     A persistent series -- a share price, an interest rate, employment through a business
     cycle -- has most of its variance at low frequencies with no period at all, and the
@@ -226,37 +251,44 @@ def red_noise_peak(times: np.ndarray, values: np.ndarray, gap: float) -> tuple[f
     the seasonal naive value. The null here is an AR(1) process with
     the channel's own lag-one autocorrelation ``ρ`` on the sampling grid (REDFIT's, Schulz
     & Mudelsee 2002): its spectrum ``R(ω) ∝ (1 − ρ²) / (1 − 2ρ cos ωΔ + ρ²)``, to which the
-    periodogram divided, ``z = P/R``, is exponential with mean 1 (scaled here by its median,
-    ``ln 2``: robust to the peak itself). The peak is the largest ``z``, searched over periods
-    that repeat at least ``MIN_CYCLES`` times in the history; the probability is
-    ``1 − (1 − e^{−z})^M`` over the ``M ≈ span / shortest`` independent frequencies."""
+    periodogram divided, ``z = P/R``, is exponential with mean 1 (scaled here by its median
+    over the searched periods, ``ln 2``: robust to a peak)."""
     from scipy.signal import lombscargle
 
     search = _search(times, values, gap, MIN_CYCLES)
     if search is None:
         return None
     t, y, periods, span = search
-    shortest = float(periods[0])
-    omega = 2 * np.pi / periods
-    power = lombscargle(t, y, omega, normalize=True)
+    power = lombscargle(t, y, 2 * np.pi / periods, normalize=True)
     step = max(gap, span / MAX_GRID)  # the grid ρ is measured on (at most MAX_GRID cells)
-    rho = lag_one_autocorrelation(times, y, step)
-    background = (1 - rho**2) / (1 - 2 * rho * np.cos(omega * step) + rho**2)
-    ratio = power / background
-    scale = float(np.median(ratio)) / np.log(2.0)
-    if not scale > 0:
+    unscaled = RedNoise(lag_one_autocorrelation(times, y, step), step, 1.0)
+    scale = float(np.median(unscaled.z(power, 2 * np.pi / periods))) / np.log(2.0)
+    return (RedNoise(unscaled.rho, step, scale), periods, power) if scale > 0 else None
+
+
+def red_noise_peak(times: np.ndarray, values: np.ndarray, gap: float,
+                   null: tuple[RedNoise, np.ndarray, np.ndarray] | None = None) -> tuple[float, float, float] | None:
+    """The period (hours) that stands out most from a red-noise background (:func:`red_noise`),
+    with its normalised Lomb–Scargle power and the probability that red noise rises that far
+    above its own spectrum at some searched frequency, ``1 − (1 − e^{−z})^M`` over the
+    ``M ≈ span / shortest`` independent frequencies; None as :func:`periodogram_peak`. The
+    periods searched repeat at least ``MIN_CYCLES`` times in the history (``null``: what
+    :func:`red_noise` gave for this channel, to spare computing it again)."""
+    found = null if null is not None else red_noise(times, values, gap)
+    if found is None:
         return None
-    z = ratio / scale
+    red, periods, power = found
+    z = red.z(power, 2 * np.pi / periods)
     best = int(np.argmax(z))
-    independent = max(span / shortest, 1.0)
+    independent = max(float(times.max() - times.min()) / float(periods[0]), 1.0)
     chance = float(-np.expm1(independent * np.log1p(-min(float(np.exp(-z[best])), 1 - 1e-16))))
     return float(periods[best]), float(power[best]), chance
 
 
 def candidate_periods(frame: pd.DataFrame) -> tuple[float, ...]:
     """The periods (hours) worth trying on ``frame`` (columns series_id, channel, time,
-    value): the calendar periods its sampling and span resolve and its values show
-    (:func:`calendar_power`, or a shown shorter period divides them), and each channel's
+    value): the calendar periods its sampling and span resolve and its values show above
+    white and red noise (:func:`calendar_power`, or a shown shorter period divides them), and each channel's
     periodogram peak that stands out from a red-noise background (:func:`red_noise_peak`)
     and explains a share of the variance white noise reaches with probability below
     ``FALSE_ALARM`` (:func:`false_alarm`), snapped to the calendar; at most ``MAX_PERIODS``,
@@ -269,14 +301,15 @@ def candidate_periods(frame: pd.DataFrame) -> tuple[float, ...]:
         if not gap > 0:
             continue
         span = float(times.max() - times.min())
+        null = red_noise(times, values, gap)
         for p in CALENDAR:
             if p >= MIN_SAMPLES_PER_PERIOD * gap and span >= 2 * p:
-                power = calendar_power(times, values, p)
+                power = calendar_power(times, values, p, null[0] if null is not None else None)
                 if power is not None:
                     found[p] = max(found.get(p, 0.0), power)
                 else:
                     unshown.add(p)
-        peak = red_noise_peak(times, values, gap)
+        peak = red_noise_peak(times, values, gap, null) if null is not None else None
         # above the red-noise background, and a share of the variance white noise rarely gives
         if (peak is not None and peak[2] < FALSE_ALARM
                 and false_alarm(peak[1], len(times), span, MIN_SAMPLES_PER_PERIOD * gap) < FALSE_ALARM):

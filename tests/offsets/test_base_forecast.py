@@ -139,6 +139,28 @@ def test_a_persistent_series_has_no_period_though_it_clears_the_white_noise_test
         assert len(candidate_periods(frame_of(months[:80], clear))) == 1
 
 
+def test_a_random_walk_shows_no_calendar_period_though_white_noise_would_give_one() -> None:
+    """Hourly for 17 days (a week is resolved) and weekly for 8 years (a year is): the
+    white-noise test alone shows the calendar period in most random walks; the red-noise
+    test refuses it in every one. A daily cycle (amplitude 2 against steps of s.d. 1) and a
+    yearly one (amplitude 5) in the same walks are still found."""
+    white_only = 0
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        for step, n, period in ((1.0, 400, 168.0), (168.0, 420, 8765.82)):
+            t = np.arange(n) * step
+            walk = np.cumsum(rng.normal(size=n))
+            white_only += calendar_power(t, walk, period) is not None
+            assert period not in candidate_periods(frame_of(t, walk)), (seed, period)
+            if step == 1.0:
+                seasonal = walk + 2 * np.sin(2 * np.pi * t / 24)  # a day in the same walk
+                assert 24.0 in candidate_periods(frame_of(t, seasonal))
+            else:
+                seasonal = walk + 5 * np.sin(2 * np.pi * t / 8765.82)
+                assert 8765.82 in candidate_periods(frame_of(t, seasonal))
+    assert white_only >= 10  # of 20: the white-noise test alone would have offered them
+
+
 def _ar1(rng: np.random.Generator, rho: float, n: int):
     x = 0.0
     for _ in range(n):
