@@ -118,7 +118,8 @@ def history_errors(case, k: int) -> dict[str, dict[str, np.ndarray]]:
         span = float(scaler.maximum[channel] - scaler.minimum[channel])
         out[channel] = {"rms": np.array([np.sqrt(np.mean(s)) * span if s else np.nan for s in squared]),
                         "q90": np.array([np.quantile(np.sqrt(s), 0.9) * span if s else np.nan for s in squared]),
-                        "last": float(p.t[-1]), "train_end": train["time"].max()}
+                        # the training part's last time in the fit's hours (any channel's), and as a date
+                        "last": float(got["user_frame"]["time"].max()), "train_end": train["time"].max()}
         periods = [x for x in spec.harmonics if 3 * x <= p.t[-1] - p.t[0]]
         if periods:
             period, e2 = max(periods), np.concatenate(pooled)
