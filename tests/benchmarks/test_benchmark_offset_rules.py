@@ -59,3 +59,24 @@ def test_median_and_mean_picks_forecast_from_the_best_scored(rule: str, expected
     recs = records({LAST: 0.0, LEVEL: 0.1, HARM: 0.2, AR: 5.0})
     forecasts = {LAST: np.zeros(2), LEVEL: np.ones(2), HARM: np.ones(2), AR: np.full(2, 100.0)}
     np.testing.assert_allclose(rules.predict(rule, recs, forecasts, np.zeros(2)), expected)
+
+
+def test_greedy_selection_adds_the_candidate_whose_errors_cancel_the_best_ones() -> None:
+    recs = records({LAST: 1.0, LEVEL: 1.5, HARM: -1.2, AR: 3.0})
+    picked = rules.greedy(recs)
+    assert picked[0] == LAST and HARM in picked  # the opposite error, not the next best
+    assert rules.mse(recs, picked) < 0.1 * rules.mse(recs, [LAST])
+    assert rules.greedy(records({LAST: 1.0, LEVEL: 2.0})) == [LAST]  # nothing lowers the error
+    # the margin rule keeps the shipped pick unless the ensemble is clearly better
+    assert rules.greedy_margin(records({LAST: 1.0, LEVEL: 2.0})) == rules.shipped(records({LAST: 1.0, LEVEL: 2.0}))
+    assert rules.mse(recs, rules.greedy_margin(recs)) <= rules.mse(recs, rules.shipped(recs))
+
+
+def test_seasonless_rules_combine_only_without_a_period() -> None:
+    plain = records({LAST: 1.0, LEVEL: 1.1, ("holt", 0.0): 1.2, ("damped_trend", 0.0): 1.3, HARM: 3.0})
+    assert rules.seasonless(plain)
+    assert rules.RULES["top3_seasonless"](plain) == [LAST, LEVEL, ("holt", 0.0)]
+    assert rules.RULES["shd_seasonless"](plain) == [LEVEL, ("holt", 0.0), ("damped_trend", 0.0)]
+    seasonal = records({LAST: 1.0, LEVEL: 1.1, ("seasonal", 24.0): 0.2, HARM: 1.2})
+    assert not rules.seasonless(seasonal)
+    assert rules.RULES["top3_seasonless"](seasonal) == rules.shipped(seasonal) == [("seasonal", 24.0)]
