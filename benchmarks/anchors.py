@@ -722,8 +722,27 @@ def report(predictions: pd.DataFrame) -> str:
         for r in g.itertuples():
             lines.append(f"| {s} | {LABELS.get(r.method, r.method)} | {r.crps:.4g} | {r.crps / best:.3f} | "
                          f"{r.mae:.4g} | {r.coverage:.3f} | {r.width:.4g} | {r.seconds:.3g} | {r.ends} |")
-    lines += ["", *must_show(table, folds), "", *standings(table, folds), "", *end_point_bootstrap(folds)]
+    lines += ["", *must_show(table, folds), "", *coverage_by_lead(predictions), "", *standings(table, folds), "",
+              *end_point_bootstrap(folds)]
     return "\n".join(lines)
+
+
+def coverage_by_lead(predictions: pd.DataFrame) -> list[str]:
+    """Each row's 90 % coverage by third of the window (each window's queries in time order,
+    cut in three equal counts), pooled over the series' queries and end points: whether a band
+    grows with the lead as the errors do (a band that covers its level on average can still
+    cover too much early and too little late)."""
+    p = predictions.sort_values(["series", "end", "method", "time"], kind="stable")
+    window = p.groupby(["series", "end", "method"], sort=False)
+    third = np.minimum(3 * window.cumcount() // window["y"].transform("size"), 2)
+    covered = ((p["lo"] <= p["y"]) & (p["y"] <= p["hi"])).astype(float)
+    table = covered.groupby([p["method"], third]).mean().unstack()
+    lines = ["90 % coverage by third of the horizon (pooled over every query of every series and end point)",
+             "| method | first third | middle third | last third |", "|---|---|---|---|"]
+    for m in [m for m in METHODS if m in table.index]:
+        lines.append(f"| {LABELS.get(m, m)} | " + " | ".join(f"{table.loc[m].get(j, np.nan):.3f}" for j in range(3))
+                     + " |")
+    return lines
 
 
 def standings(table: pd.DataFrame, folds: pd.DataFrame) -> list[str]:

@@ -193,3 +193,19 @@ def test_end_point_bootstrap_needs_lévy_rows_and_another_to_compare() -> None:
     assert anchors.end_point_bootstrap(_folds({("a", 1): {"gp": 1.0, "prophet": 2.0}})) == []
     # a Lévy-only run (--methods levy) has nothing to compare: no table, no crash
     assert anchors.end_point_bootstrap(_folds({("a", 1): {"levy": 1.0}, ("a", 2): {"levy": 2.0}})) == []
+
+
+def test_coverage_by_lead_cuts_each_window_in_three_by_time() -> None:
+    """Two windows of six queries (given out of time order): a band that covers the first
+    third always, the middle once in two, the last never; another method everywhere."""
+    rows = []
+    for end in (1, 2):
+        for i in (5, 3, 1, 0, 2, 4):  # shuffled: the thirds follow the times, not the row order
+            hit = i < 2 or (i < 4 and (i + end) % 2 == 0)
+            rows += [{"series": "s", "end": end, "method": "levy", "time": pd.Timestamp("2020-01-01") + pd.Timedelta(hours=i),
+                      "y": 0.0 if hit else 5.0, "lo": -1.0, "hi": 1.0},
+                     {"series": "s", "end": end, "method": "gp", "time": pd.Timestamp("2020-01-01") + pd.Timedelta(hours=i),
+                      "y": 0.0, "lo": -1.0, "hi": 1.0}]
+    lines = anchors.coverage_by_lead(pd.DataFrame(rows))
+    assert "| Lévy | 1.000 | 0.500 | 0.000 |" in lines
+    assert "| GP (sklearn) | 1.000 | 1.000 | 1.000 |" in lines
