@@ -3,7 +3,7 @@
 On the fresh and development sets of ``benchmarks/anchors.py`` the Lévy band covers less
 and less with the lead (0.85 / 0.79 / 0.71 in the first / middle / last third of the
 horizon, pooled over both): the per-lead spread ``s(h)`` is fitted on the latest rolling
-origins, one step apart, about two horizons of history, which often saw errors grow more
+origins, one step apart, a few horizons of history, which often saw errors grow more
 slowly than the test windows did. The offset, however, can be scored at many more origins
 spread over the whole history. This screen asks whether that history foresees the test
 windows' errors, before anything is built.
