@@ -203,7 +203,7 @@ class FitResult:
                     f"{n['calibration']} calibration / {n['test']} test {unit}), task: {self._task_text()}; "
                     f"calibration scale c = {f.levy_calibration.scale_:.3g}; offset: {f.offset_description()}. "
                     "Opened with no training in this session: Refit (sidebar) trains it here."
-                    + (f" {f.training_note()}" if f.training_note() else ""))
+                    + "".join(f" {note}" for note in (f.training_note(), f.band_note()) if note))
         if self.opened_from:
             return (f"Saved Lévy model ({self.settings.size}){twin} opened from {self.opened_from}, applied without "
                     f"refitting to {self.data_label} ({o.n_series} series, {o.n_channels} channels, {o.n_obs:,} "
@@ -215,7 +215,7 @@ class FitResult:
                 f"{n['calibration']} calibration / {n['test']} test {unit}), task: {self._task_text()}; "
                 f"{f.training['levy']['epochs_run']} epochs in {self.seconds:.1f} s; "
                 f"calibration scale c = {f.levy_calibration.scale_:.3g}; offset: {f.offset_description()}."
-                + (f" {f.training_note()}" if f.training_note() else "")
+                + "".join(f" {note}" for note in (f.training_note(), f.band_note()) if note)
                 + (f" {self.cap_note()}" if self.cap_note() else ""))
 
 

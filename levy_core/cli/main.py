@@ -170,8 +170,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
           + (f" (cut-off {_in_unit(fitted.task.cutoff, unit)})" if fitted.task.kind == "forecast" else "")
           + f", calibration scale c = {fitted.levy_calibration.scale_:.3g}; saved to {out}", file=sys.stderr)
     print(f"offset: {fitted.offset_description()}", file=sys.stderr)
-    if fitted.training_note():
-        print(f"note: {fitted.training_note()}", file=sys.stderr)
+    for note in (fitted.training_note(), fitted.band_note()):
+        if note:
+            print(f"note: {note}", file=sys.stderr)
     return 0
 
 

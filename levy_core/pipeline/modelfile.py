@@ -54,6 +54,7 @@ FORMAT = "levy-model/2"  # 2: offset + channel tokens + time decay + query read-
 MAX_MODEL_JSON_BYTES = 64 * 2**20  # a split of two million series ids fits
 MAX_JSON_DEPTH = 32  # model.json nests 6 deep; json.loads recurses once per level
 MAX_MC_PASSES = 10_000  # the prediction runs this many passes of the twin
+PERSISTENT_AUTOCORRELATION = 0.9  # a channel this autocorrelated (lag one) and without a season: band_note
 WEIGHTS_SLACK_BYTES = 2**20  # a weights file may exceed its tensors' bytes by its header, at most this
 _JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _CHUNK = 2**20
@@ -126,6 +127,23 @@ class FittedModel:
                 f"{100 * kept:.0f} % of the learned correction kept. The band is "
                 "still the Lévy model's σ̂, calibrated: its evidence and disagreement still say where the forecast "
                 "is uncertain.")
+
+    def band_note(self) -> str | None:
+        """Plain words when the band is known to fall short at long leads: a forecast on
+        rolling origins with no season whose channels carry their past forward like a random
+        walk (lag-one autocorrelation at least ``PERSISTENT_AUTOCORRELATION``: a price, a
+        rate, employment). None otherwise, or for a model saved before this was measured."""
+        rho = (self.training or {}).get("persistence")
+        persistent = {str(c): float(r) for c, r in (rho.items() if isinstance(rho, dict) else ())
+                      if isinstance(r, (int, float)) and not isinstance(r, bool) and PERSISTENT_AUTOCORRELATION <= r <= 1}
+        if self.split.mode != "origin" or self.task.kind != "forecast" or not persistent:
+            return None
+        named = ", ".join(f"{c} ({r:.2f})" for c, r in list(persistent.items())[:3]) + (" …" if len(persistent) > 3 else "")
+        return (f"No season was found and the series carries its past forward like a random walk (lag-one "
+                f"autocorrelation {named}). On such series the band is calibrated on the recent past's errors and has "
+                "covered its level early in the horizon but less and less later (at 90 %: 0.89 of the first third, 0.67 of "
+                "the last, on the 16 such benchmark series; a Gaussian process's band did worse): check it on this series "
+                "with a backtest, and ask for a higher level where the far end of the horizon matters.")
 
     @property
     def mean_kappa(self) -> float:

@@ -43,7 +43,7 @@ from levy_core.episodes.tasks import (
 from levy_core.model.levy_model import LevyModel, ModelConfig, SoftmaxTwin
 from levy_core.model.sizes import AUTO_MEDIUM_MIN_SERIES, MODEL_SIZES
 from levy_core.offsets.base_forecast import BaseForecast, BaseForecastSpec, choose
-from levy_core.offsets.seasonality import detect_season
+from levy_core.offsets.seasonality import detect_season, lag_one_autocorrelation, median_gap
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.predict import observed_queries
 from levy_core.training.reversion import ReversionFit, fit_mean_reversion
@@ -338,7 +338,22 @@ def assemble(data: FitData, cfg: ModelConfig, train: TrainConfig, levy: tuple[Le
     walk_test_origins(fitted, data.builder, data.test_ids, data.origin_of, mc_passes=mc_passes)
     fitted.training = {"levy": _training_summary(levy[1]), "softmax": _training_summary(twin[1]) if twin else None,
                        "n_series": data.counts()}
+    if data.base_forecast is not None and not data.base_forecast.harmonics and data.builder.base is not None:
+        fitted.training["persistence"] = persistence(data.builder.base)
     return fitted
+
+
+def persistence(base: BaseForecast) -> dict[str, float]:
+    """Per channel, the lag-one autocorrelation of its best-observed series on its own
+    sampling grid (:func:`~levy_core.offsets.seasonality.lag_one_autocorrelation`, in [0, 0.99]):
+    near 1, the series carries its past forward like a random walk, where a band calibrated on
+    the latest origins has covered less and less with the lead (``FittedModel.band_note``)."""
+    richest: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for (_, channel), past in base.past.items():
+        if channel not in richest or len(past.t) > len(richest[channel][0]):
+            richest[channel] = (past.t, past.y)
+    return {channel: round(lag_one_autocorrelation(t, y, median_gap(t) or 1.0), 4)
+            for channel, (t, y) in sorted(richest.items()) if len(t) >= 3}
 
 
 def calibrate(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str], *, mc_passes: int = 20) -> pd.DataFrame:

@@ -16,7 +16,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from dash_helpers import APP, SAMPLE_DIR, csv_frame, figure, show
+from dash_helpers import APP, SAMPLE_DIR, csv_frame, figure, session_model, show, start
 from levy_dashboard import report, services, tables
 from levy_dashboard.state import PANELS
 from streamlit.testing.v1 import AppTest
@@ -228,3 +228,21 @@ def test_many_series_fits_keep_the_band_panel_and_explain_the_backtest():
     assert figure(at, "band_chart")["layout"]["xaxis4"]["title"]["text"] == "time (h)"
     show(at, "Backtest")
     assert any("rolling origins" in i.value for i in at.info)
+
+
+@pytest.mark.slow  # a forecast fit of an uploaded random walk
+def test_a_persistent_upload_is_told_where_its_band_falls_short():
+    """One random walk uploaded: the fit summary at the top of every panel says, in plain
+    words, what the band has done on such series and what to do (FittedModel.band_note)."""
+    rng = np.random.default_rng(3)
+    days = pd.date_range("2020-01-01", periods=300, freq="D")
+    walk = pd.DataFrame({"time": days, "price": 100 + np.cumsum(rng.normal(0, 1, days.size))})
+    at = start()
+    at.file_uploader(key="upload").set_value(("price.csv", walk.to_csv(index=False).encode(), "text/csv"))
+    at.run()
+    assert not at.exception, at.exception
+    res = session_model(at)
+    assert res.on_origins and res.fitted.band_note() is not None
+    assert res.fitted.band_note() in res.describe()
+    page = " ".join(rendered_texts(at)).replace("\\", "")
+    assert "carries its past forward like a random walk" in page and "check it on this series with a backtest" in page

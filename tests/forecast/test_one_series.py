@@ -141,3 +141,32 @@ def test_three_centuries_of_yearly_dates_are_read_and_written_back() -> None:
     queries = pd.DataFrame({"unique_id": "sun", "ds": pd.to_datetime(["2009-07-01", "2015-07-01"])})
     pred = f.predict(queries, level=[90])
     assert list(pred["ds"]) == list(queries["ds"])
+
+
+def test_a_persistent_series_without_a_season_is_told_where_its_band_falls_short(
+        daily_cycle: pd.DataFrame, fitted_cycle: LevyForecaster, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A random walk (no season, lag-one autocorrelation near 1): the fit records the
+    channel's persistence, `levy fit` says in plain words what the band has done on such
+    series and what to do, and the note survives saving; a seasonal series gets none, and a
+    hostile record in a model file is ignored."""
+    rng = np.random.default_rng(3)
+    days = np.arange(300)
+    walk = pd.DataFrame({"series_id": "price", "time": pd.Timestamp("2020-01-01") + pd.to_timedelta(days, "D"),
+                         "value": 100 + np.cumsum(rng.normal(0, 1, days.size))})
+    data, model = tmp_path / "price.csv", tmp_path / "model"
+    walk.to_csv(data, index=False)
+    assert main(["fit", str(data), "--task", "forecast", "--horizon", "14d", "--no-twin", "--epochs", "1",
+                 "--out", str(model), "--quiet", "--nice", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "note: No season was found and the series carries its past forward like a random walk" in err
+    assert "check it on this series with a backtest" in err
+    opened = LevyForecaster.load(model).fitted
+    assert opened.base_forecast.harmonics == ()
+    assert min(opened.training["persistence"].values()) >= 0.9
+    assert opened.band_note() is not None and "(lag-one autocorrelation value (0.9" in opened.band_note()
+    # the seasonal cycle: a period, so nothing measured and nothing said
+    assert "persistence" not in fitted_cycle.fitted.training and fitted_cycle.fitted.band_note() is None
+    for hostile in ("0.99", {"value": "x"}, {"value": True}, {"value": float("nan")}, {"value": 7.0}):
+        opened.training["persistence"] = hostile
+        assert opened.band_note() is None
