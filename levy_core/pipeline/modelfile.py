@@ -138,7 +138,7 @@ class FittedModel:
                       if isinstance(r, (int, float)) and not isinstance(r, bool) and PERSISTENT_AUTOCORRELATION <= r <= 1}
         if self.split.mode != "origin" or self.task.kind != "forecast" or not persistent:
             return None
-        named = ", ".join(f"{c} ({r:.2f})" for c, r in list(persistent.items())[:3]) + (" …" if len(persistent) > 3 else "")
+        named = ", ".join(f"{r:.2f} for {c}" for c, r in list(persistent.items())[:3]) + (" …" if len(persistent) > 3 else "")
         return (f"No season was found and the series carries its past forward like a random walk (lag-one "
                 f"autocorrelation {named}). On such series the band is calibrated on the recent past's errors and has "
                 "covered its level early in the horizon but less and less later (at 90 %: 0.89 of the first third, 0.67 of "

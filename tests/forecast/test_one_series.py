@@ -164,7 +164,7 @@ def test_a_persistent_series_without_a_season_is_told_where_its_band_falls_short
     opened = LevyForecaster.load(model).fitted
     assert opened.base_forecast.harmonics == ()
     assert min(opened.training["persistence"].values()) >= 0.9
-    assert opened.band_note() is not None and "(lag-one autocorrelation value (0.9" in opened.band_note()
+    assert opened.band_note() is not None and "(lag-one autocorrelation 0.9" in opened.band_note() and "for value)" in opened.band_note()
     # the seasonal cycle: a period, so nothing measured and nothing said
     assert "persistence" not in fitted_cycle.fitted.training and fitted_cycle.fitted.band_note() is None
     for hostile in ("0.99", {"value": "x"}, {"value": True}, {"value": float("nan")}, {"value": 7.0}):
