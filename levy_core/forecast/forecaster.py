@@ -187,6 +187,15 @@ class LevyForecaster:
         return nixtla_frame(pred, forecast_windows.user_times(pred["series_id"], pred["time"], obs), bands, levels,
                             fitted)
 
+    def notes(self) -> list[str]:
+        """What ``levy fit`` and the dashboard say in plain words about this fit, as
+        sentences: training that did not improve on the offset
+        (``FittedModel.training_note``), and a band known to fall short at long leads on a
+        persistent series without a season (``FittedModel.band_note``). Empty when neither
+        applies."""
+        fitted = self._require_fitted()
+        return [note for note in (fitted.training_note(), fitted.band_note()) if note]
+
     def drift(self, df: pd.DataFrame | None = None) -> DriftReport:
         """How ``df`` (default: the fitted data) differs from what the model learned from, per
         channel (:mod:`levy_core.data.drift`): ``.flags`` (a DataFrame) and ``.messages``."""

@@ -161,12 +161,17 @@ def test_a_persistent_series_without_a_season_is_told_where_its_band_falls_short
     err = capsys.readouterr().err
     assert "note: No season was found and the series carries its past forward like a random walk" in err
     assert "check it on this series with a backtest" in err
-    opened = LevyForecaster.load(model).fitted
+    forecaster = LevyForecaster.load(model)
+    assert any(note.startswith("No season was found") for note in forecaster.notes())  # the same words from Python
+    opened = forecaster.fitted
     assert opened.base_forecast.harmonics == ()
     assert min(opened.training["persistence"].values()) >= 0.9
     assert opened.band_note() is not None and "(lag-one autocorrelation 0.9" in opened.band_note() and "for value)" in opened.band_note()
     # the seasonal cycle: a period, so nothing measured and nothing said
     assert "persistence" not in fitted_cycle.fitted.training and fitted_cycle.fitted.band_note() is None
+    assert all(not note.startswith("No season") for note in fitted_cycle.notes())
+    with pytest.raises(ValueError, match="fit the forecaster first"):
+        LevyForecaster().notes()
     for hostile in ("0.99", {"value": "x"}, {"value": True}, {"value": float("nan")}, {"value": 7.0}):
         opened.training["persistence"] = hostile
         assert opened.band_note() is None
