@@ -176,6 +176,12 @@ class ChannelPast:
         return self.t[lo:n], self.y[lo:n]
 
 
+def best_observed(past: dict[tuple[str, str], ChannelPast]) -> dict[str, ChannelPast]:
+    """Per channel (in order of first appearance), the past of its series with the most observations (the first on ties)."""
+    return {c: max((p for (_, ch), p in past.items() if str(ch) == c), key=lambda p: len(p.t))
+            for c in dict.fromkeys(str(channel) for _, channel in past)}
+
+
 def forecast(method: str, t: np.ndarray, y: np.ndarray, origin: float, tq: np.ndarray, *,
              period: float = 0.0, harmonics: tuple[float, ...] = (), gap: float = 1.0,
              order: int = 0, gp: GPSpec | None = None,
@@ -514,23 +520,17 @@ def score_candidates(frame: pd.DataFrame, origins: dict[str, tuple[str, float]],
     gap = median_gap(frame["time"].to_numpy(np.float64)) or 1.0
     past = {key: ChannelPast(g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64))
             for key, g in frame.groupby(["series_id", "channel"], sort=False)}
-    orders: dict[str, int] = {}
     longest = max(periods, default=0.0)
-    richest: dict[str, ChannelPast] = {}  # one order per channel: from its best-observed series
-    for (_, channel), p in past.items():
-        if str(channel) not in richest or len(p.t) > len(richest[str(channel)].t):
-            richest[str(channel)] = p
-    for channel, p in richest.items():
-        if len(p.t) >= 30:
-            orders[channel] = ar_order(p.t[-MAX_PAST:], p.y[-MAX_PAST:], gap, longest)
+    richest = best_observed(past)  # one order per channel: from its best-observed series
+    orders = {channel: ar_order(p.t[-MAX_PAST:], p.y[-MAX_PAST:], gap, longest)
+              for channel, p in richest.items() if len(p.t) >= 30}
     first = origins[scored[0]][1] if scored else np.inf  # parameters from the past before it only
     kernels, damped, linear = fitted_parameters(richest, first, tuple(periods), gap,
                                                 few=frame["series_id"].nunique() <= gp_forecast.MAX_SERIES)
     cands = CandidateScores(tuple(periods), float(gap), orders, kernels, damped, linear, {})
     for model_id in scored:
-        queries = episodes[model_id]
         sid, origin = origins[model_id]
-        for channel, q in queries.groupby("channel", sort=False):
+        for channel, q in episodes[model_id].groupby("channel", sort=False):
             p = past.get((str(sid), str(channel)))
             if p is None:
                 continue

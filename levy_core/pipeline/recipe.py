@@ -42,7 +42,7 @@ from levy_core.episodes.tasks import (
 )
 from levy_core.model.levy_model import LevyModel, ModelConfig, SoftmaxTwin
 from levy_core.model.sizes import AUTO_MEDIUM_MIN_SERIES, MODEL_SIZES
-from levy_core.offsets.base_forecast import BaseForecast, BaseForecastSpec, choose
+from levy_core.offsets.base_forecast import BaseForecast, BaseForecastSpec, best_observed, choose
 from levy_core.offsets.seasonality import detect_season, lag_one_autocorrelation, median_gap
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.predict import observed_queries
@@ -348,12 +348,8 @@ def persistence(base: BaseForecast) -> dict[str, float]:
     sampling grid (:func:`~levy_core.offsets.seasonality.lag_one_autocorrelation`, in [0, 0.99]):
     near 1, the series carries its past forward like a random walk, where a band calibrated on
     the latest origins has covered less and less with the lead (``FittedModel.band_note``)."""
-    richest: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for (_, channel), past in base.past.items():
-        if channel not in richest or len(past.t) > len(richest[channel][0]):
-            richest[channel] = (past.t, past.y)
-    return {channel: round(lag_one_autocorrelation(t, y, median_gap(t) or 1.0), 4)
-            for channel, (t, y) in sorted(richest.items()) if len(t) >= 3}
+    return {channel: round(lag_one_autocorrelation(p.t, p.y, median_gap(p.t) or 1.0), 4)
+            for channel, p in sorted(best_observed(base.past).items()) if len(p.t) >= 3}
 
 
 def calibrate(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str], *, mc_passes: int = 20) -> pd.DataFrame:
