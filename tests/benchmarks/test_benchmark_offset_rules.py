@@ -38,6 +38,15 @@ def test_the_shipped_rule_keeps_the_simplest_unless_another_is_clearly_better() 
     assert sorted(rules.shipped(records({LAST: 1.0, HARM: -1.0, AR: 1.5}))) == sorted([LAST, HARM, AR])
 
 
+def test_the_absolute_error_rule_picks_what_most_queries_favour_where_squares_favour_one_big_miss() -> None:
+    """One candidate is exact on three queries of four and misses the fourth by 4; the other
+    misses every query by 1.2: squared error prefers the second (4 against 1.44 per query),
+    absolute error the first (1 against 1.2)."""
+    miss = {HARM: lambda lead: np.where(lead == 1.0, 4.0, 0.0), LAST: 1.2}
+    assert rules.shipped(records(miss)) == [LAST]
+    assert rules.RULES["shipped_mae"](records(miss)) == [HARM]
+
+
 def test_a_trimmed_combination_averages_only_the_indistinguishable() -> None:
     recs = records({LAST: 1.0, LEVEL: 1.1, HARM: 1.2, AR: 3.0})  # squared errors 1, 1.21, 1.44, 9
     assert rules.trimmed(recs, 0.1) == [LAST]
