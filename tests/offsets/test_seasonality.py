@@ -104,7 +104,8 @@ def _season_in_red_noise(rho: float, amplitude: float, n: int, seed: int) -> pd.
 def test_a_season_spread_over_harmonics_under_a_persistent_cycle_is_found_with_points_dropped(
         rho: float, amplitude: float, n: int, seed: int, joint: str) -> None:
     """Neither harmonic alone clears the test; together they do (the monthly equipment orders
-    of the fresh benchmark set, 30 % dropped, lost their year at three end points of six)."""
+    of the fresh benchmark set, 30 % dropped, lost their year at four end points of six;
+    tested together, at only one)."""
     import scipy.special
 
     frame = _season_in_red_noise(rho, amplitude, n, seed)
