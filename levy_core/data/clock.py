@@ -138,18 +138,24 @@ def user_time_label(obs: Observations) -> str:
 # --------------------------------------------------------------------------------------
 # Durations
 # --------------------------------------------------------------------------------------
-def duration_text(hours: float, sep: str = "") -> str:
+def duration_text(hours: float, sep: str = "", *, at_least: bool = False) -> str:
     """A duration in the largest unit that keeps it readable ("36h", "2.5d"; ``sep=" "`` for
-    prose); :func:`parse_duration` reads it back."""
+    prose), to three significant digits; :func:`parse_duration` reads it back (``at_least``:
+    rounded up, so that it reads back as no shorter: a horizon to refit with)."""
     h = float(hours)
     if not np.isfinite(h) or h <= 0:
         return ""
+
+    def digits(v: float) -> str:
+        step = 10.0 ** (math.floor(math.log10(v)) - 2)  # the third significant digit
+        return f"{math.ceil(v / step * (1 - 1e-9)) * step if at_least else v:.3g}"
+
     if h < 1e-2:
-        return f"{h * 3600:.3g}{sep}s"
+        return f"{digits(h * 3600)}{sep}s"
     for unit, size in (("y", 24 * 365.2425), ("w", 24 * 7.0), ("d", 24.0)):
         if h >= 2 * size:
-            return f"{h / size:.3g}{sep}{unit}"
-    return f"{h:.3g}{sep}h"
+            return f"{digits(h / size)}{sep}{unit}"
+    return f"{digits(h)}{sep}h"
 
 
 def parse_duration(text: str | float, input_time_unit: str) -> float:

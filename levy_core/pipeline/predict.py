@@ -18,7 +18,7 @@ from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.predictive import to_original_units
 from levy_core.pipeline.prepared import ModelData, as_model_data
 
-__all__ = ["BATCH_SERIES", "chunks", "horizon_note", "observed_queries", "predict_after_end", "predict_future", "predict_grid",
+__all__ = ["BATCH_SERIES", "HORIZON_TOLERANCE", "chunks", "horizon_note", "observed_queries", "predict_after_end", "predict_future", "predict_grid",
            "predict_queries", "run_pass", "split_predictions", "with_context", "in_original_units"]
 
 BATCH_SERIES = 64  # series per inference batch
@@ -26,24 +26,33 @@ PASS_COLUMNS = ["mean_norm", "sigma_norm", "spread_norm", "log_evidence", "disag
                 "disagreement_term_norm"]
 
 
+HORIZON_TOLERANCE = 0.01  # a query this share of the horizon past it is still within it
+
+
 def horizon_note(fitted: FittedModel, leads: np.ndarray) -> str | None:
     """A warning when queries lie further ahead than a fit on rolling origins was trained
     and calibrated for (``leads``: hours after the forecast origin, each query); None
-    otherwise (and for fits on many series, which have no such horizon)."""
+    otherwise (and for fits on many series, which have no such horizon).
+
+    Calendar lengths put dates a hair past a horizon written in years or months (ten yearly
+    dates after 1 July 1901 end 13.8 h past ``10y``: three leap days), so a query within
+    ``HORIZON_TOLERANCE`` of the horizon past it counts as within: the last lead bin the band
+    was calibrated on covers it."""
     plan = fitted.split.origin_plan if fitted.split.mode == "origin" else None
     leads = np.asarray(leads, np.float64)
     if not plan or not leads.size:
         return None
     fitted_h = float(plan["horizon"])
-    beyond = leads > fitted_h * (1 + 1e-6) + 1e-9
+    beyond = leads > fitted_h * (1 + HORIZON_TOLERANCE) + 1e-9
     if not beyond.any():
         return None
     far = float(leads[beyond].max())
-    return (f"{int(beyond.sum())} of {leads.size} queries lie beyond the fitted horizon, up to "
-            f"{duration_text(far, ' ')} after the data's end, while the model was trained and calibrated on "
+    return (f"{int(beyond.sum())} of {leads.size} queries lie beyond the fitted horizon of "
+            f"{duration_text(fitted_h, ' ')}, up to {duration_text(far, ' ')} after the data's end (the farthest "
+            f"{duration_text(far - fitted_h, ' ')} past it), while the model was trained and calibrated on "
             f"forecasts up to {duration_text(fitted_h, ' ')} ahead: there the forecast and its band extrapolate. "
-            f"Refit with --horizon {duration_text(far)} (or more) to forecast that far, or ask for times within "
-            f"{duration_text(fitted_h, ' ')} of the end.")
+            f"Refit with --horizon {duration_text(far, at_least=True)} (or more) to forecast that far, or ask for "
+            f"times within {duration_text(fitted_h, ' ')} of the end.")
 
 
 def chunks(ids: list[str], size: int = BATCH_SERIES) -> list[list[str]]:

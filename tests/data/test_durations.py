@@ -133,3 +133,24 @@ def test_unknown_data_unit() -> None:
     with pytest.raises(DataError, match="Unknown time unit 'fortnights'") as err:
         parse_duration("3h", "fortnights")
     assert "datetime" in str(err.value) and "days" in str(err.value)
+
+
+def test_a_duration_text_reads_back_and_at_least_never_reads_back_shorter() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from levy_core.data import duration_text
+
+    assert duration_text(48.0) == "2d" and duration_text(48.0, at_least=True) == "2d"
+    assert duration_text(YEAR_H * 10 + 13.8) == "10y"  # three significant digits: the excess is lost
+    assert duration_text(YEAR_H * 10 + 13.8, at_least=True) == "10.1y"  # rounded up: a horizon that covers it
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.floats(min_value=1e-4, max_value=1e6, allow_nan=False))
+    def reads_back(hours: float) -> None:
+        plain, up = duration_text(hours), duration_text(hours, at_least=True)
+        assert parse_duration(plain, "hours") == pytest.approx(hours, rel=5e-3)  # 3 significant digits
+        assert parse_duration(up, "hours") >= hours * (1 - 1e-9)
+        assert parse_duration(up, "hours") <= hours * 1.011  # no more than a step of the third digit up
+
+    reads_back()

@@ -74,6 +74,29 @@ def test_queries_past_the_fitted_horizon_are_warned_by_name(fitted_cycle: LevyFo
         fitted_cycle.predict(h="48h", level=[90])
 
 
+def test_calendar_lengths_a_hair_past_the_horizon_are_within_it_and_the_refit_horizon_covers_the_query() -> None:
+    """Ten yearly dates after 1 July 1901 end 13.8 h past a ``10y`` horizon (three leap days):
+    no warning (the Nile's last benchmark window gave one, whose advice was to refit with
+    ``--horizon 10y``, the horizon it had). Past the tolerance, the warning names the
+    excess and a horizon that reads back as covering the farthest query."""
+    from types import SimpleNamespace
+
+    from levy_core.data import parse_duration
+    from levy_core.pipeline.predict import HORIZON_TOLERANCE, horizon_note
+
+    ten_years = 10 * 365.2425 * 24
+    fitted = SimpleNamespace(split=SimpleNamespace(mode="origin", origin_plan={"horizon": ten_years}))
+    assert horizon_note(fitted, np.array([ten_years / 2, ten_years + 13.8])) is None
+    far = ten_years * (1 + 2 * HORIZON_TOLERANCE)
+    note = horizon_note(fitted, np.array([ten_years / 2, ten_years, far]))
+    assert note is not None and note.startswith("1 of 3 queries lie beyond the fitted horizon of 10 y")
+    assert "up to 10.2 y after the data's end (the farthest 10.4 w past it)" in note
+    refit = note.split("Refit with --horizon ")[1].split(" ")[0]
+    assert refit == "10.2y" and parse_duration(refit, "hours") >= far * (1 - 1e-9)
+    many = SimpleNamespace(split=SimpleNamespace(mode="series", origin_plan=None))
+    assert horizon_note(many, np.array([far])) is None  # fits on many series have no such horizon
+
+
 @pytest.mark.integration
 def test_the_cli_says_what_the_offset_is_and_warns_past_the_horizon(daily_cycle: pd.DataFrame, tmp_path: Path,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
