@@ -38,16 +38,26 @@ from levy_core.data.drift import DriftReport
 from levy_core.episodes.tasks import TaskConfig
 from levy_core.forecast import windows as forecast_windows
 from levy_core.forecast.results import Backtest, Evaluation, fraction
-from levy_core.pipeline.nixtla import BAND_KINDS, level_bands, nixtla_frame, percent_levels
+from levy_core.pipeline.nixtla import (
+    BAND_KINDS,
+    level_bands,
+    nixtla_frame,
+    percent_levels,
+    unbounded_note,
+)
 from levy_core.serving.modelzip import MAX_ZIP_BYTES, load_model_zip, model_zip_bytes
 from levy_core.serving.table_writer import atomic_output
 from levy_core.training.train import Progress, TrainConfig
 
-__all__ = ["Backtest", "BeyondHorizonWarning", "Evaluation", "LevyForecaster"]
+__all__ = ["Backtest", "BeyondHorizonWarning", "Evaluation", "LevyForecaster", "UnboundedBandWarning"]
 
 
 class BeyondHorizonWarning(UserWarning):
     """Queries further ahead than the fit on rolling origins was trained and calibrated for."""
+
+
+class UnboundedBandWarning(UserWarning):
+    """A band asked for came out infinite: too few calibration errors for its level."""
 
 
 class LevyForecaster:
@@ -184,6 +194,10 @@ class LevyForecaster:
         if pred.attrs.get("beyond_horizon"):  # a library does not print: a warning the caller can filter
             warnings.warn(pred.attrs["beyond_horizon"], BeyondHorizonWarning, stacklevel=2)
         bands, _ = level_bands(pred, fitted, levels, band)
+        scores = getattr(getattr(fitted.levy_calibration, "conformal", None), "scores_", None)
+        note = unbounded_note(bands, levels, 0 if scores is None else len(scores))
+        if note:
+            warnings.warn(note[0].upper() + note[1:], UnboundedBandWarning, stacklevel=2)
         return nixtla_frame(pred, forecast_windows.user_times(pred["series_id"], pred["time"], obs), bands, levels,
                             fitted)
 

@@ -21,7 +21,7 @@ import pandas as pd
 from levy_core.pipeline.modelfile import FittedModel
 
 __all__ = ["BAND_KINDS", "MODEL_NAME", "band_kind", "band_levels", "fraction", "level_bands", "level_label",
-           "nixtla_frame", "percent_levels"]
+           "nixtla_frame", "percent_levels", "unbounded_note"]
 
 MODEL_NAME = "Lévy"
 BAND_KINDS = ("auto", "gaussian", "conformal", "adaptive")
@@ -150,6 +150,37 @@ def level_bands(pred: pd.DataFrame, fitted: FittedModel, levels: Sequence[float]
         columns[f"lower_{level_label(level)}"], columns[f"upper_{level_label(level)}"] = lo, hi
         kinds.append(kind)
     return pd.DataFrame(columns, index=pred.index), kinds
+
+
+def unbounded_note(bands: pd.DataFrame, levels: Sequence[float], n_scores: int = 0) -> str | None:
+    """Plain words for bands that came out infinite (``bands``: :func:`level_bands`' columns
+    ``lower_<L>, upper_<L>`` for ``levels``, fractions; ``n_scores``: the calibration split's
+    errors, 0 when unknown); None when every band is finite. (``levy predict`` refuses to
+    write such a band: ``levy_core.cli.main._refuse_infinite_bands``.)
+
+    A split-conformal band at level ``L`` is finite only with at least ``⌈L / (1 − L)⌉``
+    calibration errors (49 at 98 %), and an adaptive one only while its walk has not missed
+    more often than its step absorbs; otherwise the honest band is the whole line, which a
+    user who asked for it must be told of rather than find as ``inf`` in a column."""
+    unbounded = []
+    for level in levels:
+        label = level_label(level)
+        lo, hi = (bands[f"{side}_{label}"].to_numpy(np.float64) for side in ("lower", "upper"))
+        rows = int(np.sum(~(np.isfinite(lo) & np.isfinite(hi))))
+        if rows:
+            unbounded.append((label, rows, len(lo)))
+    if not unbounded:
+        return None
+    label, rows, n = unbounded[-1]  # the widest: the one the others are nested in
+    which = " and ".join(f"{lab} %" for lab, _, _ in unbounded) + (" band is" if len(unbounded) == 1 else " bands are")
+    finite = [level_label(v) for v in levels if level_label(v) not in {lab for lab, _, _ in unbounded}]
+    held = f"the calibration split holds {n_scores:,} errors, " if n_scores else ""
+    most = f"; bounded up to {100 * n_scores / (n_scores + 1):.4g} % here" if n_scores else ""
+    return (f"the {which} unbounded (±inf) on {rows} of {n} queries: {held}too few for a conformal band that "
+            f"wide (one at {label} % needs at least {math.ceil(round(float(label) / (100 - float(label)), 9))} per "
+            f"channel{most}), or the adaptive walk missed more often than its step absorbs. "
+            + (f"Use the {finite[-1]} % band, or fit on a longer history."
+               if finite else "Ask for a lower level (90 % or less), or fit on a longer history."))
 
 
 def nixtla_frame(pred: pd.DataFrame, times: pd.Series | np.ndarray, bands: pd.DataFrame, levels: Sequence[float],

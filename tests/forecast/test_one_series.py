@@ -116,6 +116,20 @@ def test_the_cli_says_what_the_offset_is_and_warns_past_the_horizon(daily_cycle:
     assert "beyond the fitted horizon" not in capsys.readouterr().err
 
 
+def test_a_band_the_calibration_cannot_support_is_warned_not_left_as_inf_in_a_column(
+        fitted_cycle: LevyForecaster) -> None:
+    from levy_core.forecast.forecaster import UnboundedBandWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fine = fitted_cycle.predict(h="6h", level=[90, 98])  # 98 % needs 49 calibration errors: it has them
+    assert np.isfinite(fine.filter(like="Lévy-").to_numpy(np.float64)).all()
+    with pytest.warns(UnboundedBandWarning, match=r"^The 99.9 % band is unbounded .* holds 492 errors.* needs at least 999 per channel; bounded up to 99.8 % here.* Use the "
+                                                 r"90 % band"):
+        wide = fitted_cycle.predict(h="6h", level=[90, 99.9])
+    assert np.isinf(wide["Lévy-hi-99.9"]).all() and np.isfinite(wide["Lévy-hi-90"]).all()
+
+
 def test_training_that_does_not_beat_the_offset_is_said_in_plain_words(fitted_cycle: LevyForecaster) -> None:
     fitted = fitted_cycle.fitted
     info = dict(fitted.training["levy"])
