@@ -312,8 +312,11 @@ def to_user_time(series_id: ArrayLike, hours: ArrayLike, obs: Observations) -> p
             "given). Check the hours."
         )
     starts = pd.to_datetime(pd.Series(ids, dtype=object).map(origin), utc=True).dt.as_unit("us")
-    offsets = pd.to_timedelta(np.round(h * 3.6e9), unit="us").as_unit("us")  # hours -> µs
-    stamps = starts + pd.Series(offsets)
+    # hours -> µs, built in µs: pandas 2.x's to_timedelta goes through nanoseconds and overflows past 292 years
+    micro = np.round(h * 3.6e9)
+    finite = np.isfinite(micro)
+    offsets = pd.Series(np.where(finite, micro, 0).astype(np.int64).astype("timedelta64[us]")).where(finite)
+    stamps = starts + offsets
     return pd.Series(stamps.array, index=index, name="time")
 
 
@@ -568,11 +571,13 @@ def _datetime_query_hours(
         )
     if obs.report.input_has_offsets:
         _require_time_zones(cells, name, lines)
-    # in microseconds (or coarser): nanosecond differences overflow past 292 years
+    # in microseconds (or coarser): nanosecond differences overflow past 292 years; the hour
+    # too, or pandas 2.x divides in the divisor's nanoseconds and overflows all the same (the
+    # sunspots since 1700: queries in 1998 came out 2.5 million hours *before* the start)
     unit = np.datetime_data(stamps.dt.tz_convert(None).dtype)[0]
     unit = "us" if unit == "ns" else unit
     starts = pd.to_datetime(pd.Series(series, dtype=object).map(origin), utc=True).dt.as_unit(unit)
-    return ((stamps.dt.as_unit(unit) - starts) / pd.Timedelta(hours=1)).to_numpy(
+    return ((stamps.dt.as_unit(unit) - starts) / pd.Timedelta(hours=1).as_unit(unit)).to_numpy(
         dtype=np.float64, na_value=np.nan
     )
 

@@ -15,6 +15,7 @@ import pytest
 from levy_core import LevyForecaster
 from levy_core.calibration.horizon_scale import HorizonScale, fit_horizon_scale
 from levy_core.cli.main import main
+from levy_core.data import read_queries
 from levy_core.forecast.forecaster import BeyondHorizonWarning
 
 
@@ -178,6 +179,12 @@ def test_three_centuries_of_yearly_dates_are_read_and_written_back() -> None:
     queries = pd.DataFrame({"unique_id": "sun", "ds": pd.to_datetime(["2009-07-01", "2015-07-01"])})
     pred = f.predict(queries, level=[90])
     assert list(pred["ds"]) == list(queries["ds"])
+    # the queries are read on the data's clock, 309 and 315 years after its start (under pandas
+    # 2.x an hour in nanoseconds overflowed here: queries came out millions of hours before it)
+    asked = read_queries(queries, f.observations)
+    np.testing.assert_allclose(asked["time"] / (365.2425 * 24), [309.0, 315.0], atol=0.01)
+    truth = 50 + 40 * np.sin(2 * np.pi * np.array([2009, 2015]) / 11)
+    assert np.max(np.abs(pred["Lévy"].to_numpy() - truth)) < 15  # the cycle carried on, not a forecast of 1700
 
 
 def test_a_persistent_series_without_a_season_is_told_where_its_band_falls_short(
