@@ -143,8 +143,11 @@ def _check_row_groups(metadata, schema, name: str) -> None:
     widths = {}
     for field in schema:
         typ = field.type.value_type if t.is_dictionary(field.type) else field.type
-        widths[field.name] = 8 if t.is_string(typ) or t.is_large_string(typ) else max(typ.bit_width // 8, 1) \
-            if hasattr(typ, "bit_width") and not t.is_null(typ) else 8
+        try:  # a variable-width or null type (an all-missing column) raises ValueError, not AttributeError
+            bits = None if t.is_null(typ) or t.is_string(typ) or t.is_large_string(typ) else int(typ.bit_width)
+        except (AttributeError, ValueError):
+            bits = None
+        widths[field.name] = 8 if bits is None else max(bits // 8, 1)
     text = set(_text_columns(schema))
     declared = int(metadata.num_rows)
     groups = [metadata.row_group(i) for i in range(metadata.num_row_groups)]

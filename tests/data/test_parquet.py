@@ -113,6 +113,25 @@ def test_an_empty_file_is_refused(tmp_path: Path) -> None:
         read_parquet(to_parquet(tmp_path, long_table().iloc[:0]))
 
 
+def test_an_all_missing_column_is_read_as_missing_not_a_crash(tmp_path: Path) -> None:
+    """pyarrow types a column with no value at all as ``null`` (pandas 2 writes an empty text
+    column so): its width is no number, and asking for one raised a bare ValueError ('Non-fixed
+    width type') from the row-group check, for an extra notes column as for an empty file."""
+    notes = pa.table({"series_id": ["a", "a", "b", "b"], "time": [1.0, 2.0, 1.0, 2.0], "value": [1.0, 2.0, 3.0, 4.0],
+                      "notes": pa.nulls(4)})
+    pq.write_table(notes, tmp_path / "notes.parquet")
+    obs = read_parquet(tmp_path / "notes.parquet")
+    assert len(obs.frame) == 4 and list(obs.frame["value"]) == [1.0, 2.0, 3.0, 4.0]
+    empty = pa.table({"series_id": pa.nulls(0), "time": pa.array([], pa.float64()), "value": pa.array([], pa.float64())})
+    pq.write_table(empty, tmp_path / "empty.parquet")
+    with pytest.raises(DataError, match="has no rows"):
+        read_parquet(tmp_path / "empty.parquet")
+    no_values = notes.set_column(2, "value", pa.nulls(4))
+    pq.write_table(no_values, tmp_path / "no_values.parquet")
+    with pytest.raises(DataError, match="column 'value' holds the measurements"):
+        read_parquet(tmp_path / "no_values.parquet")
+
+
 def test_levy_rank_refuses_a_hostile_parquet_file_with_a_message(fitted_dir: Path, tmp_path: Path, capsys) -> None:
     from levy_core.cli.main import main
 
