@@ -175,7 +175,7 @@ def unbounded_note(bands: pd.DataFrame, levels: Sequence[float], n_scores: int =
     which = " and ".join(f"{lab} %" for lab, _, _ in unbounded) + (" band is" if len(unbounded) == 1 else " bands are")
     finite = [level_label(v) for v in levels if level_label(v) not in {lab for lab, _, _ in unbounded}]
     held = f"the calibration split holds {n_scores:,} errors, " if n_scores else ""
-    most = f"; bounded up to {100 * n_scores / (n_scores + 1):.4g} % here" if n_scores else ""
+    most = f"; bounded up to {100 * n_scores / (n_scores + 1):.4g} % here, less on a channel with fewer" if n_scores else ""
     return (f"the {which} unbounded (±inf) on {rows} of {n} queries: {held}too few for a conformal band that "
             f"wide (one at {label} % needs at least {math.ceil(round(float(label) / (100 - float(label)), 9))} per "
             f"channel{most}), or the adaptive walk missed more often than its step absorbs. "
