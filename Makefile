@@ -36,9 +36,10 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(PYTEST)
 
-## make test-pandas2: the data, forecast and pipeline tests under pandas 2 in a second environment (pyproject
-## allows pandas >= 2.0, the pinned one is pandas 3: a date-time past 292 years and an all-missing Parquet
-## column broke only under pandas 2, and benchmarks/anchors.py's extras need pandas < 3)
+## make test-pandas2: the data, forecast, pipeline and serving tests under pandas 2 in a second environment
+## (pyproject allows pandas >= 2.0, the pinned one is pandas 3: a date-time past 292 years, an all-missing
+## Parquet column and 17-digit decimals read a unit off broke only under pandas 2, and benchmarks/anchors.py's
+## extras need pandas < 3)
 PANDAS2_VENV ?= .venv-pandas2
 
 test-pandas2:
@@ -48,7 +49,7 @@ test-pandas2:
 		"pandas>=2.2,<3" -e . pytest pytest-xdist hypothesis
 	$(PANDAS2_VENV)/bin/python -c "import pandas; assert pandas.__version__ < '3', pandas.__version__"
 	$(PANDAS2_VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -p no:cacheprovider \
-		tests/data tests/forecast tests/pipeline
+		tests/data tests/forecast tests/pipeline tests/serving
 
 ## make test-fast: the same without the slow (training, statistical), browser and whole-program tests
 ## (the app run end to end, other processes: `pytest -m integration` runs those alone)

@@ -27,8 +27,9 @@ NUMBERS_AS_TEXT = ["-1.5", "+3", "1e-3", "-2e-3", ".5", "-0", "+.25E+2"]
 
 
 def read_both(text: str) -> tuple[pd.DataFrame, list[list[str]]]:
-    """The CSV ``text`` read back by pandas and by the csv module."""
-    frame = pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=[""])
+    """The CSV ``text`` read back by pandas and by the csv module (numbers to the nearest
+    double: pandas 2's default parser can land one unit in the last place away)."""
+    frame = pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=[""], float_precision="round_trip")
     rows = list(csv.reader(io.StringIO(text, newline="")))
     return frame, rows
 
