@@ -36,6 +36,10 @@ Rules (``RULES``):
 * ``shipped_mae``: the shipped rule with the mean absolute error as its loss (the CRPS the
   benchmark scores is closer to it): tried end to end twice and refused, last in
   ``benchmarks/results/offset_abs_rule_rerun_2026-12-04.txt``.
+* ``shipped_trim10``, ``shipped_trim25``, ``shipped_median``: the shipped rule scoring each
+  candidate by its per-origin squared errors without its worst 10 % / 25 % of origins, or by
+  their median (one extreme episode, El Niño's 1997–98, then no longer decides the pick):
+  refused, ``benchmarks/results/offset_robust_loss_2026-12-04.txt``.
 
 Output: per series the held-out MAE (data units) and normalised MSE of each rule ÷ the
 shipped rule's (mean over ends), their geometric means over series and how many series each
@@ -91,6 +95,23 @@ def mae(records: Sequence[Record], members: Sequence[Key]) -> float:
     """Absolute error of the mean of ``members`` over ``records``, per query."""
     ae = sum(float(np.sum(np.abs(np.mean([p[m] for m in members], axis=0) - y))) for p, y, _ in records)
     return ae / max(sum(len(y) for _, y, _ in records), 1)
+
+
+def _per_origin_mse(records: Sequence[Record], members: Sequence[Key]) -> np.ndarray:
+    return np.array([float(np.mean((np.mean([p[m] for m in members], axis=0) - y) ** 2)) for p, y, _ in records])
+
+
+def trimmed_mse(records: Sequence[Record], members: Sequence[Key], share: float = 0.1) -> float:
+    """Mean of the per-origin squared errors of ``members``' mean, without the worst ``share``
+    of origins (each candidate's own worst: one extreme episode, El Niño's 1997-98, no
+    longer decides the pick)."""
+    e = np.sort(_per_origin_mse(records, members))
+    return float(np.mean(e[:max(1, int(np.ceil(len(e) * (1 - share))))]))
+
+
+def median_mse(records: Sequence[Record], members: Sequence[Key]) -> float:
+    """Median over origins of the per-origin squared error of ``members``' mean."""
+    return float(np.median(_per_origin_mse(records, members)))
 
 
 def shipped(records: Sequence[Record], loss: Callable[[Sequence[Record], Sequence[Key]], float] = mse) -> list[Key]:
@@ -181,6 +202,9 @@ RULES: dict[str, Callable[[Sequence[Record]], list[Key]]] = {
     "shd_seasonless": when_seasonless(shd),
     "top5_seasonless": when_seasonless(lambda r: ranked(r)[:5]),
     "shipped_mae": functools.partial(shipped, loss=mae),
+    "shipped_trim10": functools.partial(shipped, loss=trimmed_mse),
+    "shipped_trim25": functools.partial(shipped, loss=functools.partial(trimmed_mse, share=0.25)),
+    "shipped_median": functools.partial(shipped, loss=median_mse),
 }
 LEAD_RULES = {"lead2": 2, "lead3": 3}
 MEDIAN_RULES = {"median5": 5, "median7": 7, "median_all": None}

@@ -47,6 +47,19 @@ def test_the_absolute_error_rule_picks_what_most_queries_favour_where_squares_fa
     assert rules.RULES["shipped_mae"](records(miss)) == [HARM]
 
 
+def test_robust_losses_ignore_one_extreme_origin() -> None:
+    """Ten origins: HARM misses one of them by 10 and is exact elsewhere; LAST misses every
+    query by 1. Squared error over all origins prefers LAST (10 against 1 per query); without
+    the worst tenth of origins, or by the median origin, HARM (0 against 1)."""
+    recs = records({HARM: 0.0, LAST: 1.0}, origins=10)
+    recs[3] = ({HARM: recs[3][1] + 10.0, LAST: recs[3][1] + 1.0}, recs[3][1], recs[3][2])
+    assert rules.shipped(recs) == [LAST]
+    for name in ("shipped_trim10", "shipped_median"):
+        assert rules.RULES[name](recs) == [HARM], name
+    assert rules.trimmed_mse(recs, [HARM]) == 0.0
+    assert rules.median_mse(recs, [LAST]) == pytest.approx(1.0)
+
+
 def test_a_trimmed_combination_averages_only_the_indistinguishable() -> None:
     recs = records({LAST: 1.0, LEVEL: 1.1, HARM: 1.2, AR: 3.0})  # squared errors 1, 1.21, 1.44, 9
     assert rules.trimmed(recs, 0.1) == [LAST]
