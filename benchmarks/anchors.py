@@ -1006,6 +1006,15 @@ def save_predictions(predictions: pd.DataFrame, log_lines: list[str], directory:
     (directory / "log.txt").write_text("\n".join(log_lines) + "\n")
 
 
+def emit(text: str, out: Path | None) -> int:
+    """Print a study's tables, and write them to ``out`` too when given; the exit code (0).
+    (The screens that re-score this benchmark's saved predictions end with it.)"""
+    print(text)
+    if out is not None:
+        out.write_text(text + "\n")
+    return 0
+
+
 def load_predictions(directory: Path) -> pd.DataFrame:
     return pd.read_csv(directory / "predictions.csv", parse_dates=["end_time", "time"])
 

@@ -82,10 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = pd.concat([windows(w, anchors.load_predictions(getattr(args, w)), args.ends_anchors if w == "anchors" else 3)
                       for w in ("anchors", "dev", "fresh")], ignore_index=True)
     text = table(rows)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
-    return 0
+    return anchors.emit(text, args.out)
 
 
 if __name__ == "__main__":

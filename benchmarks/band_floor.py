@@ -208,10 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("no Lévy predictions of this set in the directory", file=sys.stderr)
         return 1
     text = "\n".join(tables(rows))
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
-    return 0
+    return anchors.emit(text, args.out)
 
 
 if __name__ == "__main__":

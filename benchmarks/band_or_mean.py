@@ -98,10 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     preds = pd.concat([anchors.load_predictions(d) for d in args.dirs], ignore_index=True)
     text = table(ratios(preds, args.against), args.against)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
-    return 0
+    return anchors.emit(text, args.out)
 
 
 if __name__ == "__main__":

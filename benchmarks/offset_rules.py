@@ -299,10 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows += study_fold(case, k)
             print(f"{case.name} end {k}", flush=True)
     text = "\n".join(tables(pd.DataFrame(rows)))
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
-    return 0
+    return anchors.emit(text, args.out)
 
 
 if __name__ == "__main__":
