@@ -14,7 +14,6 @@ from levy_core.offsets.base_forecast import (
     HARMONIC_AR,
     METHODS,
     BaseForecastSpec,
-    aic_order,
     choose,
     forecast,
     residual_order,
@@ -41,22 +40,6 @@ def test_the_residual_path_is_statsmodels_autoreg_forecast(order: int) -> None:
     np.testing.assert_allclose(ours, ref, rtol=1e-9, atol=1e-9)
     short = forecast("autoregressive", t[:5], z[:5], t[4], np.array([t[4] + 2.0]), order=order, gap=2.0)
     assert short[0] == z[4]  # too short for the order: the last value
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_aic_order_is_the_brute_force_least_squares_choice(seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    z = np.convolve(rng.normal(size=400), [1.0, 0.6, -0.4, 0.3], mode="valid")[: 150 + 50 * seed]
-    top = 12
-    aics = []
-    for p in range(top + 1):  # every order on the same targets z[top:]
-        x = np.column_stack([np.ones(len(z) - top)] + [z[top - j - 1:len(z) - j - 1] for j in range(p)])
-        coef, *_ = np.linalg.lstsq(x, z[top:], rcond=None)
-        rss = float(np.sum((z[top:] - x @ coef) ** 2))
-        aics.append((len(z) - top) * np.log(rss / (len(z) - top)) + 2 * (p + 1))
-    assert aic_order(z, top) == int(np.argmin(aics))
-    assert aic_order(np.zeros(200), top) == 0  # no residual at all: no memory
-    assert aic_order(z[:8], top) == 0  # too short for any order
 
 
 def test_aic_finds_no_memory_in_white_residuals_and_some_in_persistent_ones() -> None:
