@@ -56,26 +56,23 @@ def _window_mean(rows: pd.DataFrame, mean: np.ndarray, half: np.ndarray) -> floa
 
 def ratios(predictions: pd.DataFrame, against: str = "gp") -> pd.DataFrame:
     """Per series (rows), Lévy's CRPS ÷ ``against``'s under each of :data:`COLUMNS`, and the
-    oracle's factor (``scale``); series where either row is missing are left out."""
-    keys = ["series", "end", "channel", "time"]
+    oracle's factor (``scale``), on the queries both rows forecast; series where either row
+    is missing are left out."""
+    keys = ["series", "end", "channel", "time", "y"]
+    cols = [*keys, "mean", "lo", "hi"]
+    pairs = predictions.loc[predictions["method"] == "levy", cols].merge(
+        predictions.loc[predictions["method"] == against, cols], on=keys, suffixes=("_l", "_o"))
     out = []
-    for series, g in predictions.groupby("series", sort=True):
-        lv = g[g["method"] == "levy"].sort_values(keys)
-        ot = g[g["method"] == against].sort_values(keys)
-        if lv.empty or ot.empty:
-            continue
-        both = lv[keys].merge(ot[keys], on=keys, how="inner")
-        lv = lv.merge(both, on=keys).sort_values(keys)
-        ot = ot.merge(both, on=keys).sort_values(keys)
-        m_l, m_o = lv["mean"].to_numpy(np.float64), ot["mean"].to_numpy(np.float64)
-        h_l = (lv["hi"] - lv["lo"]).to_numpy(np.float64) / 2
-        h_o = (ot["hi"] - ot["lo"]).to_numpy(np.float64) / 2
-        base = _window_mean(ot, m_o, h_o)
-        scaled = [_window_mean(lv, m_l, c * h_l) for c in SCALES]
+    for series, g in pairs.groupby("series", sort=True):
+        m_l, m_o = g["mean_l"].to_numpy(np.float64), g["mean_o"].to_numpy(np.float64)
+        h_l = (g["hi_l"] - g["lo_l"]).to_numpy(np.float64) / 2
+        h_o = (g["hi_o"] - g["lo_o"]).to_numpy(np.float64) / 2
+        base = _window_mean(g, m_o, h_o)
+        scaled = [_window_mean(g, m_l, c * h_l) for c in SCALES]
         best = int(np.argmin(scaled))
-        out.append({"series": series, "as run": _window_mean(lv, m_l, h_l) / base, "best scale": scaled[best] / base,
-                    "scale": float(SCALES[best]), "its band": _window_mean(lv, m_l, h_o) / base,
-                    "its mean": _window_mean(lv, m_o, h_l) / base})
+        out.append({"series": series, "as run": _window_mean(g, m_l, h_l) / base, "best scale": scaled[best] / base,
+                    "scale": float(SCALES[best]), "its band": _window_mean(g, m_l, h_o) / base,
+                    "its mean": _window_mean(g, m_o, h_l) / base})
     return pd.DataFrame(out).set_index("series") if out else pd.DataFrame(columns=[*COLUMNS, "scale"])
 
 
