@@ -67,6 +67,7 @@ import numpy as np
 import pandas as pd
 
 from levy_core.offsets import base_forecast as bf
+from levy_core.offsets import comparison
 from levy_core.offsets.spec import COMBINED, HARMONIC_AR, METHODS, SEASONAL
 
 # the fit stopped at its offset choice: offset_study's capture (and the anchors it loads)
@@ -124,6 +125,28 @@ def shipped(records: Sequence[Record], loss: Callable[[Sequence[Record], Sequenc
             best = key
     top = sorted(each, key=lambda key: each[key])[:COMBINED]
     if len(top) >= 2 and loss(records, top) < (1 - bf.SIMPLER_MARGIN) * each[best]:
+        return top
+    return [best]
+
+
+def _per_origin_se(records: Sequence[Record], members: Sequence[Key]) -> np.ndarray:
+    return np.array([float(np.sum((np.mean([p[m] for m in members], axis=0) - y) ** 2)) for p, y, _ in records])
+
+
+def shipped_dm(records: Sequence[Record], lag: int, z: float) -> list[Key]:
+    """The shipped rule where a more complex candidate (or the combination) must also be
+    better beyond chance: Diebold and Mariano's ``t`` of the per-origin squared errors below
+    ``−z`` (:mod:`levy_core.offsets.comparison`, windows overlapping over ``lag`` origins)."""
+    each = {key: mse(records, [key]) for key in records[0][0]}
+    per = {key: _per_origin_se(records, [key]) for key in each}
+    ordered = sorted(each, key=lambda key: (METHODS.index(key[0]), key[1]))
+    best = ordered[0]
+    for key in ordered[1:]:
+        if each[key] < (1 - bf.SIMPLER_MARGIN) * each[best] and comparison.clearly_better(per[key], per[best], lag, z):
+            best = key
+    top = sorted(each, key=lambda key: each[key])[:COMBINED]
+    if (len(top) >= 2 and mse(records, top) < (1 - bf.SIMPLER_MARGIN) * each[best]
+            and comparison.clearly_better(_per_origin_se(records, top), per[best], lag, z)):
         return top
     return [best]
 
@@ -208,10 +231,14 @@ RULES: dict[str, Callable[[Sequence[Record]], list[Key]]] = {
 }
 LEAD_RULES = {"lead2": 2, "lead3": 3}
 MEDIAN_RULES = {"median5": 5, "median7": 7, "median_all": None}
+DM_RULES = {"dm0.5": 0.5, "dm1": 1.0, "dm1.645": 1.645}
 
 
-def predict(rule: str, records: Sequence[Record], forecasts: dict[Key, np.ndarray], lead: np.ndarray) -> np.ndarray:
-    """The held-out forecast of ``rule``'s pick."""
+def predict(rule: str, records: Sequence[Record], forecasts: dict[Key, np.ndarray], lead: np.ndarray,
+            lag: int = 0) -> np.ndarray:
+    """The held-out forecast of ``rule``'s pick (``lag``: the origins' overlap, for the DM rules)."""
+    if rule in DM_RULES:
+        return np.mean([forecasts[m] for m in shipped_dm(records, lag, DM_RULES[rule])], axis=0)
     if rule in LEAD_RULES:
         n = LEAD_RULES[rule]
         bucket = np.minimum((lead * n).astype(int), n - 1)
@@ -224,7 +251,7 @@ def predict(rule: str, records: Sequence[Record], forecasts: dict[Key, np.ndarra
     return np.mean([forecasts[m] for m in RULES[rule](records)], axis=0)
 
 
-ALL_RULES = [*RULES, *LEAD_RULES, *MEDIAN_RULES]
+ALL_RULES = [*RULES, *LEAD_RULES, *MEDIAN_RULES, *DM_RULES]
 
 
 # ---------------------------------------------------------------------------------------
@@ -244,6 +271,8 @@ def study_fold(case, k: int) -> list[dict]:
     for model_id in scored:  # each scored query's lead, in the order the records hold them
         for channel, q in episodes[model_id].groupby("channel", sort=False):
             leads.setdefault(str(channel), []).append((q["time"].to_numpy(np.float64) - origins[model_id][1]) / horizon)
+    lag = comparison.overlap_lag(np.array([origins[m][1] for m in scored]),
+                                 np.array([float(episodes[m]["time"].max()) for m in scored]))
     full = got["scaler"].transform(got["user_frame"])
     last = float(got["user_frame"]["time"].max())  # the training part's last time, in the fit's hours
     rows = []
@@ -258,11 +287,11 @@ def study_fold(case, k: int) -> list[dict]:
         truth = (te["value"].to_numpy(np.float64) - lo) / (hi - lo)
         ship = ([tuple(m) for m in spec.members[channel]] if spec.methods[channel] == "combination"
                 else [(spec.methods[channel], spec.periods.get(channel, 0.0))])
-        row = {"series": case.name, "end": k, "channel": channel, "n": len(truth),
+        row = {"series": case.name, "end": k, "channel": channel, "n": len(truth), "lag": lag,
                "ship_check": sorted(shipped(records)) == sorted(ship)}
         lead = np.clip((tq - last) / horizon, 0.0, 1.0)
         for rule in ALL_RULES:
-            err = predict(rule, records, forecasts, lead) - truth
+            err = predict(rule, records, forecasts, lead, lag) - truth
             row[f"mae:{rule}"] = float(np.mean(np.abs(err)) * (hi - lo))
             row[f"mse:{rule}"] = float(np.mean(err**2))
         rows.append(row)
