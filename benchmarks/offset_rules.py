@@ -40,6 +40,11 @@ Rules (``RULES``):
   candidate by its per-origin squared errors without its worst 10 % / 25 % of origins, or by
   their median (one extreme episode, El Niño's 1997–98, then no longer decides the pick):
   refused, ``benchmarks/results/offset_robust_loss_2026-12-04.txt``.
+* ``dm0.5``, ``dm1``, ``dm1.645``: the shipped rule where a more complex candidate (or the
+  combination) must also beat the current pick beyond chance: Diebold and Mariano's ``t`` of
+  the per-origin squared errors below ``−z``, with Newey and West's variance over the lag at
+  which the scored windows overlap (``loss_difference_t``, ``overlap_lag``). ``dm0.5`` was run
+  end to end and refused: ``benchmarks/results/offset_dm_bar_2026-12-05.txt``.
 
 Output: per series the held-out MAE (data units) and normalised MSE of each rule ÷ the
 shipped rule's (mean over ends), their geometric means over series and how many series each
@@ -67,7 +72,6 @@ import numpy as np
 import pandas as pd
 
 from levy_core.offsets import base_forecast as bf
-from levy_core.offsets import comparison
 from levy_core.offsets.spec import COMBINED, HARMONIC_AR, METHODS, SEASONAL
 
 # the fit stopped at its offset choice: offset_study's capture (and the anchors it loads)
@@ -79,6 +83,53 @@ anchors, capture = offset_study.anchors, offset_study.capture
 
 Key = tuple[str, float]
 Record = tuple[dict[Key, np.ndarray], np.ndarray, np.ndarray]  # forecasts, values, lead shares in [0, 1]
+
+
+# ---------------------------------------------------------------------------------------
+# Diebold and Mariano's test of rolling-origin losses (the ``dm`` rules)
+#
+# Origins closer together than the horizon forecast overlapping windows, so their losses are
+# correlated: 121 monthly origins of a 12-month horizon hold about ten independent years. The
+# statistic (J. Bus. Econ. Stat. 1995) is the mean per-origin loss difference over its standard
+# error, the long-run variance by Newey and West's Bartlett-weighted autocovariances up to the
+# lag over which the windows overlap: S = γ₀ + 2 Σ_{l≤L} (1 − l/(L+1)) γ_l, t = d̄ / sqrt(S/n).
+
+
+def loss_difference_t(loss_a: np.ndarray, loss_b: np.ndarray, lag: int) -> float:
+    """Diebold and Mariano's ``t`` of ``mean(loss_a − loss_b)``, per-origin losses (n,) in time
+    order, Newey and West's variance up to ``lag`` (capped at n − 1). Negative: ``a`` loses
+    less; ``∓inf`` where every difference is the same non-zero number, 0 where none differs."""
+    a, b = np.asarray(loss_a, np.float64), np.asarray(loss_b, np.float64)
+    if a.shape != b.shape or a.ndim != 1 or not len(a):
+        raise ValueError(f"loss difference: two 1-D loss arrays of one length > 0, got {a.shape} and {b.shape}")
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise ValueError("loss difference: losses must be finite")
+    if lag < 0:
+        raise ValueError(f"loss difference: lag must be >= 0, got {lag}")
+    d = a - b
+    n, mean = len(d), float(d.mean())
+    centred = d - mean
+    lag = min(int(lag), n - 1)
+    long_run = float(centred @ centred) / n
+    for k in range(1, lag + 1):
+        long_run += 2 * (1 - k / (lag + 1)) * float(centred[k:] @ centred[:-k]) / n
+    scale = max(float(np.abs(d).max()), 1e-300)
+    if long_run <= 1e-24 * scale * scale:  # no variance beyond rounding
+        return 0.0 if abs(mean) <= 1e-12 * scale else float(np.copysign(np.inf, mean))
+    return mean / float(np.sqrt(long_run / n))
+
+
+def overlap_lag(origins: np.ndarray, window_ends: np.ndarray) -> int:
+    """Per origin (n,), how many later origins fall before its window's last query (n,): the
+    median over origins, the lag over which rolling-origin losses are correlated."""
+    o, e = np.asarray(origins, np.float64), np.asarray(window_ends, np.float64)
+    if o.shape != e.shape or o.ndim != 1:
+        raise ValueError("overlap lag: origins and window ends must be 1-D of one length")
+    if not len(o):
+        return 0
+    order = np.argsort(o, kind="stable")
+    later_before_end = np.searchsorted(o[order], e[order], side="left") - np.arange(1, len(o) + 1)
+    return int(np.median(np.maximum(later_before_end, 0)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -136,17 +187,17 @@ def _per_origin_se(records: Sequence[Record], members: Sequence[Key]) -> np.ndar
 def shipped_dm(records: Sequence[Record], lag: int, z: float) -> list[Key]:
     """The shipped rule where a more complex candidate (or the combination) must also be
     better beyond chance: Diebold and Mariano's ``t`` of the per-origin squared errors below
-    ``−z`` (:mod:`levy_core.offsets.comparison`, windows overlapping over ``lag`` origins)."""
+    ``−z`` (:func:`loss_difference_t`, windows overlapping over ``lag`` origins)."""
     each = {key: mse(records, [key]) for key in records[0][0]}
     per = {key: _per_origin_se(records, [key]) for key in each}
     ordered = sorted(each, key=lambda key: (METHODS.index(key[0]), key[1]))
     best = ordered[0]
     for key in ordered[1:]:
-        if each[key] < (1 - bf.SIMPLER_MARGIN) * each[best] and comparison.clearly_better(per[key], per[best], lag, z):
+        if each[key] < (1 - bf.SIMPLER_MARGIN) * each[best] and loss_difference_t(per[key], per[best], lag) < -z:
             best = key
     top = sorted(each, key=lambda key: each[key])[:COMBINED]
     if (len(top) >= 2 and mse(records, top) < (1 - bf.SIMPLER_MARGIN) * each[best]
-            and comparison.clearly_better(_per_origin_se(records, top), per[best], lag, z)):
+            and loss_difference_t(_per_origin_se(records, top), per[best], lag) < -z):
         return top
     return [best]
 
@@ -271,7 +322,7 @@ def study_fold(case, k: int) -> list[dict]:
     for model_id in scored:  # each scored query's lead, in the order the records hold them
         for channel, q in episodes[model_id].groupby("channel", sort=False):
             leads.setdefault(str(channel), []).append((q["time"].to_numpy(np.float64) - origins[model_id][1]) / horizon)
-    lag = comparison.overlap_lag(np.array([origins[m][1] for m in scored]),
+    lag = overlap_lag(np.array([origins[m][1] for m in scored]),
                                  np.array([float(episodes[m]["time"].max()) for m in scored]))
     full = got["scaler"].transform(got["user_frame"])
     last = float(got["user_frame"]["time"].max())  # the training part's last time, in the fit's hours

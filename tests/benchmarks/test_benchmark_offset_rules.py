@@ -102,3 +102,53 @@ def test_seasonless_rules_combine_only_without_a_period() -> None:
     seasonal = records({LAST: 1.0, LEVEL: 1.1, ("seasonal", 24.0): 0.2, HARM: 1.2})
     assert not rules.seasonless(seasonal)
     assert rules.RULES["top3_seasonless"](seasonal) == rules.shipped(seasonal) == [("seasonal", 24.0)]
+
+
+@pytest.mark.parametrize("lag", [0, 1, 5, 11])
+def test_the_diebold_mariano_t_matches_statsmodels_hac_standard_error(lag) -> None:
+    sm = pytest.importorskip("statsmodels.api")
+    rng = np.random.default_rng(lag)
+    n = 60
+    noise = rng.normal(size=n + lag)  # a moving sum: correlated over `lag` origins, as overlapping windows
+    a = np.convolve(noise, np.ones(lag + 1), mode="valid") + 0.3 + rng.normal(size=n) ** 2
+    b = rng.normal(size=n) ** 2
+    fit = sm.OLS(a - b, np.ones((n, 1))).fit(cov_type="HAC", cov_kwds={"maxlags": lag, "use_correction": False})
+    assert rules.loss_difference_t(a, b, lag) == pytest.approx(float(fit.params[0] / fit.bse[0]), rel=1e-10)
+
+
+def test_overlapping_windows_make_the_same_gap_less_certain() -> None:
+    rng = np.random.default_rng(0)
+    d = np.convolve(rng.normal(size=132), np.ones(12) / 12, mode="valid") - 0.1  # (121,), correlated
+    base = np.ones_like(d)
+    assert rules.loss_difference_t(base + d, base, 0) < rules.loss_difference_t(base + d, base, 11) < 0
+    old = np.array([1.0, 2.0, 3.0, 4.0])
+    assert rules.loss_difference_t(old - 0.5, old, 2) == -np.inf
+    assert rules.loss_difference_t(old, old, 2) == 0.0
+    assert rules.loss_difference_t(old[:3], old[:3], 50) == rules.loss_difference_t(old[:3], old[:3], 2)
+    with pytest.raises(ValueError, match="one length"):
+        rules.loss_difference_t(old, old[:3], 0)
+    with pytest.raises(ValueError, match="finite"):
+        rules.loss_difference_t(np.array([1.0, np.nan]), np.ones(2), 0)
+
+
+def test_overlap_lag_counts_the_later_origins_inside_a_window() -> None:
+    month = 730.0
+    origins = np.arange(40) * month
+    assert rules.overlap_lag(origins, origins + 12 * month) == 11
+    shuffled = np.random.default_rng(2).permutation(40)
+    assert rules.overlap_lag(origins[shuffled], origins[shuffled] + 0.5 * month) == 0
+    assert rules.overlap_lag(np.array([]), np.array([])) == 0
+
+
+def test_the_dm_rule_keeps_the_simpler_pick_unless_the_gap_is_beyond_chance() -> None:
+    # the level 3 % better on every origin (no variance): beyond chance at any z
+    steady = records({LAST: 1.0, LEVEL: 0.97}, origins=12)
+    assert rules.shipped_dm(steady, lag=3, z=1.645) == [LEVEL]
+    # the same pooled gap from one lucky origin: the margin alone takes it, the bar does not
+    rng = np.random.default_rng(5)
+    lucky = []
+    for i in range(12):
+        y = rng.normal(size=4)
+        lucky.append(({LAST: y + 1.0, LEVEL: y + (0.5 if i == 0 else 1.0)}, y, np.linspace(0, 1, 4)))
+    assert rules.shipped(lucky) == [LEVEL]
+    assert rules.shipped_dm(lucky, lag=3, z=1.645) == [LAST]  # one origin alone gives t ≈ −1
