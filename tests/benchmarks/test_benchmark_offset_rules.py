@@ -152,3 +152,15 @@ def test_the_dm_rule_keeps_the_simpler_pick_unless_the_gap_is_beyond_chance() ->
         lucky.append(({LAST: y + 1.0, LEVEL: y + (0.5 if i == 0 else 1.0)}, y, np.linspace(0, 1, 4)))
     assert rules.shipped(lucky) == [LEVEL]
     assert rules.shipped_dm(lucky, lag=3, z=1.645) == [LAST]  # one origin alone gives t ≈ −1
+
+
+def test_leaving_the_last_value_takes_a_gap_beyond_chance() -> None:
+    rng = np.random.default_rng(7)
+    lucky = []  # the level ahead of the last value on one origin only; the harmonic steadily ahead
+    for i in range(12):
+        y = rng.normal(size=4)
+        lucky.append(({LAST: y + 1.0, LEVEL: y + (0.2 if i == 0 else 1.0), HARM: y + 2.0}, y, np.linspace(0, 1, 4)))
+    assert rules.shipped(lucky) == [LEVEL]
+    assert rules.leave_last_dm(lucky, lag=3, z=1.645) == [LAST]
+    steady = records({LAST: 1.0, LEVEL: 0.9, HARM: 0.5}, origins=12)
+    assert rules.leave_last_dm(steady, lag=3, z=1.645) == rules.shipped(steady) == [HARM]
