@@ -187,22 +187,30 @@ def _per_origin_se(records: Sequence[Record], members: Sequence[Key]) -> np.ndar
     return np.array([float(np.sum((np.mean([p[m] for m in members], axis=0) - y) ** 2)) for p, y, _ in records])
 
 
+def _margin_rule(records: Sequence[Record], candidates: Sequence[Key],
+                 beats: Callable[[np.ndarray, Key], bool]) -> list[Key]:
+    """The shipped rule over ``candidates``, where each move of the pick (to a more complex
+    candidate, or to the mean of the best ``COMBINED``) also needs ``beats(its per-origin
+    squared errors, the current pick)``."""
+    each = {key: mse(records, [key]) for key in records[0][0]}
+    ordered = sorted(candidates, key=lambda key: (METHODS.index(key[0]), key[1]))
+    best = ordered[0]
+    for key in ordered[1:]:
+        if each[key] < (1 - bf.SIMPLER_MARGIN) * each[best] and beats(_per_origin_se(records, [key]), best):
+            best = key
+    top = sorted(each, key=lambda key: each[key])[:COMBINED]
+    if (len(top) >= 2 and mse(records, top) < (1 - bf.SIMPLER_MARGIN) * each[best]
+            and beats(_per_origin_se(records, top), best)):
+        return top
+    return [best]
+
+
 def shipped_dm(records: Sequence[Record], lag: int, z: float) -> list[Key]:
     """The shipped rule where a more complex candidate (or the combination) must also be
     better beyond chance: Diebold and Mariano's ``t`` of the per-origin squared errors below
     ``−z`` (:func:`loss_difference_t`, windows overlapping over ``lag`` origins)."""
-    each = {key: mse(records, [key]) for key in records[0][0]}
-    per = {key: _per_origin_se(records, [key]) for key in each}
-    ordered = sorted(each, key=lambda key: (METHODS.index(key[0]), key[1]))
-    best = ordered[0]
-    for key in ordered[1:]:
-        if each[key] < (1 - bf.SIMPLER_MARGIN) * each[best] and loss_difference_t(per[key], per[best], lag) < -z:
-            best = key
-    top = sorted(each, key=lambda key: each[key])[:COMBINED]
-    if (len(top) >= 2 and mse(records, top) < (1 - bf.SIMPLER_MARGIN) * each[best]
-            and loss_difference_t(_per_origin_se(records, top), per[best], lag) < -z):
-        return top
-    return [best]
+    return _margin_rule(records, list(records[0][0]), lambda losses, best: loss_difference_t(
+        losses, _per_origin_se(records, [best]), lag) < -z)
 
 
 def leave_last_dm(records: Sequence[Record], lag: int, z: float) -> list[Key]:
@@ -210,20 +218,14 @@ def leave_last_dm(records: Sequence[Record], lag: int, z: float) -> list[Key]:
     beyond chance: every candidate (and the combination) must beat the last value with
     Diebold and Mariano's ``t`` below ``−z``, besides the 2 % margin; among the rest the
     shipped rule as it is."""
-    each = {key: mse(records, [key]) for key in records[0][0]}
-    per = {key: _per_origin_se(records, [key]) for key in each}
     last = ("last", 0.0)
-    eligible = [key for key in each if key == last or loss_difference_t(per[key], per[last], lag) < -z]
-    ordered = sorted(eligible, key=lambda key: (METHODS.index(key[0]), key[1]))
-    best = ordered[0]
-    for key in ordered[1:]:
-        if each[key] < (1 - bf.SIMPLER_MARGIN) * each[best]:
-            best = key
-    top = sorted(each, key=lambda key: each[key])[:COMBINED]
-    if (len(top) >= 2 and mse(records, top) < (1 - bf.SIMPLER_MARGIN) * each[best]
-            and (best != last or loss_difference_t(_per_origin_se(records, top), per[last], lag) < -z)):
-        return top
-    return [best]
+    base = _per_origin_se(records, [last])
+
+    def clear(losses: np.ndarray) -> bool:
+        return loss_difference_t(losses, base, lag) < -z
+
+    eligible = [key for key in records[0][0] if key == last or clear(_per_origin_se(records, [key]))]
+    return _margin_rule(records, eligible, lambda losses, best: best != last or clear(losses))
 
 
 def ranked(records: Sequence[Record]) -> list[Key]:
