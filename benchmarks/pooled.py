@@ -34,10 +34,15 @@ _spec.loader.exec_module(anchors)
 ROWS = ("gp", "prophet", "ets", "seasonal_naive", "last")
 
 
-def paired_crps(predictions: pd.DataFrame, other: str) -> dict[str, np.ndarray]:
-    """Per series where both ran: its end points' mean CRPS, Lévy's and ``other``'s, (ends, 2)."""
-    folds = anchors.fold_scores(predictions)
-    crps = folds.pivot_table(index=["series", "end"], columns="method", values="crps", sort=False)
+def window_crps(predictions: pd.DataFrame) -> pd.DataFrame:
+    """Each (series, end point) window's mean CRPS (rows), per method (columns)."""
+    return anchors.fold_scores(predictions).pivot_table(index=["series", "end"], columns="method", values="crps",
+                                                        sort=False)
+
+
+def paired_crps(crps: pd.DataFrame, other: str) -> dict[str, np.ndarray]:
+    """Per series where both ran: its end points' mean CRPS (:func:`window_crps`), Lévy's and
+    ``other``'s, (ends, 2)."""
     if "levy" not in crps or other not in crps:
         return {}
     both = crps[["levy", other]].dropna()
@@ -68,10 +73,11 @@ def summary(sets: Sequence[dict[str, np.ndarray]], rng: np.random.Generator | No
 def table(predictions: dict[str, pd.DataFrame], *, draws: int = 1000, seed: int = 0) -> str:
     """One line per (row, set) and per row pooled over every set given."""
     rng = np.random.default_rng(seed)
+    crps = {name: window_crps(p) for name, p in predictions.items()}  # scored once, compared with every row
     lines = ["| Lévy ÷ | set | series | geometric mean of the CRPS ratio | 5–95 % | share at or below | 5–95 % |",
              "|---|---|---|---|---|---|---|"]
     for other in ROWS:
-        per_set = {name: paired_crps(p, other) for name, p in predictions.items()}
+        per_set = {name: paired_crps(c, other) for name, c in crps.items()}
         groups = [([name], [per_set[name]]) for name in per_set]
         if len(per_set) > 1:
             groups.append((list(per_set), list(per_set.values())))
