@@ -648,11 +648,14 @@ def levy_frames(case: Case, train: pd.DataFrame, test: pd.DataFrame) -> tuple[pd
             pd.DataFrame({"series_id": "s", "time": test["time"], "channel": test["channel"]}))
 
 
+LEVY_SEED = 0  # --levy-seed: the Lévy fit's training seed (another draw of the network's training)
+
+
 def run_levy(case: Case, train: pd.DataFrame, test: pd.DataFrame, end: pd.Timestamp,
              log: Callable[[str], None], epochs: int | None = None) -> pd.DataFrame:
     from levy_core import LevyForecaster
     fit_df, queries = levy_frames(case, train, test)
-    f = LevyForecaster(seed=0, horizon=case.horizon_text, **({"epochs": epochs} if epochs else {})).fit(fit_df)
+    f = LevyForecaster(seed=LEVY_SEED, horizon=case.horizon_text, **({"epochs": epochs} if epochs else {})).fit(fit_df)
     pred = f.predict(queries, level=[90])
     assert len(pred) == len(test)
     base = f.fitted.base_forecast.describe() if getattr(f.fitted, "base_forecast", None) is not None else None
@@ -1032,6 +1035,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the first end point: K > 1 runs earlier windows (ends K … K + ends − 1)")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--epochs", type=int, default=None, help="passed to LevyForecaster (default: its own)")
+    parser.add_argument("--levy-seed", type=int, default=0, help="LevyForecaster's seed (default 0)")
     parser.add_argument("--out", type=Path, default=None, help="also write the tables and the log here")
     parser.add_argument("--save-predictions", type=Path, default=None, metavar="DIR",
                         help="write DIR/predictions.csv (per query) and DIR/log.txt")
@@ -1039,6 +1043,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="re-make the tables from a saved DIR/predictions.csv, fitting nothing")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
+    global LEVY_SEED
+    LEVY_SEED = args.levy_seed
     if args.tables_from is not None:
         text, log_lines = report(load_predictions(args.tables_from)), []
     else:

@@ -17,36 +17,40 @@ a better forecast. For each (series, end) of ``benchmarks/anchors.py`` (either s
 
 Rules (``RULES``):
 
-* ``shipped``: the simplest candidate unless another is ``SIMPLER_MARGIN`` better, then the
-  mean of the best ``COMBINED`` when that is better still (``choose_offsets``);
+* ``shipped``: ``choose_offsets``' bagged choice (since 2026-12-05): ``margin`` on each of
+  32 moving-block bootstrap resamples of the scored origins, each pick weighted by how often
+  it won (``levy_core.offsets.bagging``); ``bag_argmin``: the lowest error alone on each;
+* ``margin``: the simplest candidate unless another is ``SIMPLER_MARGIN`` better, then the
+  mean of the best ``COMBINED`` when that is better still (the rule applied once to every
+  scored origin until 2026-12-05; the other rules below vary it);
 * ``top3``: always the mean of the best three;
 * ``trimT`` (``trim0.5c4``: at most four): the mean of the (at most three) candidates scored
   within ``(1 + T)×`` the best's error, the best alone when none is (combine when several
   are indistinguishable, select when one dominates);
-* ``leadB``: the shipped rule applied separately to each of ``B`` lead buckets (equal
+* ``leadB``: the margin rule applied separately to each of ``B`` lead buckets (equal
   shares of the horizon): e.g. the AR residual at short leads, the plain seasonal profile at
   long ones — a function of the query, so the identity allows it;
 * ``medianK``: the median of the ``K`` best-scored candidates (``all``: every candidate);
 * ``greedy``: ensemble selection (Caruana et al. 2004), members added with replacement while
   the scored error of their mean falls; ``greedy_margin``: it only when ``SIMPLER_MARGIN``
-  better than the shipped pick;
+  better than the margin rule's pick;
 * ``top3_seasonless``, ``top5_seasonless``, ``shd_seasonless``: without a candidate period,
   the mean of the best three, the best five, or the M3 competition's "Comb S-H-D" (level,
-  Holt, damped trend); the shipped rule otherwise;
-* ``shipped_mae``: the shipped rule with the mean absolute error as its loss (the CRPS the
+  Holt, damped trend); the margin rule otherwise;
+* ``shipped_mae``: the margin rule with the mean absolute error as its loss (the CRPS the
   benchmark scores is closer to it): tried end to end twice and refused, last in
   ``benchmarks/results/offset_abs_rule_rerun_2026-12-04.txt``.
-* ``shipped_trim10``, ``shipped_trim25``, ``shipped_median``: the shipped rule scoring each
+* ``shipped_trim10``, ``shipped_trim25``, ``shipped_median``: the margin rule scoring each
   candidate by its per-origin squared errors without its worst 10 % / 25 % of origins, or by
   their median (one extreme episode, El Niño's 1997–98, then no longer decides the pick):
   refused, ``benchmarks/results/offset_robust_loss_2026-12-04.txt``.
-* ``dm0.5``, ``dm1``, ``dm1.645``: the shipped rule where a more complex candidate (or the
+* ``dm0.5``, ``dm1``, ``dm1.645``: the margin rule where a more complex candidate (or the
   combination) must also beat the current pick beyond chance: Diebold and Mariano's ``t`` of
   the per-origin squared errors below ``−z``, with Newey and West's variance over the lag at
   which the scored windows overlap (``loss_difference_t``, ``overlap_lag``). ``dm0.5`` was run
   end to end and refused: ``benchmarks/results/offset_dm_bar_2026-12-05.txt``;
 * ``last_dm1``, ``last_dm1.645``: the bar only for leaving the last value (the random walk's
-  forecast): a candidate must beat the last value with ``t < −z``; the rest as shipped.
+  forecast): a candidate must beat the last value with ``t < −z``; the rest as the margin rule.
   Screened only (the same log).
 
 Output: per series the held-out MAE (data units) and normalised MSE of each rule ÷ the
@@ -75,6 +79,7 @@ import numpy as np
 import pandas as pd
 
 from levy_core.offsets import base_forecast as bf
+from levy_core.offsets.bagging import bagged_weights, overlap_lag
 from levy_core.offsets.spec import COMBINED, HARMONIC_AR, METHODS, SEASONAL
 
 # the fit stopped at its offset choice: offset_study's capture (and the anchors it loads)
@@ -122,19 +127,6 @@ def loss_difference_t(loss_a: np.ndarray, loss_b: np.ndarray, lag: int) -> float
     return mean / float(np.sqrt(long_run / n))
 
 
-def overlap_lag(origins: np.ndarray, window_ends: np.ndarray) -> int:
-    """Per origin (n,), how many later origins fall before its window's last query (n,): the
-    median over origins, the lag over which rolling-origin losses are correlated."""
-    o, e = np.asarray(origins, np.float64), np.asarray(window_ends, np.float64)
-    if o.shape != e.shape or o.ndim != 1:
-        raise ValueError("overlap lag: origins and window ends must be 1-D of one length")
-    if not len(o):
-        return 0
-    order = np.argsort(o, kind="stable")
-    later_before_end = np.searchsorted(o[order], e[order], side="left") - np.arange(1, len(o) + 1)
-    return int(np.median(np.maximum(later_before_end, 0)))
-
-
 # ---------------------------------------------------------------------------------------
 # the rules: each maps one channel's scored records to the members of its pick, or, for the
 # lead rules, to one pick per lead bucket
@@ -169,8 +161,9 @@ def median_mse(records: Sequence[Record], members: Sequence[Key]) -> float:
     return float(np.median(_per_origin_mse(records, members)))
 
 
-def shipped(records: Sequence[Record], loss: Callable[[Sequence[Record], Sequence[Key]], float] = mse) -> list[Key]:
-    """``choose_offsets``' rule (``loss``: the squared error it scores with, or another)."""
+def margin(records: Sequence[Record], loss: Callable[[Sequence[Record], Sequence[Key]], float] = mse) -> list[Key]:
+    """The rule ``choose_offsets`` applied once to every scored origin until 2026-12-05, and since
+    then to each bootstrap resample (``loss``: the squared error it scores with, or another)."""
     each = {key: loss(records, [key]) for key in records[0][0]}
     ordered = sorted(each, key=lambda key: (METHODS.index(key[0]), key[1]))
     best = ordered[0]
@@ -189,7 +182,7 @@ def _per_origin_se(records: Sequence[Record], members: Sequence[Key]) -> np.ndar
 
 def _margin_rule(records: Sequence[Record], candidates: Sequence[Key],
                  beats: Callable[[np.ndarray, Key], bool]) -> list[Key]:
-    """The shipped rule over ``candidates``, where each move of the pick (to a more complex
+    """The margin rule over ``candidates``, where each move of the pick (to a more complex
     candidate, or to the mean of the best ``COMBINED``) also needs ``beats(its per-origin
     squared errors, the current pick)``."""
     each = {key: mse(records, [key]) for key in records[0][0]}
@@ -206,7 +199,7 @@ def _margin_rule(records: Sequence[Record], candidates: Sequence[Key],
 
 
 def shipped_dm(records: Sequence[Record], lag: int, z: float) -> list[Key]:
-    """The shipped rule where a more complex candidate (or the combination) must also be
+    """The margin rule where a more complex candidate (or the combination) must also be
     better beyond chance: Diebold and Mariano's ``t`` of the per-origin squared errors below
     ``−z`` (:func:`loss_difference_t`, windows overlapping over ``lag`` origins)."""
     return _margin_rule(records, list(records[0][0]), lambda losses, best: loss_difference_t(
@@ -214,10 +207,10 @@ def shipped_dm(records: Sequence[Record], lag: int, z: float) -> list[Key]:
 
 
 def leave_last_dm(records: Sequence[Record], lag: int, z: float) -> list[Key]:
-    """The shipped rule, where leaving the last value (the random walk's forecast) takes a gap
+    """The margin rule, where leaving the last value (the random walk's forecast) takes a gap
     beyond chance: every candidate (and the combination) must beat the last value with
     Diebold and Mariano's ``t`` below ``−z``, besides the 2 % margin; among the rest the
-    shipped rule as it is."""
+    margin rule as it is."""
     last = ("last", 0.0)
     base = _per_origin_se(records, [last])
 
@@ -241,7 +234,7 @@ def trimmed(records: Sequence[Record], tau: float, cap: int = 3) -> list[Key]:
 
 
 def by_lead(records: Sequence[Record], buckets: int) -> list[list[Key]]:
-    """The shipped rule on each lead bucket's queries alone (all of them where a bucket is empty)."""
+    """The margin rule on each lead bucket's queries alone (all of them where a bucket is empty)."""
     picks = []
     for b in range(buckets):
         part = []
@@ -249,7 +242,7 @@ def by_lead(records: Sequence[Record], buckets: int) -> list[list[Key]]:
             inside = np.minimum((lead * buckets).astype(int), buckets - 1) == b
             if inside.any():
                 part.append(({k: v[inside] for k, v in p.items()}, y[inside], lead[inside]))
-        picks.append(shipped(part or records))
+        picks.append(margin(part or records))
     return picks
 
 
@@ -269,8 +262,8 @@ def greedy(records: Sequence[Record], steps: int = 5) -> list[Key]:
 
 
 def greedy_margin(records: Sequence[Record]) -> list[Key]:
-    """The shipped pick unless the greedy ensemble's scored error is ``SIMPLER_MARGIN`` lower."""
-    ship, ensemble = shipped(records), greedy(records)
+    """The margin rule's pick unless the greedy ensemble's scored error is ``SIMPLER_MARGIN`` lower."""
+    ship, ensemble = margin(records), greedy(records)
     return ensemble if mse(records, ensemble) < (1 - bf.SIMPLER_MARGIN) * mse(records, ship) else ship
 
 
@@ -280,19 +273,33 @@ def seasonless(records: Sequence[Record]) -> bool:
 
 
 def when_seasonless(rule: Callable[[Sequence[Record]], list[Key]]) -> Callable[[Sequence[Record]], list[Key]]:
-    """``rule`` on a channel without a period, the shipped rule on the others."""
-    return lambda records: rule(records) if seasonless(records) else shipped(records)
+    """``rule`` on a channel without a period, the margin rule on the others."""
+    return lambda records: rule(records) if seasonless(records) else margin(records)
 
 
 def shd(records: Sequence[Record]) -> list[Key]:
     """The M3 competition's "Comb S-H-D": the mean of simple exponential smoothing (here the
     level), Holt's trend and the damped trend, those of them the channel has."""
     members = [key for key in (("level", 0.0), ("holt", 0.0), ("damped_trend", 0.0)) if key in records[0][0]]
-    return members if len(members) >= 2 else shipped(records)
+    return members if len(members) >= 2 else margin(records)
+
+
+def bagged(records: Sequence[Record], lag: int, argmin: bool = False) -> dict[Key, float]:
+    """The shipped rule: :func:`margin` on moving-block bootstrap resamples of the scored
+    origins, each pick weighted by how often it won (``levy_core.offsets.bagging``, the
+    library's own code); ``argmin``: the lowest error alone on each resample instead.
+    Candidate → weight, summing to 1."""
+    keys = list(records[0][0])
+    counts = np.array([len(y) for _, y, _ in records], np.float64)
+
+    def rule(mse_of: Callable[[Sequence[Key]], float]) -> list[Key]:
+        return [min(keys, key=lambda key: mse_of([key]))] if argmin else bf.pick(keys, mse_of)
+
+    return bagged_weights(functools.partial(_per_origin_se, records), counts, lag, rule)
 
 
 RULES: dict[str, Callable[[Sequence[Record]], list[Key]]] = {
-    "shipped": shipped,
+    "margin": margin,
     "top3": lambda r: ranked(r)[:3],
     **{f"trim{t:g}": functools.partial(trimmed, tau=t) for t in (0.3, 0.5, 0.75)},
     "trim0.5c4": functools.partial(trimmed, tau=0.5, cap=4),
@@ -301,20 +308,23 @@ RULES: dict[str, Callable[[Sequence[Record]], list[Key]]] = {
     "top3_seasonless": when_seasonless(lambda r: ranked(r)[:3]),
     "shd_seasonless": when_seasonless(shd),
     "top5_seasonless": when_seasonless(lambda r: ranked(r)[:5]),
-    "shipped_mae": functools.partial(shipped, loss=mae),
-    "shipped_trim10": functools.partial(shipped, loss=trimmed_mse),
-    "shipped_trim25": functools.partial(shipped, loss=functools.partial(trimmed_mse, share=0.25)),
-    "shipped_median": functools.partial(shipped, loss=median_mse),
+    "shipped_mae": functools.partial(margin, loss=mae),
+    "shipped_trim10": functools.partial(margin, loss=trimmed_mse),
+    "shipped_trim25": functools.partial(margin, loss=functools.partial(trimmed_mse, share=0.25)),
+    "shipped_median": functools.partial(margin, loss=median_mse),
 }
 LEAD_RULES = {"lead2": 2, "lead3": 3}
 MEDIAN_RULES = {"median5": 5, "median7": 7, "median_all": None}
 DM_RULES = {"dm0.5": 0.5, "dm1": 1.0, "dm1.645": 1.645}
 LAST_DM_RULES = {"last_dm1": 1.0, "last_dm1.645": 1.645}
+BAG_RULES = {"shipped": False, "bag_argmin": True}
 
 
 def predict(rule: str, records: Sequence[Record], forecasts: dict[Key, np.ndarray], lead: np.ndarray,
             lag: int = 0) -> np.ndarray:
     """The held-out forecast of ``rule``'s pick (``lag``: the origins' overlap, for the DM rules)."""
+    if rule in BAG_RULES:
+        return np.sum([w * forecasts[m] for m, w in bagged(records, lag, argmin=BAG_RULES[rule]).items()], axis=0)
     if rule in DM_RULES:
         return np.mean([forecasts[m] for m in shipped_dm(records, lag, DM_RULES[rule])], axis=0)
     if rule in LAST_DM_RULES:
@@ -331,7 +341,7 @@ def predict(rule: str, records: Sequence[Record], forecasts: dict[Key, np.ndarra
     return np.mean([forecasts[m] for m in RULES[rule](records)], axis=0)
 
 
-ALL_RULES = [*RULES, *LEAD_RULES, *MEDIAN_RULES, *DM_RULES, *LAST_DM_RULES]
+ALL_RULES = [*BAG_RULES, *RULES, *LEAD_RULES, *MEDIAN_RULES, *DM_RULES, *LAST_DM_RULES]
 
 
 # ---------------------------------------------------------------------------------------
@@ -365,10 +375,11 @@ def study_fold(case, k: int) -> list[dict]:
         forecasts = cands.forecasts(channel, t, y, last, tq)
         lo, hi = got["scaler"].minimum[channel], got["scaler"].maximum[channel]
         truth = (te["value"].to_numpy(np.float64) - lo) / (hi - lo)
-        ship = ([tuple(m) for m in spec.members[channel]] if spec.methods[channel] == "combination"
-                else [(spec.methods[channel], spec.periods.get(channel, 0.0))])
+        ship = (dict(zip(map(tuple, spec.members[channel]), spec.weights[channel], strict=True))
+                if spec.methods[channel] == "combination" else {(spec.methods[channel], spec.periods.get(channel, 0.0)): 1.0})
+        again = bagged(records, lag)
         row = {"series": case.name, "end": k, "channel": channel, "n": len(truth), "lag": lag,
-               "ship_check": sorted(shipped(records)) == sorted(ship)}
+               "ship_check": set(again) == set(ship) and all(abs(again[m] - w) < 1e-9 for m, w in ship.items())}
         lead = np.clip((tq - last) / horizon, 0.0, 1.0)
         for rule in ALL_RULES:
             err = predict(rule, records, forecasts, lead, lag) - truth

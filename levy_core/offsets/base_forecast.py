@@ -44,7 +44,7 @@ when its error is lower by more than ``SIMPLER_MARGIN``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -60,6 +60,7 @@ from levy_core.offsets.autoregression import (
     autoregressive,
     regular_grid,
 )
+from levy_core.offsets.bagging import bagged_weights, overlap_lag
 from levy_core.offsets.gp import GPSpec
 from levy_core.offsets.seasonality import (
     candidate_periods,
@@ -369,12 +370,13 @@ class BaseForecast:
             rows = np.flatnonzero(channel_codes == code)
             pairs = self.spec.members[channel] if method == "combination" else [
                 (method, self.spec.periods.get(channel, 0.0))]
-            out[rows] = np.mean([bounded(t, y, forecast(m, t, y, origin, origin + times[rows], period=period,
+            weights = self.spec.weights.get(channel) if method == "combination" else None
+            out[rows] = np.average([bounded(t, y, forecast(m, t, y, origin, origin + times[rows], period=period,
                                           harmonics=self.spec.harmonics, gap=self.spec.gap,
                                           order=self.spec.orders.get(channel, 0), gp=self.spec.gp.get(channel),
                                           smoothing_parameters=(self.spec.holt if m == "holt" else
                                                                 self.spec.smoothing).get(channel)))
-                                 for m, period in pairs], axis=0)
+                                 for m, period in pairs], axis=0, weights=weights)
         return out
 
 
@@ -511,29 +513,64 @@ def choose_offsets(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], e
     # them (the first origins' short past would decide for the candidates that need the least)
     scored = by_time[len(by_time) // 2:] if len(by_time) >= 2 * MIN_SCORED_ORIGINS else by_time
     cands = score_candidates(frame, origins, episodes, scored, season=season)
-    methods, chosen_periods, members, scores = {}, {}, {}, {}
+    lag = overlap_lag(np.array([origins[m][1] for m in scored], np.float64),
+                      np.array([float(episodes[m]["time"].max()) for m in scored], np.float64))
+    methods, chosen_periods, members, weights, scores = {}, {}, {}, {}, {}
     for channel, recs in cands.records.items():
-        count = max(sum(len(yq) for _, yq in recs), 1)
+        counts = np.array([len(yq) for _, yq in recs], np.float64)
+        total = max(float(counts.sum()), 1.0)
+        errors = _origin_errors(recs)
+        keys = list(recs[0][0])
+        scores[channel] = {f"{m}" + (f"@{p:g}h" if p else ""): round(float(errors([(m, p)]).sum()) / total, 8)
+                           for m, p in keys}
+        # the rule on bootstrap resamples of the scored origins, each pick weighted by how often it won
+        won = bagged_weights(errors, counts, lag, lambda mse_of, keys=keys: pick(keys, mse_of))
+        if len(won) == 1:
+            methods[channel], chosen_periods[channel] = next(iter(won))[0], float(next(iter(won))[1])
+            continue
+        ranked = sorted(won, key=lambda key: (-won[key], METHODS.index(key[0]), key[1]))
+        methods[channel], chosen_periods[channel] = "combination", 0.0
+        members[channel], weights[channel] = ranked, [won[key] for key in ranked]
+        mixed = sum(float(np.sum((sum(w * p[k] for k, w in zip(ranked, weights[channel], strict=True)) - yq) ** 2))
+                    for p, yq in recs)
+        scores[channel]["combination"] = round(mixed / total, 8)
 
-        def mse_of(keys: list[tuple[str, float]], recs=recs, count=count) -> float:
-            return sum(float(np.sum((np.mean([p[k] for k in keys], axis=0) - yq) ** 2)) for p, yq in recs) / count
-
-        mse = {key: mse_of([key]) for key in recs[0][0]}
-        ordered = sorted(mse, key=lambda key: (METHODS.index(key[0]), key[1]))
-        best = ordered[0]
-        for key in ordered[1:]:  # a more complex candidate must be clearly better
-            if mse[key] < (1 - SIMPLER_MARGIN) * mse[best]:
-                best = key
-        top = sorted(mse, key=lambda key: mse[key])[:COMBINED]
-        combined = mse_of(top) if len(top) >= 2 else np.inf
-        scores[channel] = {f"{m}" + (f"@{p:g}h" if p else ""): round(v, 8) for (m, p), v in mse.items()}
-        if combined < (1 - SIMPLER_MARGIN) * mse[best]:  # forecasts combined often beat the best one chosen
-            methods[channel], chosen_periods[channel], members[channel] = "combination", 0.0, top
-            scores[channel]["combination"] = round(combined, 8)
-        else:
-            methods[channel], chosen_periods[channel] = best[0], float(best[1])
     def chosen(table: dict) -> dict:  # a fitted parameter of each channel that has one
         return {ch: table[ch] for ch in methods if ch in table}
 
     return BaseForecastSpec(methods, chosen_periods, cands.periods, cands.gap, {ch: cands.orders.get(ch, 0) for ch in methods},
-                            members, scores, chosen(cands.kernels), chosen(cands.damped), chosen(cands.linear))
+                            members, scores, chosen(cands.kernels), chosen(cands.damped), chosen(cands.linear),
+                            weights)
+
+
+Records = list[tuple[dict[tuple[str, float], np.ndarray], np.ndarray]]
+
+
+def _origin_errors(recs: Records) -> Callable[[Sequence[tuple[str, float]]], np.ndarray]:
+    """Members → the summed squared error of their mean at each scored origin (n,), cached."""
+    cache: dict[tuple[tuple[str, float], ...], np.ndarray] = {}
+
+    def errors(members: Sequence[tuple[str, float]]) -> np.ndarray:
+        key = tuple(members)
+        if key not in cache:
+            cache[key] = np.array([float(np.sum((np.mean([p[k] for k in key], axis=0) - yq) ** 2)) for p, yq in recs])
+        return cache[key]
+
+    return errors
+
+
+def pick(keys: list[tuple[str, float]], mse_of: Callable[[Sequence[tuple[str, float]]], float]) -> list[tuple[str, float]]:
+    """The selection rule, given the mean squared error of any members: the simplest candidate
+    (``METHODS`` order) unless a more complex one is ``SIMPLER_MARGIN`` better, then the mean of
+    the best ``COMBINED`` where that is better still (forecasts combined often beat the best
+    one chosen)."""
+    each = {key: mse_of([key]) for key in keys}
+    ordered = sorted(keys, key=lambda key: (METHODS.index(key[0]), key[1]))
+    best = ordered[0]
+    for key in ordered[1:]:  # a more complex candidate must be clearly better
+        if each[key] < (1 - SIMPLER_MARGIN) * each[best]:
+            best = key
+    top = sorted(keys, key=lambda key: each[key])[:COMBINED]
+    if len(top) >= 2 and mse_of(top) < (1 - SIMPLER_MARGIN) * each[best]:
+        return top
+    return [best]

@@ -17,6 +17,7 @@ __all__ = ["COMBINED", "HARMONIC", "HARMONIC_AR", "MAX_AR_ORDER", "METHODS", "SE
 METHODS = ("last", "level", "drift", "damped_trend", "holt", "seasonal", "seasonal_drift", "autoregressive", "harmonic_level", "harmonic",
            "harmonic_recent", "harmonic_level_ar", "harmonic_ar", "harmonic_recent_ar", "gp", "combination")
 COMBINED = 3  # a combination averages this many of the best candidates
+MAX_MEMBERS = 64  # a bagged choice (levy_core.offsets.bagging) weighs at most this many candidates
 HARMONIC = ("harmonic", "harmonic_level", "harmonic_recent")
 HARMONIC_AR = tuple(f"{m}_ar" for m in HARMONIC)  # the same, plus an AR(p) of their residuals
 SEASONAL = ("seasonal", "seasonal_drift")
@@ -43,6 +44,9 @@ class BaseForecastSpec:
         Channel name → the order of its ``autoregressive`` candidate (0: none).
     members : dict of str to list of (str, float)
         Channel name → the (method, period) pairs a ``combination`` averages.
+    weights : dict of str to list of float
+        Channel name → the weight of each of its ``members`` (> 0, summing to 1): how often
+        each won the bagged choice; a channel without weights averages its members equally.
     scores : dict of str to dict of str to float
         Channel → candidate → its mean squared error on the training origins (normalised
         units), as measured when the choice was made (for the fit's report).
@@ -64,6 +68,7 @@ class BaseForecastSpec:
     gp: dict[str, GPSpec] = field(default_factory=dict)
     smoothing: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     holt: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    weights: dict[str, list[float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for channel, method in self.methods.items():
@@ -78,9 +83,14 @@ class BaseForecastSpec:
         if len(self.harmonics) > MAX_PERIODS or any(p <= 0 for p in self.harmonics):
             raise ValueError(f"base forecast: at most {MAX_PERIODS} harmonic periods, each > 0")
         for channel, pairs in self.members.items():
-            if not 2 <= len(pairs) <= COMBINED or any(m not in METHODS or m == "combination" for m, _ in pairs):
-                raise ValueError(f"base forecast: channel {channel!r} combines 2 to {COMBINED} known methods")
+            if not 2 <= len(pairs) <= MAX_MEMBERS or any(m not in METHODS or m == "combination" for m, _ in pairs):
+                raise ValueError(f"base forecast: channel {channel!r} combines 2 to {MAX_MEMBERS} known methods")
             numbers += [p for _, p in pairs]
+        for channel, weights in self.weights.items():
+            n = len(self.members.get(channel, ()))
+            if (len(weights) != n or not all(isinstance(w, (int, float)) and math.isfinite(w) and w > 0 for w in weights)
+                    or abs(sum(weights) - 1.0) > 1e-6):
+                raise ValueError(f"base forecast: channel {channel!r} needs one weight > 0 per member, summing to 1")
         if any(m == "combination" and c not in self.members for c, m in self.methods.items()):
             raise ValueError("base forecast: a combination needs its members")
         if not all(isinstance(x, (int, float)) and math.isfinite(x) and 0 <= x <= 1e7 for x in numbers):
@@ -106,12 +116,13 @@ class BaseForecastSpec:
                 "members": {c: [[m, p] for m, p in pairs] for c, pairs in self.members.items()}, "scores": {c: dict(s) for c, s in self.scores.items()},
                 "gp": {c: g.to_dict() for c, g in self.gp.items()},
                 "smoothing": {c: list(v) for c, v in self.smoothing.items()},
-                "holt": {c: list(v) for c, v in self.holt.items()}}
+                "holt": {c: list(v) for c, v in self.holt.items()},
+                "weights": {c: list(w) for c, w in self.weights.items()}}
 
     @classmethod
     def from_dict(cls, data: dict) -> BaseForecastSpec:
         unknown = sorted(set(data) - {"methods", "periods", "harmonics", "gap", "orders", "members", "scores", "gp",
-                                      "smoothing", "holt"})
+                                      "smoothing", "holt", "weights"})
         if unknown:
             raise ValueError(f"base forecast: unknown keys {unknown}")
         try:
@@ -119,7 +130,7 @@ class BaseForecastSpec:
                        {str(k): float(v) for k, v in dict(data.get("periods", {})).items()},
                        tuple(float(p) for p in data.get("harmonics", [])), float(data["gap"]),
                        {str(k): int(v) for k, v in dict(data.get("orders", {})).items()},
-                       {str(c): [(str(m), float(p)) for m, p in list(pairs)[:COMBINED + 1]]
+                       {str(c): [(str(m), float(p)) for m, p in list(pairs)[:MAX_MEMBERS + 1]]
                         for c, pairs in dict(data.get("members", {})).items()},
                        {str(c): {str(k): float(v) for k, v in dict(s).items()}
                         for c, s in dict(data.get("scores", {})).items()},
@@ -127,7 +138,9 @@ class BaseForecastSpec:
                        {str(c): tuple(float(x) for x in list(v)[:3])
                         for c, v in dict(data.get("smoothing", {})).items()},
                        {str(c): tuple(float(x) for x in list(v)[:3])
-                        for c, v in dict(data.get("holt", {})).items()})
+                        for c, v in dict(data.get("holt", {})).items()},
+                       {str(c): [float(x) for x in list(w)[:MAX_MEMBERS + 1]]
+                        for c, w in dict(data.get("weights", {})).items()})
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"base forecast: malformed record ({exc})") from exc
 
@@ -136,7 +149,11 @@ class BaseForecastSpec:
         out = []
         for channel, method in sorted(self.methods.items()):
             what = method
-            if method == "combination":
+            if method == "combination" and channel in self.weights:
+                what = "weighted mean of " + ", ".join(
+                    f"{self._label(channel, m, p)} ({w:.0%})"
+                    for (m, p), w in zip(self.members[channel], self.weights[channel], strict=True))
+            elif method == "combination":
                 what = "mean of " + ", ".join(self._label(channel, m, p) for m, p in self.members[channel])
             elif method in SEASONAL:
                 what += f" ({self.periods.get(channel, 0):g} h)"

@@ -10,7 +10,6 @@ import pytest
 
 from levy_core.offsets import seasonality
 from levy_core.offsets.base_forecast import (
-    COMBINED,
     METHODS,
     BaseForecast,
     BaseForecastSpec,
@@ -23,6 +22,7 @@ from levy_core.offsets.base_forecast import (
     score_candidates,
 )
 from levy_core.offsets.seasonality import calendar_power
+from levy_core.offsets.spec import MAX_MEMBERS
 
 
 def frame_of(t: np.ndarray, y: np.ndarray, channel: str = "v", sid: str = "s") -> pd.DataFrame:
@@ -268,7 +268,9 @@ def test_spec_round_trip_and_refusals() -> None:
     with pytest.raises(ValueError, match="combination needs"):
         BaseForecastSpec({"a": "combination"}, {}, (), 1.0)
     with pytest.raises(ValueError, match="combines 2 to"):
-        BaseForecastSpec({"a": "combination"}, {}, (), 1.0, members={"a": [("last", 0.0)] * (COMBINED + 1)})
+        BaseForecastSpec({"a": "combination"}, {}, (), 1.0, members={"a": [("last", 0.0)] * (MAX_MEMBERS + 1)})
+    with pytest.raises(ValueError, match="combines 2 to"):
+        BaseForecastSpec({"a": "combination"}, {}, (), 1.0, members={"a": [("last", 0.0)]})
     with pytest.raises(ValueError):
         BaseForecastSpec({"a": "last"}, {}, (), float("inf"))
     with pytest.raises(ValueError, match="unknown keys"):
@@ -284,3 +286,41 @@ def test_an_exploding_forecast_is_kept_finite_and_near_the_data() -> None:
     out = bounded(t, y, np.array([np.nan, np.inf, -np.inf, 1e30, 0.5]))
     assert np.isfinite(out).all()
     np.testing.assert_allclose(out, [1.0, 1 + OFFSET_RANGE, -OFFSET_RANGE, 1 + OFFSET_RANGE, 0.5])
+
+
+def test_a_weighted_combination_is_recorded_described_and_averaged_with_its_weights() -> None:
+    members = [("last", 0.0), ("drift", 0.0)]
+    spec = BaseForecastSpec({"v": "combination"}, {"v": 0.0}, (), 1.0, {"v": 0}, {"v": members},
+                            weights={"v": [0.75, 0.25]})
+    back = BaseForecastSpec.from_dict(spec.to_dict())
+    assert back == spec and "weighted mean of last (75%), drift (25%)" in back.describe()
+    t = np.arange(0.0, 50.0)
+    y = 0.5 * t + np.sin(t)  # the last value and the drift differ ahead
+    base = BaseForecast(spec, frame_of(t, y), {"s@0": ("s", 40.0)}, ["v"])
+    got = base.offsets("s@0", np.array([1.0, 4.0]), np.array([0, 0]))
+    tq = 40.0 + np.array([1.0, 4.0])
+    want = (0.75 * forecast("last", t[:41], y[:41], 40.0, tq) + 0.25 * forecast("drift", t[:41], y[:41], 40.0, tq))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    for bad in ([0.5, 0.4], [1.0], [1.2, -0.2], [float("nan"), 1.0]):
+        with pytest.raises(ValueError, match="one weight > 0 per member"):
+            BaseForecastSpec({"v": "combination"}, {"v": 0.0}, (), 1.0, members={"v": members}, weights={"v": bad})
+
+
+def test_two_equally_good_candidates_are_both_kept_one_clearly_better_alone() -> None:
+    """The bagged choice: where two forecasts tie on the scored origins, the resamples split
+    between them and the offset is their weighted mean; where one is far better, it alone."""
+    rng = np.random.default_rng(9)
+    t = np.arange(0.0, 24 * 20)
+    y = np.sin(2 * np.pi * t / 24) + rng.normal(0, 0.05, t.size)
+    origins, episodes = episodes_of(t, y, list(range(120, 400, 6)), 24.0)
+    clear = choose(frame_of(t, y), origins, episodes)
+    assert clear.methods["v"] != "last" and clear.scores["v"]["last"] > 5 * min(clear.scores["v"].values())
+    walk = np.cumsum(rng.normal(0, 1.0, t.size))  # a random walk: the last value, the level and the AR tie
+    origins, episodes = episodes_of(t, walk, list(range(120, 400, 6)), 24.0)
+    spec = choose(frame_of(t, walk), origins, episodes, season=0)
+    assert spec.methods["v"] == "combination"
+    assert len(spec.members["v"]) == len(spec.weights["v"]) >= 2
+    assert sum(spec.weights["v"]) == pytest.approx(1.0)
+    assert spec.weights["v"] == sorted(spec.weights["v"], reverse=True)
+    assert max(spec.weights["v"]) < 0.9  # no candidate wins every resample
+    assert spec == choose(frame_of(t, walk), origins, episodes, season=0)  # the same draws every time
