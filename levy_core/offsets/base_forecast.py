@@ -37,9 +37,12 @@ The candidates, per channel (times in hours; ``o`` the origin, ``t_q`` the query
 
 Candidate periods: :func:`levy_core.offsets.seasonality.candidate_periods`. :func:`choose` scores
 every candidate on the later half of the training and calibration origins (the latest
-before the test ones) and keeps, per channel, the one with the smallest squared error
-there; a candidate is kept over a simpler one (``METHODS`` is in order of complexity) only
-when its error is lower by more than ``SIMPLER_MARGIN``.
+before the test ones). The rule (:func:`pick`) keeps the one with the smallest squared error
+there, a candidate over a simpler one (``METHODS`` is in order of complexity) only when its
+error is lower by more than ``SIMPLER_MARGIN``, and the mean of the best ``COMBINED`` where
+that is better still. It is applied to bootstrap resamples of the scored origins
+(:mod:`levy_core.offsets.bagging`), and each channel's offset is the mean of the picks
+weighted by how often each won: a clear winner alone, a close call a weighted combination.
 """
 
 from __future__ import annotations
