@@ -83,7 +83,7 @@ from levy_core.offsets.spec import (
 from levy_core.runtime.threads import single_threaded_blas
 
 __all__ = ["HARMONIC_AR", "METHODS", "BaseForecast", "BaseForecastSpec", "CandidateScores", "candidate_periods", "choose",
-           "false_alarm", "periodogram_peak", "residual_order", "score_candidates"]
+           "false_alarm", "periodogram_peak", "pick", "residual_order", "score_candidates"]
 
 MIN_SCORED_ORIGINS = 10  # candidates are scored on the later half of the origins from twice this many
 OFFSET_RANGE = 10.0  # an offset beyond this many data ranges from the data is clipped (an exploding AR, a trend)
