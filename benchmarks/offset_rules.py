@@ -163,17 +163,9 @@ def median_mse(records: Sequence[Record], members: Sequence[Key]) -> float:
 
 def margin(records: Sequence[Record], loss: Callable[[Sequence[Record], Sequence[Key]], float] = mse) -> list[Key]:
     """The rule ``choose_offsets`` applied once to every scored origin until 2026-12-05, and since
-    then to each bootstrap resample (``loss``: the squared error it scores with, or another)."""
-    each = {key: loss(records, [key]) for key in records[0][0]}
-    ordered = sorted(each, key=lambda key: (METHODS.index(key[0]), key[1]))
-    best = ordered[0]
-    for key in ordered[1:]:
-        if each[key] < (1 - bf.SIMPLER_MARGIN) * each[best]:
-            best = key
-    top = sorted(each, key=lambda key: each[key])[:COMBINED]
-    if len(top) >= 2 and loss(records, top) < (1 - bf.SIMPLER_MARGIN) * each[best]:
-        return top
-    return [best]
+    then to each bootstrap resample (``loss``: the squared error it scores with, or another):
+    the library's own :func:`~levy_core.offsets.base_forecast.pick`."""
+    return bf.pick(list(records[0][0]), lambda members: loss(records, members))
 
 
 def _per_origin_se(records: Sequence[Record], members: Sequence[Key]) -> np.ndarray:

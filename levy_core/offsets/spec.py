@@ -11,7 +11,7 @@ from levy_core.offsets import smoothing
 from levy_core.offsets.gp import GPSpec
 from levy_core.offsets.seasonality import MAX_PERIODS
 
-__all__ = ["COMBINED", "HARMONIC", "HARMONIC_AR", "MAX_AR_ORDER", "METHODS", "SEASONAL", "BaseForecastSpec"]
+__all__ = ["COMBINED", "HARMONIC", "HARMONIC_AR", "MAX_AR_ORDER", "MAX_MEMBERS", "METHODS", "SEASONAL", "BaseForecastSpec"]
 
 # in order of complexity: a candidate is kept over a simpler one only when it is clearly better
 METHODS = ("last", "level", "drift", "damped_trend", "holt", "seasonal", "seasonal_drift", "autoregressive", "harmonic_level", "harmonic",

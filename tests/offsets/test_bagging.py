@@ -36,12 +36,17 @@ def test_block_resamples_are_contiguous_blocks_that_sum_to_n_and_repeat_under_th
 
 def test_without_overlap_the_resamples_are_the_plain_bootstrap() -> None:
     """lag 0: blocks of one origin, so each origin's count is Binomial(n, 1/n): mean 1,
-    variance 1 − 1/n (a tolerance of five standard errors over 4,000 draws)."""
+    variance npq = 1 − 1/n. Tolerances: five standard errors over 4,000 draws, of the mean
+    (sqrt(npq / draws)) and of one origin's sample variance (sqrt((μ₄ − (npq)²) / draws), μ₄ =
+    npq(1 + 3(n − 2)pq) the binomial's fourth central moment), the larger bound for their mean
+    over origins."""
     n, draws = 20, 4000
+    p = 1 / n
+    npq = n * p * (1 - p)
+    mu4 = npq * (1 + 3 * (n - 2) * p * (1 - p))
     counts = block_resamples(n, 0, draws=draws)
-    assert abs(counts.mean(axis=0) - 1).max() < 5 * np.sqrt((1 - 1 / n) / draws)
-    var = counts.var(axis=0).mean()
-    assert var == pytest.approx(1 - 1 / n, abs=5 * np.sqrt(2 / (draws * n)) * 1.5)
+    assert abs(counts.mean(axis=0) - 1).max() < 5 * np.sqrt(npq / draws)
+    assert counts.var(axis=0).mean() == pytest.approx(npq, abs=5 * np.sqrt((mu4 - npq**2) / draws))
 
 
 def test_bagged_weights_split_a_tie_and_keep_a_clear_winner_whole() -> None:
