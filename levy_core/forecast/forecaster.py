@@ -203,8 +203,8 @@ class LevyForecaster:
 
     def notes(self) -> list[str]:
         """What ``levy fit`` and the dashboard say in plain words about this fit, as
-        sentences: training that did not improve on the offset
-        (``FittedModel.training_note``), and a band known to fall short at long leads on a
+        sentences: a forecast that is the offset (the correction held back on one series, or
+        training that did not improve on it: ``FittedModel.training_note``), and a band known to fall short at long leads on a
         persistent series without a season (``FittedModel.band_note``). Empty when neither
         applies."""
         fitted = self._require_fitted()

@@ -114,9 +114,18 @@ class FittedModel:
                 f"{len(reverting)} of {len(rate)} channels ({'; '.join(each[:4])}{'; …' if len(each) > 4 else ''})")
 
     def training_note(self) -> str | None:
-        """Plain words when training could not improve on the offset on held-out episodes
-        (None when it did, or for a model saved before this was measured)."""
+        """Plain words when the forecast is the offset: training could not improve on it on
+        held-out episodes, or (one series on rolling origins) the correction was measured but
+        held back. None when the correction is applied, or for a model saved before this was
+        measured."""
         info = (self.training or {}).get("levy") or {}
+        if info.get("correction_held_back"):
+            return (f"The forecast is the classical offset: on one series the network's learned correction is "
+                    f"measured on held-out forecast origins (mean squared error {info.get('raw_mse', float('nan')):.3g} "
+                    f"with it against {info.get('offset_mse', float('nan')):.3g} for the offset alone, normalised "
+                    "units) but not applied: on held-out benchmark series, applying it cost more accuracy than it gained. "
+                    "The band is the Lévy model's σ̂, calibrated: its evidence and disagreement say where the "
+                    "forecast is uncertain.")
         if info.get("improves_on_offset", True):
             return None
         where = "forecast origins" if self.split.mode == "origin" else "series"

@@ -138,6 +138,14 @@ class CorrectionFit:
     bound : ndarray, shape (C,)
         The largest kept correction ``|γ_c (ŷ − b)|`` seen there per channel (the largest
         over all channels where one had no queries); ``LevyModel.correction_bound``.
+    held_back : bool
+        The correction was measured but not applied: ``scale`` is the floor on every
+        channel and ``mse`` its error; ``measured_scale`` and ``measured_mse`` are what the
+        held-out fit would have kept.
+    measured_scale : ndarray, shape (C,), optional
+        With ``held_back``: the share the held-out fit chose.
+    measured_mse : float, optional
+        With ``held_back``: the MSE with that share.
     """
 
     scale: np.ndarray
@@ -145,6 +153,9 @@ class CorrectionFit:
     raw_mse: float
     mse: float
     bound: np.ndarray | None = None
+    held_back: bool = False
+    measured_scale: np.ndarray | None = None
+    measured_mse: float | None = None
 
     @property
     def improves(self) -> bool:
@@ -152,9 +163,13 @@ class CorrectionFit:
         return self.mse < (1.0 - IMPROVEMENT_SHARE) * self.offset_mse
 
     def to_dict(self) -> dict:
-        return {"correction_scale": [round(float(g), 6) for g in self.scale], "offset_mse": self.offset_mse,
-                "raw_mse": self.raw_mse, "mse": self.mse, "improves_on_offset": self.improves,
-                "correction_bound": None if self.bound is None else [round(float(b), 6) for b in self.bound]}
+        out = {"correction_scale": [round(float(g), 6) for g in self.scale], "offset_mse": self.offset_mse,
+               "raw_mse": self.raw_mse, "mse": self.mse, "improves_on_offset": self.improves,
+               "correction_bound": None if self.bound is None else [round(float(b), 6) for b in self.bound]}
+        if self.held_back:
+            out.update(correction_held_back=True, measured_mse=self.measured_mse,
+                       measured_scale=[round(float(g), 6) for g in self.measured_scale])
+        return out
 
 
 @dataclass
@@ -196,7 +211,7 @@ IMPROVEMENT_SHARE = 0.01  # "training improved on the offset": at least this sha
 
 @torch.no_grad()
 def fit_correction_scale(model: nn.Module, builder: EpisodeBuilder, ids: list[str],
-                         batch_size: int = 64, *, cross_fit: bool = False) -> CorrectionFit:
+                         batch_size: int = 64, *, cross_fit: bool = False, hold_back: bool = False) -> CorrectionFit:
     """The share ``γ_c`` of the trained correction ``ŷ − b`` each channel keeps: the least
     squares fit of ``y − b`` on ``ŷ − b`` over the fixed episodes of ``ids`` (the
     early-stopping ones), clipped to ``[MIN_CORRECTION_SCALE, 1]`` (the pooled fit for a
@@ -204,7 +219,9 @@ def fit_correction_scale(model: nn.Module, builder: EpisodeBuilder, ids: list[st
     nothing that holds on held-out episodes, the forecast falls back towards the offset
     ``b(q)``; scaling the read-out keeps ``σ̂`` exact and the calibrated band's shape.
     With ``cross_fit`` (rolling origins, ``ids`` in time order) a share must also hold from
-    one half of ``ids`` to the other. Sets ``model.correction_scale`` to 1 first; the caller
+    one half of ``ids`` to the other. With ``hold_back`` every channel keeps the floor
+    ``MIN_CORRECTION_SCALE`` (the offset is the forecast) and the share the fit would have
+    chosen is only reported. Sets ``model.correction_scale`` to 1 first; the caller
     installs the result."""
     n_channels = model.correction_scale.numel()
     model.correction_scale.fill_(1.0)
@@ -244,13 +261,20 @@ def fit_correction_scale(model: nn.Module, builder: EpisodeBuilder, ids: list[st
         scale = np.where(held > 0, scale, MIN_CORRECTION_SCALE)
     rm, mm, rr, n = total_sums
     total = max(n.sum(), 1.0)
-    # Σ (r − γ m)² = Σ r² − 2γ Σ rm + γ² Σ m², per channel
-    mse = float((rr - 2 * scale * rm + scale**2 * mm).sum() / total)
+
+    def mse_at(share: np.ndarray) -> float:  # Σ (r − γ m)² = Σ r² − 2γ Σ rm + γ² Σ m², per channel
+        return float((rr - 2 * share * rm + share**2 * mm).sum() / total)
+
+    measured = scale
+    if hold_back:
+        scale = np.full_like(measured, MIN_CORRECTION_SCALE)
     raw = float((rr - 2 * rm + mm).sum() / total)
     # the correction a query may keep: no larger than any held out (beyond it, e.g. values
     # outside the training range, the network extrapolates unvalidated)
     bound = np.where(n > 0, scale * peak, float(np.max(scale * peak, initial=0.0)))
-    return CorrectionFit(scale.astype(np.float32), float(rr.sum() / total), raw, mse, bound.astype(np.float32))
+    return CorrectionFit(scale.astype(np.float32), float(rr.sum() / total), raw, mse_at(scale), bound.astype(np.float32),
+                         held_back=hold_back, measured_scale=measured.astype(np.float32) if hold_back else None,
+                         measured_mse=mse_at(measured) if hold_back else None)
 
 
 # 100, not 200: over 96 single-series fits the kept epoch was the same in 86, CRPS unchanged
