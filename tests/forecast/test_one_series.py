@@ -131,19 +131,28 @@ def test_a_band_the_calibration_cannot_support_is_warned_not_left_as_inf_in_a_co
     assert np.isinf(wide["Lévy-hi-99.9"]).all() and np.isfinite(wide["Lévy-hi-90"]).all()
 
 
-def test_training_that_does_not_beat_the_offset_is_said_in_plain_words(fitted_cycle: LevyForecaster) -> None:
+def test_a_forecast_that_is_the_offset_is_said_in_plain_words(fitted_cycle: LevyForecaster) -> None:
+    """One series: the correction is measured but held back, and the note says the forecast
+    is the offset with the measured errors. A model whose correction was applied (saved
+    before, or a panel) says so only when training did not improve on the offset."""
     fitted = fitted_cycle.fitted
     info = dict(fitted.training["levy"])
-    assert {"correction_scale", "offset_mse", "mse", "improves_on_offset"} <= set(info)
+    assert {"correction_scale", "offset_mse", "mse", "improves_on_offset", "measured_scale"} <= set(info)
+    assert info["correction_held_back"] is True and fitted.levy.correction_scale.tolist() == [pytest.approx(0.05)]
+    note = fitted.training_note()
+    assert note.startswith("The forecast is the classical offset: on one series the network's learned correction")
+    assert f"{info['raw_mse']:.3g} with it against {info['offset_mse']:.3g} for the offset alone" in note
+    assert note in fitted_cycle.notes()
     saved = fitted.training["levy"]
+    applied = {k: v for k, v in info.items() if k not in ("correction_held_back", "measured_scale", "measured_mse")}
     try:
-        fitted.training["levy"] = {**info, "improves_on_offset": False, "mse": 0.02, "offset_mse": 0.019,
+        fitted.training["levy"] = {**applied, "improves_on_offset": False, "mse": 0.02, "offset_mse": 0.019,
                                    "correction_scale": [0.05]}
         note = fitted.training_note()
         assert note is not None
         assert note.startswith("Training did not improve on the offset on held-out forecast origins")
         assert "0.02 against 0.019" in note and "5 % of the learned correction kept" in note
-        fitted.training["levy"] = {**info, "improves_on_offset": True}
+        fitted.training["levy"] = {**applied, "improves_on_offset": True}
         assert fitted.training_note() is None
     finally:
         fitted.training["levy"] = saved

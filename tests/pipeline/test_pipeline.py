@@ -556,3 +556,11 @@ def test_a_panel_fit_installs_no_correction_bound(fitted) -> None:
     assert fitted.split.mode != "origin"
     assert bool(torch.isinf(fitted.levy.correction_bound).all())
     assert fitted.training["levy"]["correction_bound"] is None
+
+
+def test_a_panel_fit_applies_the_correction_it_measured(fitted) -> None:
+    """Only one series or a few on rolling origins hold the learned correction back
+    (recipe.keep_correction): a panel keeps the share its held-out series chose."""
+    info = fitted.training["levy"]
+    assert "correction_held_back" not in info and fitted.base_forecast is None
+    assert fitted.levy.correction_scale.tolist() == pytest.approx(info["correction_scale"])

@@ -343,6 +343,45 @@ def test_correction_scale_is_the_least_squares_share_of_the_correction(problem) 
     assert float(model.correction_scale.min()) == 1.0  # the caller installs the result
 
 
+def test_a_held_back_correction_keeps_the_floor_and_reports_the_share_it_measured(problem) -> None:
+    """``hold_back``: every channel keeps the floor whatever the held-out episodes say, and the
+    share and MSE the fit would have kept are reported beside it (targets with half the
+    correction: measured γ = 0.5 and MSE 0; kept γ = the floor, MSE that of the offset plus
+    5 % of the correction, (0.5 − 0.05)² of the correction's mean square)."""
+    from levy_core.model.levy_model import channel_state
+    from levy_core.training.train import MIN_CORRECTION_SCALE, fit_correction_scale
+
+    builder, _, val_ids = problem
+    model = new_model(seed=3).eval()
+    n_channels = model.correction_scale.numel()
+
+    class Targets:
+        series = builder.series
+
+        def batch(self, ids, rng=None):
+            b, rows = builder.batch(ids)
+            with torch.no_grad():
+                offset = model.backbone.offset(b, channel_state(b, n_channels))
+                target = offset + 0.5 * (model(b).mean - offset)
+            return b._replace(target=target), rows
+
+    applied = fit_correction_scale(model, Targets(), val_ids)
+    held = fit_correction_scale(model, Targets(), val_ids, hold_back=True)
+    assert not applied.held_back and applied.measured_scale is None and "correction_held_back" not in applied.to_dict()
+    assert held.held_back and np.all(held.scale == pytest.approx(MIN_CORRECTION_SCALE))
+    np.testing.assert_array_equal(held.measured_scale, applied.scale)
+    assert held.measured_mse == pytest.approx(applied.mse, abs=1e-12) and held.raw_mse == applied.raw_mse
+    with torch.no_grad():
+        batch, _ = builder.batch(val_ids)
+        offset = model.backbone.offset(batch, channel_state(batch, n_channels))
+        m = (model(batch).mean - offset)[batch.qry_mask > 0].double()
+    assert held.mse == pytest.approx(float(((0.5 - MIN_CORRECTION_SCALE) * m).pow(2).mean()), rel=1e-4)
+    assert held.mse < held.offset_mse  # the floor's 5 % has the right sign here
+    report = held.to_dict()
+    assert report["correction_held_back"] is True and report["measured_scale"] == pytest.approx(applied.scale.tolist())
+    assert float(model.correction_scale.min()) == 1.0  # the caller installs the result
+
+
 def test_a_correction_share_that_does_not_hold_from_one_half_to_the_other_is_dropped(problem) -> None:
     """Targets that take the whole correction on the first half of the held-out episodes and
     its opposite on the second: the pooled least-squares share is 0 either way, but a share
