@@ -120,7 +120,7 @@ class FittedModel:
         measured."""
         info = (self.training or {}).get("levy") or {}
         if info.get("correction_held_back"):
-            return (f"The forecast is the classical offset: on one series the network's learned correction is "
+            return (f"The forecast is the classical offset: on one series or a few, the network's learned correction is "
                     f"measured on held-out forecast origins (mean squared error {info.get('raw_mse', float('nan')):.3g} "
                     f"with it against {info.get('offset_mse', float('nan')):.3g} for the offset alone, normalised "
                     "units) but not applied: on held-out benchmark series, applying it cost more accuracy than it gained. "

@@ -140,7 +140,8 @@ def test_a_forecast_that_is_the_offset_is_said_in_plain_words(fitted_cycle: Levy
     assert {"correction_scale", "offset_mse", "mse", "improves_on_offset", "measured_scale"} <= set(info)
     assert info["correction_held_back"] is True and fitted.levy.correction_scale.tolist() == [pytest.approx(0.05)]
     note = fitted.training_note()
-    assert note.startswith("The forecast is the classical offset: on one series the network's learned correction")
+    assert note.startswith("The forecast is the classical offset: on one series or a few, the network's learned "
+                           "correction is measured on held-out forecast origins")
     assert f"{info['raw_mse']:.3g} with it against {info['offset_mse']:.3g} for the offset alone" in note
     assert note in fitted_cycle.notes()
     saved = fitted.training["levy"]
