@@ -309,29 +309,33 @@ def test_the_untrained_model_is_kept_when_no_epoch_beats_it(problem, monkeypatch
     assert all(torch.equal(before[k], after[k]) for k in before), "the initial weights are restored"
 
 
+class ModelTargets:
+    """The builder's episodes with targets made from ``model``'s own correction: the offset
+    plus ``share(ids)`` (B, 1) times ``ŷ − b`` (the correction as trained, γ = 1)."""
+
+    def __init__(self, builder, model, share) -> None:
+        self.series, self.builder, self.model, self.share = builder.series, builder, model, share
+
+    def batch(self, ids, rng=None):
+        from levy_core.model.levy_model import channel_state
+        b, rows = self.builder.batch(ids)
+        with torch.no_grad():
+            offset = self.model.backbone.offset(b, channel_state(b, self.model.correction_scale.numel()))
+            target = offset + self.share(ids) * (self.model(b).mean - offset)
+        return b._replace(target=target), rows
+
+
 def test_correction_scale_is_the_least_squares_share_of_the_correction(problem) -> None:
     """γ = Σ r m / Σ m² (r = y − b, m = ŷ − b) clipped to [MIN_CORRECTION_SCALE, 1]: targets
     made of the offset plus half the model's own correction give γ = 0.5 and an MSE of 0;
     targets that are the offset alone give the floor, and the fit says training did not help."""
-    from levy_core.model.levy_model import channel_state
     from levy_core.training.train import MIN_CORRECTION_SCALE, fit_correction_scale
 
     builder, _, val_ids = problem
     model = new_model(seed=3).eval()
-    n_channels = model.correction_scale.numel()
 
-    class Targets:  # the builder's episodes, with targets made from the model itself (γ = 1)
-        series = builder.series
-
-        def __init__(self, share: float) -> None:
-            self.share = share
-
-        def batch(self, ids, rng=None):
-            b, rows = builder.batch(ids)
-            with torch.no_grad():
-                offset = model.backbone.offset(b, channel_state(b, n_channels))
-                target = offset + self.share * (model(b).mean - offset)
-            return b._replace(target=target), rows
+    def Targets(share: float) -> ModelTargets:
+        return ModelTargets(builder, model, lambda ids: share)
 
     fit = fit_correction_scale(model, Targets(0.5), val_ids)
     batch, _ = builder.batch(val_ids)
@@ -354,19 +358,9 @@ def test_a_held_back_correction_keeps_the_floor_and_reports_the_share_it_measure
     builder, _, val_ids = problem
     model = new_model(seed=3).eval()
     n_channels = model.correction_scale.numel()
-
-    class Targets:
-        series = builder.series
-
-        def batch(self, ids, rng=None):
-            b, rows = builder.batch(ids)
-            with torch.no_grad():
-                offset = model.backbone.offset(b, channel_state(b, n_channels))
-                target = offset + 0.5 * (model(b).mean - offset)
-            return b._replace(target=target), rows
-
-    applied = fit_correction_scale(model, Targets(), val_ids)
-    held = fit_correction_scale(model, Targets(), val_ids, hold_back=True)
+    half = ModelTargets(builder, model, lambda ids: 0.5)
+    applied = fit_correction_scale(model, half, val_ids)
+    held = fit_correction_scale(model, half, val_ids, hold_back=True)
     assert not applied.held_back and applied.measured_scale is None and "correction_held_back" not in applied.to_dict()
     assert held.held_back and np.all(held.scale == pytest.approx(MIN_CORRECTION_SCALE))
     np.testing.assert_array_equal(held.measured_scale, applied.scale)
@@ -395,16 +389,9 @@ def test_a_correction_share_that_does_not_hold_from_one_half_to_the_other_is_dro
     n_channels = model.correction_scale.numel()
     first = set(val_ids[: len(val_ids) // 2])
 
-    class Targets:
-        series = builder.series
-
-        def batch(self, ids, rng=None):
-            b, rows = builder.batch(ids)
-            with torch.no_grad():
-                offset = model.backbone.offset(b, channel_state(b, n_channels))
-                sign = torch.tensor([1.0 if sid in first else -0.8 for sid in ids]).unsqueeze(1)
-                target = offset + sign * (model(b).mean - offset)
-            return b._replace(target=target), rows
+    def Targets() -> ModelTargets:  # the whole correction on the first half, −0.8 of it on the second
+        return ModelTargets(builder, model,
+                            lambda ids: torch.tensor([1.0 if sid in first else -0.8 for sid in ids]).unsqueeze(1))
 
     fit = fit_correction_scale(model, Targets(), val_ids, cross_fit=True)
     assert np.all(fit.scale == pytest.approx(MIN_CORRECTION_SCALE))
