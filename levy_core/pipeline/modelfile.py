@@ -115,7 +115,7 @@ class FittedModel:
 
     def training_note(self) -> str | None:
         """Plain words when the forecast is the offset: training could not improve on it on
-        held-out episodes, or (one series on rolling origins) the correction was measured but
+        held-out episodes, or (one series or a few on rolling origins) the correction was measured but
         held back. None when the correction is applied, or for a model saved before this was
         measured."""
         info = (self.training or {}).get("levy") or {}
