@@ -329,7 +329,7 @@ def _assess(fitted: FittedModel, series: _Series, horizon: float, level: float, 
     phi1 = torch.exp(log_phi(torch.from_numpy(log_ev1), fitted.model_config.phi)).numpy()
     sigma_ev = np.sqrt((out0.disagreement[0, :, :m][None] * phi1).sum(axis=1))  # (J, M)
     lead1 = np.stack([r.q_time[:m] for r in rows[::n_draws]])  # (J, M) model time of each scenario
-    sigma_ev = sigma_ev * _lead_factor(fitted, lead1)
+    sigma_ev = _evidence_spread(fitted, sigma_ev, lead1, out0, out1, t_codes, m, n_draws)
     width_ev = _widths(fitted, sigma_ev.reshape(-1), np.tile(t_names, J), level).reshape(J, m)
     mean1 = out1.mean[:, :m].reshape(J, n_draws, m).mean(axis=1)
     if series.history is not None:  # rolling origins: a target before the measurement is past its forecast origin
@@ -538,9 +538,28 @@ def _collate(rows: list[_Row]) -> Batch:
 @dataclass(frozen=True)
 class _Out:
     mean: np.ndarray  # (B, M) normalised
-    spread: np.ndarray  # (B, M) σ̂ · s(lead)
+    spread: np.ndarray  # (B, M) the band's spread before calibration (FittedModel.band_spread)
     log_evidence: np.ndarray  # (B, H, M)
     disagreement: np.ndarray  # (B, H, M)
+    context: dict[str, np.ndarray]  # (B, M) each: the query's context summaries (query_scale.query_context)
+
+
+def _evidence_spread(fitted: FittedModel, sigma_ev: np.ndarray, lead1: np.ndarray, out0: _Out, out1: _Out,
+                     t_codes: np.ndarray, m: int, n_draws: int) -> np.ndarray:
+    """The spread of the evidence part (J, M): today's disagreement under tomorrow's evidence.
+    On a panel's per-query map, tomorrow's evidence term and distances to the data (value-free)
+    with today's disagreement term and today's history of the channel (what the value would
+    change); on rolling origins σ̂ times the lead factor."""
+    if fitted.query_scale is None:
+        return sigma_ev * _lead_factor(fitted, lead1)
+    log_d0 = 0.5 * np.log(np.maximum(out0.disagreement[0, :, :m].sum(axis=0), 1e-300))  # (M,)
+    evidence1 = np.log(np.maximum(sigma_ev, 1e-300)) - log_d0[None, :]  # (J, M): log σ̂_ev = E₁ + D₀
+    J = sigma_ev.shape[0]
+    context = {k: np.broadcast_to(out0.context[k][0, :m], (J, m)) for k in out0.context}
+    for k in ("gap_any", "gap_channel"):  # where tomorrow's data would be
+        context[k] = out1.context[k][::n_draws, :m]
+    return fitted.query_scale.spread(np.broadcast_to(t_codes, (J, m)), evidence1, np.broadcast_to(log_d0, (J, m)),
+                                     context)
 
 
 def _lead_factor(fitted: FittedModel, model_time: np.ndarray) -> np.ndarray:
@@ -554,10 +573,9 @@ def _lead_factor(fitted: FittedModel, model_time: np.ndarray) -> np.ndarray:
 def _run(fitted: FittedModel, batch: Batch) -> _Out:
     """One pass of the Lévy model over ``batch`` (float64 numpy out)."""
     out = fitted.levy(batch)
-    sigma = out.sigma.double().numpy()
-    spread = sigma * _lead_factor(fitted, batch.qry_time.double().numpy())
+    spread, context = fitted.band_spread(batch, out)
     return _Out(out.mean.double().numpy(), spread, out.log_evidence.double().numpy(),
-                out.disagreement.double().numpy())
+                out.disagreement.double().numpy(), context)
 
 
 def _widths(fitted: FittedModel, spread: np.ndarray, channels: np.ndarray, level: float) -> np.ndarray:

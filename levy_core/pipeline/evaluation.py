@@ -34,7 +34,7 @@ __all__ = ["ADAPTIVE_BAND_COLUMNS", "LEVELS", "PRED_COLUMNS", "RELIABILITY_LEVEL
 
 LEVELS = (0.5, 0.8, 0.9, 0.95)
 RELIABILITY_LEVELS = np.round(np.concatenate([np.arange(0.05, 0.951, 0.05), [0.99]]), 2)
-PRED_COLUMNS = ["series_id", "channel", "time", "y_true", "mean", "sigma", "pred_std", "lower_90", "upper_90",
+PRED_COLUMNS = ["series_id", "channel", "time", "y_true", "mean", "sigma", "spread", "pred_std", "lower_90", "upper_90",
                 "log_evidence", "disagreement", "n_eff", "mc_mean", "mc_std"]
 ADAPTIVE_BAND_COLUMNS = ["lower_adaptive_90", "upper_adaptive_90", "mc_lower_adaptive_90", "mc_upper_adaptive_90"]
 # ``timed``'s default: a method's passes are repeated until they add up to this many seconds (read at each
@@ -80,7 +80,9 @@ def coverage_checks(fitted: FittedModel, pred: pd.DataFrame, *, levels: tuple[fl
     """
     if calibration_series is None:
         n_series = (fitted.training or {}).get("n_series", {})
-        calibration_series = int(n_series.get("calibration") or len(fitted.split.calibration))
+        band_map = (fitted.training or {}).get("band_map") or {}  # a panel's map: half the series calibrate
+        calibration_series = int(band_map.get("calibration_series") or n_series.get("calibration")
+                                 or len(fitted.split.calibration))
     y, groups = pred["y_norm"].to_numpy(np.float64), pred["series_id"].to_numpy()
     n_series = int(pd.unique(groups).size)
     rows = []

@@ -25,12 +25,13 @@ from safetensors.torch import save_model as save_weights
 from levy_core.calibration.adaptive import AdaptiveConformal
 from levy_core.calibration.calibrate import Calibrator
 from levy_core.calibration.horizon_scale import HorizonScale
+from levy_core.calibration.query_scale import QueryScale, query_context
 from levy_core.data.clock import duration_text
 from levy_core.data.drift import DriftReference
 from levy_core.episodes.baselines import LastValueForecaster
 from levy_core.episodes.scaling import ChannelScaler
 from levy_core.episodes.tasks import Split, TaskConfig
-from levy_core.model.levy_model import LevyModel, ModelConfig, SoftmaxTwin
+from levy_core.model.levy_model import Batch, LevyModel, ModelConfig, ModelOutput, SoftmaxTwin
 from levy_core.model.limits import (
     LimitError,
     check_json_shape,
@@ -95,6 +96,9 @@ class FittedModel:
     base_forecast: BaseForecastSpec | None = None
     # origin mode: the band's spread per lead time, s(h)·σ̂ (None: σ̂ alone)
     horizon_scale: HorizonScale | None = None
+    # panels: the band's spread per query, s(q) from σ̂'s two terms and the query's distance to the data
+    # (levy_core.calibration.query_scale; None: σ̂ alone, or a model saved before it was fitted)
+    query_scale: QueryScale | None = None
 
     def offset_description(self) -> str:
         """What the deterministic offset ``b(q)`` is, in words."""
@@ -158,6 +162,25 @@ class FittedModel:
     def mean_kappa(self) -> float:
         return float(self.levy.kappa.mean())
 
+    def band_spread(self, batch: Batch, out: ModelOutput) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The band's spread at the queries of one Lévy pass ``out`` over ``batch``, (B, M)
+        float64, before calibration: on panels the per-query map ``s(q)`` of σ̂'s evidence and
+        disagreement terms and of the query's context (``query_scale``), on rolling origins σ̂
+        times the lead's factor ``s(h)`` (model time is the lead there), σ̂ otherwise; and the
+        context summaries the map reads (``levy_core.calibration.query_scale.query_context``),
+        (B, M) each. The one place a spread is made from a pass: prediction, advice and watch."""
+        context = query_context(*(t.numpy() for t in (batch.qry_time, batch.qry_channel, batch.qry_mask, batch.ctx_time,
+                                                        batch.ctx_channel, batch.ctx_value, batch.ctx_mask)))
+        sigma = out.sigma.double().numpy()
+        if self.query_scale is not None:
+            spread = self.query_scale.spread(batch.qry_channel.numpy(), out.evidence_term.double().numpy(),
+                                             out.disagreement_term.double().numpy(), context)
+        elif self.horizon_scale is not None:
+            spread = sigma * self.horizon_scale.factor(batch.qry_time.double().numpy())
+        else:
+            spread = sigma
+        return spread, context
+
     def predictives(self, frame: pd.DataFrame) -> list[Predictive]:
         """Each method's predictive at the queries of a normalised prediction frame: Lévy,
         then MC-Dropout and the last-value baseline when the frame has their columns."""
@@ -210,6 +233,7 @@ class FittedModel:
             "drift": self.drift.to_dict() if self.drift is not None else None,
             "base_forecast": self.base_forecast.to_dict() if self.base_forecast is not None else None,
             "horizon_scale": self.horizon_scale.to_dict() if self.horizon_scale is not None else None,
+            "query_scale": self.query_scale.to_dict() if self.query_scale is not None else None,
             "correction_scale": {"levy": self.levy.correction_scale.tolist(),
                                  "softmax": self.twin.correction_scale.tolist() if self.twin is not None else None},
             "correction_bound": {key: [None if math.isinf(b) else b for b in model.correction_bound.tolist()]
@@ -342,6 +366,7 @@ def _from_meta(meta: dict[str, Any], path: Path) -> FittedModel:
                        else None),
         horizon_scale=(HorizonScale.from_dict(meta["horizon_scale"]) if meta.get("horizon_scale") is not None
                        else None),
+        query_scale=(QueryScale.from_dict(meta["query_scale"]) if meta.get("query_scale") is not None else None),
     )
     levy = LevyModel(cfg)
     _load_weights(levy, path / "levy.safetensors")

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from levy_core.calibration.query_scale import CONTEXT_COLUMNS
 from levy_core.data import DataError, Observations, duration_text
 from levy_core.episodes.tasks import EpisodeBuilder
 from levy_core.model.levy_model import Batch
@@ -23,7 +24,7 @@ __all__ = ["BATCH_SERIES", "HORIZON_TOLERANCE", "chunks", "horizon_note", "obser
 
 BATCH_SERIES = 64  # series per inference batch
 PASS_COLUMNS = ["mean_norm", "sigma_norm", "spread_norm", "log_evidence", "disagreement_norm", "n_eff", "evidence_term",
-                "disagreement_term_norm"]
+                "disagreement_term_norm", *CONTEXT_COLUMNS]
 
 
 HORIZON_TOLERANCE = 0.01  # a query this share of the horizon past it is still within it
@@ -67,12 +68,13 @@ def run_pass(fitted: FittedModel, batch: Batch, mc_passes: int = 0) -> dict[str,
     out = fitted.levy(batch)
     n_heads = out.log_evidence.shape[1]
     sigma = out.sigma.numpy()
-    # the band's spread: σ̂, times s(h) on rolling origins (model time is the lead there)
-    spread = sigma if fitted.horizon_scale is None else sigma * fitted.horizon_scale.factor(batch.qry_time.numpy())
+    # the band's spread: σ̂, times s(h) on rolling origins, or on panels the per-query map s(q)
+    spread, context = fitted.band_spread(batch, out)
     res = {"mean_norm": out.mean.numpy(), "sigma_norm": sigma, "spread_norm": spread.astype(sigma.dtype),
            "log_evidence": (torch.logsumexp(out.log_evidence, dim=1) - np.log(n_heads)).numpy(),
            "disagreement_norm": out.disagreement.sum(dim=1).numpy(), "n_eff": out.n_eff.mean(dim=1).numpy(),
-           "evidence_term": out.evidence_term.numpy(), "disagreement_term_norm": out.disagreement_term.numpy()}
+           "evidence_term": out.evidence_term.numpy(), "disagreement_term_norm": out.disagreement_term.numpy(),
+           **{k: v.astype(sigma.dtype) for k, v in context.items()}}
     if mc_passes and fitted.twin is not None:
         m, s = fitted.twin.mc_dropout(batch, mc_passes, generator_seed=fitted.train_config.seed)
         res["mc_mean_norm"], res["mc_std_norm"] = m.numpy(), s.numpy()

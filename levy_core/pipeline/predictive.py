@@ -136,7 +136,7 @@ def predictives(frame: pd.DataFrame, calibrators: Mapping[str, Calibrator | None
 def to_original_units(frame: pd.DataFrame, methods: list[Predictive], scaler: ChannelScaler,
                       level: float) -> pd.DataFrame:
     """A copy of a normalised prediction frame with its original-unit columns: ``mean,
-    sigma, pred_std, disagreement, disagreement_term, lower_gauss, upper_gauss, lower_conf,
+    sigma, spread, pred_std, disagreement, disagreement_term, lower_gauss, upper_gauss, lower_conf,
     upper_conf`` (Lévy), ``y_true`` and ``abs_error_norm`` when the truth is known, and ``<prefix>mean, <prefix>std,
     <prefix>lower, <prefix>upper`` (Gaussian band at ``level``) for the other methods."""
     channels = frame["channel"].to_numpy()
@@ -150,6 +150,7 @@ def to_original_units(frame: pd.DataFrame, methods: list[Predictive], scaler: Ch
         if p.method.key == "levy":
             out["mean"] = p.original_mean()
             out["sigma"] = (frame["sigma_norm"].to_numpy() if "sigma_norm" in frame else p.spread) * scale
+            out["spread"] = p.spread * scale  # the band's spread before calibration: σ̂, or s(q) on panels
             out["pred_std"] = p.std(original=True)
             out["disagreement"] = frame["disagreement_norm"].to_numpy() * scale**2
             # the evidence term is scale-free; the disagreement term moves with the units

@@ -26,6 +26,7 @@ import torch
 from levy_core.calibration.calibrate import Calibrator
 from levy_core.calibration.horizon_scale import fit_horizon_scale
 from levy_core.calibration.over_time import fit_adaptive, origin_gamma
+from levy_core.calibration.query_scale import CONTEXT_COLUMNS, QueryScale, fit_query_scale
 from levy_core.data import DataError, Observations
 from levy_core.data.drift import DriftReference, reference_from
 from levy_core.episodes.baselines import LastValueForecaster
@@ -341,13 +342,44 @@ def assemble(data: FitData, cfg: ModelConfig, train: TrainConfig, levy: tuple[Le
     if data.split.mode == "origin":  # the band's spread per lead, before it is calibrated
         held = observed_queries(fitted, data.builder, correction_episodes(data))
         fitted.horizon_scale = fit_horizon_scale(held["time"], held["y_norm"], held["mean_norm"], held["sigma_norm"])
-    calibrate(fitted, data.builder, data.calibration_ids, mc_passes=mc_passes)
+    calibration_ids, band_map = data.calibration_ids, None
+    if data.split.mode != "origin" and set(data.stop_ids).isdisjoint(data.train_ids):
+        # panels: the spread per query, fitted on series never trained on and never calibrated on
+        map_ids, conformal_ids = band_map_split(data)
+        fitted.query_scale = fit_band_map(fitted, observed_queries(fitted, data.builder, map_ids))
+        if fitted.query_scale is not None:
+            calibration_ids = conformal_ids
+            band_map = {"fit_series": len(map_ids), "calibration_series": len(conformal_ids),
+                        "fit_queries": fitted.query_scale.n_queries}
+    calibrate(fitted, data.builder, calibration_ids, mc_passes=mc_passes)
     walk_test_origins(fitted, data.builder, data.test_ids, data.origin_of, mc_passes=mc_passes)
     fitted.training = {"levy": _training_summary(levy[1]), "softmax": _training_summary(twin[1]) if twin else None,
                        "n_series": data.counts()}
+    if band_map is not None:
+        fitted.training["band_map"] = band_map
     if data.base_forecast is not None and not data.base_forecast.harmonics and data.builder.base is not None:
         fitted.training["persistence"] = persistence(data.builder.base)
     return fitted
+
+
+def band_map_split(data: FitData) -> tuple[list[str], list[str]]:
+    """Where a panel's per-query spread map is fitted and where its band is then calibrated:
+    the early-stopping series and every other calibration series fit the map, the remaining
+    calibration series calibrate (scale and split conformal). The conformal series never
+    touch the map, so split conformal's guarantee holds as it did for σ̂; with fewer than four
+    calibration series every one of them calibrates and the map sees the stopping series alone."""
+    if len(data.calibration_ids) < 4:
+        return list(data.stop_ids), list(data.calibration_ids)
+    return list(data.stop_ids) + data.calibration_ids[0::2], data.calibration_ids[1::2]
+
+
+def fit_band_map(fitted: FittedModel, held: pd.DataFrame) -> QueryScale | None:
+    """The per-query spread map (:mod:`~levy_core.calibration.query_scale`) on held-out
+    queries ``held`` (:func:`observed_queries` of series the calibration never sees)."""
+    index = {c: i for i, c in enumerate(fitted.channels)}
+    return fit_query_scale(held["channel"].map(index).to_numpy(), held["y_norm"].to_numpy(), held["mean_norm"].to_numpy(),
+                           held["evidence_term"].to_numpy(), held["disagreement_term_norm"].to_numpy(),
+                           {k: held[k].to_numpy() for k in CONTEXT_COLUMNS}, n_channels=len(fitted.channels), series=held["series_id"].to_numpy())
 
 
 def persistence(base: BaseForecast) -> dict[str, float]:

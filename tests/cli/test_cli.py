@@ -50,6 +50,7 @@ EVALUATE_COLUMNS = [
     "y_true",
     "mean",
     "sigma",
+    "spread",
     "pred_std",
     "lower_90",
     "upper_90",

@@ -211,10 +211,12 @@ def test_predict_grid_columns_sizes_bands_and_units(fitted, fit_obs) -> None:
         and (grid["pred_std"] >= 0).all()
         and (grid["disagreement"] >= 0).all()
     )
-    # scaled Gaussian: pred_std = c_channel σ̂ (each channel's own scale) and the 90 % band is
-    # mean ± z_0.95 c_channel σ̂
+    # scaled Gaussian: pred_std = c_channel s(q) (each channel's own scale; s(q) the per-query map
+    # of σ̂'s terms on a panel, σ̂ itself without one) and the 90 % band is mean ± z_0.95 c_channel s(q)
     c = fitted.levy_calibration.scaled_gaussian.scales_for(grid["channel"].to_numpy(), len(grid))
-    np.testing.assert_allclose(grid["pred_std"], c * grid["sigma"], rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(grid["pred_std"], c * grid["spread"], rtol=1e-6, atol=1e-12)
+    if fitted.query_scale is None:
+        np.testing.assert_allclose(grid["spread"], grid["sigma"], rtol=1e-6)
     z = stats.norm.ppf(0.95)
     np.testing.assert_allclose(
         grid["upper_gauss"] - grid["mean"], z * grid["pred_std"], rtol=1e-5, atol=1e-9
@@ -352,7 +354,7 @@ def test_evaluate_frame_matches_the_json(evaluated, fitted) -> None:
     ).all()
     np.testing.assert_allclose(
         pred["pred_std"],
-        fitted.levy_calibration.scaled_gaussian.scales_for(pred["channel"].to_numpy(), len(pred)) * pred["sigma"],
+        fitted.levy_calibration.scaled_gaussian.scales_for(pred["channel"].to_numpy(), len(pred)) * pred["spread"],
         rtol=1e-6
     )
 
@@ -370,7 +372,8 @@ def test_coverage_checks_agree_with_the_json_and_the_metrics(evaluated, fitted) 
     table = pipeline.coverage_checks(fitted, pred)
     assert list(table["method"].unique()) == ["Lévy", "MC-Dropout"]
     assert len(table) == 2 * len(LEVELS)
-    n_cal_series = fitted.training["n_series"]["calibration"]
+    n_cal_series = (fitted.training.get("band_map") or fitted.training["n_series"])["calibration_series" if
+                                                                                   "band_map" in fitted.training else "calibration"]
     for row in table.itertuples():
         key = "levy" if row.method == "Lévy" else "mc_dropout"
         assert row.coverage == pytest.approx(result[key]["conformal_coverage"][str(row.level)], abs=1e-12)
@@ -378,7 +381,7 @@ def test_coverage_checks_agree_with_the_json_and_the_metrics(evaluated, fitted) 
         n_cal = (fitted.levy_calibration if key == "levy" else fitted.mc_calibration).conformal.n_calibration_
         assert row.se_binomial == pytest.approx(math.sqrt(p * (1 - p) / n) * math.sqrt(1 + n / n_cal))
         assert row.n_series == pred["series_id"].nunique() >= 2
-        mean_col, sig_col = ("mean_norm", "sigma_norm") if key == "levy" else ("mc_mean_norm", "mc_std_norm")
+        mean_col, sig_col = ("mean_norm", "spread_norm") if key == "levy" else ("mc_mean_norm", "mc_std_norm")
         cal = fitted.levy_calibration if key == "levy" else fitted.mc_calibration
         lo, hi = cal.interval(pred[mean_col], pred[sig_col], row.level, kind="conformal",
                               groups=pred["channel"].to_numpy())

@@ -1,0 +1,273 @@
+"""The band per query on panels the model never saw: coverage within groups and how well the
+spread ranks errors, against a per-channel constant, MC-Dropout and a deep ensemble.
+
+For each panel: a training file of series (a seeded draw), fitted as ``levy fit`` fits it
+(forecast, the panel's cut-off, seed 0; the library's ``fit``), and other series never seen,
+whose history up to the cut-off is the context and every later observation a query. Every
+method is scored on the same queries, in each channel's standard-deviation units (from the
+training file):
+
+- **Lévy, s(q)**: the shipped band, the per-query spread map (``levy_core.calibration.query_scale``)
+  calibrated per channel, split conformal per channel at 90 %;
+- **Lévy, σ̂ alone**: the same fit with the map removed and recalibrated on the same
+  calibration series (the band as it was before the map);
+- **MC-Dropout T=20**: the same fit's twin, calibrated the same way;
+- **deep ensemble of 5**: five Lévy fits on the same split with training seeds 0–4, mean of
+  the means, spread ``sqrt(mean σ_k² + var of the means)`` (each σ_k the member's own spread),
+  calibrated per channel on the same calibration series;
+- **per-channel constant**: the last value's RMS error per channel on the training file (the
+  spread of "knowing the channel"): the reference line of the risk–coverage ratio.
+
+Reported per method: CRPS and MSE (per channel, averaged over channels), the 90 % conformal
+band's coverage overall and in every quintile of its width (within channel), of ``n_eff`` and
+of the lead (the distance from the query to the series' last context observation), each
+with its standard error over series; the risk–coverage area ÷ the constant's; within-channel
+Spearman(spread, |error|); the seconds each took.
+
+Usage::
+
+    python benchmarks/band_per_query.py --panel pbc [--seed 0]
+    python benchmarks/band_per_query.py --panel framingham [--seed 0]
+    python benchmarks/band_per_query.py --panel physionet --data-dir PATH/TO/physionet2012 --seed S
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from physionet import load_protocol_frame  # noqa: E402
+
+from levy_core import metrics  # noqa: E402
+from levy_core.calibration.calibrate import Calibrator  # noqa: E402
+from levy_core.data import from_frame  # noqa: E402
+from levy_core.episodes.tasks import TaskConfig  # noqa: E402
+from levy_core.metrics.conditional import (  # noqa: E402
+    coverage_by_quantile,
+    group_rms_factors,
+    risk_coverage_ratio,
+    within_group_spearman,
+)
+from levy_core.pipeline.predict import observed_queries  # noqa: E402
+from levy_core.pipeline.recipe import (  # noqa: E402
+    assemble,
+    band_map_split,
+    calibrate,
+    prepare_fit,
+    resolve_size,
+    train_levy_model,
+    train_twin_model,
+)
+from levy_core.pipeline.user_frames import predict_user_queries  # noqa: E402
+from levy_core.training.train import TrainConfig  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "benchmarks" / "data"
+LEVEL = 0.9
+ENSEMBLE = 5
+
+
+@dataclass(frozen=True)
+class Panel:
+    name: str
+    unit: str  # the data's time unit
+    history: float  # the cut-off, in that unit
+    n_train: int
+    n_unseen: int
+
+
+PANELS = {"physionet": Panel("PhysioNet 2012 set A", "hours", 24.0, 300, 400),
+          "pbc": Panel("PBC follow-up", "days", 730.5, 200, 10_000),
+          "framingham": Panel("Framingham exams", "days", 3000.0, 400, 600)}
+
+
+def load(panel: str, data_dir: Path | None) -> pd.DataFrame:
+    """The panel in the long layout ``series_id, time (its unit), channel, value``."""
+    if panel == "pbc":
+        frame = pd.read_csv(DATA / "pbc2_labs.csv.gz", dtype={"patient_id": str})
+        return frame.rename(columns={"patient_id": "series_id", "time_days": "time"})
+    if panel == "framingham":
+        frame = pd.read_csv(DATA / "framingham_exams.csv.gz", dtype={"participant_id": str})
+        return frame.rename(columns={"participant_id": "series_id", "time_days": "time"})
+    if data_dir is None:
+        raise SystemExit("--panel physionet needs --data-dir")
+    frame = load_protocol_frame(data_dir)
+    return frame[~frame["channel"].isin(["Age", "Gender", "Height", "ICUType"])]
+
+
+def draw(panel: str, full: pd.DataFrame, spec: Panel, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Training file, unseen context and unseen queries (with their truth ``value``), as
+    ``benchmarks/unseen.py`` draws them."""
+    pool = sorted(full["series_id"].unique(), key=lambda s: (len(s), s) if s.isdigit() else (0, s))
+    if panel == "physionet":  # none of the bundled sample's stays, as benchmarks/unseen.py --train draw
+        sample = pd.read_csv(REPO / "sample_data" / "physionet2012_sample.csv.gz", usecols=["patient_id"])
+        bundled = set(sample["patient_id"].astype(str))
+        full = full[~full["series_id"].isin(bundled)]
+        pool = sorted(set(pool) - bundled)
+    drawn = np.random.default_rng([seed, 1]).choice(pool, size=min(spec.n_train, len(pool) - 1), replace=False)
+    train = full[full["series_id"].isin(set(drawn.tolist()))]
+    others = sorted(set(full["series_id"]) - set(train["series_id"]), key=lambda s: (len(s), s) if s.isdigit() else (0, s))
+    unseen = np.random.default_rng(seed).choice(others, size=min(spec.n_unseen, len(others)), replace=False)
+    new = full[full["series_id"].isin(set(unseen.tolist())) & full["channel"].isin(set(train["channel"]))]
+    return train, new[new["time"] <= spec.history], new[new["time"] > spec.history]
+
+
+def combine(parts: list[pd.DataFrame], mean: str, spread: str) -> tuple[np.ndarray, np.ndarray]:
+    """A deep ensemble's mean and spread from its members' frames (same rows)."""
+    means = np.stack([p[mean].to_numpy(np.float64) for p in parts])
+    spreads = np.stack([p[spread].to_numpy(np.float64) for p in parts])
+    return means.mean(0), np.sqrt((spreads**2).mean(0) + means.var(0))
+
+
+def score(name: str, q: pd.DataFrame, mean: np.ndarray, std: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+          sd: np.ndarray, constant: np.ndarray, seconds: float, ranking: np.ndarray) -> dict:
+    """Every figure of one method on the queries ``q`` (``y_true, channel, series_id, n_eff,
+    lead``): ``std`` its calibrated predictive spread (CRPS), ``ranking`` its spread with each
+    channel's RMS factor (sd units: the risk–coverage ratio and Spearman), all (n,)."""
+    y = q["y_true"].to_numpy(np.float64) / sd
+    m, s, lo, hi = mean / sd, std / sd, lower / sd, upper / sd
+    channel, series = q["channel"].to_numpy(), q["series_id"].to_numpy()
+    per = pd.DataFrame({"c": channel, "y": y, "m": m, "s": s}).groupby("c")
+    crps = per.apply(lambda g: metrics.crps_gaussian(g.y.to_numpy(), g.m.to_numpy(), g.s.to_numpy())).mean()
+    mse = per.apply(lambda g: float(np.mean((g.y - g.m) ** 2))).mean()
+    inside = (y >= lo) & (y <= hi)
+    per_series = pd.Series(inside).groupby(series).mean()
+    width = hi - lo
+    row = {"method": name, "crps": crps, "mse": mse, "coverage": float(inside.mean()),
+           "coverage_se": float(per_series.std(ddof=1) / np.sqrt(len(per_series))),
+           "rc_ratio": risk_coverage_ratio(y, m, ranking, constant),
+           "rc_band": risk_coverage_ratio(y, m, np.where(np.isfinite(hi - lo), hi - lo, np.nanmax(s) * 1e6), constant),
+           "spearman": within_group_spearman(y, m, ranking, channel),
+           "seconds": seconds}
+    for key, values, within in (("width", width, channel), ("n_eff", q["n_eff"].to_numpy(), None),
+                                ("lead", q["lead"].to_numpy(), None)):
+        if values is None:
+            continue
+        bins = coverage_by_quantile(y, lo, hi, values, series, level=LEVEL, within=within)
+        row[f"by_{key}"] = bins
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--panel", choices=sorted(PANELS), required=True)
+    parser.add_argument("--data-dir", type=Path, help="PhysioNet 2012 (--panel physionet)")
+    parser.add_argument("--seed", type=int, default=0, help="the draw of training and unseen series")
+    parser.add_argument("--ensemble", type=int, default=ENSEMBLE, help="members of the deep ensemble (0: none)")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    spec = PANELS[args.panel]
+    full = load(args.panel, args.data_dir)
+    train, context, queries = draw(args.panel, full, spec, args.seed)
+    hours = 24.0 if spec.unit == "days" else 1.0
+    obs = from_frame(train, time_unit=spec.unit)
+    ctx_obs = from_frame(context, time_unit=spec.unit)
+    in_hours = queries[["series_id", "channel", "time"]].assign(time=queries["time"] * hours).reset_index(drop=True)
+    truth = queries["value"].to_numpy(np.float64)
+
+    # the fit `levy fit --cutoff H --time-unit U --seed 0` makes, through the library
+    task = TaskConfig("forecast", cutoff=spec.history * hours)
+    data = prepare_fit(obs.frame, task, seed=0)
+    cfg = data.model_config(resolve_size("auto", obs.n_series), "rate")
+    t0 = time.perf_counter()
+    members = [train_levy_model(data, cfg, TrainConfig(seed=k)) for k in range(max(1, args.ensemble))]
+    fit_seconds = time.perf_counter() - t0
+    twin = train_twin_model(data, cfg, TrainConfig(seed=0))
+    fitted = assemble(data, cfg, TrainConfig(seed=0), members[0], twin, mc_passes=20)
+    print(f"{spec.name}, draw seed {args.seed}: {train['series_id'].nunique()} training series "
+          f"({len(data.calibration_ids)} calibrate, {len(data.stop_ids)} stop), "
+          f"{queries['series_id'].nunique()} unseen series, {len(queries)} queries; "
+          f"{len(members)} Lévy fits {fit_seconds:.0f} s; map {'fitted on ' + str(fitted.query_scale.n_queries) + ' stopping queries' if fitted.query_scale else 'none'}")
+    if fitted.query_scale is not None:
+        print("map coefficients: " + ", ".join(f"{k} {v:+.3f}" for k, v in fitted.query_scale.to_dict()["coefficients"].items())
+              + f"; ridge strength {fitted.query_scale.ridge_strength:g} (chosen on held-out series)")
+
+    t0 = time.perf_counter()
+    pred = predict_user_queries(fitted, ctx_obs, in_hours, level=LEVEL)
+    levy_seconds = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    mc = predict_user_queries(fitted, ctx_obs, in_hours, level=LEVEL, mc_passes=20)
+    mc_seconds = time.perf_counter() - t0  # the MC passes and one Lévy pass, timed whole
+    conformal_ids = band_map_split(data)[1] if fitted.query_scale is not None else data.calibration_ids
+    shipped_cal = observed_queries(fitted, data.builder, conformal_ids, mc_passes=0)
+    all_cal = observed_queries(fitted, data.builder, data.calibration_ids, mc_passes=20)
+
+    plain = copy.copy(fitted)
+    plain.query_scale, plain.twin = None, None
+    calibrate(plain, data.builder, data.calibration_ids, mc_passes=0)
+    before = predict_user_queries(plain, ctx_obs, in_hours, level=LEVEL)
+
+    scaler = fitted.scaler
+    channels = in_hours["channel"].to_numpy()
+    sd_by_channel = train.groupby("channel")["value"].std()
+    q = in_hours.assign(y_true=truth, n_eff=pred["n_eff"].to_numpy(), lead=pred["gap_any"].to_numpy() / hours)
+    sd = q["channel"].map(sd_by_channel).to_numpy()
+    to_sd = scaler.scale_of(channels) / sd  # normalised units → the channel's sd units
+
+    def rank_spread(cal: pd.DataFrame, mean: str, spread: str, test_spread: np.ndarray) -> np.ndarray:
+        """The test spread, sd units, with each channel's RMS factor fitted on calibration queries."""
+        k = group_rms_factors(cal["y_norm"], cal[mean], cal[spread], cal["channel"])
+        return test_spread * pd.Series(channels).map(k).fillna(1.0).to_numpy() * to_sd
+
+    # the per-channel constant: the last value's RMS error per channel on the training file
+    last = train[train["time"] <= spec.history].sort_values("time").groupby(["series_id", "channel"])["value"].last()
+    later = train[train["time"] > spec.history]
+    err = later["value"].to_numpy() - later.join(last.rename("f"), on=["series_id", "channel"])["f"].to_numpy()
+    rms = pd.Series(err**2).groupby(later["channel"].to_numpy()).mean().pow(0.5)
+    constant = q["channel"].map(rms).fillna(float(rms.median())).to_numpy() / sd
+
+    rows = [score("Lévy, s(q) (shipped)", q, pred["mean"].to_numpy(), pred["pred_std"].to_numpy(),
+                  pred["lower_conf"].to_numpy(), pred["upper_conf"].to_numpy(), sd, constant, levy_seconds,
+                  rank_spread(shipped_cal, "mean_norm", "spread_norm", pred["spread_norm"].to_numpy())),
+            score("Lévy, σ̂ alone (before)", q, before["mean"].to_numpy(), before["pred_std"].to_numpy(),
+                  before["lower_conf"].to_numpy(), before["upper_conf"].to_numpy(), sd, constant, levy_seconds,
+                  rank_spread(all_cal, "mean_norm", "sigma_norm", before["sigma_norm"].to_numpy()))]
+    mc_p = [p for p in fitted.predictives(mc) if p.method.key == "mc"][0]
+    mc_lo, mc_hi = mc_p.interval(LEVEL, "conformal", original=True)
+    rows.append(score("MC-Dropout T=20", q, mc["mc_mean"].to_numpy(), mc["mc_std"].to_numpy(), mc_lo, mc_hi, sd,
+                      constant, mc_seconds, rank_spread(all_cal, "mc_mean_norm", "mc_std_norm",
+                                                        mc["mc_std_norm"].to_numpy())))
+    if args.ensemble > 1:
+        t0 = time.perf_counter()
+        fits = [fitted] + [assemble(data, cfg, TrainConfig(seed=k), members[k]) for k in range(1, len(members))]
+        on_cal = [observed_queries(f, data.builder, data.calibration_ids) for f in fits]
+        on_test = [predict_user_queries(f, ctx_obs, in_hours, level=LEVEL) for f in fits]
+        cal_mean, cal_spread = combine(on_cal, "mean_norm", "spread_norm")
+        test_mean, test_spread = combine(on_test, "mean_norm", "spread_norm")
+        ens = Calibrator().fit(on_cal[0]["y_norm"], cal_mean, cal_spread, groups=on_cal[0]["channel"].to_numpy())
+        lo, hi = ens.interval(test_mean, test_spread, LEVEL, kind="conformal", groups=channels)
+        std = ens.predict_std(test_spread, channels)
+        ens_cal = on_cal[0].assign(ens_mean=cal_mean, ens_spread=cal_spread)
+        rows.append(score(f"deep ensemble of {len(fits)} Lévy fits", q, scaler.inverse_value(test_mean, channels),
+                          std * scaler.scale_of(channels), scaler.inverse_value(lo, channels),
+                          scaler.inverse_value(hi, channels), sd, constant, time.perf_counter() - t0,
+                          rank_spread(ens_cal, "ens_mean", "ens_spread", test_spread)))
+    print("\n| method | CRPS | MSE | 90 % coverage | risk–coverage ÷ constant: RMS-scaled spread | the 90 % band's width "
+          "| Spearman within channel | seconds |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['method']} | {r['crps']:.4f} | {r['mse']:.4f} | {r['coverage']:.3f} ± {r['coverage_se']:.3f} | "
+              f"{r['rc_ratio']:.3f} | {r['rc_band']:.3f} | {r['spearman']:.3f} | {r['seconds']:.2f} |")
+    for key in ("width", "n_eff", "lead"):
+        print(f"\ncoverage by quintile of {key}" + (" (within channel)" if key == "width" else "") +
+              " (coverage ± s.e. over series; within 0.03 of 0.90 or 3 s.e.?)")
+        print("| method | " + " | ".join(f"Q{i}" for i in range(1, 6)) + " | all within |")
+        print("|---|" + "---|" * 6)
+        for r in rows:
+            bins = r[f"by_{key}"]
+            cells = [f"{c:.3f} ± {s:.3f}" for c, s in zip(bins.table["coverage"], bins.table["se"], strict=True)]
+            print(f"| {r['method']} | " + " | ".join(cells) + f" | {'yes' if bins.within() else 'no'} |")
+
+
+if __name__ == "__main__":
+    main()
