@@ -17,6 +17,7 @@ from levy_core.model.levy_model import Batch
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.predictive import to_original_units
 from levy_core.pipeline.prepared import ModelData, as_model_data
+from levy_core.runtime.budget import MAX_QUERIES_PER_PASS, check_budget
 
 __all__ = ["BATCH_SERIES", "HORIZON_TOLERANCE", "chunks", "horizon_note", "observed_queries", "predict_after_end", "predict_future", "predict_grid",
            "predict_queries", "run_pass", "split_predictions", "with_context", "in_original_units"]
@@ -253,6 +254,10 @@ def predict_future(fitted: FittedModel, data: Observations | ModelData, horizon:
     bad = sorted(set(channels or []) - set(builder.channel_index))
     if bad:
         raise DataError(f"channels the model was not trained on: {bad[:5]}")
+    n_channels = len(channels) if channels is not None else len(fitted.channels)
+    per_series = check_budget("predict", {"points": n_points, "channels": n_channels, "MC passes": max(1, mc_passes)},
+                              "give fewer points (horizon steps), a shorter list of channels or fewer MC passes")
+    batch = max(1, min(16, MAX_QUERIES_PER_PASS // per_series))  # series per pass: the peak stays flat
     steps = np.linspace(0.0, horizon, n_points + 1)[1:]
     items, meta = [], []
     for sid in user_ids:
@@ -264,10 +269,11 @@ def predict_future(fitted: FittedModel, data: Observations | ModelData, horizon:
         items.append((model_id, np.arange(len(s.time)), np.tile(last + steps, len(codes)), np.repeat(codes, len(steps))))
         meta.append((str(sid), origin, last))
     frames = []
-    for start in range(0, len(items), 16):
-        part_items = items[start:start + 16]
+    for start in range(0, len(items), batch):
+        part_items = items[start:start + batch]
         res = run_pass(fitted, builder.collate(part_items), mc_passes)
-        for b, ((_, _, t, c), (sid, origin, last)) in enumerate(zip(part_items, meta[start:start + 16], strict=True)):
+        for b, ((_, _, t, c), (sid, origin, last)) in enumerate(zip(part_items, meta[start:start + batch],
+                                                                    strict=True)):
             part = {"series_id": sid, "channel": [fitted.channels[i] for i in c], "time": origin + t,
                     "horizon": t - last}
             part.update({k: v[b, :len(t)] for k, v in res.items()})
