@@ -14,6 +14,7 @@ import torch
 from levy_core.data import DataError, Observations, duration_text
 from levy_core.episodes.tasks import EpisodeBuilder
 from levy_core.model.levy_model import Batch
+from levy_core.model.limits import MAX_HOURS
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.predictive import to_original_units
 from levy_core.pipeline.prepared import ModelData, as_model_data
@@ -246,6 +247,9 @@ def predict_future(fitted: FittedModel, data: Observations | ModelData, horizon:
     """
     if not (np.isfinite(horizon) and horizon > 0):
         raise ValueError(f"horizon must be a positive number of hours, got {horizon}")
+    if horizon > MAX_HOURS:
+        raise DataError(f"horizon {horizon:g} h is beyond the {MAX_HOURS:g} hours (about 11,000 years) a model's "
+                        "clock carries: give a horizon such as 36h or 2w")
     if n_points < 1:
         raise ValueError(f"n_points must be at least 1, got {n_points}")
     data = as_model_data(fitted, data)
