@@ -40,7 +40,7 @@ import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["UnsafeTargetError", "check_directory_target", "fsync_directory", "fsync_file", "recover_directory", "remove_stale", "replace_directory",
+__all__ = ["UnsafeTargetError", "check_directory_target", "exchange", "fsync_directory", "fsync_file", "recover_directory", "remove_stale", "replace_directory",
            "terminate_as_exit", "write_file_atomically", "write_new_file"]
 
 _RENAME_EXCHANGE = 2
@@ -133,7 +133,7 @@ def recover_directory(target: Path) -> Path | None:
     return None
 
 
-def _exchange(a: Path, b: Path) -> bool:
+def exchange(a: Path, b: Path) -> bool:
     """Swap two directory entries in one step (Linux renameat2 RENAME_EXCHANGE); False where
     the system or file system has no such call (nothing done)."""
     try:
@@ -167,7 +167,7 @@ def _swap_in(tmp: Path, target: Path) -> None:
         os.rename(tmp, target)
         fsync_directory(target.parent)
         return
-    if _exchange(tmp, target):  # tmp now holds the old model
+    if exchange(tmp, target):  # tmp now holds the old model
         fsync_directory(target.parent)
         shutil.rmtree(tmp, ignore_errors=True)
         return

@@ -97,7 +97,7 @@ class Injected:
         monkeypatch.setattr(modelfile, "save_weights", inj.wrap(modelfile.save_weights))
         for name in ("write", "fsync", "rename", "replace"):
             monkeypatch.setattr(os, name, inj.wrap(getattr(os, name)))
-        monkeypatch.setattr(atomic, "_exchange", inj.wrap(atomic._exchange if exchange else lambda a, b: False))
+        monkeypatch.setattr(atomic, "exchange", inj.wrap(atomic.exchange if exchange else lambda a, b: False))
         return inj
 
 
