@@ -66,6 +66,11 @@ def run_advise(args: argparse.Namespace) -> int:
     refuse_same_file({"the data file": args.data, "the model": args.model}, {"--out": args.out})
     if args.dayfirst and args.date_format:
         raise ValueError("give --dayfirst or --date-format, not both (the format says where the day is)")
+    from levy_core.pipeline.nixtla import band_levels
+
+    levels = band_levels(args.level)  # as `levy predict --level`: 0.9 or 90
+    if len(levels) != 1:
+        raise ValueError(f"--level takes one band level for advise, got {len(levels)}")
     fitted = pipeline.load_model(args.model)
     if not Path(args.data).is_file():
         raise DataError(f"{args.data}: no such file; give the path of a CSV (or .csv.gz) or Parquet file of "
@@ -78,7 +83,7 @@ def run_advise(args: argparse.Namespace) -> int:
     from levy_core.decisions.advise import advise
 
     advice = advise(fitted, obs, args.series, targets=_names(args.targets), candidates=_names(args.candidates),
-                    horizon=horizon, at=at, points=args.points, draws=args.draws, seed=args.seed, level=args.level)
+                    horizon=horizon, at=at, points=args.points, draws=args.draws, seed=args.seed, level=levels[0])
     table = advice_table(advice, obs)
     with TableWriter(args.out) as out:
         out.write(table)
@@ -123,6 +128,7 @@ def add_advise_command(sub: argparse._SubParsersAction,
     a.add_argument("--draws", type=_bounded(1, MAX_DRAWS), default=DEFAULT_DRAWS,
                    help="values per candidate the disagreement part averages over")
     a.add_argument("--seed", type=int, default=0)
-    a.add_argument("--level", type=float, default=0.9, help="the band's coverage (0.9)")
+    a.add_argument("--level", type=float, default=0.9, help="the band's coverage: a fraction (0.9) or a percent "
+                   "(90), as levy predict --level")
     a.add_argument("--top", type=_bounded(0, 1000), default=3, help="plain-words lines for this many suggestions")
     a.set_defaults(func=run_advise)

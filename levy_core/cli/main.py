@@ -30,6 +30,7 @@ from levy_core.data.drift import DriftReport, DriftTally
 from levy_core.data.series_chunks import DEFAULT_CHUNK_SERIES, read_observations
 from levy_core.data.times import TIME_UNITS
 from levy_core.model.sizes import AUTO_MEDIUM_MIN_SERIES, MODEL_SIZES
+from levy_core.runtime.atomic import terminate_as_exit
 from levy_core.runtime.priority import add_nice_option, lower_priority
 from levy_core.runtime.threads import add_threads_option, command_threads, using_threads
 from levy_core.serving.csv_safety import to_safe_csv
@@ -143,10 +144,11 @@ def _in_unit(hours: float, unit: str) -> str:
 
 def _cmd_fit(args: argparse.Namespace) -> int:
     from levy_core.episodes.tasks import TaskConfig
-    from levy_core.pipeline.modelfile import file_sha256
+    from levy_core.pipeline.modelfile import check_save_target, file_sha256
     from levy_core.training.train import TrainConfig
 
     _refuse_overwriting(args, out=args.out)
+    check_save_target(args.out)  # a link, a file, a folder that is not a model: refused before the fit
     lower_priority(args.nice)  # before the fit starts torch's threads: they inherit it
     obs = _load_data(args.data, args.time_unit, **_dates(args))
     _report_load(obs)
@@ -559,8 +561,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``levy`` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
     try:  # a fixed thread count per command, never read from the load (levy_core.runtime.threads);
-        # none for `levy dashboard`, which hands over to Streamlit's own process (and so never loads torch here)
-        with (using_threads(command_threads(args.threads)) if hasattr(args, "threads") else contextlib.nullcontext()):
+        # none for `levy dashboard`, which hands over to Streamlit's own process (and so never loads torch here);
+        # SIGTERM raises SystemExit(143): temporaries are removed on `kill` as on Ctrl-C
+        with (using_threads(command_threads(args.threads)) if hasattr(args, "threads") else contextlib.nullcontext()), \
+                terminate_as_exit():
             return int(args.func(args) or 0)
     except (DataError, ValueError) as exc:  # ValueError: bad option values, and a ModelLoadError is one
         print(f"error: {exc}", file=sys.stderr)

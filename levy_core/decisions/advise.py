@@ -58,6 +58,7 @@ from levy_core.offsets.base_forecast import BaseForecast
 from levy_core.operator.phi import log_phi
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.prepared import ModelData, as_model_data
+from levy_core.runtime.budget import check_budget
 
 __all__ = ["Advice", "advise"]
 
@@ -273,6 +274,9 @@ def advise(fitted: FittedModel, data: Observations | ModelData, series_id: str |
     n_draws = draws if values is None else 1
     if values is not None and len(values) != len(pairs):
         raise ValueError(f"values must hold one value per candidate ({len(pairs)}), got {len(values)}")
+    check_budget("advise", {"target points": points * len(target_names), "draws": n_draws,
+                            "candidate measurements": len(pairs)},
+                 "give fewer --points, --draws, --at times or --candidates/--targets (draws= and points= in Python)")
     index = {c: i for i, c in enumerate(fitted.channels)}
     steps = np.linspace(0.0, horizon, points + 1)[1:]
     t_codes = np.repeat(np.array([index[c] for c in target_names], np.int64), points)

@@ -49,11 +49,15 @@ from levy_core.serving.modelzip import MAX_ZIP_BYTES, load_model_zip, model_zip_
 from levy_core.serving.table_writer import atomic_output
 from levy_core.training.train import Progress, TrainConfig
 
-__all__ = ["Backtest", "BeyondHorizonWarning", "Evaluation", "LevyForecaster", "UnboundedBandWarning"]
+__all__ = ["Backtest", "BeyondHorizonWarning", "DataNoteWarning", "Evaluation", "LevyForecaster", "UnboundedBandWarning"]
 
 
 class BeyondHorizonWarning(UserWarning):
     """Queries further ahead than the fit on rolling origins was trained and calibrated for."""
+
+
+class DataNoteWarning(UserWarning):
+    """What reading the data changed, as ``levy`` notes it: duplicate rows averaged."""
 
 
 class UnboundedBandWarning(UserWarning):
@@ -389,8 +393,12 @@ class LevyForecaster:
             raise DataError(f"expected a pandas DataFrame of observations, got {type(df).__name__}")
         if df.empty:
             raise DataError("the DataFrame is empty: give observations (e.g. columns unique_id, ds, y), at least two")
-        return from_frame(df, mapping=self.mapping, time_unit=self.time_unit, dayfirst=self.dayfirst,
-                          date_format=self.date_format)
+        obs = from_frame(df, mapping=self.mapping, time_unit=self.time_unit, dayfirst=self.dayfirst,
+                         date_format=self.date_format)
+        for message in obs.report.messages:  # as the CLI's notes ("10 duplicates averaged"): a library does not print
+            if "averaged" in message or "duplicate" in message:
+                warnings.warn(message, DataNoteWarning, stacklevel=3)
+        return obs
 
     def _observations(self, df: pd.DataFrame | None) -> Observations:
         if df is not None:

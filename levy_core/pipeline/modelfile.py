@@ -2,14 +2,25 @@
 
 A model directory holds ``model.json`` (configs, split, scaler, calibrations, the baseline)
 and safetensors weights; nothing executable is ever loaded.
+
+Saving is all or nothing: ``save`` writes every file into a temporary directory beside the
+target, fsyncs it and swaps it in with renames (:mod:`levy_core.runtime.atomic`), so the
+target holds the complete old model or the complete new one after a kill at any instant, a
+full disk or any write error; a target that is a link, a file or a directory holding anything
+but a model is refused (:func:`check_replaceable`). Recovery after SIGKILL: the next ``save``
+to that target removes the dead writer's ``.NAME.tmp-PID-…`` temporaries, and ``save`` or
+``load_model`` puts back an old model left aside (``.NAME.old-PID-…``) by a save cut between
+its two renames (only on systems without ``renameat2`` exchange).
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import math
 import numbers
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,10 +54,17 @@ from levy_core.model.limits import (
 from levy_core.model.reversion import MAX_RATE
 from levy_core.offsets.base_forecast import BaseForecastSpec
 from levy_core.pipeline.predictive import Predictive, predictives
+from levy_core.runtime.atomic import (
+    UnsafeTargetError,
+    check_directory_target,
+    recover_directory,
+    replace_directory,
+    write_new_file,
+)
 from levy_core.training.train import TrainConfig
 
-__all__ = ["FORMAT", "MAX_JSON_DEPTH", "MAX_MC_PASSES", "MAX_MODEL_JSON_BYTES", "FittedModel", "ModelLoadError",
-           "file_sha256", "json_depth", "load_model"]
+__all__ = ["FORMAT", "MAX_JSON_DEPTH", "MAX_MC_PASSES", "MAX_MODEL_JSON_BYTES", "MODEL_FILE_NAMES", "FittedModel",
+           "ModelLoadError", "UnsafeTargetError", "check_replaceable", "check_save_target", "file_sha256", "json_depth", "load_model"]
 
 FORMAT = "levy-model/2"  # 2: offset + channel tokens + time decay + query read-out + prior
 
@@ -204,13 +222,26 @@ class FittedModel:
         return cutoff, max(float(times.max()), cutoff + 0.05 * max(cutoff - float(times.min()), 0.0), cutoff + 1e-6)
 
     def save(self, directory: str | Path) -> Path:
-        """Write ``model.json`` (configs, split, scaler, calibration) and safetensors weights."""
-        out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
-        # safetensors' save_model/load_model handle the tied query/key projections
-        save_weights(self.levy, str(out / "levy.safetensors"))
+        """Write ``model.json`` (configs, split, scaler, calibration) and safetensors weights,
+        all at once: into a temporary directory beside ``directory``, fsynced, then swapped in
+        (:func:`levy_core.runtime.atomic.replace_directory`), so that ``directory`` holds the
+        complete old model or the complete new one whatever happens (a kill, a full disk).
+
+        Raises
+        ------
+        UnsafeTargetError
+            (a ValueError) ``directory`` is a symbolic link, a file, or a directory holding
+            anything but a model's files (see :func:`check_replaceable`).
+        OSError
+            A write failed (a full disk): the old model is intact, the temporary removed.
+        """
+        return replace_directory(directory, self._write_files, check_replaceable)
+
+    def _write_files(self, out: Path) -> None:
+        """Every file of the model into the empty directory ``out``."""
+        _save_weights(self.levy, out / "levy.safetensors")
         if self.twin is not None:
-            save_weights(self.twin, str(out / "softmax.safetensors"))
+            _save_weights(self.twin, out / "softmax.safetensors")
         meta = {
             "format": FORMAT,
             "model_config": self.model_config.to_dict(),
@@ -242,13 +273,62 @@ class FittedModel:
                                      "to_series": model.backbone.revert_to_series.tolist()}
                                for key, model in (("levy", self.levy), ("softmax", self.twin)) if model is not None},
         }
-        (out / "model.json").write_text(json.dumps(meta, indent=1))
-        return out
+        write_new_file(out / "model.json", json.dumps(meta, indent=1).encode("utf-8"))
+
+
+def _save_weights(model: torch.nn.Module, file: Path) -> None:
+    """safetensors' save_model (it handles the tied query/key projections); its own error
+    (a full disk seen from its Rust writer) as an OSError naming the file."""
+    try:
+        save_weights(model, str(file))
+    except SafetensorError as exc:
+        raise OSError(errno.EIO, f"could not write the model's weights ({exc})", file.name) from exc
+
+
+MODEL_FILE_NAMES = ("model.json", "levy.safetensors", "softmax.safetensors")
+
+
+def check_save_target(directory: str | Path) -> None:
+    """Refuse, before a fit or a write, a ``directory`` that ``save`` would refuse: a symbolic
+    link, a file, or a directory holding anything but a model (:class:`UnsafeTargetError`)."""
+    check_directory_target(Path(directory), check_replaceable)
+
+
+def check_replaceable(directory: Path) -> None:
+    """Refuse to replace an existing ``directory`` unless it holds a model's files only
+    (:data:`MODEL_FILE_NAMES`, plain files, its ``model.json`` one written by ``levy fit``) or nothing.
+
+    Raises
+    ------
+    UnsafeTargetError
+        Naming the entry that is not a model's and what to do.
+    """
+    how = "give a new directory, or remove it first if it is yours to replace"
+    entries = sorted(directory.iterdir())
+    for entry in entries:
+        if entry.is_symlink():
+            raise UnsafeTargetError(f"{directory} holds {entry.name}, a symbolic link (to {os.readlink(entry)}): a model "
+                                    f"is never written through a link; {how}")
+        if entry.name not in MODEL_FILE_NAMES or not entry.is_file():
+            raise UnsafeTargetError(f"{directory} holds {entry.name}, which is not part of a saved model "
+                                    f"({', '.join(MODEL_FILE_NAMES)}): it would be lost; {how}")
+    if not entries:
+        return
+    meta_path = directory / "model.json"
+    try:
+        meta = _read_meta(meta_path) if meta_path.is_file() else None
+    except ModelLoadError:
+        meta = None
+    if not isinstance(meta, dict) or not str(meta.get("format", "")).startswith("levy-model/"):
+        raise UnsafeTargetError(f"{directory} is not a saved model (its model.json is missing or was not written by "
+                                f"`levy fit`): it would be overwritten; {how}")
 
 
 def load_model(directory: str | Path) -> FittedModel:
     """Load a directory written by ``FittedModel.save``; anything else is refused."""
     path = Path(directory)
+    if not path.exists():  # a save cut between its two renames: the old model back in place
+        recover_directory(path)
     meta_path = path / "model.json"
     if not meta_path.is_file() or not (path / "levy.safetensors").is_file():
         raise ModelLoadError(f"{path} is not a model directory (model.json and levy.safetensors expected); "

@@ -107,8 +107,9 @@ def percent_levels(values: Sequence[float] | float) -> list[int | float]:
 
 
 def level_label(level: float) -> str:
-    """A level's percent as column names write it: 0.9 -> "90", 0.975 -> "97.5"."""
-    return f"{round(100 * level, 6):g}"
+    """A level's percent as column names write it, to 15 significant digits: 0.9 -> "90",
+    0.975 -> "97.5", 0.500000001 -> "50.0000001"."""
+    return f"{100 * level:.15g}"  # exact: 0.500000001 -> "50.0000001", never rounded to "50"
 
 
 def band_kind(requested: str, fitted: FittedModel, level: float) -> str:

@@ -15,9 +15,11 @@ from levy_core.calibration.query_scale import CONTEXT_COLUMNS
 from levy_core.data import DataError, Observations, duration_text
 from levy_core.episodes.tasks import EpisodeBuilder
 from levy_core.model.levy_model import Batch
+from levy_core.model.limits import MAX_HOURS
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.predictive import to_original_units
 from levy_core.pipeline.prepared import ModelData, as_model_data
+from levy_core.runtime.budget import MAX_QUERIES_PER_PASS, check_budget
 
 __all__ = ["BATCH_SERIES", "HORIZON_TOLERANCE", "chunks", "horizon_note", "observed_queries", "predict_after_end", "predict_future", "predict_grid",
            "predict_queries", "run_pass", "split_predictions", "with_context", "in_original_units"]
@@ -247,6 +249,9 @@ def predict_future(fitted: FittedModel, data: Observations | ModelData, horizon:
     """
     if not (np.isfinite(horizon) and horizon > 0):
         raise ValueError(f"horizon must be a positive number of hours, got {horizon}")
+    if horizon > MAX_HOURS:
+        raise DataError(f"horizon {horizon:g} h is beyond the {MAX_HOURS:g} hours (about 11,000 years) a model's "
+                        "clock carries: give a horizon such as 36h or 2w")
     if n_points < 1:
         raise ValueError(f"n_points must be at least 1, got {n_points}")
     data = as_model_data(fitted, data)
@@ -255,6 +260,10 @@ def predict_future(fitted: FittedModel, data: Observations | ModelData, horizon:
     bad = sorted(set(channels or []) - set(builder.channel_index))
     if bad:
         raise DataError(f"channels the model was not trained on: {bad[:5]}")
+    n_channels = len(channels) if channels is not None else len(fitted.channels)
+    per_series = check_budget("predict", {"points": n_points, "channels": n_channels, "MC passes": max(1, mc_passes)},
+                              "give fewer points (horizon steps), a shorter list of channels or fewer MC passes")
+    batch = max(1, min(16, MAX_QUERIES_PER_PASS // per_series))  # series per pass: the peak stays flat
     steps = np.linspace(0.0, horizon, n_points + 1)[1:]
     items, meta = [], []
     for sid in user_ids:
@@ -266,10 +275,11 @@ def predict_future(fitted: FittedModel, data: Observations | ModelData, horizon:
         items.append((model_id, np.arange(len(s.time)), np.tile(last + steps, len(codes)), np.repeat(codes, len(steps))))
         meta.append((str(sid), origin, last))
     frames = []
-    for start in range(0, len(items), 16):
-        part_items = items[start:start + 16]
+    for start in range(0, len(items), batch):
+        part_items = items[start:start + batch]
         res = run_pass(fitted, builder.collate(part_items), mc_passes)
-        for b, ((_, _, t, c), (sid, origin, last)) in enumerate(zip(part_items, meta[start:start + 16], strict=True)):
+        for b, ((_, _, t, c), (sid, origin, last)) in enumerate(zip(part_items, meta[start:start + batch],
+                                                                    strict=True)):
             part = {"series_id": sid, "channel": [fitted.channels[i] for i in c], "time": origin + t,
                     "horizon": t - last}
             part.update({k: v[b, :len(t)] for k, v in res.items()})

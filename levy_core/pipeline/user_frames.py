@@ -9,6 +9,7 @@ import pandas as pd
 
 from levy_core.data import DataError, Observations, to_user_time
 from levy_core.data.drift import DriftReport, check_drift
+from levy_core.model.limits import MAX_HOURS
 from levy_core.pipeline.evaluation import ADAPTIVE_BAND_COLUMNS, PRED_COLUMNS
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.predict import predict_queries, query_times
@@ -30,6 +31,10 @@ def predict_user_queries(fitted: FittedModel, data: Observations | ModelData, qu
     user = queries[["series_id", "channel", "time"]].reset_index(drop=True)
     user = user.assign(series_id=user["series_id"].astype(str))
     user["time"] = query_times(user["time"])
+    far = user["time"].abs() > MAX_HOURS
+    if far.any():
+        raise DataError(f"a query at time {user['time'][far].iloc[0]:g} lies beyond the ±{MAX_HOURS:g} hours a model's "
+                        "clock carries: give query times within the data's span and horizon")
     pred = predict_queries(fitted, data, data.clock.queries_to_model(user), level=level, mc_passes=mc_passes)
     pred["series_id"], pred["time"] = user["series_id"].to_numpy(), user["time"].to_numpy()
     return pred  # attrs["beyond_horizon"]: predict_queries' warning, if any

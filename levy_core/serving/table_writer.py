@@ -4,7 +4,12 @@ and writing any output file so that a failure leaves nothing behind.
 Every file is written to a temporary file beside its target (same folder, so the rename
 cannot cross file systems) and renamed into place with :func:`os.replace` only once it is
 complete: an error partway (a bad row in the last chunk, a full disk, Ctrl-C) removes the
-temporary file and leaves an existing target as it was. :func:`refuse_same_file` refuses
+temporary file and leaves an existing target as it was. The temporary is fsynced before the
+rename (a power cut leaves the old file or the new one), named ``.NAME.tmp-PID-XXXXXXXX``, and
+removed on SIGTERM too where the command raises on it (``levy``:
+:func:`levy_core.runtime.atomic.terminate_as_exit`); only SIGKILL leaves one behind, and the
+next write of the same target removes the temporaries of writers that are gone
+(:func:`levy_core.runtime.atomic.remove_stale`). :func:`refuse_same_file` refuses
 an output that is one of the inputs (the same path, or the same file through a link)
 before anything is read or written.
 """
@@ -22,6 +27,7 @@ import pandas as pd
 
 from levy_core.data.errors import DataError
 from levy_core.data.parquet import is_parquet
+from levy_core.runtime.atomic import fsync_directory, fsync_file, remove_stale
 from levy_core.serving.csv_safety import to_safe_csv
 
 __all__ = ["TableWriter", "atomic_output", "refuse_same_file"]
@@ -30,8 +36,9 @@ __all__ = ["TableWriter", "atomic_output", "refuse_same_file"]
 def _temporary_beside(target: Path) -> Path:
     """A new, empty file beside ``target`` (created exclusively, with the permissions a
     new file gets under the process's umask)."""
+    remove_stale(target.parent, target.name)  # what a killed writer left
     for _ in range(100):
-        tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+        tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
         try:
             fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
         except FileExistsError:
@@ -68,11 +75,18 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[Path]:
     except BaseException:
         _remove(tmp)
         raise
+    _replace(tmp, target)
+
+
+def _replace(tmp: Path, target: Path) -> None:
+    """The complete ``tmp`` fsynced and renamed onto ``target`` (removed on any error)."""
     try:
+        fsync_file(tmp)
         os.replace(tmp, target)
     except BaseException:
         _remove(tmp)
         raise
+    fsync_directory(target.parent)
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -176,12 +190,8 @@ class TableWriter:
             self.discard()
             raise
         if self._tmp is not None:
-            try:
-                os.replace(self._tmp, self.path)
-            except BaseException:
-                self.discard()
-                raise
-            self._tmp = None
+            tmp, self._tmp = self._tmp, None
+            _replace(tmp, self.path)
 
     def discard(self) -> None:
         """Drop what was written: the temporary file is removed, :attr:`path` untouched."""
