@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         coverage_checks,
         evaluate,
         evaluate_episodes,
+        evaluation_note,
         sampler_check,
         timed,
     )
@@ -93,6 +94,7 @@ __all__ = [
     "drift_report",
     "evaluate",
     "evaluate_episodes",
+    "evaluation_note",
     "fit",
     "load_model",
     "operator_draws",
@@ -135,6 +137,7 @@ _HOME = {  # the public names, and the others the module used to import (pipelin
     "DriftReport": "data.drift",
     "evaluate": "pipeline.evaluation",
     "evaluate_episodes": "pipeline.evaluation",
+    "evaluation_note": "pipeline.evaluation",
     "fit": "pipeline.recipe",
     "FittedModel": "pipeline.modelfile",
     "FORMAT": "pipeline.modelfile",

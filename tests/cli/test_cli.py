@@ -184,7 +184,7 @@ def test_evaluate_writes_exactly_the_documented_json_and_columns(
         raise AssertionError(f"JSON contains {token}: not valid JSON for other tools")
 
     result = json.loads(json_path.read_text(), parse_constant=no_nan)
-    assert set(result) == {"n_test", "levy", "mc_dropout", "last_value", "softmax", "sampler_50"}
+    assert set(result) == {"n_test", "levy", "mc_dropout", "last_value", "softmax", "sampler_50", "coverage_note"}
     assert set(result["levy"]) == M_KEYS == set(result["last_value"])
     assert set(result["mc_dropout"]) == M_KEYS | {"passes", "cost_vs_levy"} and result["mc_dropout"]["passes"] == 3
     for method in ("levy", "mc_dropout"):

@@ -316,7 +316,7 @@ def test_split_predictions_only_contain_the_role(fitted, fit_obs) -> None:
 
 def test_evaluate_returns_exactly_the_documented_json(evaluated, fitted) -> None:
     result, _ = evaluated
-    assert set(result) == {"n_test", "levy", "mc_dropout", "last_value", "softmax", "sampler_50"}
+    assert set(result) == {"n_test", "levy", "mc_dropout", "last_value", "softmax", "sampler_50", "coverage_note"}
     assert isinstance(result["n_test"], int) and result["n_test"] > 0
     assert set(result["levy"]) == M_KEYS
     assert set(result["last_value"]) == M_KEYS
@@ -509,7 +509,7 @@ def test_window_mode_pipeline_predicts_and_evaluates_test_windows(window_fitted)
     assert len(grid) == 2 * len(fitted.channels) * 4
     assert np.isfinite(grid[["mean", "sigma", "lower_gauss", "upper_gauss"]].to_numpy()).all()
     result, pred = pipeline.evaluate(fitted, obs, sampler_draws=0)
-    assert set(result) == {"n_test", "levy", "last_value"}, "no twin: no MC-Dropout or softmax entries"
+    assert set(result) == {"n_test", "levy", "last_value", "coverage_note"}, "no twin: no MC-Dropout or softmax entries"
     assert set(pred["series_id"]) <= set(fitted.split.test) and len(pred) == result["n_test"] > 0
 
 
