@@ -19,8 +19,8 @@ from levy_dashboard.tables import GUARANTEE_CAPTION, backtest_table, bound_text,
 from levy_core import pipeline
 from levy_core.serving.csv_safety import to_safe_csv
 
-__all__ = ["GUARANTEE_CAPTION", "backtest_table", "bound_text", "calibration_curves", "channel_coverage", "evaluation",
-           "guarantee_table", "metrics_table", "prediction_csv", "ranking", "ranking_csv", "sampler_check",
+__all__ = ["GUARANTEE_CAPTION", "backtest_table", "bound_text", "calibration_curves", "channel_coverage", "coverage_note",
+           "evaluation", "guarantee_table", "metrics_table", "prediction_csv", "ranking", "ranking_csv", "sampler_check",
            "timing_rows"]
 
 
@@ -78,3 +78,10 @@ def ranking(key: str, _res: FitResult) -> tuple[pd.DataFrame, float]:
 def ranking_csv(ranked: pd.DataFrame) -> bytes:
     """The trust ranking as a CSV download, cells a spreadsheet would run neutralised."""
     return to_safe_csv(ranked, index=False).encode()
+
+
+def coverage_note(key: str, res: FitResult, mc_passes: int) -> str | None:
+    """The sentence ``levy evaluate`` prints when the Lévy 90 % band's coverage on the test
+    split lies outside its per-series standard-error window (``pipeline.evaluate``'s
+    ``coverage_note``); None within it."""
+    return evaluation(key, res, mc_passes)[0]["coverage_note"]["text"]

@@ -46,6 +46,9 @@ def _guarantee_section(res: FitResult, T: int, level: float) -> None:
         services.evaluation.guarantee_table(res.key, res, T), hide_index=True, key=state.GUARANTEE_TABLE
     )
     st.caption("How to read: " + services.evaluation.GUARANTEE_CAPTION)
+    note = services.evaluation.coverage_note(res.key, res, T)
+    if note:
+        st.warning(note)
     st.plotly_chart(
         charts.channel_coverage_figure(services.evaluation.channel_coverage(res.key, res, T, level), level),
         key=state.CHANNEL_COVERAGE_CHART,

@@ -23,6 +23,7 @@ and its results take percents (docs/guides/python-api.md, "Levels: fractions and
 | `levy_core.pipeline.rolling_coverage(pred, *, window)` | each 90 % band over the test origins, in time |
 | `levy_core.serving.monitoring.monitor_coverage(fitted, data, *, levels)` | a saved model's band on new data |
 | `levy_core.LevyForecaster.evaluate(df, level=[80, 90])`, `.backtest(...)` | percents: `Evaluation.coverage`, per window |
+| `coverage_note(y_true, lower, upper, *, level, groups)` | one band against its per-series s.e., in plain words: `CoverageNote` |
 
 **Series, not queries.** Split conformal promises ``coverage >= level`` on average over the
 draw of the calibration and test points, provided they are exchangeable. In a table of many
@@ -57,10 +58,12 @@ from levy_core import metrics
 from levy_core.calibration.calibrate import DEFAULT_REL_FLOOR, SplitConformal
 from levy_core.metrics.checks import check_gaussian, check_level, check_levels, group_codes
 
-__all__ = ["CoverageCheck", "coverage_check", "group_resplit_coverage"]
+__all__ = ["WATCH_Z", "CoverageCheck", "CoverageNote", "coverage_check", "coverage_note", "group_resplit_coverage"]
 
 #: Default width of the acceptance window, in standard errors.
 DEFAULT_Z = 3.0
+#: A coverage this many standard errors from its level is worth watching (not yet beyond chance).
+WATCH_Z = 2.0
 
 
 @dataclass(frozen=True)
@@ -236,3 +239,99 @@ def group_resplit_coverage(
     return pd.DataFrame({"level": lv, "mean_coverage": cov.mean(axis=0),
                          "sd": cov.std(axis=0, ddof=1) if n_splits > 1 else np.zeros(lv.size),
                          "min": cov.min(axis=0), "max": cov.max(axis=0), "n_splits": n_splits})
+
+
+@dataclass(frozen=True)
+class CoverageNote:
+    """How far one band's coverage lies from its level, in standard errors over series
+    (:func:`coverage_note`); ``text`` is the sentence to show, None when within chance."""
+
+    level: float
+    coverage: float
+    se: float  # over series: the s.d. of the series' own coverages / sqrt(n_groups), never below the binomial
+    n_queries: int
+    n_groups: int
+    unit: str  # what a group is, plural ("series", "windows", …)
+    z: float  # (coverage - level) / se
+    verdict: str  # "within", "worth watching" (|z| > WATCH_Z) or "outside" (|z| > DEFAULT_Z)
+    text: str | None
+
+    def to_dict(self) -> dict[str, float | int | str | None]:
+        return asdict(self)
+
+
+def coverage_note(y_true: ArrayLike, lower: ArrayLike, upper: ArrayLike, *, level: float,
+                  groups: ArrayLike | None = None, unit: str = "series", what: str = "test queries",
+                  z: float = DEFAULT_Z, watch_z: float = WATCH_Z) -> CoverageNote:
+    """Whether a band's coverage lies further from its level than chance allows, said in
+    plain words with what to do.
+
+    The standard error is taken over series, as ``benchmarks/unseen.py`` reports "coverage ±
+    s.e. over stays": each series' own coverage counts once (its queries are correlated),
+    ``se = sd(per-series coverage) / sqrt(G)``; it is never taken below the binomial s.e.
+    of the ``n`` queries (the per-series one is biased low with few series, and is 0 when
+    every series covers alike), and is the binomial one alone without ``groups`` or with a
+    single group. ``|coverage − level| > z·se`` is "outside" (a note that the band falls
+    short, or is wider than it needs to be), ``> watch_z·se`` "worth watching".
+
+    Parameters
+    ----------
+    y_true, lower, upper : array-like, shape (n,)
+        Held-out targets and the band (bounds may be infinite); n ≥ 1.
+    level : float
+        The band's nominal level, a fraction in (0, 1).
+    groups : array-like, shape (n,), optional
+        The series (or other independent unit) of each query.
+    unit : str
+        What a group is, plural, for the sentence ("series", "windows").
+    what : str
+        What the queries are, for the sentence ("test queries", "backtest queries").
+    z, watch_z : float
+        The thresholds in standard errors, ``z > watch_z > 0``.
+
+    Returns
+    -------
+    CoverageNote
+    """
+    level = check_level(level)
+    if not (math.isfinite(z) and math.isfinite(watch_z) and 0 < watch_z < z):
+        raise ValueError(f"need 0 < watch_z < z, got watch_z={watch_z!r}, z={z!r}")
+    inside = metrics.covered(y_true, lower, upper).astype(np.float64)
+    n = inside.size
+    if n < 1:
+        raise ValueError("coverage_note needs at least one query")
+    cov = float(inside.mean())
+    se = math.sqrt(max(cov * (1.0 - cov), 1.0 / n) / n)  # binomial; one success or miss at least
+    n_groups = 1
+    if groups is not None:
+        codes, uniques = group_codes(groups, n)
+        n_groups = len(uniques)
+        if n_groups > 1:
+            per = np.bincount(codes, weights=inside, minlength=n_groups) / np.bincount(codes, minlength=n_groups)
+            se = max(se, float(per.std(ddof=1) / math.sqrt(n_groups)))
+    score = (cov - level) / se
+    verdict = "outside" if abs(score) > z else "worth watching" if abs(score) > watch_z else "within"
+    return CoverageNote(level, cov, se, n, n_groups, unit if n_groups > 1 else "queries", float(score), verdict,
+                        None if verdict == "within" else _note_text(level, cov, se, n, n_groups, unit, what, verdict))
+
+
+def _note_text(level: float, cov: float, se: float, n: int, n_groups: int, unit: str, what: str,
+               verdict: str) -> str:
+    over = f"{n_groups} {unit}" if n_groups > 1 else f"{n} queries, taken as independent"
+    below = cov < level
+    head = (f"The {100 * level:g} % band covered {cov:.2f} of the {what} (± {se:.2f} over {over}): "
+            f"{'below' if below else 'above'} its level ")
+    if verdict == "outside":
+        head += "by more than chance allows."
+    else:
+        head += f"by more than {WATCH_Z:g} standard errors: worth watching, not yet beyond chance."
+    if below:
+        todo = ("calibrate on more series (more calibration series, or a longer history per series), refit on "
+                "recent data if the series drift (`levy evaluate` reports drift), and on a few series that drift "
+                "use the adaptive band (`--band adaptive`, `band=\"adaptive\"`); until then read the band as "
+                f"covering about {cov:.2f}, not {level:.2f}.")
+    else:
+        todo = ("the band is wider than it needs to be: more calibration series give a tighter quantile; "
+                "if the test data are easier than the calibration data (calmer series, shorter leads), "
+                "calibrate on data like them.")
+    return f"{head} What to do: {todo}"

@@ -339,6 +339,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
               + ", ".join(f"{100 * float(k):.0f} % {v:.3f} (within ±{lv['adaptive_bound'][k]:.3f} of the level "
                           "in the long run)" for k, v in lv["adaptive_coverage"].items()), file=sys.stderr)
     print(_guarantee_lines(pipeline.coverage_checks(fitted, pred)), file=sys.stderr)
+    if result["coverage_note"]["text"]:  # the band outside its per-series window, in plain words
+        print(f"note: {result['coverage_note']['text']}", file=sys.stderr)
     return 0
 
 

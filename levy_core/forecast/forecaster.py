@@ -342,7 +342,9 @@ class LevyForecaster:
                         windows=tuple(w.scores for w in scored),
                         forecasts=pd.concat([w.forecasts for w in scored], ignore_index=True),
                         baselines=tuple(baselines),
-                        baseline_forecasts=pd.concat([w.baseline_forecasts for w in scored], ignore_index=True))
+                        baseline_forecasts=pd.concat([w.baseline_forecasts for w in scored], ignore_index=True),
+                        notes=forecast_windows.backtest_notes(pd.concat([w.forecasts for w in scored],
+                                                                        ignore_index=True), levels))
 
     def save(self, path: str | Path) -> Path:
         """Write the fitted model: a directory (``model.json`` and safetensors weights, as

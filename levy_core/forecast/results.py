@@ -133,7 +133,11 @@ class Evaluation:
         ``series_id, channel, time, y_true, mean, lower_90, upper_90, …``).
     details : dict
         The pipeline's full result (``levy evaluate --json``: the levels 50/80/90/95, the
-        Gaussian band's coverage, timings, the adaptive walk's bound).
+        Gaussian band's coverage, timings, the adaptive walk's bound, ``coverage_note``).
+    notes : tuple of str
+        In plain words, each Lévy band whose coverage lies further from its level than its
+        per-series standard error allows (or is worth watching), with what to do
+        (``levy_core.calibration.coverage.coverage_note``); empty when every band is within.
     """
 
     n_queries: int
@@ -142,6 +146,7 @@ class Evaluation:
     scores: tuple[Scores, ...]
     predictions: pd.DataFrame = field(repr=False, compare=False)
     details: Mapping[str, Any] = field(repr=False, compare=False)
+    notes: tuple[str, ...] = ()
 
     @property
     def levy(self) -> Scores:
@@ -187,7 +192,8 @@ class Evaluation:
         rows = [{k: v for k, v in s.row().items() if not k.startswith("band_")} for s in self.scores]
         bands = ", ".join(f"{level:g} %: {kind}" for level, kind in self.levy.band.items())
         return (f"Evaluation on the {self.scope}: {self.n_queries:,} queries\n{_table(rows)}\n"
-                f"Lévy bands: {bands}. {SCALE_NOTE}; coverage is scale-free.")
+                f"Lévy bands: {bands}. {SCALE_NOTE}; coverage is scale-free."
+                + "".join(f"\nNote: {note}" for note in self.notes))
 
     def __str__(self) -> str:
         return self.summary()
@@ -253,6 +259,10 @@ class Backtest:
     baseline_forecasts : pandas.DataFrame
         The baseline's forecasts, row by row beside :attr:`forecasts` (``last value,
         last value-lo-<L>, …, last value-hi-<L>``; see :meth:`to_frame`).
+    notes : tuple of str
+        In plain words, each Lévy band whose coverage over every window's queries lies
+        further from its level than its per-series standard error allows (or is worth
+        watching), with what to do; empty when every band is within.
     """
 
     levels: tuple[float, ...]
@@ -263,6 +273,7 @@ class Backtest:
     forecasts: pd.DataFrame = field(repr=False, compare=False)
     baselines: tuple[WindowScores, ...] = ()
     baseline_forecasts: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False, compare=False)
+    notes: tuple[str, ...] = ()
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -335,7 +346,7 @@ class Backtest:
         bands = "; ".join(f"{method} bands: " + ", ".join(f"{level:g} %: {kind}" for level, kind in
                                                         self.method_windows(method)[0].band.items())
                           for method in self.methods)
-        return f"{text}{bands}. {SCALE_NOTE}; coverage is scale-free."
+        return f"{text}{bands}. {SCALE_NOTE}; coverage is scale-free." + "".join(f"\nNote: {n}" for n in self.notes)
 
     def __str__(self) -> str:
         return self.summary()

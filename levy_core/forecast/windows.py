@@ -16,23 +16,24 @@ observation at or before ``c``, the held-out queries every observation in ``(c, 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from levy_core import pipeline
+from levy_core.calibration.coverage import coverage_note
 from levy_core.data import DATETIME, DataError, Observations, to_user_time, user_time_unit
 from levy_core.forecast.results import Evaluation, Scores, WindowScores, band_scores, fraction
-from levy_core.pipeline.evaluation import method_metrics
+from levy_core.pipeline.evaluation import evaluation_note, method_metrics
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.nixtla import level_bands, level_label, nixtla_frame
 from levy_core.pipeline.predictive import Predictive
 from levy_core.pipeline.prepared import ModelData
 
-__all__ = ["EVALUATED_BANDS", "ScoredWindow", "Window", "cutoffs", "evaluation", "score_window", "user_times", "window",
-           "with_last_value"]
+__all__ = ["EVALUATED_BANDS", "ScoredWindow", "Window", "backtest_notes", "cutoffs", "evaluation", "evaluation_notes",
+           "score_window", "user_times", "window", "with_last_value"]
 
 EVALUATED_BANDS = ("auto", "conformal", "gaussian")
 """``auto``: the adaptive walk's figures where the fit walks the level (few series), split
@@ -63,7 +64,47 @@ def evaluation(fitted: FittedModel, obs: Observations, levels: Sequence[float], 
                    for p in fitted.predictives(pred) if _RESULT_KEYS[p.method.key] in result)
     return Evaluation(n_queries=int(result["n_test"]), levels=tuple(levels),
                       scope="test split" if data.same_data else "every series", scores=scores,
-                      predictions=pipeline.user_predictions(pred, data), details=result)
+                      predictions=pipeline.user_predictions(pred, data), details=result,
+                      notes=evaluation_notes(data, pred, y, fitted.predictives(pred)[0], scores[0].band))
+
+
+def evaluation_notes(data: ModelData, pred: pd.DataFrame, y: np.ndarray, levy: Predictive,
+                     kinds: Mapping[float, str]) -> tuple[str, ...]:
+    """The coverage notes of the Lévy band at each percent level of ``kinds`` (its band kind
+    there) on ``evaluate``'s frame ``pred`` (``n`` rows; ``y`` (n,) normalised): the sentence
+    of each band whose coverage lies outside its per-series window or is worth watching
+    (``pipeline.evaluation_note``). The adaptive walk's band is checked at 90 %, the level
+    ``pred`` holds its bounds for."""
+    notes = []
+    for lv, kind in kinds.items():
+        f = fraction(lv)
+        if kind == "adaptive":
+            if f != 0.9 or "lower_adaptive_90" not in pred:
+                continue
+            note = evaluation_note(data, pred, f)
+        else:
+            note = evaluation_note(data, pred, f, (y, *levy.interval(f, kind)))
+        if note.text:
+            notes.append(note.text)
+    return tuple(notes)
+
+
+def backtest_notes(forecasts: pd.DataFrame, levels: Sequence[float]) -> tuple[str, ...]:
+    """The coverage notes of a backtest's Lévy bands (``Backtest.forecasts``: ``n`` rows with
+    ``unique_id, window, y, Lévy-lo-<L>, Lévy-hi-<L>``) at each percent level, every window's
+    queries together: the standard error over series, or over windows for one series."""
+    one = forecasts["unique_id"].nunique() < 2
+    groups = forecasts["window"].to_numpy() if one else forecasts["unique_id"].astype(str).to_numpy()
+    y = forecasts["y"].to_numpy(np.float64)
+    notes = []
+    for lv in levels:
+        label = level_label(fraction(lv))
+        note = coverage_note(y, forecasts[f"Lévy-lo-{label}"].to_numpy(np.float64),
+                             forecasts[f"Lévy-hi-{label}"].to_numpy(np.float64), level=fraction(lv), groups=groups,
+                             unit="windows" if one else "series", what="backtest queries")
+        if note.text:
+            notes.append(note.text)
+    return tuple(notes)
 
 
 def _method_scores(result: dict, y: np.ndarray, p: Predictive, levels: Sequence[float], band: str) -> Scores:

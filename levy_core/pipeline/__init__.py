@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         coverage_checks,
         evaluate,
         evaluate_episodes,
+        evaluation_note,
         sampler_check,
         timed,
     )
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     )
     from levy_core.pipeline.predictive import add_bands
     from levy_core.pipeline.prepared import ModelData, prepare
+    from levy_core.pipeline.query_context import predict_from_past, user_queries_to_model
     from levy_core.pipeline.ranking import rank
     from levy_core.pipeline.recipe import (
         AUTO_MEDIUM_MIN_SERIES,
@@ -92,10 +94,12 @@ __all__ = [
     "drift_report",
     "evaluate",
     "evaluate_episodes",
+    "evaluation_note",
     "fit",
     "load_model",
     "operator_draws",
     "predict_after_end",
+    "predict_from_past",
     "predict_future",
     "predict_grid",
     "predict_queries",
@@ -110,6 +114,7 @@ __all__ = [
     "split_predictions",
     "timed",
     "user_predictions",
+    "user_queries_to_model",
     "width_factors",
     "with_bands",
 ]
@@ -132,6 +137,7 @@ _HOME = {  # the public names, and the others the module used to import (pipelin
     "DriftReport": "data.drift",
     "evaluate": "pipeline.evaluation",
     "evaluate_episodes": "pipeline.evaluation",
+    "evaluation_note": "pipeline.evaluation",
     "fit": "pipeline.recipe",
     "FittedModel": "pipeline.modelfile",
     "FORMAT": "pipeline.modelfile",
@@ -145,6 +151,8 @@ _HOME = {  # the public names, and the others the module used to import (pipelin
     "operator_draws": "pipeline.diagnostics",
     "PRED_COLUMNS": "pipeline.evaluation",
     "predict_after_end": "pipeline.predict",
+    "predict_from_past": "pipeline.query_context",
+    "user_queries_to_model": "pipeline.query_context",
     "predict_future": "pipeline.predict",
     "predict_grid": "pipeline.predict",
     "predict_queries": "pipeline.predict",

@@ -17,9 +17,10 @@ import pandas as pd
 import torch
 
 from levy_core import metrics
-from levy_core.calibration.coverage import coverage_check
+from levy_core.calibration.coverage import CoverageNote, coverage_check, coverage_note
 from levy_core.calibration.over_time import GUARANTEE, backtest, origin_gamma
 from levy_core.data import DataError, Observations
+from levy_core.episodes.origins import OriginClock
 from levy_core.episodes.tasks import EpisodeBuilder
 from levy_core.model.levy_model import Batch
 from levy_core.operator.attention import levy_attention
@@ -30,7 +31,7 @@ from levy_core.pipeline.predictive import Predictive
 from levy_core.pipeline.prepared import ModelData, as_model_data
 
 __all__ = ["ADAPTIVE_BAND_COLUMNS", "LEVELS", "PRED_COLUMNS", "RELIABILITY_LEVELS", "TIMING_MIN_SECONDS", "calibration_curves", "channel_coverage", "coverage_checks", "evaluate",
-           "evaluate_episodes", "method_metrics", "sampler_check", "sampler_draws", "timed"]
+           "evaluate_episodes", "evaluation_note", "method_metrics", "sampler_check", "sampler_draws", "timed"]
 
 LEVELS = (0.5, 0.8, 0.9, 0.95)
 RELIABILITY_LEVELS = np.round(np.concatenate([np.arange(0.05, 0.951, 0.05), [0.99]]), 2)
@@ -221,6 +222,9 @@ def evaluate(fitted: FittedModel, data: Observations | ModelData, *, mc_passes: 
     ``guarantee``; ``levy_core.calibration.over_time.backtest``).
 
     Returns the ``evaluate`` JSON dict and the per-query frame (normalised and original units).
+    The dict's ``coverage_note`` is :func:`evaluation_note`'s ``CoverageNote.to_dict()``: its
+    ``text`` says in plain words when the Lévy 90 % band's coverage lies outside its
+    per-series standard-error window (None within it).
     """
     data = as_model_data(fitted, data)
     ids = data.series_in("test")
@@ -240,7 +244,28 @@ def evaluate(fitted: FittedModel, data: Observations | ModelData, *, mc_passes: 
         for column in [c for c in pred.columns if "_adaptive_90_norm" in c]:  # the walk's bands, data units
             pred[column.removesuffix("_norm")] = fitted.scaler.inverse_value(pred[column].to_numpy(), channels)
         result["guarantee"] = GUARANTEE
+    result["coverage_note"] = evaluation_note(data, pred).to_dict()
     return result, pred
+
+
+def evaluation_note(data: ModelData, pred: pd.DataFrame, level: float = 0.9,
+                    band: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> CoverageNote:
+    """:func:`~levy_core.calibration.coverage.coverage_note` of the Lévy band at ``level`` on
+    ``evaluate``'s per-query frame ``pred`` (``n`` rows, ``series_id`` in model space): by
+    default its 90 % band in data units against ``y_true`` — the adaptive walk's on rolling
+    origins, split conformal's otherwise — or ``band = (y, lower, upper)``, each (n,), in
+    any one unit. The standard error is over the user's series, or over the model's
+    episodes (windows, forecast origins) when the queries come from one series."""
+    adaptive = "lower_adaptive_90" in pred
+    if band is None:
+        lo, hi = ("lower_adaptive_90", "upper_adaptive_90") if adaptive else ("lower_90", "upper_90")
+        band = (pred["y_true"].to_numpy(np.float64), pred[lo].to_numpy(np.float64), pred[hi].to_numpy(np.float64))
+    model_ids = pred["series_id"].astype(str).tolist()
+    users = data.clock.user_series(model_ids)
+    one_series = len(set(users)) < 2 and data.clock.windowed
+    unit = ("forecast origins" if isinstance(data.clock, OriginClock) else "windows") if one_series else "series"
+    return coverage_note(*band, level=level, groups=model_ids if one_series else users, unit=unit,
+                         what="test queries")
 
 
 def walked_gamma(fitted: FittedModel) -> float:

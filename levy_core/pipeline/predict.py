@@ -190,8 +190,10 @@ def with_context(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str],
 def predict_queries(fitted: FittedModel, data: Observations | ModelData, queries: pd.DataFrame, *,
                     level: float = 0.9, mc_passes: int = 0) -> pd.DataFrame:
     """Predictions at ``queries`` (columns series_id, channel, time) **in the model's series
-    space** (map a user's queries with ``data.clock.queries_to_model`` first), using each
-    series' context; rows in the order given."""
+    space**, each from its series' **fixed episode** (the held-out split's context: before the
+    cut-off, or outside the hold-out), as ``evaluate`` and the dashboard's held-out points
+    see it; rows in the order given. A user's queries see every observation before them
+    instead: :func:`~levy_core.pipeline.user_frames.predict_user_queries`."""
     need = {"series_id", "channel", "time"}
     if not need <= set(queries.columns):
         raise DataError(f"queries need the columns {sorted(need)}; got {list(queries.columns)}")

@@ -12,18 +12,25 @@ from levy_core.data.drift import DriftReport, check_drift
 from levy_core.model.limits import MAX_HOURS
 from levy_core.pipeline.evaluation import ADAPTIVE_BAND_COLUMNS, PRED_COLUMNS
 from levy_core.pipeline.modelfile import FittedModel
-from levy_core.pipeline.predict import predict_queries, query_times
+from levy_core.pipeline.predict import query_times
 from levy_core.pipeline.predictive import add_bands
 from levy_core.pipeline.prepared import ModelData, as_model_data
+from levy_core.pipeline.query_context import predict_from_past, user_queries_to_model
 
 __all__ = ["drift_report", "predict_user_queries", "user_predictions", "with_bands"]
 
 
 def predict_user_queries(fitted: FittedModel, data: Observations | ModelData, queries: pd.DataFrame, *,
                          level: float = 0.9, mc_passes: int = 0) -> pd.DataFrame:
-    """``predict_queries`` for queries in the user's series ids and clock (what a CSV of
-    queries holds): mapped into the model's space once on the way in, and reported back in
-    the user's ids, clock and order."""
+    """Predictions at ``n`` queries in the user's series ids and clock (what a CSV of
+    queries holds, columns series_id, channel, time): mapped into the model's space once on
+    the way in (:func:`~levy_core.pipeline.query_context.user_queries_to_model`), each
+    answered from every observation of its series in ``data`` before its time (forecast)
+    or the whole series (interpolate) — for a query after a series' end, the numbers
+    ``--horizon`` gives at that time (``levy_core.pipeline.query_context``) — and reported
+    back in the user's ids, clock and order: ``n`` rows with the columns of
+    ``predict_grid`` and ``n_context``. Not the held-out split's fixed episodes: those are
+    ``split_predictions``' (``evaluate``, ``calibrate``)."""
     data = as_model_data(fitted, data)
     need = {"series_id", "channel", "time"}
     if not need <= set(queries.columns):
@@ -35,9 +42,9 @@ def predict_user_queries(fitted: FittedModel, data: Observations | ModelData, qu
     if far.any():
         raise DataError(f"a query at time {user['time'][far].iloc[0]:g} lies beyond the ±{MAX_HOURS:g} hours a model's "
                         "clock carries: give query times within the data's span and horizon")
-    pred = predict_queries(fitted, data, data.clock.queries_to_model(user), level=level, mc_passes=mc_passes)
+    pred = predict_from_past(fitted, data, user_queries_to_model(data, user), level=level, mc_passes=mc_passes)
     pred["series_id"], pred["time"] = user["series_id"].to_numpy(), user["time"].to_numpy()
-    return pred  # attrs["beyond_horizon"]: predict_queries' warning, if any
+    return pred  # attrs["beyond_horizon"]: predict_from_past's warning, if any
 
 
 def drift_report(fitted: FittedModel, data: Observations | ModelData) -> DriftReport:

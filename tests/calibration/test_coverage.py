@@ -5,12 +5,18 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
 from levy_core import metrics as M
 from levy_core.calibration.calibrate import SplitConformal
-from levy_core.calibration.coverage import CoverageCheck, coverage_check, group_resplit_coverage
+from levy_core.calibration.coverage import (
+    CoverageCheck,
+    coverage_check,
+    coverage_note,
+    group_resplit_coverage,
+)
 
 
 def clustered_case(
@@ -194,3 +200,50 @@ def test_group_resplit_coverage_is_valid_when_points_are_exchangeable() -> None:
 def test_group_resplit_coverage_rejects_bad_input(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         group_resplit_coverage(np.zeros(10), np.zeros(10), np.ones(10), **kwargs)
+
+
+# ----------------------------------------------------------------------------- the coverage note
+
+
+def band_covering(per_series: list[float], n_each: int = 40) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A band over series ``k`` covering exactly ``per_series[k]`` of its ``n_each`` queries."""
+    ys, groups = [], []
+    for k, share in enumerate(per_series):
+        inside = int(round(share * n_each))
+        ys.append(np.r_[np.zeros(inside), np.full(n_each - inside, 5.0)])
+        groups += [f"s{k}"] * n_each
+    y = np.concatenate(ys)
+    return y, -np.ones_like(y), np.ones_like(y), np.array(groups)
+
+
+def test_coverage_note_says_when_the_band_falls_short() -> None:
+    rng = np.random.default_rng(0)
+    y, lo, hi, g = band_covering(list(np.clip(0.77 + 0.05 * rng.standard_normal(12), 0, 1)))
+    note = coverage_note(y, lo, hi, level=0.9, groups=g)
+    per = pd.Series((y >= lo) & (y <= hi)).groupby(g).mean()
+    assert note.n_groups == 12 and note.unit == "series" and note.coverage == pytest.approx(per.mean())
+    assert note.se == pytest.approx(max(per.std(ddof=1) / np.sqrt(12), np.sqrt(note.coverage * (1 - note.coverage) / y.size)))
+    assert note.verdict == "outside" and note.z < -3
+    assert note.text.startswith(f"The 90 % band covered {note.coverage:.2f} of the test queries (± {note.se:.2f} over 12 series): "
+                                "below its level by more than chance allows. What to do:")
+    assert "adaptive" in note.text
+
+
+def test_coverage_note_above_and_within_and_worth_watching() -> None:
+    y, lo, hi, g = band_covering([1.0] * 12)
+    above = coverage_note(y, lo, hi, level=0.8, groups=g)
+    assert above.verdict == "outside" and above.z > 3 and "above its level" in above.text and "wider" in above.text
+    y, lo, hi, g = band_covering([0.85, 0.95] * 6)  # exactly 0.90
+    within = coverage_note(y, lo, hi, level=0.9, groups=g)
+    assert within.verdict == "within" and within.text is None
+    y, lo, hi, g = band_covering([0.8, 0.9] * 6)  # 0.85, se 0.0151 over series: 3.3 se below
+    assert coverage_note(y, lo, hi, level=0.9, groups=g).verdict == "outside"
+    y, lo, hi, g = band_covering([0.75, 0.95] * 6)  # 0.85, se 0.030: 1.7 se below
+    assert coverage_note(y, lo, hi, level=0.9, groups=g).verdict == "within"
+    y, lo, hi, g = band_covering([0.75, 0.925] * 6)  # 0.8375, se 0.0264: 2.4 se below
+    watch = coverage_note(y, lo, hi, level=0.9, groups=g)
+    assert watch.verdict == "worth watching" and "worth watching" in watch.text
+    # series, not queries: the same shortfall with no groups is far outside the binomial window
+    assert coverage_note(y, lo, hi, level=0.9).verdict == "outside"
+    with pytest.raises(ValueError, match="fraction|level"):
+        coverage_note(y, lo, hi, level=90, groups=g)

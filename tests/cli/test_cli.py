@@ -185,7 +185,7 @@ def test_evaluate_writes_exactly_the_documented_json_and_columns(
         raise AssertionError(f"JSON contains {token}: not valid JSON for other tools")
 
     result = json.loads(json_path.read_text(), parse_constant=no_nan)
-    assert set(result) == {"n_test", "levy", "mc_dropout", "last_value", "softmax", "sampler_50"}
+    assert set(result) == {"n_test", "levy", "mc_dropout", "last_value", "softmax", "sampler_50", "coverage_note"}
     assert set(result["levy"]) == M_KEYS == set(result["last_value"])
     assert set(result["mc_dropout"]) == M_KEYS | {"passes", "cost_vs_levy"} and result["mc_dropout"]["passes"] == 3
     for method in ("levy", "mc_dropout"):
@@ -387,3 +387,25 @@ def test_real_process_exits_2_without_traceback(tmp_path: Path) -> None:
     assert proc.stderr.strip().splitlines()[-1].startswith("error: ")
     assert "seventy" in proc.stderr, "the message quotes the offending cell"
     assert not (tmp_path / "m").exists()
+
+
+def test_evaluate_prints_the_coverage_note_when_the_band_falls_short(capsys, fitted_dir, fit_csv, tmp_path,
+                                                                   monkeypatch) -> None:
+    """A band that covers nothing (its bounds pushed above every value): the JSON's
+    ``coverage_note`` says so, and so does stderr, in plain words."""
+    from levy_core.pipeline import evaluation
+
+    real = evaluation.coverage_note
+
+    def empty_band(y, lower, upper, **kwargs):
+        return real(y, np.asarray(lower) + 1e9, np.asarray(upper) + 1e9, **kwargs)
+
+    monkeypatch.setattr(evaluation, "coverage_note", empty_band)
+    out = tmp_path / "m.json"
+    code, _, err = run(capsys, "evaluate", fitted_dir, fit_csv, "--json", out, "--mc-passes", 0)
+    assert code == 0, err
+    note = json.loads(out.read_text())["coverage_note"]
+    assert note["verdict"] == "outside" and note["coverage"] == 0.0 and note["unit"] == "series"
+    assert note["text"].startswith(f"The 90 % band covered 0.00 of the test queries (± {note['se']:.2f} over "
+                                   f"{note['n_groups']} series): below its level by more than chance allows.")
+    assert f"note: {note['text']}" in err

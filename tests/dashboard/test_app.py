@@ -201,6 +201,8 @@ def test_calibration_panel_report_and_csv():
     assert set(g["verdict"]) <= {"holds", "outside"}
     assert set(g["if queries were independent"]) <= {"holds", "outside"}
     assert all(w.endswith(" %") and " – " in w for w in g["window (per-series s.e.)"])
+    note = services.evaluation.coverage_note(res_now.key, res_now, at.session_state["mc_T"])
+    assert (note in [w.value for w in at.warning]) if note else not any("band covered" in w.value for w in at.warning)
     assert {b.label for b in at.get("download_button")} >= {
         "Download the report (HTML)",
         "Download the per-query predictions (CSV)",

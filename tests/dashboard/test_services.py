@@ -352,6 +352,8 @@ def test_calibration_tables_are_pipeline(res: FitResult, evaluated: tuple[dict[s
     for level in (0.5, 0.9):
         assert_same(services.evaluation.channel_coverage(res.key, res, MC, level),
                     pipeline.channel_coverage(res.fitted, pred, level))
+    note = services.evaluation.coverage_note(res.key, res, MC)
+    assert note == pipeline.evaluation_note(res.data, pred).text == evaluated[0]["coverage_note"]["text"]
 
 
 def test_small_delegations(res: FitResult, evaluated: tuple[dict[str, Any], pd.DataFrame]):

@@ -159,3 +159,10 @@ def test_the_fit_mapping_reads_later_frames(forecaster, nixtla_df, new_obs) -> N
     new = new_obs.frame.rename(columns={"series_id": "stay", "time": "hours_in", "channel": "signal",
                                         "value": "reading"})
     assert set(f.predict(h=6, df=new)["unique_id"]) == set(new_obs.series_ids)
+
+
+def test_queries_at_the_horizons_times_give_the_horizons_numbers(forecaster: LevyForecaster) -> None:
+    """Issue 51: a query after a series' end sees the whole series, as ``h=`` does."""
+    ahead = forecaster.predict(h=6, level=[80, 90], points=3)
+    asked = forecaster.predict(ahead[["unique_id", "ds", "channel"]], level=[80, 90])
+    pd.testing.assert_frame_equal(asked, ahead)

@@ -318,7 +318,7 @@ def test_split_predictions_only_contain_the_role(fitted, fit_obs) -> None:
 
 def test_evaluate_returns_exactly_the_documented_json(evaluated, fitted) -> None:
     result, _ = evaluated
-    assert set(result) == {"n_test", "levy", "mc_dropout", "last_value", "softmax", "sampler_50"}
+    assert set(result) == {"n_test", "levy", "mc_dropout", "last_value", "softmax", "sampler_50", "coverage_note"}
     assert isinstance(result["n_test"], int) and result["n_test"] > 0
     assert set(result["levy"]) == M_KEYS
     assert set(result["last_value"]) == M_KEYS
@@ -512,7 +512,7 @@ def test_window_mode_pipeline_predicts_and_evaluates_test_windows(window_fitted)
     assert len(grid) == 2 * len(fitted.channels) * 4
     assert np.isfinite(grid[["mean", "sigma", "lower_gauss", "upper_gauss"]].to_numpy()).all()
     result, pred = pipeline.evaluate(fitted, obs, sampler_draws=0)
-    assert set(result) == {"n_test", "levy", "last_value"}, "no twin: no MC-Dropout or softmax entries"
+    assert set(result) == {"n_test", "levy", "last_value", "coverage_note"}, "no twin: no MC-Dropout or softmax entries"
     assert set(pred["series_id"]) <= set(fitted.split.test) and len(pred) == result["n_test"] > 0
 
 
@@ -524,10 +524,14 @@ def test_window_mode_accepts_queries_in_the_users_series_ids(window_fitted) -> N
     assert len(pred) == 1 and np.isfinite(pred["mean"]).all()
     assert pred["series_id"].iloc[0] == sid and pred["time"].iloc[0] == 30.0, "reported in the user's clock"
     # the same query in the model's own space (the window holding 30 h) gives the same numbers
-    model_q = pipeline.prepare(fitted, obs).clock.queries_to_model(queries)
+    data = pipeline.prepare(fitted, obs)
+    model_q = pipeline.user_queries_to_model(data, queries)
+    assert model_q["series_id"].iloc[0] == data.clock.queries_to_model(queries)["series_id"].iloc[0]
     assert model_q["series_id"].iloc[0].startswith(f"{sid}@")
-    same = pipeline.predict_queries(fitted, obs, model_q)
+    same = pipeline.predict_from_past(fitted, obs, model_q)
     np.testing.assert_array_equal(same["mean"].to_numpy(), pred["mean"].to_numpy())
+    # interpolation: the whole window is the context, the fixed hold-out included
+    assert int(pred["n_context"].iloc[0]) == len(data.builder.series[model_q["series_id"].iloc[0]].time)
 
 
 def test_short_timings_are_repeated_and_the_median_reported() -> None:
