@@ -304,8 +304,12 @@ def _candidate_values(fitted: FittedModel, out0: _Out, m: int, c_codes: np.ndarr
     v = np.asarray(values, np.float64)
     if not np.isfinite(v).all():
         raise ValueError("values must be finite numbers (one per candidate)")
-    lo = np.array([fitted.scaler.minimum[c] for c in c_names], np.float64)
-    return c_mean, c_std, ((v - lo) / fitted.scaler.scale_of(c_names))[:, None]
+    v_norm = fitted.scaler.normalise(v, c_names)  # the channel's transform, then min-max
+    if not np.isfinite(v_norm).all():
+        i = int(np.flatnonzero(~np.isfinite(v_norm))[0])
+        raise ValueError(f"value {v[i]:g} of {c_names[i]!r} is outside what its {fitted.scaler.transform_of(c_names[i])} "
+                         "transform takes (log: > 0, log1p: ≥ 0); give a value the channel can take")
+    return c_mean, c_std, v_norm[:, None]
 
 
 def _assess(fitted: FittedModel, series: _Series, horizon: float, level: float, target_names: list[str],
@@ -321,16 +325,18 @@ def _assess(fitted: FittedModel, series: _Series, horizon: float, level: float, 
     H = out0.log_evidence.shape[1]
     names_all = np.array(fitted.channels, dtype=object)
     t_names, c_names = names_all[t_codes], names_all[c_codes]
-    width0 = _widths(fitted, out0.spread[0, :m], t_names, level)
+    width0 = _widths(fitted, out0.spread[0, :m], t_names, level, out0.mean[0, :m])
     spread1 = out1.spread[:, :m].reshape(J, n_draws, m)
-    width1 = _widths(fitted, spread1.reshape(-1), np.tile(t_names, J * n_draws), level).reshape(J, n_draws, m)
+    width1 = _widths(fitted, spread1.reshape(-1), np.tile(t_names, J * n_draws), level,
+                     out1.mean[:, :m].reshape(-1)).reshape(J, n_draws, m)
     log_ev1 = out1.log_evidence[:, :, :m].reshape(J, n_draws, H, m)[:, 0]  # value-free: any draw
     # the evidence part: today's disagreement under tomorrow's evidence (and lead factor)
     phi1 = torch.exp(log_phi(torch.from_numpy(log_ev1), fitted.model_config.phi)).numpy()
     sigma_ev = np.sqrt((out0.disagreement[0, :, :m][None] * phi1).sum(axis=1))  # (J, M)
     lead1 = np.stack([r.q_time[:m] for r in rows[::n_draws]])  # (J, M) model time of each scenario
     sigma_ev = sigma_ev * _lead_factor(fitted, lead1)
-    width_ev = _widths(fitted, sigma_ev.reshape(-1), np.tile(t_names, J), level).reshape(J, m)
+    width_ev = _widths(fitted, sigma_ev.reshape(-1), np.tile(t_names, J), level,
+                       np.tile(out0.mean[0, :m], J)).reshape(J, m)  # at today's mean: the evidence alone
     mean1 = out1.mean[:, :m].reshape(J, n_draws, m).mean(axis=1)
     if series.history is not None:  # rolling origins: a target before the measurement is past its forecast origin
         past = t_time[None, :] < series.now + c_ahead[:, None]  # (J, M): today's forecast stands there
@@ -343,15 +349,14 @@ def _assess(fitted: FittedModel, series: _Series, horizon: float, level: float, 
         flat = np.broadcast_to(t_names, x.shape).reshape(-1)
         return fitted.scaler.inverse_value(x.reshape(-1), flat).reshape(x.shape)
 
-    scale = fitted.scaler.scale_of(c_names)
-    lo = np.array([fitted.scaler.minimum[c] for c in c_names], np.float64)
+    scale = fitted.scaler.scale_at(c_mean, c_names)  # the delta method for a log channel
     now_user = series.origin + series.now
     table = pd.DataFrame({"channel": c_names.astype(str), "ahead": c_ahead, "time": now_user + c_ahead,
                           "value_mean": fitted.scaler.inverse_value(c_mean, c_names), "value_std": c_std * scale})
     return Advice(series.user_id, float(now_user), float(horizon), float(level), tuple(target_names), table,
                   series.origin + t_time, t_names.astype(str), original(out0.mean[0, :m]), width0,
                   original(mean1), width1.mean(axis=1), width_ev, out0.log_evidence[0, :, :m], log_ev1,
-                  v_norm * scale[:, None] + lo[:, None])
+                  original_values(fitted, v_norm, c_names))
 
 
 # ---------------------------------------------------------------------------------------
@@ -560,15 +565,25 @@ def _run(fitted: FittedModel, batch: Batch) -> _Out:
                 out.disagreement.double().numpy())
 
 
-def _widths(fitted: FittedModel, spread: np.ndarray, channels: np.ndarray, level: float) -> np.ndarray:
+def original_values(fitted: FittedModel, v_norm: np.ndarray, channels: np.ndarray) -> np.ndarray:
+    """Normalised values (J, D), row j of channel ``channels[j]``, in data units, (J, D)."""
+    flat = np.repeat(np.asarray(channels), v_norm.shape[1])
+    return fitted.scaler.inverse_value(v_norm.reshape(-1), flat).reshape(v_norm.shape)
+
+
+def _widths(fitted: FittedModel, spread: np.ndarray, channels: np.ndarray, level: float,
+            mean: np.ndarray) -> np.ndarray:
     """The calibrated band's width at ``level`` (conformal; scaled Gaussian where a
-    channel's conformal quantile is infinite), data units, same shape as ``spread``."""
+    channel's conformal quantile is infinite), data units, same shape as ``spread``: the
+    band around ``mean`` (normalised, same shape) mapped back, ``upper − lower`` (for a
+    channel with a log transform the width depends on the level it sits at)."""
     cal, groups = fitted.levy_calibration, np.asarray(channels).astype(str)
-    zero = np.zeros_like(spread, dtype=np.float64)
-    lo, hi = cal.interval(zero, spread, level, kind="conformal", groups=groups)
-    width = hi - lo
-    bad = ~np.isfinite(width)
+    centre = np.asarray(mean, np.float64) if fitted.scaler.transforms else np.zeros_like(spread, dtype=np.float64)
+    lo, hi = cal.interval(centre, spread, level, kind="conformal", groups=groups)
+    bad = ~np.isfinite(hi - lo)
     if bad.any():
-        glo, ghi = cal.interval(zero, spread, level, kind="gaussian", groups=groups)
-        width = np.where(bad, ghi - glo, width)
-    return width * fitted.scaler.scale_of(groups)
+        glo, ghi = cal.interval(centre, spread, level, kind="gaussian", groups=groups)
+        lo, hi = np.where(bad, glo, lo), np.where(bad, ghi, hi)
+    if not fitted.scaler.transforms:  # linear: the width alone, bit for bit as before
+        return (hi - lo) * fitted.scaler.scale_of(groups)
+    return fitted.scaler.inverse_value(hi, groups) - fitted.scaler.inverse_value(lo, groups)
