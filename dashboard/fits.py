@@ -80,6 +80,16 @@ class SessionLimits:
     max_mc_passes: int
 
 
+def transform_error(text: str) -> str | None:
+    """What is wrong with a fit form's value transform (``levy fit --transform``'s forms:
+    auto, none, log, log1p or channel=kind pairs), None when it parses."""
+    try:
+        parse_transform(text)
+    except ValueError as exc:
+        return str(exc).replace("--transform", "Value transform")
+    return None
+
+
 def session_limits() -> SessionLimits:
     env = os.environ
     try:
@@ -336,7 +346,7 @@ def submit_fit(obs: Observations, obs_hash: str, settings: FitSettings) -> str:
     task, train = fit_configs(settings)
     key = fit_key(obs_hash, settings)
     fit_pool.pool().submit_fit(key, obs, task=task, train=train, size=settings.size, train_twin=settings.train_twin,
-                               mc_passes=settings.mc_passes)
+                               mc_passes=settings.mc_passes, transform=parse_transform(settings.transform))
     return key
 
 

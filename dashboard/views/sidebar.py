@@ -10,7 +10,6 @@ from levy_dashboard.services.data import DataSource
 from levy_dashboard.services.fit import FitSettings
 
 from levy_core.data import SAMPLES, DataError, Observations
-from levy_core.episodes.transforms import parse_transform
 
 
 def _on_upload() -> None:
@@ -206,11 +205,7 @@ def _transform_input(d: FitSettings) -> tuple[str, str | None]:
         "bili=log,albumin=none. The model is fitted and calibrated on the transformed values and the band "
         "mapped back: asymmetric, never below zero.",
     ).strip() or "auto"
-    try:
-        parse_transform(text)
-    except ValueError as exc:
-        return text, str(exc).replace("--transform", "Value transform")
-    return text, None
+    return text, services.fit.transform_error(text)
 
 
 def _task_settings(

@@ -1,0 +1,43 @@
+"""The fit form's value transform: checked as `levy fit --transform`, passed to the fit (in
+this process and in the fit pool), and read back from a saved model."""
+
+from __future__ import annotations
+
+import pytest
+from levy_dashboard import fit_pool, fits, saved_models
+
+from levy_core import pipeline
+
+
+class Stop(Exception):
+    """Raised by the stand-in fit: the arguments got through."""
+
+
+def test_the_form_refuses_a_bad_transform_by_name() -> None:
+    assert fits.transform_error("auto") is None
+    assert fits.transform_error("bili=log,albumin=none") is None
+    err = fits.transform_error("bili=cube")
+    assert err is not None and "'bili=cube'" in err and "Value transform" in err and "--transform" not in err
+    assert fits.FitSettings().transform == "auto"
+    assert fits.FitSettings(transform="none").key() != fits.FitSettings().key()  # a different cache entry
+
+
+def test_the_setting_reaches_the_fit(monkeypatch: pytest.MonkeyPatch, fit_obs) -> None:
+    seen: list[object] = []
+
+    def fake_fit(obs, **kwargs):
+        seen.append(kwargs["transform"])
+        raise Stop
+
+    monkeypatch.setattr(pipeline, "fit", fake_fit)
+    for text, parsed in (("none", "none"), ("a=log, b=none", {"a": "log", "b": "none"})):
+        with pytest.raises(Stop):
+            fits.fit_model(fit_obs, "hash-" + text, "test", fits.FitSettings(epochs=1, mc_passes=2, transform=text))
+        assert seen[-1] == parsed
+    with pytest.raises(Stop):  # the pool's job body, run here
+        fit_pool._fit_job_body(0, fit_obs, {"kind": "forecast"}, {"epochs": 1}, "small", False, 2, False, "log1p")
+    assert seen[-1] == "log1p"
+
+
+def test_a_saved_model_reports_its_transforms(fitted) -> None:
+    assert saved_models.saved_settings(fitted).transform == "none"  # the synthetic sample: nothing skewed
