@@ -34,9 +34,18 @@ def test_the_setting_reaches_the_fit(monkeypatch: pytest.MonkeyPatch, fit_obs) -
         with pytest.raises(Stop):
             fits.fit_model(fit_obs, "hash-" + text, "test", fits.FitSettings(epochs=1, mc_passes=2, transform=text))
         assert seen[-1] == parsed
-    with pytest.raises(Stop):  # the pool's job body, run here
-        fit_pool._fit_job_body(0, fit_obs, {"kind": "forecast"}, {"epochs": 1}, "small", False, 2, False, "log1p")
-    assert seen[-1] == "log1p"
+
+
+def test_the_setting_reaches_the_fit_pool(monkeypatch: pytest.MonkeyPatch, fit_obs) -> None:
+    submitted: list[dict] = []
+
+    class Pool:
+        def submit_fit(self, key, obs, **kwargs):
+            submitted.append(kwargs)
+
+    monkeypatch.setattr(fit_pool, "pool", lambda: Pool())
+    fits.submit_fit(fit_obs, "hash", fits.FitSettings(epochs=1, mc_passes=2, transform="bili=log1p"))
+    assert submitted[-1]["transform"] == {"bili": "log1p"}
 
 
 def test_a_saved_model_reports_its_transforms(fitted) -> None:
