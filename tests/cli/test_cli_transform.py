@@ -96,3 +96,22 @@ def test_the_forecaster_takes_the_transform_and_refuses_a_bad_one() -> None:
     f.fit(positive_panel(n_series=24))
     assert f.fitted is not None and f.fitted.scaler.transforms == {}
     assert LevyForecaster(transform="none").transform == "none"
+
+
+def test_the_identity_view_works_in_the_transformed_units(fitted_auto: Path, panel_csv: Path) -> None:
+    from levy_core.data import read_csv
+
+    fitted = pipeline.load_model(fitted_auto)
+    obs = read_csv(panel_csv)
+    sid = obs.series_ids[0]
+    t = float(obs.frame[(obs.frame["series_id"] == sid)]["time"].max()) + 2.0
+    out = pipeline.operator_draws(fitted, obs, sid, "bili", t, n_draws=4000)
+    assert out["transform"] == "log"
+    lo, hi = fitted.scaler.minimum["bili"], fitted.scaler.maximum["bili"]
+    assert lo - 1 <= out["mean"] <= hi + 1  # log units, not mg/dL
+    assert out["rmsd_z"] < 5  # the identity, where it holds
+    y = float(np.exp(out["mean"]))
+    crps = pipeline.query_crps(out, y)
+    # scored in log units: the Gaussian's CRPS at its own median, c·σ̂ (2φ(0) − 1/√π)
+    c_sigma = out["scale_c"] * out["sigma"]
+    assert crps["closed_form"] == pytest.approx(c_sigma * (2 / np.sqrt(2 * np.pi) - 1 / np.sqrt(np.pi)), rel=1e-9)
