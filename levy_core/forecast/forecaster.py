@@ -253,7 +253,8 @@ class LevyForecaster:
         -------
         Evaluation
             ``n_queries``, per method (Lévy, MC-Dropout with a twin, the last-value
-            baseline) ``mse, mae, crps, nll`` on the normalised scale, ``coverage`` and
+            baseline) ``mse, mae, crps, nll`` on the normalised scale (of the transformed
+            values on a log / log1p channel: ``transform``), ``coverage`` and
             ``width`` per percent level; ``.to_frame()``, ``.summary()``; the per-query
             frame in ``.predictions`` and the pipeline's dict in ``.details``. The
             50-draw sampler of ``levy evaluate`` is not run.
@@ -313,7 +314,7 @@ class LevyForecaster:
             ``.to_frame()``: ``unique_id, ds, [channel,] cutoff, window, y, Lévy,
             Lévy-lo-<L>, …, Lévy-hi-<L>``, one row per held-out observation;
             ``.scores()`` and ``.windows``: per window ``n_queries, mse, mae, crps, nll``
-            (the normalised scale of the window's model), ``coverage`` and ``width`` per
+            (the normalised scale of the window's model, transformed values included), ``coverage`` and ``width`` per
             level; ``.overall()``, ``.summary()``. Beside them the last-value baseline,
             scored on the same queries the same way (``.baselines``, ``.scores("last
             value")``, ``.comparison()``: one row per method; ``.to_frame(baselines=True)``
