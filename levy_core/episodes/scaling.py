@@ -183,11 +183,13 @@ class ChannelScaler:
             series, the value and the training range; or a value its channel's transform
             cannot take (≤ 0 for log, < 0 for log1p), naming the channel and the minimum.
         """
-        lo, rng, kind = self._lookup(frame["channel"], kinds=True)
         raw = frame["value"].to_numpy(dtype=np.float64)
-        if self.transforms:
+        if self.transforms:  # no per-row kinds when no channel has a transform (the common, hot case)
+            lo, rng, kind = self._lookup(frame["channel"], kinds=True)
             self._check_domain(frame, raw, kind)
             raw = self._warp(raw, kind)
+        else:
+            lo, rng = self._lookup(frame["channel"])
         with np.errstate(over="ignore", invalid="ignore"):
             scaled = (raw - lo) / rng
             far = np.abs(scaled) > MAX_SCALED
@@ -252,6 +254,9 @@ class ChannelScaler:
         -------
         ndarray of float64, shape (n,)
         """
+        if not self.transforms:
+            lo, rng = self._lookup(channels)
+            return np.asarray(values, dtype=np.float64) * rng + lo
         lo, rng, kind = self._lookup(channels, kinds=True)
         return self._warp(np.asarray(values, dtype=np.float64) * rng + lo, kind, back=True)
 
