@@ -21,6 +21,16 @@ coverage, so the correlated queries of one stay count once); also the plain per-
 averages. Then the same
 stays queried at 10× and 100× the history past their end (σ̂ growth, n_eff).
 
+``--transform`` is passed to ``levy fit`` (default ``auto``: log for strictly positive skewed
+channels). A channel fitted on ``log v`` (``log1p``: ``log(1 + v)``) has a log-normal predictive
+in the data's units, and its CRPS (Lévy and MC-Dropout) is that distribution's closed-form
+CRPS (``metrics.crps_lognormal_per_point``: ``μ = g(mean)``, ``mean`` being the median
+``g⁻¹(m)``, and ``σ = pred_std / (dg⁻¹/du)(μ)``, the calibrated spread in log units that
+``pred_std``'s delta method came from), so it compares with the Gaussian CRPS of a fit
+without transform; MSE and MAE are of ``mean`` (the median). Also printed: per channel, the
+share of forecasts whose lower conformal bound is below zero (on channels whose training
+values are all positive) and the coverage.
+
 The other panel (``--panel pbc``): the Mayo Clinic primary biliary cirrhosis follow-up
 (``pbc2``, 312 patients, 1,945 visits at irregular times over up to 14 years, seven
 laboratory channels with missing values; shipped as ``benchmarks/data/pbc2_labs.csv.gz``,
@@ -52,6 +62,7 @@ from physionet import load_protocol_frame, protocol_split
 from levy_core import metrics
 from levy_core.calibration.calibrate import SplitConformal
 from levy_core.data import read_csv
+from levy_core.episodes import transforms as tf
 from levy_core.pipeline import MODEL_SIZES, load_model, predict_user_queries, size_name
 
 REPO = Path(__file__).resolve().parent.parent
@@ -103,23 +114,54 @@ def trivial_predictive(train: pd.DataFrame, context: pd.DataFrame, queries: pd.D
     return out
 
 
-def scores(df: pd.DataFrame, sd: pd.Series, name: str) -> dict:
-    """Per-channel scores in the channel's sd units, averaged over channels; per-query too."""
+def crps_points(df: pd.DataFrame, kinds: dict[str, str]) -> np.ndarray:
+    """Each query's CRPS in the data's units: Gaussian (mean, pred_std) on a channel without
+    transform, the log-normal predictive's closed form on a log / log1p channel."""
+    y, mean, std = (df[c].to_numpy(np.float64) for c in ("y_true", "mean", "pred_std"))
+    kind = np.array([kinds.get(c, "none") for c in df["channel"]], dtype=object)
+    out = metrics.crps_gaussian_per_point(y, mean, std)
+    for k, shift in (("log", 0.0), ("log1p", 1.0)):
+        rows = kind == k
+        if rows.any():
+            mu = tf.forward(mean[rows], k)
+            out[rows] = metrics.crps_lognormal_per_point(y[rows], mu, std[rows] / tf.inverse_slope(mu, k), shift)
+    return out
+
+
+def scores(df: pd.DataFrame, sd: pd.Series, name: str, kinds: dict[str, str] | None = None) -> dict:
+    """Per-channel scores in the channel's sd units, averaged over channels; per-query too
+    (``kinds``: the channels' transforms, for the CRPS of a log-normal predictive)."""
     s = df["channel"].map(sd).to_numpy()
-    y, mean, std = df["y_true"].to_numpy() / s, df["mean"].to_numpy() / s, df["pred_std"].to_numpy() / s
-    part = pd.DataFrame({"c": df["channel"].to_numpy(), "y": y, "m": mean, "s": std})
+    y, mean = df["y_true"].to_numpy() / s, df["mean"].to_numpy() / s
+    crps = crps_points(df, kinds or {}) / s  # the CRPS scales with the units
+    part = pd.DataFrame({"c": df["channel"].to_numpy(), "y": y, "m": mean, "crps": crps})
     per = part.groupby("c").apply(lambda g: pd.Series({
-        "mse": np.mean((g.y - g.m) ** 2), "mae": np.mean(np.abs(g.y - g.m)),
-        "crps": metrics.crps_gaussian(g.y.to_numpy(), g.m.to_numpy(), g.s.to_numpy())}))
+        "mse": np.mean((g.y - g.m) ** 2), "mae": np.mean(np.abs(g.y - g.m)), "crps": g.crps.mean()}))
     row = {"method": name, "n": len(df), "per_channel": per, "mse_channels": per["mse"].mean(), "mae_channels": per["mae"].mean(),
            "crps_channels": per["crps"].mean(), "mse_queries": float(np.mean((y - mean) ** 2)),
-           "crps_queries": metrics.crps_gaussian(y, mean, std)}
+           "crps_queries": float(np.mean(crps))}
     if "lower" in df:
         row["coverage_90"] = metrics.interval_coverage(df["y_true"], df["lower"], df["upper"])
         inside = (df["y_true"] >= df["lower"]) & (df["y_true"] <= df["upper"])
         per_stay = inside.groupby(df["series_id"].to_numpy()).mean()
         row["coverage_se"] = float(per_stay.std(ddof=1) / np.sqrt(len(per_stay))) if len(per_stay) > 1 else np.nan
     return row
+
+
+def positive_band_report(pred: pd.DataFrame, train: pd.DataFrame, kinds: dict[str, str], per: pd.DataFrame) -> None:
+    """Per channel: its transform, the share of forecasts whose lower conformal bound is below
+    zero (channels whose training values are all > 0), the lowest bound, coverage, CRPS, MSE."""
+    positive = train.groupby("channel")["value"].min() > 0
+    inside = (pred["y_true"] >= pred["lower"]) & (pred["y_true"] <= pred["upper"])
+    by = pred.assign(neg=pred["lower"] < 0, inside=inside).groupby("channel")
+    table = pd.DataFrame({"transform": pd.Series(kinds), "all_positive": positive, "n": by.size(),
+                          "lower_below_0": by["neg"].mean(), "min_lower": by["lower"].min(),
+                          "coverage_90": by["inside"].mean()}).join(per[["crps", "mse"]]).dropna(subset=["n"])
+    print("per channel (Lévy; CRPS, MSE in channel sd units):")
+    print(table.round(4).to_string())
+    pos = pred["channel"].map(positive).fillna(False).astype(bool)
+    print(f"strictly positive channels: {int(pos.sum())} forecasts, lower 90 % conformal bound below zero for "
+          f"{(pred.loc[pos, 'lower'] < 0).mean():.4f} (minimum lower bound {pred.loc[pos, 'lower'].min():.4g})")
 
 
 def calibration_redraws(pred: pd.DataFrame, n_cal: int, draws: int = 400, seed: int = 0) -> np.ndarray:
@@ -157,6 +199,8 @@ def main() -> None:
     parser.add_argument("--model", type=Path, default=None, help="reuse a model directory fitted on the same file")
     parser.add_argument("--workdir", type=Path, default=None,
                         help="keep the files (training file, context, queries, model, predictions) here")
+    parser.add_argument("--transform", default="auto", help="levy fit --transform (auto, none, log, log1p, "
+                        "or channel=kind pairs)")
     parser.add_argument("--per-channel", type=int, default=0, metavar="K",
                         help="also print the K channels that add most to Lévy's MSE over the last value's")
     args = parser.parse_args()
@@ -212,7 +256,8 @@ def main() -> None:
 
     model_dir = args.model or tmp / "model"
     fit_s = 0.0 if args.model else levy("fit", str(train_file), "--out", str(model_dir), "--seed", str(args.seed),
-                                          "--size", args.size, "--time-unit", unit, *fit_args)
+                                          "--size", args.size, "--time-unit", unit, "--transform", args.transform,
+                                          *fit_args)
     pred_s = levy("predict", str(model_dir), str(tmp / "context.csv"), "--queries", str(tmp / "queries.csv"),
                   "--out", str(tmp / "pred.csv"), "--level", "0.9", "--band", "conformal", "--time-unit", unit)
     pred = pd.read_csv(tmp / "pred.csv", dtype={"series_id": str})
@@ -237,8 +282,9 @@ def main() -> None:
     sd = train.groupby("channel")["value"].std()
     sd = sd[sd > 0]  # a constant channel has no sd units to score in
     pred, lv, mc, own_mean, train_mean = (f[f["channel"].isin(sd.index)] for f in (pred, lv, mc, own_mean, train_mean))
-    rows = [scores(pred, sd, "Lévy (levy predict, scaled Gaussian c·σ̂; conformal 90 % band)"),
-            scores(mc, sd, "MC-Dropout T=20 (the same fit's twin, scaled Gaussian)"),
+    kinds = {c: fitted.scaler.transform_of(c) for c in fitted.channels}
+    rows = [scores(pred, sd, "Lévy (levy predict, scaled Gaussian c·σ̂; conformal 90 % band)", kinds),
+            scores(mc, sd, "MC-Dropout T=20 (the same fit's twin, scaled Gaussian)", kinds),
             scores(lv, sd, "last value + per-channel Gaussian spread (fitted on the training file)"),
             scores(own_mean, sd, "the stay's own context mean + per-channel Gaussian spread"),
             scores(train_mean, sd, "the channel's training mean + per-channel Gaussian spread")]
@@ -254,6 +300,7 @@ def main() -> None:
         print(f"| {r['method']} | {r['n']} | {r['mse_channels']:.4f} | {r['mae_channels']:.4f} | "
               f"{r['crps_channels']:.4f} | {r['mse_queries']:.4f} | {r['crps_queries']:.4f} | {cov} |")
     a, m, b = rows[:3]
+    positive_band_report(pred, train, kinds, a["per_channel"])
     if "coverage_90" in a:
         z = (a["coverage_90"] - 0.9) / a["coverage_se"]
         print(f"90 % conformal coverage {a['coverage_90']:.3f}, {z:+.2f} standard errors over series from 0.90")

@@ -213,10 +213,12 @@ def _apply_saved_model(choice: Choice, fitted: FitResult | None, failures: list[
 def _same_settings(res: FitResult, settings: FitSettings) -> bool:
     """A shipped model stands for the sidebar's settings when they are its recorded ones (the
     cut-off and horizon it resolved count as the sidebar's "auto"; the time cap, which it
-    was trained without, changes nothing a fit reaches its end within)."""
+    was trained without, changes nothing a fit reaches its end within; the value transform
+    "auto" stands for the one it recorded, as a model saved before transforms has none)."""
     auto = dataclasses.replace(settings, cutoff=settings.cutoff if settings.cutoff is not None else res.settings.cutoff,
                                horizon=settings.horizon if settings.horizon is not None else res.settings.horizon,
-                               max_seconds=res.settings.max_seconds)
+                               max_seconds=res.settings.max_seconds,
+                               transform=res.settings.transform if settings.transform == "auto" else settings.transform)
     return auto == res.settings
 
 

@@ -130,18 +130,18 @@ def _epoch_event(p: Any) -> dict[str, Any]:
 
 
 def _fit_job(job_id: int, obs: Any, task: dict[str, Any], train: dict[str, Any], size: str, train_twin: bool,
-             mc_passes: int, previews: bool) -> bytes:
+             mc_passes: int, previews: bool, transform: Any = "auto") -> bytes:
     """In a worker: the Lévy model (previews as it trains, then the model alone), then its twin.
     Returns the final model as zip bytes."""
     _post(job_id, "started")
     try:
-        return _fit_job_body(job_id, obs, task, train, size, train_twin, mc_passes, previews)
+        return _fit_job_body(job_id, obs, task, train, size, train_twin, mc_passes, previews, transform)
     finally:
         _post(job_id, "end")  # after every other event of the job (one queue, one process: in order)
 
 
 def _fit_job_body(job_id: int, obs: Any, task: dict[str, Any], train: dict[str, Any], size: str,
-                  train_twin: bool, mc_passes: int, previews: bool) -> bytes:
+                  train_twin: bool, mc_passes: int, previews: bool, transform: Any = "auto") -> bytes:
     from levy_core import pipeline
     from levy_core.episodes.tasks import TaskConfig
     from levy_core.training.train import TrainConfig
@@ -159,7 +159,7 @@ def _fit_job_body(job_id: int, obs: Any, task: dict[str, Any], train: dict[str, 
 
     fitted = pipeline.fit(obs, task=TaskConfig(**task), train=TrainConfig(**train), size=size, train_twin=False,
                           mc_passes=mc_passes, progress=lambda p: _post(job_id, "epoch", _epoch_event(p)),
-                          preview=preview if previews else None)
+                          preview=preview if previews else None, transform=transform)
     if not train_twin:
         return _checked_zip(fitted)
     _post(job_id, "levy", _checked_zip(fitted))
@@ -262,9 +262,11 @@ class FitPool:
 
     # -- submitting
     def submit_fit(self, key: str, obs: Any, *, task: dict[str, Any], train: dict[str, Any], size: str,
-                   train_twin: bool, mc_passes: int, previews: bool = True) -> Job:
-        """Queue a fit (or join the queued or running job of ``key``; a failed one is retried)."""
-        return self._submit(key, "fit", _fit_job, obs, task, train, size, train_twin, mc_passes, previews)
+                   train_twin: bool, mc_passes: int, previews: bool = True, transform: Any = "auto") -> Job:
+        """Queue a fit (or join the queued or running job of ``key``; a failed one is retried);
+        ``transform``: each channel's value transform (``pipeline.fit``'s)."""
+        return self._submit(key, "fit", _fit_job, obs, task, train, size, train_twin, mc_passes, previews,
+                            transform)
 
     def submit_twin(self, key: str, model_zip: bytes, obs: Any, mc_passes: int) -> Job:
         """Queue the twin of a model fitted without it (``key``: the twin's fit key)."""

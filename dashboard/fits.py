@@ -29,6 +29,7 @@ from levy_dashboard import fit_pool
 from levy_core import pipeline
 from levy_core.data import Observations
 from levy_core.episodes.tasks import TaskConfig
+from levy_core.episodes.transforms import parse_transform
 from levy_core.pipeline import FittedModel, ModelData
 from levy_core.serving.modelzip import load_model_zip, model_zip_bytes
 from levy_core.training.train import Progress, TrainConfig
@@ -59,6 +60,7 @@ class FitSettings:
     train_twin: bool = True  # train the softmax+dropout twin alongside (MC-Dropout)
     mc_passes: int = 20  # T used to calibrate the twin
     seed: int = 0  # seeds the split, initialisation and hold-outs
+    transform: str = "auto"  # value transform per channel, as `levy fit --transform` (auto, none, log, log1p, c=kind,…)
 
     def key(self) -> str:
         payload = json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -76,6 +78,16 @@ class SessionLimits:
     max_seconds: float
     sizes: tuple[str, ...]
     max_mc_passes: int
+
+
+def transform_error(text: str) -> str | None:
+    """What is wrong with a fit form's value transform (``levy fit --transform``'s forms:
+    auto, none, log, log1p or channel=kind pairs), None when it parses."""
+    try:
+        parse_transform(text)
+    except ValueError as exc:
+        return str(exc).replace("--transform", "Value transform")
+    return None
 
 
 def session_limits() -> SessionLimits:
@@ -289,7 +301,7 @@ def fit_model(obs: Observations, obs_hash: str, data_label: str, settings: FitSe
     t0 = time.perf_counter()
     fitted = pipeline.fit(obs, task=TaskConfig(**task), train=TrainConfig(**train), size=settings.size,
                           train_twin=settings.train_twin, mc_passes=settings.mc_passes,
-                          progress=recording(history, progress))
+                          progress=recording(history, progress), transform=parse_transform(settings.transform))
     seconds = time.perf_counter() - t0
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return remember(FitResult(key, fitted, pipeline.prepare(fitted, obs), obs_hash, settings, data_label, history,
@@ -334,7 +346,7 @@ def submit_fit(obs: Observations, obs_hash: str, settings: FitSettings) -> str:
     task, train = fit_configs(settings)
     key = fit_key(obs_hash, settings)
     fit_pool.pool().submit_fit(key, obs, task=task, train=train, size=settings.size, train_twin=settings.train_twin,
-                               mc_passes=settings.mc_passes)
+                               mc_passes=settings.mc_passes, transform=parse_transform(settings.transform))
     return key
 
 

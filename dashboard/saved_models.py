@@ -49,7 +49,9 @@ def saved_settings(fitted: FittedModel) -> FitSettings:
     return FitSettings(task=task.kind, cutoff=task.cutoff, horizon=task.horizon,
                        holdout_fraction=task.holdout_fraction, size=pipeline.size_name(fitted.model_config), epochs=train.epochs,
                        max_seconds=float(train.max_seconds or 0.0), train_twin=fitted.twin is not None,
-                       mc_passes=fitted.mc_passes, seed=train.seed)
+                       mc_passes=fitted.mc_passes, seed=train.seed,
+                       transform=",".join(f"{c}={fitted.scaler.transform_of(c)}" for c in fitted.scaler.channels)
+                       if fitted.scaler.transforms else "none")
 
 
 def apply_model(opened: OpenedModel, obs: Observations, obs_hash: str, data_label: str) -> FitResult:

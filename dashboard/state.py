@@ -57,6 +57,7 @@ FIT_SIZE = "fit_size"
 FIT_EPOCHS = "fit_epochs"
 FIT_BUDGET = "fit_budget"
 FIT_TWIN = "fit_twin"
+FIT_TRANSFORM = "fit_transform"
 FIT_BUTTON = "fit_button"
 # Data panel: the column-mapping form (prefixes: + "_" + the file's digest) and the preview
 MAP_FORM = "mapping_form"

@@ -40,6 +40,7 @@ from levy_dashboard.fits import (
     session_limits,
     submit_fit,
     submit_twin,
+    transform_error,
 )
 from levy_dashboard.saved_models import OpenedModel, apply_model, open_model, opened_key
 from levy_dashboard.shipped import ShippedModel, load_shipped, shipped_key, shipped_result
@@ -54,7 +55,7 @@ __all__ = ["MODEL_SIZES", "FitResult", "FitSettings", "JobView", "OpenedModel", 
            "final_key", "fit_key", "fit_model", "fit_workers", "for_this_session", "job_models", "job_result",
            "job_view", "levy_key", "model_zip", "open_model", "opened_key", "preview_result", "session_fit",
            "session_limits", "settings_summary", "shipped_fit", "shipped_model", "size_help", "size_options",
-           "status_text", "submit_fit", "submit_twin", "training_table"]
+           "status_text", "submit_fit", "submit_twin", "training_table", "transform_error"]
 
 log = logging.getLogger(__name__)
 MODEL_SIZES = pipeline.MODEL_SIZES  # for the sidebar: views do not import the pipeline

@@ -102,6 +102,9 @@ def render(res: FitResult) -> None:
     out = services.evidence.query_draws(res.key, res, view.series_id, view.channel, float(t), int(n), origin)
     crps = services.evidence.query_crps(out, float(y_of[float(t)]))
     _metrics(out, n, crps)
+    if out.get("transform", "none") != "none":
+        st.caption(f"This channel is modelled on its {out['transform']} scale: the draws, σ̂, the RMSD and the "
+                   "CRPS here are in those units, where the identity holds (its band is mapped back to the data's).")
     st.plotly_chart(
         charts.draws_figure(out["draws"], mean=out["mean"], sigma=out["sigma"], rmsd=out["rmsd"]),
         key=state.DRAWS_CHART,

@@ -194,6 +194,20 @@ def _model_controls(d: FitSettings) -> tuple[str, int, float, bool]:
     return size, int(epochs), float(budget), bool(twin)
 
 
+def _transform_input(d: FitSettings) -> tuple[str, str | None]:
+    """The value transform per channel (``levy fit --transform``) → (its text, error)."""
+    text = st.sidebar.text_input(
+        "Value transform",
+        value=d.transform,
+        key=state.FIT_TRANSFORM,
+        help="auto: log for channels whose values are all > 0 and skewed (skewness > 1), log1p for skewed "
+        "non-negative ones with zeros; or none, log, log1p for every channel, or per channel, e.g. "
+        "bili=log,albumin=none. The model is fitted and calibrated on the transformed values and the band "
+        "mapped back: asymmetric, never below zero.",
+    ).strip() or "auto"
+    return text, services.fit.transform_error(text)
+
+
 def _task_settings(
     obs: Observations | None, obs_hash: str | None, d: FitSettings
 ) -> tuple[dict, str | None]:
@@ -219,6 +233,8 @@ def _fit_section(
     d = services.fit.default_settings()
     task, error = _task_settings(obs, obs_hash, d)
     size, epochs, budget, twin = _model_controls(d)
+    transform, transform_error = _transform_input(d)
+    error = error or transform_error
     settings = services.fit.FitSettings(
         **task,
         size=size,
@@ -227,6 +243,7 @@ def _fit_section(
         train_twin=twin,
         mc_passes=d.mc_passes,
         seed=d.seed,
+        transform=transform,
     )
     clicked = st.sidebar.button(
         "Refit" if has_model else "Fit",

@@ -144,9 +144,11 @@ def _in_unit(hours: float, unit: str) -> str:
 
 def _cmd_fit(args: argparse.Namespace) -> int:
     from levy_core.episodes.tasks import TaskConfig
+    from levy_core.episodes.transforms import parse_transform
     from levy_core.pipeline.modelfile import check_save_target, file_sha256
     from levy_core.training.train import TrainConfig
 
+    transform = parse_transform(args.transform)  # ValueError naming a bad kind, before any work
     _refuse_overwriting(args, out=args.out)
     check_save_target(args.out)  # a link, a file, a folder that is not a model: refused before the fit
     lower_priority(args.nice)  # before the fit starts torch's threads: they inherit it
@@ -161,7 +163,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     train = TrainConfig(epochs=args.epochs, seed=args.seed, max_seconds=args.max_seconds)
     t0 = time.perf_counter()
     fitted = pipeline.fit(obs, task=task, train=train, size=args.size, train_twin=not args.no_twin,
-                          phi=args.phi, progress=None if args.quiet else EpochBars())
+                          phi=args.phi, progress=None if args.quiet else EpochBars(), transform=transform)
     fitted.source_sha256 = file_sha256(args.data)  # which file, byte for byte, the model was fitted on
     out = fitted.save(args.out)
     tr = fitted.training
@@ -172,6 +174,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
           + (f" (cut-off {_in_unit(fitted.task.cutoff, unit)})" if fitted.task.kind == "forecast" else "")
           + f", calibration scale c = {fitted.levy_calibration.scale_:.3g}; saved to {out}", file=sys.stderr)
     print(f"offset: {fitted.offset_description()}", file=sys.stderr)
+    print(f"transform: {fitted.scaler.transform_note()}", file=sys.stderr)
     for note in (fitted.training_note(), fitted.band_note()):
         if note:
             print(f"note: {note}", file=sys.stderr)
@@ -222,6 +225,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     _refuse_overwriting(args, out=args.out)
     dates = _dates(args)
     fitted = pipeline.load_model(args.model)
+    print(f"note: transform per channel (fitted and calibrated in it, bands mapped back): "
+          f"{fitted.scaler.transform_note()}", file=sys.stderr)
     kinds = [_band_kind(args.band, fitted, level) for level in levels]
     drift = DriftTally(fitted.drift)
     if args.queries:  # the queries name series anywhere in the file: read it whole
@@ -500,6 +505,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"model width; auto: medium on a file of at least {AUTO_MEDIUM_MIN_SERIES:,} "
                    "series (it pays there, at ~5x the fit time), small below")
     f.add_argument("--phi", choices=["rate", "count"], default="rate")
+    f.add_argument("--transform", default="auto", help="value transform: auto (log for strictly positive skewed "
+                   "channels, log1p with zeros), none, log, log1p, or per channel, e.g. bili=log,albumin=none")
     f.add_argument("--no-twin", action="store_true", help="skip the softmax/MC-Dropout twin")
     f.add_argument("--quiet", action="store_true", help="no progress bar")
     add_nice_option(f)  # a fit runs behind interactive work (levy_core.runtime.priority)

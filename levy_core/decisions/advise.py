@@ -51,6 +51,7 @@ import pandas as pd
 import torch
 
 from levy_core.data import DataError, Observations, duration_text
+from levy_core.decisions.advise_bands import band_extent, original_values
 from levy_core.decisions.defaults import DEFAULT_DRAWS, DEFAULT_POINTS
 from levy_core.episodes.origins import OriginClock
 from levy_core.model.levy_model import Batch
@@ -101,6 +102,9 @@ class Advice:
         ``log Λ'_h`` with the candidate added (the same for every draw).
     draws : ndarray, shape (J, D)
         The candidate values the expectation ran over (data units).
+    below_before, below_after : ndarray, shape (M,) and (J, M), optional
+        How far the band reaches below the forecast (data units): half its width, except on
+        a log / log1p channel, whose band is asymmetric (None: half the width).
     """
 
     series_id: str
@@ -119,6 +123,8 @@ class Advice:
     log_evidence_before: np.ndarray
     log_evidence_after: np.ndarray
     draws: np.ndarray
+    below_before: np.ndarray | None = None
+    below_after: np.ndarray | None = None
 
     def per_target(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Narrowing per (candidate, target channel) in percent: total, evidence part and
@@ -192,8 +198,11 @@ class Advice:
             if not 0 <= candidate < len(self.candidates):
                 raise ValueError(f"candidate must be an index in [0, {len(self.candidates)}), got {candidate}")
             mean, width = self.mean_after[candidate], self.width_after[candidate]
+        below = self.below_before if candidate is None else (
+            None if self.below_after is None else self.below_after[candidate])
+        lower = mean - (width / 2 if below is None else below)
         return pd.DataFrame({"channel": self.target_channel, "time": self.target_time, "mean": mean,
-                             "lower": mean - width / 2, "upper": mean + width / 2})
+                             "lower": lower, "upper": lower + width})
 
 
 @dataclass(frozen=True)
@@ -308,8 +317,12 @@ def _candidate_values(fitted: FittedModel, out0: _Out, m: int, c_codes: np.ndarr
     v = np.asarray(values, np.float64)
     if not np.isfinite(v).all():
         raise ValueError("values must be finite numbers (one per candidate)")
-    lo = np.array([fitted.scaler.minimum[c] for c in c_names], np.float64)
-    return c_mean, c_std, ((v - lo) / fitted.scaler.scale_of(c_names))[:, None]
+    v_norm = fitted.scaler.normalise(v, c_names)  # the channel's transform, then min-max
+    if not np.isfinite(v_norm).all():
+        i = int(np.flatnonzero(~np.isfinite(v_norm))[0])
+        raise ValueError(f"value {v[i]:g} of {c_names[i]!r} is outside what its {fitted.scaler.transform_of(c_names[i])} "
+                         "transform takes (log: > 0, log1p: ≥ 0); give a value the channel can take")
+    return c_mean, c_std, v_norm[:, None]
 
 
 def _assess(fitted: FittedModel, series: _Series, horizon: float, level: float, target_names: list[str],
@@ -325,20 +338,23 @@ def _assess(fitted: FittedModel, series: _Series, horizon: float, level: float, 
     H = out0.log_evidence.shape[1]
     names_all = np.array(fitted.channels, dtype=object)
     t_names, c_names = names_all[t_codes], names_all[c_codes]
-    width0 = _widths(fitted, out0.spread[0, :m], t_names, level)
+    width0, below0 = band_extent(fitted, out0.spread[0, :m], t_names, level, out0.mean[0, :m])
     spread1 = out1.spread[:, :m].reshape(J, n_draws, m)
-    width1 = _widths(fitted, spread1.reshape(-1), np.tile(t_names, J * n_draws), level).reshape(J, n_draws, m)
+    width1, below1 = (x.reshape(J, n_draws, m) for x in band_extent(
+        fitted, spread1.reshape(-1), np.tile(t_names, J * n_draws), level, out1.mean[:, :m].reshape(-1)))
     log_ev1 = out1.log_evidence[:, :, :m].reshape(J, n_draws, H, m)[:, 0]  # value-free: any draw
     # the evidence part: today's disagreement under tomorrow's evidence (and lead factor)
     phi1 = torch.exp(log_phi(torch.from_numpy(log_ev1), fitted.model_config.phi)).numpy()
     sigma_ev = np.sqrt((out0.disagreement[0, :, :m][None] * phi1).sum(axis=1))  # (J, M)
     lead1 = np.stack([r.q_time[:m] for r in rows[::n_draws]])  # (J, M) model time of each scenario
     sigma_ev = _evidence_spread(fitted, sigma_ev, lead1, out0, out1, t_codes, m, n_draws)
-    width_ev = _widths(fitted, sigma_ev.reshape(-1), np.tile(t_names, J), level).reshape(J, m)
+    width_ev = band_extent(fitted, sigma_ev.reshape(-1), np.tile(t_names, J), level,
+                           np.tile(out0.mean[0, :m], J))[0].reshape(J, m)  # at today's mean: the evidence alone
     mean1 = out1.mean[:, :m].reshape(J, n_draws, m).mean(axis=1)
     if series.history is not None:  # rolling origins: a target before the measurement is past its forecast origin
         past = t_time[None, :] < series.now + c_ahead[:, None]  # (J, M): today's forecast stands there
         width1 = np.where(past[:, None, :], width0[None, None, :], width1)
+        below1 = np.where(past[:, None, :], below0[None, None, :], below1)
         width_ev = np.where(past, width0[None, :], width_ev)
         mean1 = np.where(past, out0.mean[0, :m][None, :], mean1)
         log_ev1 = np.where(past[:, None, :], out0.log_evidence[0, :, :m][None], log_ev1)
@@ -347,15 +363,14 @@ def _assess(fitted: FittedModel, series: _Series, horizon: float, level: float, 
         flat = np.broadcast_to(t_names, x.shape).reshape(-1)
         return fitted.scaler.inverse_value(x.reshape(-1), flat).reshape(x.shape)
 
-    scale = fitted.scaler.scale_of(c_names)
-    lo = np.array([fitted.scaler.minimum[c] for c in c_names], np.float64)
+    scale = fitted.scaler.scale_at(c_mean, c_names)  # the delta method for a log channel
     now_user = series.origin + series.now
     table = pd.DataFrame({"channel": c_names.astype(str), "ahead": c_ahead, "time": now_user + c_ahead,
                           "value_mean": fitted.scaler.inverse_value(c_mean, c_names), "value_std": c_std * scale})
     return Advice(series.user_id, float(now_user), float(horizon), float(level), tuple(target_names), table,
                   series.origin + t_time, t_names.astype(str), original(out0.mean[0, :m]), width0,
                   original(mean1), width1.mean(axis=1), width_ev, out0.log_evidence[0, :, :m], log_ev1,
-                  v_norm * scale[:, None] + lo[:, None])
+                  original_values(fitted, v_norm, c_names), below0, below1.mean(axis=1))
 
 
 # ---------------------------------------------------------------------------------------
@@ -581,16 +596,3 @@ def _run(fitted: FittedModel, batch: Batch) -> _Out:
     return _Out(out.mean.double().numpy(), spread, out.log_evidence.double().numpy(),
                 out.disagreement.double().numpy(), context)
 
-
-def _widths(fitted: FittedModel, spread: np.ndarray, channels: np.ndarray, level: float) -> np.ndarray:
-    """The calibrated band's width at ``level`` (conformal; scaled Gaussian where a
-    channel's conformal quantile is infinite), data units, same shape as ``spread``."""
-    cal, groups = fitted.levy_calibration, np.asarray(channels).astype(str)
-    zero = np.zeros_like(spread, dtype=np.float64)
-    lo, hi = cal.interval(zero, spread, level, kind="conformal", groups=groups)
-    width = hi - lo
-    bad = ~np.isfinite(width)
-    if bad.any():
-        glo, ghi = cal.interval(zero, spread, level, kind="gaussian", groups=groups)
-        width = np.where(bad, ghi - glo, width)
-    return width * fitted.scaler.scale_of(groups)

@@ -342,9 +342,7 @@ class EpisodeBuilder:
         self.series: dict[str, SeriesArrays] = {}
         times, values = frame["time"].to_numpy(np.float64), frame["value"].to_numpy(np.float64)
         if scaler is not None:  # normalise here, by channel code (no second pass over strings)
-            lo = np.array([scaler.minimum[c] for c in channels])
-            span = np.array([scaler.maximum[c] - scaler.minimum[c] for c in channels])
-            values = (values - lo[codes]) / span[codes]
+            values = scaler.normalise_codes(values, codes, channels)  # its transform, then min-max
         for sid, idx in frame.groupby("series_id", sort=True).indices.items():
             self.series[str(sid)] = SeriesArrays(times[idx], codes[idx], values[idx], np.asarray(idx))
 

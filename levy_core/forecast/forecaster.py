@@ -36,6 +36,7 @@ from levy_core.data import (
 )
 from levy_core.data.drift import DriftReport
 from levy_core.episodes.tasks import TaskConfig
+from levy_core.episodes.transforms import KINDS, TransformSpec, parse_transform
 from levy_core.forecast import windows as forecast_windows
 from levy_core.forecast.results import Backtest, Evaluation, fraction
 from levy_core.pipeline.nixtla import (
@@ -91,6 +92,12 @@ class LevyForecaster:
     twin : bool
         Also train the MC-Dropout twin (for comparisons; predictions do not need it).
     phi : {"rate", "count"}
+    transform : str or mapping of str to str
+        Each channel's value transform (``levy fit --transform``): ``"auto"`` (log for
+        strictly positive skewed channels, log1p for non-negative skewed ones with zeros),
+        ``"none"``, ``"log"``, ``"log1p"``, channel -> kind, or the text
+        ``"bili=log,albumin=none"``. The model is fitted and calibrated on the transformed
+        values; means and bands come back mapped with the inverse (the mean is the median).
     time_unit : {"hours", "minutes", "seconds", "days"}
         Unit of numeric times (date-times are read as such).
     dayfirst : bool, optional
@@ -118,7 +125,7 @@ class LevyForecaster:
                  cutoff: float | None = None, max_seconds: float | None = None, twin: bool = False,
                  phi: Literal["rate", "count"] = "rate", time_unit: str = "hours",
                  progress: Callable[[Progress], None] | None = None, dayfirst: bool | None = None,
-                 date_format: str | None = None) -> None:
+                 date_format: str | None = None, transform: TransformSpec = "auto") -> None:
         pipeline.resolve_size(size, 0)  # ValueError for an unknown name, before any data is read
         if task not in ("forecast", "interpolate"):
             raise ValueError(f"task must be 'forecast' or 'interpolate', got {task!r}")
@@ -127,6 +134,11 @@ class LevyForecaster:
         self.size, self.epochs, self.seed, self.season, self.task = size, epochs, seed, season, task
         self.horizon, self.cutoff, self.max_seconds, self.twin, self.phi = horizon, cutoff, max_seconds, twin, phi
         self.time_unit, self.progress = time_unit, progress
+        self.transform = parse_transform(transform) if isinstance(transform, str) else dict(transform)
+        bad = sorted(str(k) for k in (self.transform.values() if isinstance(self.transform, dict) else [])
+                     if k not in ("auto", *KINDS))
+        if bad:
+            raise ValueError(f"transform kind(s) {bad} unknown: use auto, none, log or log1p")
         self.dayfirst, self.date_format = dayfirst, date_format
         self.fitted: pipeline.FittedModel | None = None
         self.observations: Observations | None = None
@@ -245,7 +257,8 @@ class LevyForecaster:
         -------
         Evaluation
             ``n_queries``, per method (Lévy, MC-Dropout with a twin, the last-value
-            baseline) ``mse, mae, crps, nll`` on the normalised scale, ``coverage`` and
+            baseline) ``mse, mae, crps, nll`` on the normalised scale (of the transformed
+            values on a log / log1p channel: ``transform``), ``coverage`` and
             ``width`` per percent level; ``.to_frame()``, ``.summary()``; the per-query
             frame in ``.predictions`` and the pipeline's dict in ``.details``. The
             50-draw sampler of ``levy evaluate`` is not run.
@@ -305,7 +318,7 @@ class LevyForecaster:
             ``.to_frame()``: ``unique_id, ds, [channel,] cutoff, window, y, Lévy,
             Lévy-lo-<L>, …, Lévy-hi-<L>``, one row per held-out observation;
             ``.scores()`` and ``.windows``: per window ``n_queries, mse, mae, crps, nll``
-            (the normalised scale of the window's model), ``coverage`` and ``width`` per
+            (the normalised scale of the window's model, transformed values included), ``coverage`` and ``width`` per
             level; ``.overall()``, ``.summary()``. Beside them the last-value baseline,
             scored on the same queries the same way (``.baselines``, ``.scores("last
             value")``, ``.comparison()``: one row per method; ``.to_frame(baselines=True)``
@@ -376,7 +389,7 @@ class LevyForecaster:
         Returns
         -------
         LevyForecaster
-            Its settings (size, epochs, seed, task, phi, twin, max_seconds) those the model
+            Its settings (size, epochs, seed, task, phi, twin, max_seconds, transform) those the model
             was fitted with, so that :meth:`backtest` refits alike; ``observations`` None.
 
         Raises
@@ -422,7 +435,7 @@ class LevyForecaster:
                           season=_season_hours(self.season, unit))
         train = TrainConfig(epochs=self.epochs, seed=self.seed, max_seconds=self.max_seconds)
         return pipeline.fit(obs, task=task, train=train, size=self.size, train_twin=self.twin, phi=self.phi,
-                            progress=self.progress)
+                            progress=self.progress, transform=self.transform)
 
     def _backtest_horizon(self, h: str | float | None, unit: str) -> float:
         """The backtest's ``h`` in hours: given, the forecaster's horizon, or the fitted model's."""
@@ -471,4 +484,5 @@ def _settings(fitted: pipeline.FittedModel) -> dict[str, Any]:
     size = pipeline.size_name(fitted.model_config)
     return {"size": size if size in pipeline.MODEL_SIZES else "auto", "epochs": fitted.train_config.epochs,
             "seed": fitted.train_config.seed, "task": fitted.task.kind, "max_seconds": fitted.train_config.max_seconds,
-            "twin": fitted.twin is not None, "phi": fitted.model_config.phi}
+            "twin": fitted.twin is not None, "phi": fitted.model_config.phi,
+            "transform": fitted.scaler.to_dict()["transform"]}

@@ -67,6 +67,7 @@ from levy_core.metrics.scoring_rules import (
     crps_ensemble_per_point,
     crps_gaussian,
     crps_gaussian_per_point,
+    crps_lognormal_per_point,
     gaussian_nll,
     interval_score,
 )
@@ -87,6 +88,7 @@ __all__ = [
     "crps_ensemble_per_point",
     "crps_gaussian",
     "crps_gaussian_per_point",
+    "crps_lognormal_per_point",
     "crps_scale",
     "gaussian_nll",
     "interval_coverage",

@@ -11,6 +11,7 @@ import torch
 
 from levy_core import metrics
 from levy_core.data import DataError, Observations
+from levy_core.episodes import transforms
 from levy_core.model.levy_model import Batch
 from levy_core.pipeline.evaluation import sampler_draws
 from levy_core.pipeline.modelfile import FittedModel
@@ -60,32 +61,37 @@ def operator_draws(fitted: FittedModel, data: Observations | ModelData, series_i
     Returns ``draws (n_draws,)``, ``mean``, ``sigma`` (closed-form σ̂), ``rmsd`` (of the
     draws around ``mean``) with its Monte-Carlo standard error ``rmsd_se`` (delta method),
     ``rmsd_relative_gap = rmsd/σ̂ − 1`` and ``rmsd_z = |rmsd − σ̂| / rmsd_se`` (the identity
-    predicts a gap within a few standard errors), the calibration scale ``scale_c`` and the
-    scaled draws ``mean + c(draw - mean)``.
+    predicts a gap within a few standard errors), the calibration scale ``scale_c``, the
+    scaled draws ``mean + c(draw - mean)`` and the channel's ``transform``. On a log / log1p
+    channel every value here is in the transformed units (``g(v)``, where the model works and
+    the identity holds; :func:`query_crps` scores there too); otherwise in the data's units.
     """
     data = as_model_data(fitted, data)
     batch = _one_query(fitted, data, series_id, channel, time_)
     res = run_pass(fitted, batch)
-    draws = sampler_draws(fitted, batch, n_draws, seed)[:, 0, 0]  # (n,)
-    scale = float(fitted.scaler.scale_of(np.array([channel]))[0])
+    draws_n = sampler_draws(fitted, batch, n_draws, seed)[:, 0, 0]  # (n,)
+    scale = float(fitted.scaler.scale_of(np.array([channel]))[0])  # the linear map: data or g(v) units
+    lo = fitted.scaler.minimum[channel]
     mean_n, sigma_n = float(res["mean_norm"][0, 0]), float(res["sigma_norm"][0, 0])
-    mean = float(fitted.scaler.inverse_value(np.array([mean_n]), np.array([channel]))[0])
-    draws_orig = mean + (draws - mean_n) * scale
+    mean, draws = mean_n * scale + lo, draws_n * scale + lo
     c = fitted.levy_calibration.scale_
-    sq = (draws_orig - mean) ** 2
+    sq = (draws - mean) ** 2
     rmsd, sigma = float(np.sqrt(np.mean(sq))), sigma_n * scale
     rmsd_se = float(np.std(sq) / (2 * max(rmsd, 1e-300) * math.sqrt(len(sq))))  # delta method
-    return {"draws": draws_orig, "mean": mean, "sigma": sigma, "rmsd": rmsd, "rmsd_se": rmsd_se,
+    return {"draws": draws, "mean": mean, "sigma": sigma, "rmsd": rmsd, "rmsd_se": rmsd_se,
             "rmsd_relative_gap": rmsd / max(sigma, 1e-300) - 1, "rmsd_z": abs(rmsd - sigma) / max(rmsd_se, 1e-300),
-            "scale_c": c, "scaled_draws": mean + c * (draws_orig - mean)}
+            "scale_c": c, "scaled_draws": mean + c * (draws - mean), "transform": fitted.scaler.transform_of(channel)}
 
 
 def query_crps(draws: dict[str, Any], y_true: float, n_sampler: int = 50) -> dict[str, float]:
     """CRPS at one query of ``operator_draws``: the closed-form scaled Gaussian beside the
-    first ``n_sampler`` scaled draws (fair ensemble CRPS)."""
+    first ``n_sampler`` scaled draws (fair ensemble CRPS); ``y_true`` in the data's units (on
+    a log / log1p channel it is transformed first: both are scored in the transformed units,
+    as the draws are)."""
     c = float(draws["scale_c"])
-    closed = metrics.crps_gaussian_per_point([y_true], [draws["mean"]], [c * draws["sigma"]])[0]
-    ens = metrics.crps_ensemble_per_point([y_true], np.asarray(draws["scaled_draws"])[None, :n_sampler], fair=True)[0]
+    y = float(transforms.forward(np.array([y_true]), draws.get("transform", "none"))[0])
+    closed = metrics.crps_gaussian_per_point([y], [draws["mean"]], [c * draws["sigma"]])[0]
+    ens = metrics.crps_ensemble_per_point([y], np.asarray(draws["scaled_draws"])[None, :n_sampler], fair=True)[0]
     return {"closed_form": float(closed), "sampler": float(ens)}
 
 

@@ -8,6 +8,14 @@ carried forward). :class:`Predictive` puts one such pair together with the metho
 calibrator, the queries' channels and the scaler, so that every consumer (evaluation, the
 bands of the CLI and the dashboard, calibration curves) asks the same object for
 ``std()``, ``interval(level, kind)`` and original units instead of rebuilding the tuple.
+
+Original units of a channel with a transform ``g`` (log, log1p; the model is fitted and
+calibrated on ``g(v)``): the point prediction and every band end are mapped back exactly
+with ``g⁻¹`` (the ``mean`` column is then the predictive's *median* ``g⁻¹(m)``, and the band
+is asymmetric around it); a spread (``sigma``, ``pred_std``, ``<prefix>std``,
+``disagreement``) goes back by the delta method at the point prediction,
+``spread · (max − min) · dg⁻¹/du(m)`` (:meth:`ChannelScaler.scale_at`): a local scale, not the
+band's half-width. Normalised columns (``*_norm``) stay in the transformed space.
 """
 
 from __future__ import annotations
@@ -80,9 +88,11 @@ class Predictive:
         return self.method.name
 
     def std(self, *, original: bool = False) -> np.ndarray:
-        """The calibrated standard deviation ``c_channel · spread``, shape (n,)."""
+        """The calibrated standard deviation ``c_channel · spread``, shape (n,); with
+        ``original``, in data units by the delta method at the mean (exact for a channel
+        without transform)."""
         std = self.calibrator.predict_std(self.spread, self.channels)
-        return std * self.scaler.scale_of(self.channels) if original else std
+        return std * self.scaler.scale_at(self.mean, self.channels) if original else std
 
     def interval(self, level: float, kind: IntervalKind = "conformal", *,
                  original: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -140,7 +150,9 @@ def to_original_units(frame: pd.DataFrame, methods: list[Predictive], scaler: Ch
     upper_conf`` (Lévy), ``y_true`` and ``abs_error_norm`` when the truth is known, and ``<prefix>mean, <prefix>std,
     <prefix>lower, <prefix>upper`` (Gaussian band at ``level``) for the other methods."""
     channels = frame["channel"].to_numpy()
-    scale = scaler.scale_of(channels)
+    # each spread's local scale at its point prediction (the delta method for a log channel)
+    scale = scaler.scale_at(frame["mean_norm"].to_numpy(), channels) if "mean_norm" in frame \
+        else scaler.scale_of(channels)
     out = frame.copy()
     if "y_norm" in frame:
         out["y_true"] = scaler.inverse_value(frame["y_norm"].to_numpy(), channels)

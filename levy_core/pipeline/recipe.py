@@ -41,6 +41,7 @@ from levy_core.episodes.tasks import (
     resolve_task,
     training_frame,
 )
+from levy_core.episodes.transforms import TransformSpec
 from levy_core.model.levy_model import LevyModel, ModelConfig, SoftmaxTwin
 from levy_core.model.sizes import AUTO_MEDIUM_MIN_SERIES, MODEL_SIZES
 from levy_core.offsets.base_forecast import BaseForecast, BaseForecastSpec, best_observed, choose
@@ -114,15 +115,19 @@ class FitData:
 
 
 def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: int = 0,
-                split: Split | None = None, scaler: ChannelScaler | None = None) -> FitData:
+                split: Split | None = None, scaler: ChannelScaler | None = None,
+                transform: TransformSpec = "auto") -> FitData:
     """Step 1. ``frame``: the observations (columns series_id, channel, time, value).
 
     Without ``split``: a forecast of fewer than ``MIN_SERIES_FOR_SERIES_SPLIT`` series runs on
     rolling origins (:func:`~levy_core.episodes.tasks.make_origin_split`); otherwise
     :func:`~levy_core.episodes.tasks.make_split` decides (by series, or by time windows for an
     interpolation of few series). The scaler is fitted on the training series; a protocol with
-    its own split (and scaler) passes them. ``DataError`` when a role has nothing to learn
-    from or to calibrate on.
+    its own split (and scaler) passes them. ``transform``: each channel's value transform
+    (:func:`~levy_core.episodes.transforms.resolve_transforms`: ``"auto"`` takes the log of
+    strictly positive skewed channels), ignored when ``scaler`` is given. ``DataError`` when a
+    role has nothing to learn from or to calibrate on, or a forced transform cannot take a
+    channel's values.
     """
     task = task or TaskConfig()
     origin_of: dict[str, float] = {}
@@ -134,7 +139,7 @@ def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: in
     elif split is None:
         frame, split = make_split(frame, seed=seed)
     task = resolve_task(task, frame)
-    scaler = scaler or ChannelScaler.fit(frame, split.train)
+    scaler = scaler or ChannelScaler.fit(frame, split.train, transform=transform)
     channels = sorted(frame["channel"].unique())
     builder = EpisodeBuilder(scaler.transform(frame), channels, task, seed=seed)
     train_ids, cal_ids = builder.usable(split.fitting()), builder.usable(split.calibration)
@@ -415,7 +420,8 @@ def fit(obs: Observations, *, task: TaskConfig | None = None, train: TrainConfig
         size: str = "auto", train_twin: bool = True, mc_passes: int = 20,
         phi: Literal["rate", "count"] = "rate",
         progress: Callable[[Progress], None] | None = None,
-        preview: Callable[[Progress, Callable[[], FittedModel]], None] | None = None) -> FittedModel:
+        preview: Callable[[Progress, Callable[[], FittedModel]], None] | None = None,
+        transform: TransformSpec = "auto") -> FittedModel:
     """Split, normalise, train the Lévy model (and its twin), calibrate both.
 
     Parameters
@@ -437,12 +443,16 @@ def fit(obs: Observations, *, task: TaskConfig | None = None, train: TrainConfig
         Called after every epoch of the Lévy model with its ``Progress`` and a function that
         builds the model as it stands (the best epoch so far, calibrated, no twin:
         :func:`preview_model`); calling it or not leaves the fit bit for bit the same.
+    transform : str or mapping of str to str
+        ``"auto"`` (log for strictly positive skewed channels, log1p for non-negative skewed
+        ones with zeros: :mod:`levy_core.episodes.transforms`), ``"none"``, ``"log"``,
+        ``"log1p"``, or channel -> kind; the fitted kinds are ``fitted.scaler.transforms``.
     """
     train = train or TrainConfig()
     if train_twin and mc_passes < 2:
         raise ValueError(f"mc_passes must be at least 2 to calibrate MC-Dropout, got {mc_passes}")
     size = resolve_size(size, obs.n_series)
-    data = prepare_fit(obs.frame, task, seed=train.seed)
+    data = prepare_fit(obs.frame, task, seed=train.seed, transform=transform)
     cfg = data.model_config(size, phi)
 
     def on_epoch(p: Progress) -> None:

@@ -557,7 +557,7 @@ def test_cache_resource_hits_return_the_same_object(sample: Sample, monkeypatch:
 
 def test_fit_key_differs_when_any_setting_differs(sample: Sample, settings: FitSettings):
     other = {"task": "forecast", "cutoff": 12.0, "horizon": 36.0, "holdout_fraction": 0.3, "size": "medium", "epochs": 4,
-             "max_seconds": 2.0, "train_twin": False, "mc_passes": 6, "seed": 1}
+             "max_seconds": 2.0, "train_twin": False, "mc_passes": 6, "seed": 1, "transform": "none"}
     assert set(other) == {f.name for f in dataclasses.fields(FitSettings)}  # every field is tried
     base = services.fit.fit_key(sample.obs_hash, settings)
     assert services.fit.fit_key(sample.obs_hash, dataclasses.replace(settings)) == base
