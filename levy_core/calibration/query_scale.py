@@ -78,29 +78,37 @@ def query_context(qry_time: np.ndarray, qry_channel: np.ndarray, qry_mask: np.nd
     """
     qt, ct, cv = (np.asarray(a, np.float64) for a in (qry_time, ctx_time, ctx_value))
     out = {name: np.full(qt.shape, np.inf if name.startswith("gap") else np.nan) for name in CONTEXT_COLUMNS}
-    for b in range(qt.shape[0]):  # one series at a time: memory O(M·N) of one series, never (B, M, N)
+    for b in range(qt.shape[0]):  # one series at a time, by binary search: memory O(M + N), never (M, N)
         real = np.asarray(ctx_mask[b]) > 0
         queries = np.flatnonzero(np.asarray(qry_mask[b]) > 0)
         if not real.any() or queries.size == 0:
             continue
         order = np.argsort(ct[b, real], kind="stable")
         times, channels, values = ct[b, real][order], np.asarray(ctx_channel[b])[real][order], cv[b, real][order]
-        distance = np.abs(qt[b, queries, None] - times[None, :])  # (M_b, N_b)
-        out["gap_any"][b, queries] = distance.min(axis=1)
+        out["gap_any"][b, queries] = _nearest(times, qt[b, queries])[0]
         q_channel = np.asarray(qry_channel[b])[queries]
         for c in np.unique(q_channel):
             own = channels == c
-            rows = queries[q_channel == c]
             if not own.any():
                 continue
-            d = distance[q_channel == c][:, own]
-            nearest = d.argmin(axis=1)
-            out["gap_channel"][b, rows] = d[np.arange(len(rows)), nearest]
+            rows = queries[q_channel == c]
+            gap, nearest = _nearest(times[own], qt[b, rows])
+            out["gap_channel"][b, rows] = gap
             out["near_value"][b, rows] = values[own][nearest]
             out["own_spread"][b, rows] = float(values[own].std())
             if own.sum() >= 2:
                 out["own_step"][b, rows] = float(np.abs(np.diff(values[own])).mean())
     return out
+
+
+def _nearest(times: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each of ``at`` (m,), the distance to the nearest of the sorted ``times`` (n ≥ 1,)
+    and its index (the earlier one on a tie), (m,) each."""
+    right = np.clip(np.searchsorted(times, at, side="left"), 0, times.size - 1)
+    left = np.maximum(right - 1, 0)
+    d_left, d_right = np.abs(at - times[left]), np.abs(times[right] - at)
+    take_left = d_left <= d_right
+    return np.where(take_left, d_left, d_right), np.where(take_left, left, right)
 
 
 def query_features(evidence: np.ndarray, disagreement: np.ndarray, context: dict[str, np.ndarray],

@@ -225,8 +225,6 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     _refuse_overwriting(args, out=args.out)
     dates = _dates(args)
     fitted = pipeline.load_model(args.model)
-    print(f"note: transform per channel (fitted and calibrated in it, bands mapped back): "
-          f"{fitted.scaler.transform_note()}", file=sys.stderr)
     kinds = [_band_kind(args.band, fitted, level) for level in levels]
     drift = DriftTally(fitted.drift)
     if args.queries:  # the queries name series anywhere in the file: read it whole
@@ -244,6 +242,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
                                      drift=drift, **dates)
         print(f"note: {totals.describe()}", file=sys.stderr)
     _warn_drift(drift.report())
+    print(f"note: transform per channel (fitted and calibrated in it, bands mapped back): "
+          f"{fitted.scaler.transform_note()}", file=sys.stderr)
     shown = ", ".join(f"{level_label(level)} % {kind}" for level, kind in zip(levels, kinds, strict=True))
     print(f"wrote {n} predictions to {args.out} ({shown} band{'s' if len(levels) > 1 else ''}"
           + (f"; {GUARANTEE}" if "adaptive" in kinds else "") + ")", file=sys.stderr)
