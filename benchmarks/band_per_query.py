@@ -34,7 +34,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import copy
 import sys
 import time
 from dataclasses import dataclass
@@ -46,8 +45,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from physionet import load_protocol_frame  # noqa: E402
+from unseen import crps_points  # noqa: E402
 
-from levy_core import metrics  # noqa: E402
 from levy_core.calibration.calibrate import Calibrator  # noqa: E402
 from levy_core.data import from_frame  # noqa: E402
 from levy_core.episodes.tasks import TaskConfig  # noqa: E402
@@ -61,7 +60,6 @@ from levy_core.pipeline.predict import observed_queries  # noqa: E402
 from levy_core.pipeline.recipe import (  # noqa: E402
     assemble,
     band_map_split,
-    calibrate,
     prepare_fit,
     resolve_size,
     train_levy_model,
@@ -129,15 +127,22 @@ def combine(parts: list[pd.DataFrame], mean: str, spread: str) -> tuple[np.ndarr
 
 
 def score(name: str, q: pd.DataFrame, mean: np.ndarray, std: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-          sd: np.ndarray, constant: np.ndarray, seconds: float, ranking: np.ndarray) -> dict:
+          sd: np.ndarray, constant: np.ndarray, seconds: float, ranking: np.ndarray, kinds: dict[str, str]) -> dict:
     """Every figure of one method on the queries ``q`` (``y_true, channel, series_id, n_eff,
-    lead``): ``std`` its calibrated predictive spread (CRPS), ``ranking`` its spread with each
-    channel's RMS factor (sd units: the risk–coverage ratio and Spearman), all (n,)."""
+    lead``): ``std`` its calibrated predictive spread (CRPS; ``kinds``: each channel's transform, a
+    log-normal predictive's CRPS on a log channel), ``ranking`` its spread with each
+    channel's RMS factor (sd units: the risk–coverage ratio and Spearman), all (n,). A channel
+    constant on the training file (no sd units to score in) is left out, as benchmarks/unseen.py does."""
+    keep = np.isfinite(sd) & (sd > 0)
+    q = q[keep]
+    mean, std, lower, upper, sd, constant, ranking = (a[keep] for a in (mean, std, lower, upper, sd, constant, ranking))
     y = q["y_true"].to_numpy(np.float64) / sd
     m, s, lo, hi = mean / sd, std / sd, lower / sd, upper / sd
     channel, series = q["channel"].to_numpy(), q["series_id"].to_numpy()
-    per = pd.DataFrame({"c": channel, "y": y, "m": m, "s": s}).groupby("c")
-    crps = per.apply(lambda g: metrics.crps_gaussian(g.y.to_numpy(), g.m.to_numpy(), g.s.to_numpy())).mean()
+    # CRPS in the data's units (a log-normal predictive's on a log channel), then in sd units
+    points = crps_points(q.assign(mean=mean, pred_std=std), kinds) / sd
+    per = pd.DataFrame({"c": channel, "y": y, "m": m, "crps": points}).groupby("c")
+    crps = per["crps"].mean().mean()
     mse = per.apply(lambda g: float(np.mean((g.y - g.m) ** 2))).mean()
     inside = (y >= lo) & (y <= hi)
     per_series = pd.Series(inside).groupby(series).mean()
@@ -184,13 +189,21 @@ def main() -> None:
     fit_seconds = time.perf_counter() - t0
     twin = train_twin_model(data, cfg, TrainConfig(seed=0))
     fitted = assemble(data, cfg, TrainConfig(seed=0), members[0], twin, mc_passes=20)
+    mapped = assemble(data, cfg, TrainConfig(seed=0), members[0], band_map=True)  # the same network, the map
+    # as on main before this work: no transform, σ̂ calibrated on every calibration series
+    raw = prepare_fit(obs.frame, task, seed=0, transform="none")
+    raw_cfg = raw.model_config(resolve_size("auto", obs.n_series), "rate")
+    before = assemble(raw, raw_cfg, TrainConfig(seed=0), train_levy_model(raw, raw_cfg, TrainConfig(seed=0)))
+    scale = mapped.query_scale
     print(f"{spec.name}, draw seed {args.seed}: {train['series_id'].nunique()} training series "
           f"({len(data.calibration_ids)} calibrate, {len(data.stop_ids)} stop), "
           f"{queries['series_id'].nunique()} unseen series, {len(queries)} queries; "
-          f"{len(members)} Lévy fits {fit_seconds:.0f} s; map {'fitted on ' + str(fitted.query_scale.n_queries) + ' stopping queries' if fitted.query_scale else 'none'}")
-    if fitted.query_scale is not None:
-        print("map coefficients: " + ", ".join(f"{k} {v:+.3f}" for k, v in fitted.query_scale.to_dict()["coefficients"].items())
-              + f"; ridge strength {fitted.query_scale.ridge_strength:g} (chosen on held-out series)")
+          f"{len(members)} Lévy fits {fit_seconds:.0f} s; the map "
+          + (f"fitted on {scale.n_queries} held-out queries" if scale else "not fitted (too few held-out queries)"))
+    if scale is not None:
+        print("map coefficients: " + ", ".join(f"{k} {v:+.3f}" for k, v in scale.to_dict()["coefficients"].items())
+              + f"; ridge strength {scale.ridge_strength:g} (chosen on held-out series)")
+    print("transforms: " + fitted.scaler.transform_note())
 
     t0 = time.perf_counter()
     pred = predict_user_queries(fitted, ctx_obs, in_hours, level=LEVEL)
@@ -198,25 +211,24 @@ def main() -> None:
     t0 = time.perf_counter()
     mc = predict_user_queries(fitted, ctx_obs, in_hours, level=LEVEL, mc_passes=20)
     mc_seconds = time.perf_counter() - t0  # the MC passes and one Lévy pass, timed whole
-    conformal_ids = band_map_split(data)[1] if fitted.query_scale is not None else data.calibration_ids
-    shipped_cal = observed_queries(fitted, data.builder, conformal_ids, mc_passes=0)
+    by_map = predict_user_queries(mapped, ctx_obs, in_hours, level=LEVEL)
+    by_raw = predict_user_queries(before, ctx_obs, in_hours, level=LEVEL)
     all_cal = observed_queries(fitted, data.builder, data.calibration_ids, mc_passes=20)
+    map_cal = observed_queries(mapped, data.builder, band_map_split(data)[1] if scale else data.calibration_ids)
+    raw_cal = observed_queries(before, raw.builder, raw.calibration_ids)
 
-    plain = copy.copy(fitted)
-    plain.query_scale, plain.twin = None, None
-    calibrate(plain, data.builder, data.calibration_ids, mc_passes=0)
-    before = predict_user_queries(plain, ctx_obs, in_hours, level=LEVEL)
-
-    scaler = fitted.scaler
     channels = in_hours["channel"].to_numpy()
+    kinds = {c: fitted.scaler.transform_of(c) for c in fitted.channels}
     sd_by_channel = train.groupby("channel")["value"].std()
     q = in_hours.assign(y_true=truth, n_eff=pred["n_eff"].to_numpy(), lead=pred["gap_any"].to_numpy() / hours)
     sd = q["channel"].map(sd_by_channel).to_numpy()
-    to_sd = scaler.scale_of(channels) / sd  # normalised units → the channel's sd units
 
-    def rank_spread(cal: pd.DataFrame, mean: str, spread: str, test_spread: np.ndarray) -> np.ndarray:
-        """The test spread, sd units, with each channel's RMS factor fitted on calibration queries."""
+    def rank_spread(model, cal: pd.DataFrame, mean: str, spread: str, test_spread: np.ndarray,
+                    test_mean: np.ndarray) -> np.ndarray:
+        """The test spread in sd units (the delta method at the test mean on a log channel), with
+        each channel's RMS factor fitted on calibration queries."""
         k = group_rms_factors(cal["y_norm"], cal[mean], cal[spread], cal["channel"])
+        to_sd = model.scaler.scale_at(test_mean, channels) / sd
         return test_spread * pd.Series(channels).map(k).fillna(1.0).to_numpy() * to_sd
 
     # the per-channel constant: the last value's RMS error per channel on the training file
@@ -226,17 +238,21 @@ def main() -> None:
     rms = pd.Series(err**2).groupby(later["channel"].to_numpy()).mean().pow(0.5)
     constant = q["channel"].map(rms).fillna(float(rms.median())).to_numpy() / sd
 
-    rows = [score("Lévy, s(q) (shipped)", q, pred["mean"].to_numpy(), pred["pred_std"].to_numpy(),
-                  pred["lower_conf"].to_numpy(), pred["upper_conf"].to_numpy(), sd, constant, levy_seconds,
-                  rank_spread(shipped_cal, "mean_norm", "spread_norm", pred["spread_norm"].to_numpy())),
-            score("Lévy, σ̂ alone (before)", q, before["mean"].to_numpy(), before["pred_std"].to_numpy(),
-                  before["lower_conf"].to_numpy(), before["upper_conf"].to_numpy(), sd, constant, levy_seconds,
-                  rank_spread(all_cal, "mean_norm", "sigma_norm", before["sigma_norm"].to_numpy()))]
+    def levy_row(name: str, model, frame: pd.DataFrame, cal: pd.DataFrame, row_kinds: dict[str, str]) -> dict:
+        return score(name, q, frame["mean"].to_numpy(), frame["pred_std"].to_numpy(), frame["lower_conf"].to_numpy(),
+                     frame["upper_conf"].to_numpy(), sd, constant, levy_seconds,
+                     rank_spread(model, cal, "mean_norm", "spread_norm", frame["spread_norm"].to_numpy(),
+                                 frame["mean_norm"].to_numpy()), row_kinds)
+
+    rows = [levy_row("Lévy (shipped: σ̂, per-channel transform)", fitted, pred, all_cal, kinds),
+            levy_row("Lévy with the map s(q) (measured, not shipped)", mapped, by_map, map_cal, kinds),
+            levy_row("Lévy as before (no transform)", before, by_raw, raw_cal, {})]
     mc_p = [p for p in fitted.predictives(mc) if p.method.key == "mc"][0]
     mc_lo, mc_hi = mc_p.interval(LEVEL, "conformal", original=True)
     rows.append(score("MC-Dropout T=20", q, mc["mc_mean"].to_numpy(), mc["mc_std"].to_numpy(), mc_lo, mc_hi, sd,
-                      constant, mc_seconds, rank_spread(all_cal, "mc_mean_norm", "mc_std_norm",
-                                                        mc["mc_std_norm"].to_numpy())))
+                      constant, mc_seconds, rank_spread(fitted, all_cal, "mc_mean_norm", "mc_std_norm",
+                                                        mc["mc_std_norm"].to_numpy(), mc["mc_mean_norm"].to_numpy()),
+                      kinds))
     if args.ensemble > 1:
         t0 = time.perf_counter()
         fits = [fitted] + [assemble(data, cfg, TrainConfig(seed=k), members[k]) for k in range(1, len(members))]
@@ -248,10 +264,11 @@ def main() -> None:
         lo, hi = ens.interval(test_mean, test_spread, LEVEL, kind="conformal", groups=channels)
         std = ens.predict_std(test_spread, channels)
         ens_cal = on_cal[0].assign(ens_mean=cal_mean, ens_spread=cal_spread)
+        scaler = fitted.scaler
         rows.append(score(f"deep ensemble of {len(fits)} Lévy fits", q, scaler.inverse_value(test_mean, channels),
-                          std * scaler.scale_of(channels), scaler.inverse_value(lo, channels),
+                          std * scaler.scale_at(test_mean, channels), scaler.inverse_value(lo, channels),
                           scaler.inverse_value(hi, channels), sd, constant, time.perf_counter() - t0,
-                          rank_spread(ens_cal, "ens_mean", "ens_spread", test_spread)))
+                          rank_spread(fitted, ens_cal, "ens_mean", "ens_spread", test_spread, test_mean), kinds))
     print("\n| method | CRPS | MSE | 90 % coverage | risk–coverage ÷ constant: RMS-scaled spread | the 90 % band's width "
           "| Spearman within channel | seconds |")
     print("|---|---|---|---|---|---|---|---|")

@@ -277,14 +277,28 @@ def fit_query_scale(channel: np.ndarray, y: np.ndarray, mean: np.ndarray, eviden
                       unit, int(error.size), float(strength))
 
 
+def query_weights(error: np.ndarray, c: np.ndarray, code: np.ndarray, n_channels: int) -> np.ndarray:
+    """Each query's weight in the fit, (n,), summing to 1: every series alike within its channel,
+    and every channel alike in its own error units (its weights sum to ``1/C`` and its CRPS is
+    divided by its root-mean-square error) -- the way the project scores a panel, channel by
+    channel, so that the many queries of a frequent channel do not decide the map for the rare
+    ones."""
+    per_series = np.bincount(code)[code].astype(np.float64)
+    weight = 1.0 / per_series
+    totals = np.bincount(c, weights=weight, minlength=n_channels)
+    rms = np.sqrt(np.bincount(c, weights=weight * error**2, minlength=n_channels) / np.maximum(totals, 1e-300))
+    present = totals > 0
+    weight = weight / totals[c] / np.where(rms[c] > 0, rms[c], 1.0) / int(present.sum())
+    return weight / weight.sum()
+
+
 def _solve(x: np.ndarray, error: np.ndarray, c: np.ndarray, code: np.ndarray, n_channels: int, strength: float,
            rows: np.ndarray) -> np.ndarray:
     """Minimum penalised CRPS on the ``rows`` (bool, (n,)): ``[pooled, a_0..a_{C-1}, β]``.
     ``strength`` multiplies the ridge on ``β − PRIOR`` (``inf``: β is the prior)."""
     x, error, c, code = x[rows], error[rows], c[rows], code[rows]
     _, code, count = np.unique(code, return_inverse=True, return_counts=True)
-    weight = 1.0 / count[code]
-    weight = weight / weight.sum()
+    weight = query_weights(error, c, code, n_channels)
     n, units = error.size, count.size
     prior = np.asarray(PRIOR)
     present = np.bincount(c, minlength=n_channels) > 0
@@ -326,8 +340,7 @@ def _choose_ridge(x: np.ndarray, error: np.ndarray, c: np.ndarray, code: np.ndar
     (each series weighing alike). ``inf`` (σ̂'s own terms, channel intercepts only) wins unless
     a map does better on series it did not see."""
     fold = np.random.default_rng(0).permutation(int(code.max()) + 1)[code] % CV_FOLDS
-    _, per_series = np.unique(code, return_counts=True)
-    weight = 1.0 / per_series[code]
+    weight = query_weights(error, c, code, n_channels)
     scores = []
     for strength in RIDGE_STRENGTHS:
         total = 0.0

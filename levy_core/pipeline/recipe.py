@@ -343,9 +343,13 @@ def _training_summary(result: TrainResult | None) -> dict[str, Any] | None:
 
 def assemble(data: FitData, cfg: ModelConfig, train: TrainConfig, levy: tuple[LevyModel, TrainResult | None],
              twin: tuple[SoftmaxTwin, TrainResult | None] | None = None, *, mc_passes: int = 20,
-             data_hash: str = "") -> FittedModel:
+             data_hash: str = "", band_map: bool = False) -> FittedModel:
     """Step 3: the fitted model with its last-value baseline, calibrated on the calibration
-    split (``mc_passes`` MC-Dropout passes for the twin)."""
+    split (``mc_passes`` MC-Dropout passes for the twin). ``band_map``: on a panel, size the band
+    per query with the map ``s(q)`` (:func:`band_map_split`, :mod:`~levy_core.calibration.query_scale`),
+    fitted on the stopping series and half the calibration series, the band calibrated on the
+    other half; off by default: on three unseen panels it lowered the risk–coverage ratio on one
+    and raised CRPS by up to 1.9 % (docs/benchmarks/band-per-query.md)."""
     fitted = FittedModel(levy[0], twin[0] if twin else None, cfg, data.task, train, data.split, data.scaler,
                          data.channels, Calibrator(), None, mc_passes=mc_passes, data_hash=data_hash,
                          last_value=LastValueForecaster.fit(data.builder, data.train_ids),
@@ -353,21 +357,21 @@ def assemble(data: FitData, cfg: ModelConfig, train: TrainConfig, levy: tuple[Le
     if data.split.mode == "origin":  # the band's spread per lead, before it is calibrated
         held = observed_queries(fitted, data.builder, correction_episodes(data))
         fitted.horizon_scale = fit_horizon_scale(held["time"], held["y_norm"], held["mean_norm"], held["sigma_norm"])
-    calibration_ids, band_map = data.calibration_ids, None
-    if data.split.mode != "origin" and set(data.stop_ids).isdisjoint(data.train_ids):
+    calibration_ids, map_summary = data.calibration_ids, None
+    if band_map and data.split.mode != "origin" and set(data.stop_ids).isdisjoint(data.train_ids):
         # panels: the spread per query, fitted on series never trained on and never calibrated on
         map_ids, conformal_ids = band_map_split(data)
         fitted.query_scale = fit_band_map(fitted, observed_queries(fitted, data.builder, map_ids))
         if fitted.query_scale is not None:
             calibration_ids = conformal_ids
-            band_map = {"fit_series": len(map_ids), "calibration_series": len(conformal_ids),
+            map_summary = {"fit_series": len(map_ids), "calibration_series": len(conformal_ids),
                         "fit_queries": fitted.query_scale.n_queries}
     calibrate(fitted, data.builder, calibration_ids, mc_passes=mc_passes)
     walk_test_origins(fitted, data.builder, data.test_ids, data.origin_of, mc_passes=mc_passes)
     fitted.training = {"levy": _training_summary(levy[1]), "softmax": _training_summary(twin[1]) if twin else None,
                        "n_series": data.counts()}
-    if band_map is not None:
-        fitted.training["band_map"] = band_map
+    if map_summary is not None:
+        fitted.training["band_map"] = map_summary
     if data.base_forecast is not None and not data.base_forecast.harmonics and data.builder.base is not None:
         fitted.training["persistence"] = persistence(data.builder.base)
     return fitted
@@ -427,7 +431,7 @@ def fit(obs: Observations, *, task: TaskConfig | None = None, train: TrainConfig
         phi: Literal["rate", "count"] = "rate",
         progress: Callable[[Progress], None] | None = None,
         preview: Callable[[Progress, Callable[[], FittedModel]], None] | None = None,
-        transform: TransformSpec = "auto") -> FittedModel:
+        transform: TransformSpec = "auto", band_map: bool = False) -> FittedModel:
     """Split, normalise, train the Lévy model (and its twin), calibrate both.
 
     Parameters
@@ -453,6 +457,9 @@ def fit(obs: Observations, *, task: TaskConfig | None = None, train: TrainConfig
         ``"auto"`` (log for strictly positive skewed channels, log1p for non-negative skewed
         ones with zeros: :mod:`levy_core.episodes.transforms`), ``"none"``, ``"log"``,
         ``"log1p"``, or channel -> kind; the fitted kinds are ``fitted.scaler.transforms``.
+    band_map : bool
+        On a panel, size the band per query with the map ``s(q)`` (:func:`assemble`); off by
+        default (measured, not shipped).
     """
     train = train or TrainConfig()
     if train_twin and mc_passes < 2:
@@ -469,7 +476,8 @@ def fit(obs: Observations, *, task: TaskConfig | None = None, train: TrainConfig
 
     levy = train_levy_model(data, cfg, train, progress=on_epoch if preview is not None else progress)
     twin = train_twin_model(data, cfg, train, progress=progress) if train_twin else None
-    fitted = assemble(data, cfg, train, levy, twin, mc_passes=mc_passes, data_hash=obs.content_hash())
+    fitted = assemble(data, cfg, train, levy, twin, mc_passes=mc_passes, data_hash=obs.content_hash(),
+                      band_map=band_map)
     fitted.drift = drift_reference(obs, data.split)
     return fitted
 
