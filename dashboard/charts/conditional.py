@@ -23,8 +23,8 @@ PANEL_TITLES: dict[str, str] = {
 }
 _X_TITLES: dict[str, str] = {
     "width": "width quintile (within each channel)",
-    "evidence": "n_eff quintile (range)",
-    "lead": "lead quintile (range)",
+    "evidence": "n_eff quintile",
+    "lead": "lead quintile",
 }
 _OFFSET = {"Lévy": -0.12, "MC-Dropout": 0.12}  # the two methods side by side within a bin
 
@@ -34,7 +34,7 @@ def coverage_by_quantile_figure(table: pd.DataFrame, level: float,
     """Coverage of the conformal band at ``level`` by quintile, one panel per grouping.
 
     ``table``: one row per (grouping, method, bin) with ``coverage``, ``se`` (standard error
-    over series), ``n``, ``n_series`` and ``label`` (the bin's tick text), as
+    over series), ``n``, ``n_series``, ``label`` (the bin's tick text) and ``unit`` (of the lead's range), as
     ``services.per_query.coverage_bins`` gives it. Error bars are ± 1.96 s.e.
     """
     shown = [g for g in groupings if (table["grouping"] == g).any()]
@@ -68,12 +68,17 @@ def coverage_by_quantile_figure(table: pd.DataFrame, level: float,
                 col=col,
             )
         ticks = part.drop_duplicates("bin").sort_values("bin")
-        fig.update_xaxes(tickvals=ticks["bin"].tolist(), ticktext=ticks["label"].tolist(),
-                         range=[0.5, ticks["bin"].max() + 0.5], title_text=_X_TITLES.get(grouping, grouping),
-                         tickangle=-30 if grouping != "width" else 0, row=1, col=col)
+        title = _X_TITLES.get(grouping, grouping)
+        if grouping == "lead" and "unit" in part:
+            title += f" ({part['unit'].iloc[0]})"
+        fig.update_xaxes(tickvals=ticks["bin"].tolist(), range=[0.5, ticks["bin"].max() + 0.5], title_text=title,
+                         ticktext=[str(t).replace("–", "–<br>").replace(" ", "<br>") for t in ticks["label"]],
+                         tickangle=0, row=1, col=col)
         fig.add_hline(y=level, line={"color": NEUTRAL, "dash": "dash", "width": 1.5}, row=1, col=col)
     add_legend_line(fig, f"nominal level ({pct(level)})", {"color": NEUTRAL, "dash": "dash", "width": 1.5})
-    apply_layout(fig, f"Does the {pct(level)} conformal band hold within groups? Coverage by quintile", height=440)
+    apply_layout(fig, f"Does the {pct(level)} conformal band hold within groups? Coverage by quintile", height=470)
+    fig.update_layout(legend={"y": 1.14}, margin={"t": 130, "b": 80})
+    fig.update_annotations(font_size=13)  # the panels' titles
     low, high = max(0.0, min(lows) - 0.03), min(1.0, max(highs)) + 0.03
     fig.update_yaxes(tickformat=".0%", range=[low, high])
     fig.update_yaxes(title_text="share of the bin's test queries inside the band (%)", row=1, col=1)

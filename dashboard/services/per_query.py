@@ -3,7 +3,7 @@ curves against the per-channel constant, with the plain-words captions that say 
 
 Cached wrappers of ``levy_core.pipeline.band_per_query`` on the test split's evaluation
 (``services.evaluation.evaluation``), keyed by the fit key, MC-Dropout's passes T and the level.
-The lead is labelled in the largest readable unit of the data's clock (``duration_text``), the
+The lead is labelled in the data's time unit (date-times: the largest readable unit), the
 width in quintiles (it is cut within each channel, so its range mixes channels), the evidence
 by its ``n_eff`` range.
 """
@@ -15,7 +15,7 @@ import streamlit as st
 from levy_dashboard.fits import FitResult
 from levy_dashboard.services.evaluation import evaluation
 
-from levy_core.data import duration_text
+from levy_core.data import TIME_UNITS, DataError, Observations, user_time_unit
 from levy_core.pipeline.band_per_query import (
     CONSTANT,
     GROUPINGS,
@@ -25,36 +25,53 @@ from levy_core.pipeline.band_per_query import (
 )
 from levy_core.pipeline.band_per_query import selective_risk as _selective_risk
 
-__all__ = ["CONSTANT", "GROUPINGS", "TOLERANCE", "Z_LIMIT", "bin_label", "coverage_bins", "coverage_caption",
+__all__ = ["CONSTANT", "GROUPINGS", "TOLERANCE", "Z_LIMIT", "bin_label", "lead_unit", "coverage_bins", "coverage_caption",
            "risk_caption", "selective_risk"]
 
 TOLERANCE = 0.03  # a bin holds within this distance of the level …
 Z_LIMIT = 3.0  # … or within this many standard errors of it
 
 
-def _hours(h: float) -> str:
-    return duration_text(h, " ") or "0 h"
+# a date-time clock has no unit of its own: the lead is given in the largest that keeps it readable
+_READABLE: tuple[tuple[str, float], ...] = (("years", 24 * 365.2425), ("weeks", 168.0), ("days", 24.0),
+                                            ("hours", 1.0), ("minutes", 1 / 60), ("seconds", 1 / 3600))
 
 
-def bin_label(grouping: str, bin_: int, low: float, high: float, n_bins: int = 5) -> str:
+def lead_unit(obs: Observations, longest_hours: float) -> tuple[str, float]:
+    """The unit the lead is shown in and its length in hours: the data's own time unit
+    ("days" for data read in days), or, for date-times, the largest unit in which the
+    longest lead (``longest_hours``) is at least 2."""
+    try:
+        unit = user_time_unit(obs)
+    except DataError:  # observations built by hand: the model's hours
+        return "hours", 1.0
+    if unit in TIME_UNITS:
+        return unit, TIME_UNITS[unit]
+    return next(((name, size) for name, size in _READABLE if longest_hours >= 2 * size), ("seconds", 1 / 3600))
+
+
+def bin_label(grouping: str, bin_: int, low: float, high: float, n_bins: int = 5, hours_per_unit: float = 1.0) -> str:
     """A bin's tick label: the width's quintile ("1 narrowest" … "5 widest"), the ``n_eff``
-    range ("3.1–8"), the lead's range in the data's clock ("0 h–36 h")."""
+    range ("3.1–8"), the lead's range in the unit of ``hours_per_unit`` ("0–1.5")."""
     if grouping == "width":
         name = {1: "narrowest", n_bins: "widest"}.get(bin_, "")
         return f"{bin_} {name}".strip()
     if grouping == "lead":
-        return f"{_hours(low)}–{_hours(high)}"
-    return f"{low:.3g}–{high:.3g}"
+        low, high = low / hours_per_unit, high / hours_per_unit
+    return f"{low:.3g}" if f"{low:.3g}" == f"{high:.3g}" else f"{low:.3g}–{high:.3g}"
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def coverage_bins(key: str, _res: FitResult, mc_passes: int, level: float) -> pd.DataFrame:
     """``band_per_query.coverage_by_group`` of the test split at ``level`` (quintiles), with
-    each bin's tick ``label``."""
+    each bin's tick ``label`` and the ``unit`` its key is in (the lead: the data's time unit)."""
     table = coverage_by_group(_res.fitted, evaluation(key, _res, mc_passes)[1], level)
-    labels = [bin_label(g, int(b), lo, hi) for g, b, lo, hi in
+    lead = table["grouping"] == "lead"
+    unit, size = lead_unit(_res.obs, float(table.loc[lead, "key_high"].max()) if lead.any() else 1.0)
+    labels = [bin_label(g, int(b), lo, hi, hours_per_unit=size) for g, b, lo, hi in
               table[["grouping", "bin", "key_low", "key_high"]].itertuples(index=False)]
-    return table.assign(label=labels)
+    units = table["grouping"].map({"width": "normalised units", "evidence": "n_eff", "lead": unit})
+    return table.assign(label=labels, unit=units)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -64,9 +81,14 @@ def selective_risk(key: str, _res: FitResult, mc_passes: int, level: float = 0.9
 
 
 def _bin_words(row: pd.Series) -> str:
-    what = {"width": "width quintile", "evidence": "n_eff quintile", "lead": "lead quintile"}[row["grouping"]]
-    return (f"{row['method']}, {what} {int(row['bin'])} ({row['label']}): {100 * row['coverage']:.1f} % "
-            f"± {100 * row['se']:.1f} % (s.e.), {int(row['n'])} queries")
+    if row["grouping"] == "width":
+        bin_, _, name = str(row["label"]).partition(" ")
+        where = f"width quintile {bin_}" + (f" ({name})" if name else "")
+    else:
+        what = "n_eff" if row["grouping"] == "evidence" else f"lead ({row['unit']})"
+        where = f"{what} quintile {int(row['bin'])} ({row['label']})"
+    spread = f"± {100 * row['se']:.1f} % s.e." if row["se"] > 0 else "alike in every series"
+    return f"{row['method']}, {where}: {100 * row['coverage']:.1f} % ({spread}, {int(row['n'])} queries)"
 
 
 def coverage_caption(table: pd.DataFrame, level: float) -> str:
