@@ -16,7 +16,12 @@ from levy_dashboard.fits import FitResult
 from levy_core.data import from_frame
 from levy_core.metrics import risk_coverage_curve
 from levy_core.metrics.conditional import coverage_by_quantile, risk_coverage_ratio
-from levy_core.pipeline.band_per_query import SelectiveRisk, coverage_by_group, off_bins, selective_risk
+from levy_core.pipeline.band_per_query import (
+    SelectiveRisk,
+    coverage_by_group,
+    off_bins,
+    selective_risk,
+)
 
 T = 3
 
