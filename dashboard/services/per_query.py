@@ -80,20 +80,28 @@ def selective_risk(key: str, _res: FitResult, mc_passes: int, level: float = 0.9
     return _selective_risk(_res.fitted, evaluation(key, _res, mc_passes)[1], level)
 
 
+_BY = {"width": "by width", "evidence": "by n_eff", "lead": "by lead"}
+
+
 def _bin_words(row: pd.Series) -> str:
+    """One bin that does not hold: "quintile 2 (7.1–14 hours): 97.6 % ± 0.5 % s.e."."""
     if row["grouping"] == "width":
         bin_, _, name = str(row["label"]).partition(" ")
-        where = f"width quintile {bin_}" + (f" ({name})" if name else "")
+        where = f"quintile {bin_}" + (f" ({name})" if name else "")
     else:
-        what = "n_eff" if row["grouping"] == "evidence" else f"lead ({row['unit']})"
-        where = f"{what} quintile {int(row['bin'])} ({row['label']})"
-    spread = f"± {100 * row['se']:.1f} % s.e." if row["se"] > 0 else "alike in every series"
-    return f"{row['method']}, {where}: {100 * row['coverage']:.1f} % ({spread}, {int(row['n'])} queries)"
+        unit = f" {row['unit']}" if row["grouping"] == "lead" else ""
+        where = f"quintile {int(row['bin'])} ({row['label']}{unit})"
+    if row["n_series"] <= 1:
+        spread = "one series: no standard error"
+    else:
+        spread = f"± {100 * row['se']:.1f} % s.e." if row["se"] > 0 else "alike in every series"
+    return f"{where}: {100 * row['coverage']:.1f} % {spread}"
 
 
 def coverage_caption(table: pd.DataFrame, level: float) -> str:
     """Which bins of ``coverage_bins`` fall farther than 0.03 from ``level`` *and* more than
-    3 standard errors from it, named; or that every bin holds."""
+    3 standard errors from it, named method by method and grouping by grouping; or that every
+    bin holds."""
     off = off_bins(table, level, tolerance=TOLERANCE, z=Z_LIMIT)
     head = (f"How to read: the share of test queries inside the {100 * level:.0f} % conformal band within each "
             "fifth of the queries, cut by the band's own width (within each channel), by the evidence n_eff and by "
@@ -102,8 +110,11 @@ def coverage_caption(table: pd.DataFrame, level: float) -> str:
             f"{Z_LIMIT:.0f} s.e. of it. ")
     if off.empty:
         return head + "Every bin holds, for every method shown."
-    return head + f"Outside {TOLERANCE:.2f} and {Z_LIMIT:.0f} s.e.: " + "; ".join(
-        _bin_words(row) for _, row in off.iterrows()) + "."
+    groups = [f"{method} {_BY.get(grouping, grouping)}: " + ", ".join(_bin_words(row) for _, row in rows.iterrows())
+              for (method, grouping), rows in off.groupby(["method", "grouping"], sort=False)]
+    named = "; ".join(groups).removesuffix(".")  # a list ending in "s.e." takes no second full stop
+    return (head + f"Outside {TOLERANCE:.2f} and {Z_LIMIT:.0f} s.e. of the level — " + named
+            + ". Below the level the band is too narrow for those queries, above it wider than it needs to be.")
 
 
 def risk_caption(sr: SelectiveRisk) -> str:

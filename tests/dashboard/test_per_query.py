@@ -117,8 +117,12 @@ def test_coverage_caption_names_the_bins_outside_both_windows():
     table = _table([0.85, 0.85, 0.92, 0.90, 1.0], [0.01, 0.05, 0.001, 0.02, 0.0])
     assert list(off_bins(table, 0.9)["bin"]) == [1, 5]
     text = services.per_query.coverage_caption(table, 0.9)
-    assert "Lévy, lead (days) quintile 1 (0–1): 85.0 % (± 1.0 % s.e., 50 queries)" in text
-    assert "quintile 5 (4–5): 100.0 % (alike in every series" in text
+    assert ("Lévy by lead: quintile 1 (0–1 days): 85.0 % ± 1.0 % s.e., "
+            "quintile 5 (4–5 days): 100.0 % alike in every series.") in text
+    assert "too narrow" in text
+    one = _table([0.7, 0.9], [0.0, 0.0]).assign(n_series=1)
+    assert "quintile 1 (0–1 days): 70.0 % one series: no standard error." in services.per_query.coverage_caption(
+        one, 0.9)
     assert "quintile 2 " not in text and "Every bin holds" not in text
     assert "Every bin holds" in services.per_query.coverage_caption(_table([0.9, 0.88, 0.925], [0.01] * 3), 0.9)
 

@@ -193,10 +193,10 @@ def _tab(page, label: str, min_charts: int) -> None:
 
 
 PER_QUERY = """() => {
-    const figs = [...document.querySelectorAll('.js-plotly-plot')].filter(gd => gd.layout && gd.layout.title);
-    const title = gd => String(gd.layout.title.text || '');
-    const quint = figs.find(gd => title(gd).includes('Coverage by quintile'));
-    const risk = figs.find(gd => title(gd).startsWith('Risk–coverage'));
+    const figs = [...document.querySelectorAll('.js-plotly-plot')].filter(gd => gd._fullData);
+    const named = (gd, prefix) => gd._fullData.some(d => String(d.name || '').startsWith(prefix));
+    const quint = figs.find(gd => named(gd, 'nominal level'));  // the quintile panels' level line
+    const risk = figs.find(gd => named(gd, 'oracle (sorted by actual error)'));
     if (!quint || !risk) return null;
     const heads = [...document.querySelectorAll('h1, h2, h3')];
     const top = heads.find(h => h.innerText.includes('Does the band hold per query'));
