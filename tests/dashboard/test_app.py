@@ -204,7 +204,7 @@ def test_calibration_panel_report_and_csv():
     assert all(t["error_y"]["visible"] and n_points(t["error_y"]["array"]) == 5 for t in points)
     assert quintiles["layout"]["xaxis3"]["title"]["text"] == "lead quintile (hours)"
     text = captions(at)
-    assert ("Every bin holds" in text) or ("Outside 0.03 and 3 s.e.:" in text)
+    assert ("Every bin holds" in text) or ("Outside 0.03 and 3 s.e. of the level — " in text)
     assert "Area under each curve ÷ the constant's area" in text
     guarantee = [d.value for d in at.dataframe if "verdict" in d.value.columns]
     assert len(guarantee) == 1

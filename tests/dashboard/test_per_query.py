@@ -158,3 +158,21 @@ def test_report_carries_the_quintiles_and_the_reference_line(res):
     assert titles == ["Reliability", "Coverage by channel", "PIT", "Coverage by quintile of width, evidence and lead",
                       "Risk–coverage against the per-channel constant", "Cost"]
     assert html.count("Plotly.newPlot") == len(titles)
+
+
+@pytest.mark.usefixtures("fresh_caches")
+@pytest.mark.parametrize("attr", ["coverage_by_group", "_selective_risk"])
+def test_a_cache_hit_computes_nothing_and_another_level_does(res, monkeypatch, attr):
+    calls = []
+    real = getattr(services.per_query, attr)
+    monkeypatch.setattr(services.per_query, attr, lambda *a, **k: calls.append(a[2:]) or real(*a, **k))
+    get = services.per_query.coverage_bins if attr == "coverage_by_group" else services.per_query.selective_risk
+    first = get(res.key, res, T, 0.9)
+    again = get(res.key, res, T, 0.9)
+    assert len(calls) == 1
+    if attr == "coverage_by_group":
+        pd.testing.assert_frame_equal(first, again)
+    else:
+        assert first.ratios == again.ratios
+    get(res.key, res, T, 0.8)
+    assert len(calls) == 2
