@@ -16,6 +16,7 @@ import pandas as pd
 from levy_dashboard import user_clock
 
 from levy_core.pipeline import ModelData
+from levy_core.pipeline.band_per_query import SelectiveRisk
 
 __all__ = ["BAND_LABELS", "BandInputs", "FutureInputs", "OriginInputs", "ReportInputs", "history_frame",
            "infinite_somewhere", "origin_frames", "parse_query_id", "query_id"]
@@ -133,6 +134,11 @@ class ReportInputs:
     future: FutureInputs | None = None  # rolling origins: the forecast past the end of the data
     rolling: pd.DataFrame | None = None  # rolling origins: pipeline.rolling_coverage of the backtest
     time_axis: str = user_clock.HOURS_AXIS
+    # the band per query (services.per_query): coverage by quintile of width, evidence and lead at ``level``
+    quantile_coverage: pd.DataFrame | None = None
+    quantile_caption: str = ""
+    selective: SelectiveRisk | None = None  # risk–coverage against the per-channel constant
+    selective_caption: str = ""
 
 
 def history_frame(data: ModelData, points: pd.DataFrame, series_id: str, channel: str) -> pd.DataFrame:

@@ -87,9 +87,30 @@ def _band_figures(inputs: ReportInputs) -> list[Figure]:
              "Share of the last 10 test origins' queries inside each 90 % band; dotted: the nominal level.")]
 
 
+def _per_query_figures(inputs: ReportInputs) -> list[Figure]:
+    """Coverage by quintile of width, evidence and lead, and risk–coverage against the per-channel
+    constant (a report built without them: the risk–coverage of the calibration curves)."""
+    cal = inputs.curves
+    out: list[Figure] = []
+    if inputs.quantile_coverage is not None:
+        out.append(("Coverage by quintile of width, evidence and lead",
+                    charts.coverage_by_quantile_figure(inputs.quantile_coverage, inputs.level),
+                    inputs.quantile_caption))
+    if inputs.selective is not None:
+        sr = inputs.selective
+        out.append(("Risk–coverage against the per-channel constant",
+                    charts.risk_coverage_figure(sr.curves, sr.oracle, sr.constant), inputs.selective_caption))
+    else:
+        out.append(("Risk–coverage", charts.risk_coverage_figure(cal["risk"], cal["oracle"]),
+                    "Lower is better: a spread that ranks errors well keeps the error low while the least "
+                    "trusted queries are left out."))
+    return out
+
+
 def report_figures(inputs: ReportInputs) -> list[Figure]:
     """Every figure of the report with its title and caption: the band first (when a series
-    was chosen), then reliability, coverage by channel, PIT, risk–coverage and cost."""
+    was chosen), then reliability, coverage by channel, PIT, coverage by quintile of width,
+    evidence and lead, risk–coverage against the per-channel constant, and cost."""
     cal = inputs.curves
     return [
         *_band_figures(inputs),
@@ -102,9 +123,7 @@ def report_figures(inputs: ReportInputs) -> list[Figure]:
         ("PIT", charts.pit_figure(cal["pit"]),
          "A flat histogram (density 1) means calibrated; a U shape means over-confident, a hump "
          "under-confident."),
-        ("Risk–coverage", charts.risk_coverage_figure(cal["risk"], cal["oracle"]),
-         "Lower is better: a spread that ranks errors well keeps the error low while the least trusted "
-         "queries are left out."),
+        *_per_query_figures(inputs),
         ("Cost", charts.timing_figure(inputs.timing),
          "Wall time of training and of producing the uncertainty of the whole test split."),
     ]

@@ -8,7 +8,8 @@ Modules: ``style`` (palette, fonts, ``apply_layout``, ``rgba``, ``pct``), ``band
 predictive band and its layer builders), ``evidence`` (held-out evidence × disagreement),
 ``future`` (the forecast past the end of the data, rolling origins), ``backtest`` (one test
 origin's bands against what happened, coverage over time), ``calibration`` (reliability,
-channel coverage, PIT, risk–coverage, timing), ``identity``
+channel coverage, PIT, risk–coverage against the per-channel constant, timing),
+``conditional`` (coverage by quintile of width, evidence and lead), ``identity``
 (operator draws vs closed-form σ̂), ``ranking`` (trust ranking), ``data`` (training
 curves, gaps, channel counts, a series' timeline). Everything public is re-exported here:
 ``from levy_dashboard import charts; charts.band_figure(...)``.
@@ -48,6 +49,7 @@ from levy_dashboard.charts.calibration import (
     risk_coverage_figure,
     timing_figure,
 )
+from levy_dashboard.charts.conditional import coverage_by_quantile_figure
 from levy_dashboard.charts.data import (
     channel_counts_figure,
     gap_histogram,
@@ -154,6 +156,7 @@ __all__ = [
     "heldout_scatter",
     # calibration
     "channel_coverage_figure",
+    "coverage_by_quantile_figure",
     "pit_figure",
     "reliability_figure",
     "risk_coverage_figure",

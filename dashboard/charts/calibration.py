@@ -1,5 +1,8 @@
 """Calibration and cost: reliability, channel coverage, PIT, risk–coverage, timing.
 
+The risk–coverage plot takes a reference curve (a per-channel constant spread: knowing the
+channel alone), drawn grey and dashed.
+
 Lévy traces are blue and MC-Dropout ones vermillion, picked from the method a label starts
 with (``style.method_colour``); references (ideal, uniform, oracle) are grey and dotted.
 """
@@ -133,8 +136,11 @@ def pit_figure(pits: Mapping[str, np.ndarray], *, bins: int = 20) -> go.Figure:
 def risk_coverage_figure(
     curves: Mapping[str, tuple[np.ndarray, np.ndarray]],
     oracle: tuple[np.ndarray, np.ndarray] | None = None,
+    reference: tuple[np.ndarray, np.ndarray] | None = None,
+    reference_name: str = "per-channel constant (knowing the channel alone)",
 ) -> go.Figure:
-    """Risk (MSE of the kept queries) when keeping only the most trusted share."""
+    """Risk (MSE of the kept queries) when keeping only the most trusted share; ``reference``
+    (a per-channel constant spread's curve) as a grey dashed line, ``oracle`` grey dotted."""
     fig = go.Figure()
     for label, (cov, risk) in curves.items():
         fig.add_trace(
@@ -147,15 +153,17 @@ def risk_coverage_figure(
                 hovertemplate="keep %{x:.0%} → MSE %{y:.4g}<extra>" + label + "</extra>",
             )
         )
-    if oracle is not None:
+    for name, curve, dash in ((reference_name, reference, "dash"), ("oracle (sorted by actual error)", oracle, "dot")):
+        if curve is None:
+            continue
         fig.add_trace(
             go.Scatter(
-                x=oracle[0],
-                y=oracle[1],
+                x=curve[0],
+                y=curve[1],
                 mode="lines",
-                name="oracle (sorted by actual error)",
-                line={"color": NEUTRAL, "dash": "dot", "width": 1.5},
-                hovertemplate="keep %{x:.0%} → MSE %{y:.4g}<extra>oracle</extra>",
+                name=name,
+                line={"color": NEUTRAL, "dash": dash, "width": 2 if dash == "dash" else 1.5},
+                hovertemplate="keep %{x:.0%} → MSE %{y:.4g}<extra>" + name.split(" (")[0] + "</extra>",
             )
         )
     apply_layout(fig, "Risk–coverage (lower = spread ranks errors better)", height=420)

@@ -15,6 +15,8 @@ concept — the only place the views reach the library through.
 * ``evaluation``: both methods on the test split, calibration curves, the guarantee's
   checks, the trust ranking, the CSV downloads;
 * ``monitoring``: the band's coverage on new data, drift;
+* ``per_query``: the band per query: coverage by quintile of width, evidence and lead, and
+  risk–coverage against the per-channel constant;
 * ``report``: what the HTML report shows (``report.build_report`` draws it);
 * ``advise``: measure next; ``watch``: the replay of new observations.
 
@@ -38,8 +40,9 @@ from levy_dashboard.services import (
     fit,
     monitoring,
     origins,
+    per_query,
     report,
     watch,
 )
 
-__all__ = ["advise", "band", "data", "evaluation", "evidence", "fit", "monitoring", "origins", "report", "watch"]
+__all__ = ["advise", "band", "data", "evaluation", "evidence", "fit", "monitoring", "origins", "per_query", "report", "watch"]

@@ -1,4 +1,5 @@
-"""Panel 6 · Calibration: reliability diagram, PIT histogram, risk–coverage, and the exports."""
+"""Panel 6 · Calibration: reliability diagram, PIT histogram, coverage by quintile of width,
+evidence and lead, risk–coverage against the per-channel constant, and the exports."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from levy_dashboard.widgets import View
 
 
 def _curves_section(curves: dict) -> None:
-    """Reliability diagram over the full width; PIT and risk–coverage side by side."""
+    """Reliability diagram over the full width, the PIT histogram below it."""
     st.subheader(f"Calibration on {curves['n']:,} test queries")
     st.plotly_chart(charts.reliability_figure(curves["reliability"]), key=state.RELIABILITY_CHART)
     st.caption(
@@ -21,22 +22,22 @@ def _curves_section(curves: dict) -> None:
         "Solid: "
         "scaled Gaussian (ŷ ± z·c·σ); dashed: split conformal (guaranteed ≥ its level on average)."
     )
-    left, right = st.columns(2)
-    with left:
-        st.plotly_chart(charts.pit_figure(curves["pit"]), key=state.PIT_CHART)
-        st.caption(
-            "How to read: where each truth falls in its predictive distribution; flat at 1 is "
-            "calibrated, a U shape over-confident, a hump under-confident."
-        )
-    with right:
-        st.plotly_chart(
-            charts.risk_coverage_figure(curves["risk"], curves["oracle"]), key=state.RISK_CHART
-        )
-        st.caption(
-            "How to read: keep only the x % most trusted queries (smallest spread) — the lower the "
-            "curve, the better the spread ranks the errors; the dotted oracle ranks by the actual "
-            "error."
-        )
+    st.plotly_chart(charts.pit_figure(curves["pit"]), key=state.PIT_CHART)
+    st.caption(
+        "How to read: where each truth falls in its predictive distribution; flat at 1 is "
+        "calibrated, a U shape over-confident, a hump under-confident."
+    )
+
+
+def _per_query_section(res: FitResult, T: int, level: float) -> None:
+    """Coverage by quintile of width, evidence and lead; risk–coverage against the per-channel constant."""
+    st.subheader("Does the band hold per query, and does the spread earn its place?")
+    bins = services.per_query.coverage_bins(res.key, res, T, level)
+    st.plotly_chart(charts.coverage_by_quantile_figure(bins, level), key=state.QUANTILE_COVERAGE_CHART)
+    st.caption(services.per_query.coverage_caption(bins, level))
+    risk = services.per_query.selective_risk(res.key, res, T)
+    st.plotly_chart(charts.risk_coverage_figure(risk.curves, risk.oracle, risk.constant), key=state.RISK_CHART)
+    st.caption(services.per_query.risk_caption(risk))
 
 
 def _guarantee_section(res: FitResult, T: int, level: float) -> None:
@@ -113,5 +114,6 @@ def render(res: FitResult) -> None:
         curves = services.evaluation.calibration_curves(res.key, res, T)
         result, pred = services.evaluation.evaluation(res.key, res, T)
     _curves_section(curves)
+    _per_query_section(res, T, view.level)
     _guarantee_section(res, T, view.level)
     _export_section(res, T, view, pred)

@@ -60,8 +60,8 @@ def assert_titled(fig: dict) -> None:
         if fig["layout"][k].get("visible") is False:
             continue
         title = fig["layout"][k].get("title", {}).get("text", "")
-        if k.startswith("xaxis") and fig["layout"][k].get("matches") and not title:
-            continue  # shared time axis: titled once, on the bottom row
+        if fig["layout"][k].get("matches") and not title:
+            continue  # a shared axis (time; the quintile panels' coverage): titled once
         assert title.strip(), f"{k} has no title"
 
 
@@ -193,6 +193,19 @@ def test_calibration_panel_report_and_csv():
         fig = figure(at, key)
         assert_titled(fig)
         assert {"Lévy", "MC-Dropout"} <= set(names(fig))
+    risk = figure(at, "risk_chart")  # the per-channel constant: the line a spread has to beat
+    assert trace(risk, "per-channel constant")["line"]["dash"] == "dash"
+    quintiles = figure(at, "quantile_coverage_chart")
+    assert_titled(quintiles)
+    points = [t for t in quintiles["data"] if t.get("mode") == "markers"]
+    assert [(t["name"], t["xaxis"]) for t in points] == [
+        (m, x) for x in ("x", "x2", "x3") for m in ("Lévy", "MC-Dropout")
+    ]  # width, evidence, lead; both methods
+    assert all(t["error_y"]["visible"] and n_points(t["error_y"]["array"]) == 5 for t in points)
+    assert quintiles["layout"]["xaxis3"]["title"]["text"] == "lead quintile (hours)"
+    text = captions(at)
+    assert ("Every bin holds" in text) or ("Outside 0.03 and 3 s.e. of the level — " in text)
+    assert "Area under each curve ÷ the constant's area" in text
     guarantee = [d.value for d in at.dataframe if "verdict" in d.value.columns]
     assert len(guarantee) == 1
     g = guarantee[0]
@@ -215,8 +228,10 @@ def test_calibration_panel_report_and_csv():
     assert report.report_is_offline(html)
     assert "<script src" not in html.lower()
     assert "plotly.js v" in html  # the library itself is inlined, once
-    # band, reliability, coverage by channel, PIT, risk–coverage, cost
-    assert html.count("Plotly.newPlot") == 6
+    # band, reliability, coverage by channel, PIT, coverage by quintile, risk–coverage, cost
+    assert html.count("Plotly.newPlot") == 7
+    assert "Coverage by quintile of width, evidence and lead" in html
+    assert "Risk–coverage against the per-channel constant" in html
     assert "MC-Dropout (T = 5)" in html and res.data_label in html
     assert "Does the conformal band hold its level?" in html and "per-series s.e." in html
     csv = services.evaluation.prediction_csv(services.evaluation.evaluation(res.key, res, 5)[1]).decode()

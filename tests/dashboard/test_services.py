@@ -671,8 +671,8 @@ def test_build_report(res: FitResult, pick: tuple[str, str]):
         assert report.report_is_offline(page) and "plotly.js v" in page
         assert metrics_html in page and guarantee_html in page
         assert html.escape(res.describe()) in page
-    assert "<h2>Predictive band</h2>" not in plain and plain.count("Plotly.newPlot") == 5
-    assert "<h2>Predictive band</h2>" in with_band and with_band.count("Plotly.newPlot") == 6
+    assert "<h2>Predictive band</h2>" not in plain and plain.count("Plotly.newPlot") == 6
+    assert "<h2>Predictive band</h2>" in with_band and with_band.count("Plotly.newPlot") == 7
     assert with_band.index("<h2>Predictive band</h2>") < with_band.index("<h2>Reliability</h2>")
     assert f"series {pick[0]}" in with_band and f"series {pick[0]}" not in plain
     assert report.report_is_offline(plain.replace("<script", "<script src='https://cdn.plot.ly/x.js'", 1)) is False

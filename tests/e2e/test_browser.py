@@ -6,7 +6,8 @@ waits for the first band on the bundled sample, uploads a long-form CSV, waits f
 refit and the charts, selects a held-out query by clicking it on the band chart and one on
 the evidence scatter, downloads the HTML report and opens it with the network blocked,
 asserts no exception element anywhere, and saves a screenshot of each panel into
-``docs/screenshots/`` (the README shows them). It downloads the fitted model as a zip and, in
+``docs/screenshots/`` (the README shows them), and a close-up of the calibration tab's band per
+query (coverage by quintile with error bars, risk–coverage with the per-channel constant). It downloads the fitted model as a zip and, in
 a fresh session, sees tampered zips (a pickle inside, a path out of the folder, a huge
 model.json) refused with a message, opens the real one and applies it to a new upload
 without refitting: the band, the trust ranking and the Monitoring verdicts
@@ -191,6 +192,36 @@ def _tab(page, label: str, min_charts: int) -> None:
     assert _drawn_charts(page) >= min_charts, f"{label}: fewer than {min_charts} drawn charts"
 
 
+PER_QUERY = """() => {
+    const figs = [...document.querySelectorAll('.js-plotly-plot')].filter(gd => gd._fullData);
+    const named = (gd, prefix) => gd._fullData.some(d => String(d.name || '').startsWith(prefix));
+    const quint = figs.find(gd => named(gd, 'nominal level'));  // the quintile panels' level line
+    const risk = figs.find(gd => named(gd, 'oracle (sorted by actual error)'));
+    if (!quint || !risk) return null;
+    const heads = [...document.querySelectorAll('h1, h2, h3')];
+    const top = heads.find(h => h.innerText.includes('Does the band hold per query'));
+    const end = heads.find(h => h.innerText.includes('Does the conformal band hold its level?'));
+    const t = top.getBoundingClientRect(), e = end.getBoundingClientRect();
+    return {errorbars: quint.querySelectorAll('g.errorbar path').length,
+            points: quint._fullData.filter(d => d.mode === 'markers').length,
+            reference: risk._fullData.some(d => d.name.startsWith('per-channel constant')),
+            clip: {x: 0, y: Math.max(t.top - 12, 0), width: window.innerWidth, height: e.top - t.top}}; }"""
+
+
+def _per_query_views(page) -> None:
+    """The calibration tab's band per query: both methods' quintile points with their error bars
+    drawn in three panels, the per-channel constant's line on the risk–coverage plot; a close-up
+    screenshot of the section (``calibration_per_query.png``)."""
+    found = page.evaluate(PER_QUERY)
+    assert found, "the calibration tab has no quintile panels or no risk–coverage plot"
+    assert found["points"] == 6 and found["errorbars"] >= 20, found  # 2 methods × 3 panels, 5 bars each
+    assert found["reference"], "no per-channel constant line on the risk–coverage plot"
+    assert found["clip"]["height"] > 700, found["clip"]
+    path = SHOTS / "calibration_per_query.png"
+    page.screenshot(path=str(path), clip=found["clip"])
+    assert path.stat().st_size > 20_000, f"{path} looks blank"
+
+
 def _click_heldout_point(page) -> None:
     """Click the held-out diamond farthest from the mean line on the band chart."""
     uid = page.evaluate("""() => {
@@ -321,7 +352,7 @@ def test_dashboard_in_chromium(server, tmp_path):
                 ("Data", "data", 3),
                 ("Fit", "fit", 1),
                 ("MC-Dropout", "mc_dropout", 2),
-                ("Calibration", "calibration", 3),
+                ("Calibration", "calibration", 5),
                 ("Trust ranking", "ranking", 1),
                 ("Check the identity", "identity", 1),
                 ("Watch", "watch", 1),  # the replay of the test series, flags marked
@@ -329,10 +360,12 @@ def test_dashboard_in_chromium(server, tmp_path):
             ]:
                 _tab(page, label, charts)
                 _shot(page, name)
+                if name == "calibration":  # the band per query, close up, while the page is tall
+                    _per_query_views(page)
                 page.set_viewport_size({"width": WIDTH, "height": 1400})
 
             # 5. the stakeholder report downloads and opens with the network blocked
-            _tab(page, "Calibration", 3)
+            _tab(page, "Calibration", 5)
             assert page.get_by_text("Does the conformal band hold its level?").count() == 1
             with page.expect_download(timeout=120_000) as dl:
                 page.get_by_role("button", name="Download the report (HTML)").click()
@@ -341,6 +374,8 @@ def test_dashboard_in_chromium(server, tmp_path):
             text = report.read_text(encoding="utf-8")
             assert re.search(r"<script[^>]*\bsrc\s*=", text, re.IGNORECASE) is None
             assert "Does the conformal band hold its level?" in text
+            assert "Coverage by quintile of width, evidence and lead" in text
+            assert "Risk–coverage against the per-channel constant" in text
             offline = browser.new_context(viewport={"width": 1200, "height": 1000})
             offline.route(
                 "**/*",
