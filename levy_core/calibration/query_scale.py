@@ -77,38 +77,57 @@ def query_context(qry_time: np.ndarray, qry_channel: np.ndarray, qry_mask: np.nd
         successive values (NaN where the channel has no observation, resp. fewer than two).
     """
     qt, ct, cv = (np.asarray(a, np.float64) for a in (qry_time, ctx_time, ctx_value))
+    qc, cc = np.asarray(qry_channel, np.int64), np.asarray(ctx_channel, np.int64)
+    B, M = qt.shape
     out = {name: np.full(qt.shape, np.inf if name.startswith("gap") else np.nan) for name in CONTEXT_COLUMNS}
-    for b in range(qt.shape[0]):  # one series at a time, by binary search: memory O(M + N), never (M, N)
-        real = np.asarray(ctx_mask[b]) > 0
-        queries = np.flatnonzero(np.asarray(qry_mask[b]) > 0)
-        if not real.any() or queries.size == 0:
+    real, asked = np.asarray(ctx_mask) > 0, np.asarray(qry_mask) > 0
+    if not real.any() or not asked.any():
+        return out
+    # one sorted key for the whole batch, series by series (and channel by channel): every
+    # search stays inside its own group, memory O(B·(M + N)), no Python loop over series
+    n_channels = int(max(cc[real].max(), qc[asked].max())) + 1
+    lo, hi = min(ct[real].min(), qt[asked].min()), max(ct[real].max(), qt[asked].max())
+    width = (hi - lo) * 2.0 + 1.0
+    b_ctx, b_qry = np.nonzero(real), np.nonzero(asked)
+    t_ctx, t_qry = ct[real] - lo, qt[asked] - lo
+    for name, group_ctx, group_qry in (("any", b_ctx[0], b_qry[0]),
+                                       ("own", b_ctx[0] * n_channels + cc[real], b_qry[0] * n_channels + qc[asked])):
+        key = group_ctx * width + t_ctx
+        order = np.argsort(key, kind="stable")
+        key, group, values = key[order], group_ctx[order], cv[real][order]
+        gap, nearest = _nearest_in_group(key, group, group_qry * width + t_qry, group_qry)
+        if name == "any":
+            out["gap_any"][asked] = gap
             continue
-        order = np.argsort(ct[b, real], kind="stable")
-        times, channels, values = ct[b, real][order], np.asarray(ctx_channel[b])[real][order], cv[b, real][order]
-        out["gap_any"][b, queries] = _nearest(times, qt[b, queries])[0]
-        q_channel = np.asarray(qry_channel[b])[queries]
-        for c in np.unique(q_channel):
-            own = channels == c
-            if not own.any():
-                continue
-            rows = queries[q_channel == c]
-            gap, nearest = _nearest(times[own], qt[b, rows])
-            out["gap_channel"][b, rows] = gap
-            out["near_value"][b, rows] = values[own][nearest]
-            out["own_spread"][b, rows] = float(values[own].std())
-            if own.sum() >= 2:
-                out["own_step"][b, rows] = float(np.abs(np.diff(values[own])).mean())
+        out["gap_channel"][asked] = gap
+        found = np.isfinite(gap)
+        out["near_value"][asked] = np.where(found, values[np.where(found, nearest, 0)], np.nan)
+        # the channel's history in the series: the spread of its values, the mean size of its steps
+        count = np.bincount(group, minlength=B * n_channels).astype(np.float64)
+        total = np.bincount(group, weights=values, minlength=B * n_channels)
+        square = np.bincount(group, weights=values**2, minlength=B * n_channels)
+        mean = total / np.maximum(count, 1.0)
+        spread = np.sqrt(np.maximum(square / np.maximum(count, 1.0) - mean**2, 0.0))
+        same = group[1:] == group[:-1]
+        steps = np.bincount(group[1:][same], weights=np.abs(np.diff(values))[same], minlength=B * n_channels)
+        step = np.where(count >= 2, steps / np.maximum(count - 1, 1.0), np.nan)
+        out["own_spread"][asked] = np.where(count[group_qry] > 0, spread[group_qry], np.nan)
+        out["own_step"][asked] = step[group_qry]
     return out
 
 
-def _nearest(times: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each of ``at`` (m,), the distance to the nearest of the sorted ``times`` (n ≥ 1,)
-    and its index (the earlier one on a tie), (m,) each."""
-    right = np.clip(np.searchsorted(times, at, side="left"), 0, times.size - 1)
+def _nearest_in_group(keys: np.ndarray, groups: np.ndarray, at: np.ndarray, at_groups: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """For each of ``at`` (m,), the distance to the nearest of the sorted ``keys`` (n,) of its
+    own group and that key's index (the earlier one on a tie); ``inf`` (index 0) where its group
+    has none, (m,) each."""
+    right = np.clip(np.searchsorted(keys, at, side="left"), 0, keys.size - 1)
     left = np.maximum(right - 1, 0)
-    d_left, d_right = np.abs(at - times[left]), np.abs(times[right] - at)
+    d_left = np.where(groups[left] == at_groups, np.abs(at - keys[left]), np.inf)
+    d_right = np.where(groups[right] == at_groups, np.abs(keys[right] - at), np.inf)
     take_left = d_left <= d_right
-    return np.where(take_left, d_left, d_right), np.where(take_left, left, right)
+    gap = np.where(take_left, d_left, d_right)
+    return gap, np.where(np.isfinite(gap), np.where(take_left, left, right), 0)
 
 
 def query_features(evidence: np.ndarray, disagreement: np.ndarray, context: dict[str, np.ndarray],
