@@ -74,6 +74,7 @@ st.caption(
 # is replaced by something else while a rerun is under way: a drawn band never blanks)
 describe_slot = st.empty()  # what the current model is
 job_slot = st.empty()  # this session's fit: its place in the queue, then its epochs (fit.follow_job)
+cancel_slot = st.empty()  # its Cancel button
 choice = sidebar.render()
 model = controller.ensure_model(choice)
 for failure in model.failures:  # each a red message; the previous data and model stay
@@ -83,7 +84,7 @@ if model.note:
 res = model.res
 if res is not None:
     describe_slot.caption(plain(res.describe()))
-fit.show_job(job_slot)
+fit.show_job(job_slot, cancel_slot)
 
 tabs = st.tabs(state.PANELS, key=state.PANEL, on_change="rerun", default=state.DEFAULT_PANEL)
 for tab, name in zip(tabs, state.PANELS, strict=True):

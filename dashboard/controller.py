@@ -22,7 +22,10 @@ from levy_dashboard.services.fit import FitResult, FitSettings, OpenedModel
 
 from levy_core.data import DataError, Observations
 
-__all__ = ["Choice", "Model", "ensure_model", "open_uploaded_model", "request_twin", "twin_deferred"]
+__all__ = ["CANCELLED", "Choice", "Model", "cancel_fit", "ensure_model", "open_uploaded_model", "request_twin",
+           "twin_deferred"]
+
+CANCELLED = "You cancelled this fit: press Fit in the sidebar to start it again"
 
 log = logging.getLogger(__name__)
 
@@ -266,7 +269,8 @@ def ensure_model(choice: Choice) -> Model:
     failures: list[str] = []
     job = ss.get(state.JOB)
     if job and choice.obs_hash is not None and job["obs_hash"] != choice.obs_hash and job["kind"] == "fit":
-        ss.pop(state.JOB, None)  # other data chosen meanwhile: stop following that fit (it finishes for the store)
+        services.fit.release_job(job["key"])  # other data chosen meanwhile: nobody else waiting, it is cancelled
+        ss.pop(state.JOB, None)
         ss.pop(state.PREVIEW, None)
     preview = collect_job(failures)
     key = ss.get(state.FIT_KEY)
@@ -285,6 +289,19 @@ def ensure_model(choice: Choice) -> Model:
     if ss.get(state.JOB) and not choice.fit_clicked:
         return Model(preview or res, failures)
     return _fetch_or_fit(choice, res, failures)
+
+
+def cancel_fit() -> None:
+    """This session gives up its pooled fit (the Cancel button's callback): the pool cancels
+    it unless another session waits for the same fit; the model drawn before it stays, and
+    the fit is not started again until Fit is pressed."""
+    ss = st.session_state
+    job = ss.pop(state.JOB, None)
+    ss.pop(state.PREVIEW, None)
+    if job:
+        services.fit.release_job(job["key"])
+        if job["kind"] == "fit" and not job["levy"]:
+            ss[state.FAILURES][job["failure_key"]] = CANCELLED
 
 
 def request_twin() -> None:

@@ -18,6 +18,12 @@ Every fit of a dashboard server runs here, never in a session's script thread:
   only decides who runs first); on an idle machine the fits use the cores as before.
 * **Deduplicated**: a job is keyed by the fit key (data hash + settings); a session asking
   for a fit already queued or running joins it.
+* **Owned, cancellable**: a job remembers the sessions waiting for it (``owner``); one
+  whose owners are all gone (``set_liveness``: the server's check that a session is still
+  connected, read every :data:`REAP_EVERY_S` s, an owner dropped after :data:`OWNER_GRACE_S`
+  s gone) is cancelled, queued or running, and a session can give up its own
+  (``release``); a running job stops within a fraction of a second (``fit_cancel``: its
+  worker survives for the next job). ``shutdown`` cancels every job and ends the workers.
 * **Progress and previews**: a worker reports each epoch and, as the early-stopping loss
   improves (at most every :data:`PREVIEW_EVERY_S` s), the Lévy model as it stands (a
   calibrated preview, ``levy_core.pipeline.recipe.preview_model``), then the Lévy model alone as
@@ -40,6 +46,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from levy_dashboard.fit_cancel import CancelBoard, run_cancellable, watch
+
 from levy_core.runtime.priority import MAX_NICE, lower_priority, parse_nice
 from levy_core.runtime.threads import available_cores, prefer_passive_wait
 
@@ -52,6 +60,12 @@ FIT_NICE = MAX_NICE  # the fit workers' niceness, the lowest priority: the views
 FIT_THREADS = 1  # torch intra-op threads per fit (fixed: a fit is reproducible at a fixed thread count)
 PREVIEW_EVERY_S = 5.0  # a worker sends a preview at most this often (the first one after epoch 1): each one redraws its session
 END_EVENT_GRACE_S = 10.0  # how long a resolved job waits for its worker's last event before it ends anyway
+REAP_EVERY_S = 1.0  # how often the pool looks for jobs whose owners are all gone
+OWNER_GRACE_S = 2.0  # an owner not connected for this long is gone (a reconnect within it keeps the fit)
+WORKER_EXIT_S = 3.0  # shutdown: how long a terminated worker has before it is killed
+CANCELLED_GONE = "cancelled: nobody is waiting for it any more (its browser session closed)"
+CANCELLED_OWNER = "cancelled by its session"
+CANCELLED_SHUTDOWN = "cancelled (the server is shutting down)"
 
 
 def cores() -> int:
@@ -98,11 +112,12 @@ def fit_niceness() -> int:
 _events: Any = None  # the worker's end of the event queue (set by _init)
 
 
-def _init(events: Any, threads: int, nice: int = 0) -> None:
+def _init(events: Any, threads: int, nice: int = 0, board: CancelBoard | None = None) -> None:
     """Worker start: a low priority (``nice``, before any other thread starts), one torch
-    thread count for every fit it runs, and the event queue."""
+    thread count for every fit it runs, the event queue and the cancel board's watchdog."""
     global _events
     lower_priority(nice)
+    watch(board)
     prefer_passive_wait()  # waiting OpenMP threads sleep (before torch loads its runtime)
     os.environ["OMP_NUM_THREADS"] = str(threads)
     import torch
@@ -235,6 +250,8 @@ class Job:
     # done or failed only once both are in, so its history is whole when a session sees it end.
     outcome: tuple[str, bytes | None, str | None] | None = field(default=None, repr=False)
     ended: bool = False  # the worker's "end" event came: no event of this job is still on its way
+    owners: dict[str, float] = field(default_factory=dict)  # owner -> when last seen connected
+    owned: bool = False  # some owner ever asked for it (a job nobody owns is never reaped)
 
 
 class FitPool:
@@ -249,9 +266,11 @@ class FitPool:
         self.size, self.threads, self._keep = size, threads, keep
         self.nice = fit_niceness() if nice is None else nice
         self._events = ctx.Queue()
+        self._board = CancelBoard(ctx)
         self._executor = ProcessPoolExecutor(size, mp_context=ctx, initializer=_init,
-                                             initargs=(self._events, threads, self.nice))
-        self._lock = threading.Lock()
+                                             initargs=(self._events, threads, self.nice, self._board))
+        self._alive: Any = lambda owner: True  # set_liveness
+        self._lock = threading.RLock()  # re-entered: a future cancelled under it runs its done callback at once
         self._settled = threading.Condition(self._lock)  # notified when a job becomes done or failed
         self._jobs: dict[str, Job] = {}  # key -> job (finished ones kept, newest last, up to ``keep``)
         self._by_id: dict[int, Job] = {}
@@ -259,29 +278,37 @@ class FitPool:
         self._closed = False
         self._listener = threading.Thread(target=self._listen, name="fit-pool-events", daemon=True)
         self._listener.start()
+        self._reaper = threading.Thread(target=self._reap_loop, name="fit-pool-reaper", daemon=True)
+        self._reaper.start()
 
     # -- submitting
     def submit_fit(self, key: str, obs: Any, *, task: dict[str, Any], train: dict[str, Any], size: str,
-                   train_twin: bool, mc_passes: int, previews: bool = True, transform: Any = "auto") -> Job:
+                   train_twin: bool, mc_passes: int, previews: bool = True, transform: Any = "auto",
+                   owner: str | None = None) -> Job:
         """Queue a fit (or join the queued or running job of ``key``; a failed one is retried);
-        ``transform``: each channel's value transform (``pipeline.fit``'s)."""
-        return self._submit(key, "fit", _fit_job, obs, task, train, size, train_twin, mc_passes, previews,
+        ``transform``: each channel's value transform (``pipeline.fit``'s); ``owner``: who waits
+        for it (a session id; None: nobody in particular, never reaped)."""
+        return self._submit(key, "fit", owner, _fit_job, obs, task, train, size, train_twin, mc_passes, previews,
                             transform)
 
-    def submit_twin(self, key: str, model_zip: bytes, obs: Any, mc_passes: int) -> Job:
+    def submit_twin(self, key: str, model_zip: bytes, obs: Any, mc_passes: int, owner: str | None = None) -> Job:
         """Queue the twin of a model fitted without it (``key``: the twin's fit key)."""
-        return self._submit(key, "twin", _twin_job, model_zip, obs, mc_passes)
+        return self._submit(key, "twin", owner, _twin_job, model_zip, obs, mc_passes)
 
-    def _submit(self, key: str, kind: str, fn: Any, *args: Any) -> Job:
+    def _submit(self, key: str, kind: str, owner: str | None, fn: Any, *args: Any) -> Job:
         with self._lock:
             old = self._jobs.get(key)
             if old is not None and old.state in ("queued", "running", "done"):
+                if owner is not None and old.state != "done":
+                    old.owners[owner], old.owned = time.monotonic(), True
                 return old
             job = Job(next(self._ids), key, kind)
+            if owner is not None:
+                job.owners[owner], job.owned = time.monotonic(), True
             self._jobs.pop(key, None)
             self._jobs[key] = job
             self._by_id[job.id] = job
-            job.future = self._executor.submit(fn, job.id, *args)
+            job.future = self._executor.submit(run_cancellable, fn, job.id, *args)
         job.future.add_done_callback(lambda f, job=job: self._finish(job, f))
         self._trim()
         return job
@@ -290,7 +317,7 @@ class FitPool:
         with self._lock:
             job.finished = time.time()
             if fut.cancelled():  # never ran: no event will come
-                job.outcome, job.ended = ("failed", None, "cancelled (the server is shutting down)"), True
+                job.outcome, job.ended = ("failed", None, CANCELLED_SHUTDOWN), True
             elif (exc := fut.exception()) is None:
                 job.outcome = ("done", fut.result(), None)
             else:
@@ -302,6 +329,69 @@ class FitPool:
                 timer = threading.Timer(END_EVENT_GRACE_S, self._give_up_waiting, (job,))
                 timer.daemon = True
                 timer.start()
+
+    # -- owners and cancelling
+    def set_liveness(self, alive: Any) -> None:
+        """``alive(owner) -> bool``: whether an owner (a session) is still connected; read by the
+        reaper every :data:`REAP_EVERY_S` s (thread-safe, fast: it runs under the pool's lock)."""
+        self._alive = alive
+
+    def release(self, key: str, owner: str) -> bool:
+        """``owner`` no longer waits for the job of ``key`` (its Cancel button, other data
+        chosen): the job is cancelled when no other owner waits for it. True: cancelled."""
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is None or job.state not in ("queued", "running"):
+                return False
+            job.owners.pop(owner, None)
+            if job.owners:
+                return False
+            self._cancel(job, CANCELLED_OWNER)
+            return True
+
+    def cancel(self, key: str, reason: str = CANCELLED_OWNER) -> bool:
+        """Cancel the job of ``key`` whoever waits for it (True: it was queued or running)."""
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is None or job.state not in ("queued", "running"):
+                return False
+            self._cancel(job, reason)
+            return True
+
+    def _cancel(self, job: Job, reason: str) -> None:
+        """(Under the lock.) The job ends now as failed with ``reason``; a queued one never
+        starts, a running one stops in its worker (``fit_cancel``)."""
+        self._board.cancel(job.id)
+        if job.future is not None:
+            job.future.cancel()  # still in the executor's own queue: it never reaches a worker
+        job.state, job.error, job.preview, job.finished = "failed", reason, None, time.time()
+        job.ended, job.owners = True, {}
+        self._settled.notify_all()
+
+    def reap(self) -> list[str]:
+        """Cancel every queued or running job whose owners are all gone; their keys."""
+        now, gone = time.monotonic(), []
+        with self._lock:
+            for job in list(self._jobs.values()):
+                if not job.owned or job.state not in ("queued", "running"):
+                    continue
+                for owner in list(job.owners):
+                    if self._alive(owner):
+                        job.owners[owner] = now
+                    elif now - job.owners[owner] > OWNER_GRACE_S:
+                        del job.owners[owner]
+                if not job.owners:
+                    self._cancel(job, CANCELLED_GONE)
+                    gone.append(job.key)
+        return gone
+
+    def _reap_loop(self) -> None:
+        while not self._closed:
+            time.sleep(REAP_EVERY_S)
+            try:
+                self.reap()
+            except Exception:  # noqa: BLE001 - a liveness check that fails must not stop the reaper
+                continue
 
     def _give_up_waiting(self, job: Job) -> None:
         with self._lock:
@@ -408,8 +498,25 @@ class FitPool:
             self._executor.submit(_ready)
 
     def shutdown(self) -> None:
+        """Cancel every job and end the workers (terminated, killed after :data:`WORKER_EXIT_S`
+        s): a running fit does not hold the server's exit."""
+        if self._closed:
+            return
         self._closed = True
+        with self._lock:
+            for job in self._jobs.values():
+                if job.state in ("queued", "running"):
+                    self._cancel(job, CANCELLED_SHUTDOWN)
+        procs = list((getattr(self._executor, "_processes", None) or {}).values())
         self._executor.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            proc.terminate()
+        deadline = time.monotonic() + WORKER_EXIT_S
+        for proc in procs:
+            proc.join(max(0.0, deadline - time.monotonic()))
+            if proc.is_alive():
+                proc.kill()
+                proc.join(1.0)
 
 
 def _message(exc: BaseException) -> str:

@@ -25,6 +25,8 @@ from typing import Any
 
 import streamlit as st
 from levy_dashboard import fit_pool
+from streamlit import runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from levy_core import pipeline
 from levy_core.data import Observations
@@ -35,7 +37,7 @@ from levy_core.serving.modelzip import load_model_zip, model_zip_bytes
 from levy_core.training.train import Progress, TrainConfig
 
 __all__ = ["ENV_FAST", "FIT_STORE_SIZE", "FitResult", "FitSettings", "add_twin", "cached_fit", "default_mc_passes",
-           "default_settings", "fast", "fit_key", "fit_model", "recording", "remember"]
+           "default_settings", "fast", "fit_key", "fit_model", "recording", "release_job", "remember", "session_connected", "session_owner"]
 
 ENV_FAST = "LEVY_DASHBOARD_FAST"  # "1": tiny default fits (tests)
 FIT_STORE_SIZE = 6  # fitted models kept in memory
@@ -339,22 +341,54 @@ def final_key(obs_hash: str, settings: FitSettings) -> str:
     return levy_key(obs_hash, settings) + ("+twin" if settings.train_twin else "")
 
 
+def session_owner() -> str | None:
+    """This script run's session id: the owner of the fits it submits (None outside a session)."""
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return ctx.session_id if ctx is not None else None
+
+
+def session_connected(session_id: str) -> bool:
+    """Whether the session ``session_id`` is still connected to this server (Streamlit's
+    public ``runtime.get_instance().is_active_session``); True where no runtime runs (a
+    script run under ``AppTest``: its session lasts as long as the test)."""
+    if not runtime.exists():
+        return True
+    return runtime.get_instance().is_active_session(session_id)
+
+
+def owned_pool() -> fit_pool.FitPool:
+    """The server's pool, told how to see that a session is gone (its fits are then cancelled)."""
+    p = fit_pool.pool()
+    p.set_liveness(session_connected)
+    return p
+
+
 def submit_fit(obs: Observations, obs_hash: str, settings: FitSettings) -> str:
     """Queue ``settings`` on ``obs`` in the server's fit pool (or join the same fit already
-    queued or running); returns the job's key. ValueError beyond the server's limits."""
+    queued or running), owned by this session; returns the job's key. ValueError beyond the
+    server's limits."""
     check_limits(settings)
     task, train = fit_configs(settings)
     key = fit_key(obs_hash, settings)
-    fit_pool.pool().submit_fit(key, obs, task=task, train=train, size=settings.size, train_twin=settings.train_twin,
-                               mc_passes=settings.mc_passes, transform=parse_transform(settings.transform))
+    owned_pool().submit_fit(key, obs, task=task, train=train, size=settings.size, train_twin=settings.train_twin,
+                            mc_passes=settings.mc_passes, transform=parse_transform(settings.transform),
+                            owner=session_owner())
     return key
 
 
 def submit_twin(res: FitResult) -> str:
-    """Queue the MC-Dropout twin of ``res`` (fitted without it) in the pool; the job's key."""
+    """Queue the MC-Dropout twin of ``res`` (fitted without it) in the pool, owned by this
+    session; the job's key."""
     key = res.key + "+twin"
-    fit_pool.pool().submit_twin(key, model_zip_bytes(res.fitted), res.obs, res.settings.mc_passes)
+    owned_pool().submit_twin(key, model_zip_bytes(res.fitted), res.obs, res.settings.mc_passes, owner=session_owner())
     return key
+
+
+def release_job(key: str) -> bool:
+    """This session no longer waits for the pooled job of ``key`` (its Cancel button, other
+    data chosen): cancelled when no other session waits for it. True: it was cancelled."""
+    owner = session_owner()
+    return owner is not None and fit_pool.pool().release(key, owner)
 
 
 def job_result(key: str, model_zip: bytes, obs: Observations, obs_hash: str, settings: FitSettings,

@@ -15,6 +15,10 @@ server listens:
   for does not wait for that (the sensor sample's first fit, submit to done: 18.5–18.9 s
   with the workers started at the submit, 10.8–11.0 s started ahead; 2026-12-03).
 
+On the way out (SIGTERM, Ctrl-C: Streamlit stops its server and returns), the fit pool is shut
+down: every fit cancelled and the workers ended, the whole process tree gone within a few
+seconds (``tests/dashboard/test_fit_shutdown.py``).
+
 Nothing else of the dashboard is imported here: its caches belong to the Streamlit runtime.
 """
 
@@ -50,7 +54,12 @@ def main() -> None:
     from streamlit.web.cli import main as streamlit_main
 
     sys.argv = ["streamlit", *sys.argv[1:]]
-    streamlit_main(prog_name="streamlit")
+    try:
+        streamlit_main(prog_name="streamlit")  # returns (SystemExit) once SIGTERM or Ctrl-C stopped the server
+    finally:
+        # every fit cancelled, the workers terminated: without this the interpreter's exit waits
+        # for the running fit to end (65 s and more) and the workers outlive the server
+        pool().shutdown()
 
 
 if __name__ == "__main__":

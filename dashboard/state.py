@@ -77,6 +77,7 @@ TIMELINE = "timeline"
 # Fit panel
 TRAINING_CHART = "training_chart"
 TWIN_BUTTON_FIT = "twin_button_fit"
+CANCEL_FIT = "cancel_fit"  # the button that cancels this session's pooled fit (views/fit.py)
 MODEL_DOWNLOAD = "model_download"  # download_button: the model as a zip
 # Predictive band panel (views/band.py) and its evidence rows (views/evidence.py)
 BAND_CHART = "band_chart"

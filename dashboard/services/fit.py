@@ -35,6 +35,7 @@ from levy_dashboard.fits import (
     job_result,
     levy_key,
     preview_result,
+    release_job,
     remember,
     session_fit,
     session_limits,
@@ -53,7 +54,7 @@ from levy_core.serving.modelzip import model_zip_bytes
 __all__ = ["MODEL_SIZES", "FitResult", "FitSettings", "JobView", "OpenedModel", "SessionLimits", "add_twin",
            "apply_model", "cached_fit", "cutoff_range", "default_mc_passes", "default_settings", "fast",
            "final_key", "fit_key", "fit_model", "fit_workers", "for_this_session", "job_models", "job_result",
-           "job_view", "levy_key", "model_zip", "open_model", "opened_key", "preview_result", "session_fit",
+           "job_view", "levy_key", "model_zip", "open_model", "opened_key", "preview_result", "release_job", "session_fit",
            "session_limits", "settings_summary", "shipped_fit", "shipped_model", "size_help", "size_options",
            "status_text", "submit_fit", "submit_twin", "training_table", "transform_error"]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import streamlit as st
 from levy_dashboard import services, state, widgets
 from levy_dashboard.charts.advise import advice_figure
+from levy_dashboard.markup import plain
 from levy_dashboard.services.fit import FitResult
 
 from levy_core.data import DataError
@@ -36,7 +37,7 @@ def _horizon(res: FitResult, container) -> float | None:
     try:
         return services.origins.parse_horizon(res.obs, text)
     except DataError as exc:
-        st.error(f"Horizon {text!r}: {exc}", icon="🚫")
+        st.error(plain(f"Horizon {text!r}: {exc}"), icon="🚫")
         return None
 
 
@@ -58,7 +59,7 @@ def render(res: FitResult) -> None:
     level = float(ss[state.LEVEL])
     view = services.advise.advice(res.key, res, sid, tuple(targets), horizon, level)
     ranking = view.ranking
-    st.markdown("\n".join(f"- {line}" for line in view.advice.sentences(3)))
+    st.markdown("\n".join(f"- {plain(line)}" for line in view.advice.sentences(3)))  # channel names: text
     picks = list(range(len(ranking)))
     if ss.get(state.ADVISE_PICK) not in picks:
         ss[state.ADVISE_PICK] = 0

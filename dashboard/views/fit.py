@@ -17,14 +17,18 @@ from levy_dashboard.services.fit import FitResult
 FOLLOW_EVERY_S = 0.5  # how often a waiting session looks at its job
 
 
-def show_job(slot: Any) -> None:
+def show_job(slot: Any, cancel_slot: Any) -> None:
     """This session's pooled job, as it stands, in ``slot`` at once (``follow_job`` keeps it
-    up to date after the panels): the status never blinks out while the panels redraw."""
+    up to date after the panels): the status never blinks out while the panels redraw; a
+    Cancel button under it in ``cancel_slot``."""
     job = st.session_state.get(state.JOB)
     view = services.fit.job_view(job["key"]) if job else None
     if view is not None and view.state in ("queued", "running"):
         frac, text = services.fit.status_text(view, job["label"])
         slot.progress(min(max(frac, 0.0), 1.0), text=plain(text))
+        cancel_slot.button("Cancel fit", key=state.CANCEL_FIT, on_click=controller.cancel_fit,
+                           help="Stop this fit (queued or training) and keep the model drawn now. Another "
+                           "session waiting for the same fit keeps it running.")
 
 
 def follow_job(slot: Any) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 from levy_dashboard import services, state, widgets
+from levy_dashboard.markup import plain
 from levy_dashboard.services.fit import FitResult
 from levy_dashboard.widgets import View
 
@@ -66,7 +67,7 @@ def render(res: FitResult) -> View:
     widgets.level_and_kind(res, c[3], c[4])
     widgets.mc_controls(res)
     if error:
-        st.error(error, icon="🚫")
+        st.error(plain(error), icon="🚫")
     view = widgets.current_view(res)
     fig, infinite = widgets.band_figure(res, view)
     if infinite:
