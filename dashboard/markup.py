@@ -26,12 +26,12 @@ __all__ = ["JOINER", "plain"]
 # CommonMark lets any ASCII punctuation be backslash-escaped; these are the ones markdown,
 # GFM (tables, strikethrough, autolinks) and Streamlit (:emoji:, $math$) give a meaning
 _SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$:&\"'=])")
-# the characters an autolink needs next to letters: a joiner on each side breaks every match
-_LINKING = re.compile(r"(\\?[.@:/])")
+# where GFM's autolinks need two characters side by side (after escaping: ``www\.``, ``\://``, ``@``)
+_LINKING = re.compile(r"(?i)(www)(?=\\\.)|(\\:)(?=//)|(?=@)")
 JOINER = "\u2060"  # WORD JOINER: invisible, zero width, no line break
 
 
 def plain(text: object) -> str:
     """``text`` as markdown that renders as the literal string (newlines kept as spaces)."""
     escaped = _SPECIAL.sub(r"\\\1", " ".join(str(text).splitlines()))
-    return _LINKING.sub(JOINER + r"\1" + JOINER, escaped)
+    return _LINKING.sub(lambda m: (m.group(0) or "") + JOINER, escaped)

@@ -324,8 +324,9 @@ def test_uploaded_csv_every_panel(name: str, data: bytes, n_series: int):
 
 
 def rendered(markdown: str) -> str:
-    """What a reader sees of markdown the app escaped (``levy_dashboard.markup.plain``)."""
-    return re.sub(r"\\(.)", r"\1", markdown)
+    """What a reader sees of markdown the app escaped (``levy_dashboard.markup.plain``: backslash
+    escapes, and invisible word joiners where a link would start)."""
+    return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
 
 
 BAD_UPLOADS = {

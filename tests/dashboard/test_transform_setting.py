@@ -43,6 +43,9 @@ def test_the_setting_reaches_the_fit_pool(monkeypatch: pytest.MonkeyPatch, fit_o
         def submit_fit(self, key, obs, **kwargs):
             submitted.append(kwargs)
 
+        def set_liveness(self, alive):  # the server's check that a fit's session is still there
+            pass
+
     monkeypatch.setattr(fit_pool, "pool", lambda: Pool())
     fits.submit_fit(fit_obs, "hash", fits.FitSettings(epochs=1, mc_passes=2, transform="bili=log1p"))
     assert submitted[-1]["transform"] == {"bili": "log1p"}
