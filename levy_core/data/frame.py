@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from levy_core.data.cells import blank_mask, id_strings, parse_numbers
-from levy_core.data.columns import ColumnMapping, detect_mapping
+from levy_core.data.columns import FALLBACK_TIME_ALIASES, ColumnMapping, detect_mapping
 from levy_core.data.dates import DayOrder
 from levy_core.data.decimals import decimal_comma_mask
 from levy_core.data.errors import DataError
@@ -216,6 +216,9 @@ def _check_size(df: pd.DataFrame, mapping: ColumnMapping, max_rows: int) -> None
 def _reading_notes(df: pd.DataFrame, mapping: ColumnMapping) -> list[str]:
     """The report's first notes: rows read with which mapping, and columns ignored."""
     notes = [f"read {count(len(df), 'row')} ({mapping.describe()})"]
+    if str(mapping.time).strip().lower() in FALLBACK_TIME_ALIASES:
+        notes.append(f"column {str(mapping.time)!r} read as the time, for want of a column named time, date, day "
+                     "or the like; if it holds a measurement, name the time column (--time COL, time_col=)")
     used = set(mapping.used_columns())
     ignored = [str(c) for c in df.columns if c not in used]
     if ignored:
