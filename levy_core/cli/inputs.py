@@ -43,7 +43,7 @@ def read_options(args: argparse.Namespace, recorded: RecordedReading | None = No
 
 def recorded_reading(options: ReadOptions, obs: Observations) -> RecordedReading:
     """What ``levy fit`` records in ``model.json``: how it read ``obs``."""
-    return RecordedReading(columns=options.columns, mapping=obs.mapping, time_unit=options.time_unit,
+    return RecordedReading(columns=options.columns, mapping=obs.report.mapping, time_unit=options.time_unit,
                            clock=obs.report.input_time_unit, dayfirst=options.dayfirst,
                            date_format=options.date_format)
 

@@ -112,6 +112,13 @@ class ColumnNames:
         return ColumnNames(series=override.series or self.series, time=override.time or self.time,
                            value=form.value, channel=form.channel, channels=form.channels)
 
+    @classmethod
+    def from_mapping(cls, mapping: ColumnMapping) -> ColumnNames:
+        """Every role of a whole mapping named (the dashboard's mapping, ``fit(mapping=...)``)."""
+        if mapping.layout == "wide":
+            return cls(series=mapping.series, time=mapping.time, channels=mapping.wide_channels)
+        return cls(series=mapping.series, time=mapping.time, value=mapping.value, channel=mapping.channel)
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``channels`` as a list)."""
         return {"series": self.series, "time": self.time, "value": self.value, "channel": self.channel,

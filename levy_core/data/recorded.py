@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from levy_core.data.columns import ColumnMapping, ColumnNames
+from levy_core.data.observations import Observations
 from levy_core.data.times import DATETIME, TIME_UNITS
 
 __all__ = ["MAX_DATE_FORMAT_CHARS", "ReadOptions", "RecordedReading", "TimeUnitConflict"]
@@ -79,6 +80,13 @@ class RecordedReading:
                                              or not 0 < len(self.date_format) <= MAX_DATE_FORMAT_CHARS):
             raise ValueError(f"date_format must be a strptime format of 1 to {MAX_DATE_FORMAT_CHARS} characters, "
                              f"got {str(self.date_format)[:40]!r}")
+
+    @classmethod
+    def found(cls, obs: Observations) -> RecordedReading:
+        """How ``obs`` was read, with nothing named: its mapping for the record and its clock's
+        unit (``pipeline.fit``'s default record; date-times: the hours default)."""
+        unit = obs.report.input_time_unit
+        return cls(mapping=obs.report.mapping, time_unit=unit if unit in TIME_UNITS else "hours", clock=unit)
 
     def resolve(self, columns: ColumnNames, time_unit: str | None, dayfirst: bool | None,
                 date_format: str | None) -> ReadOptions:

@@ -118,6 +118,8 @@ class FittedModel:
     # panels: the band's spread per query, s(q) from σ̂'s two terms and the query's distance to the data
     # (levy_core.calibration.query_scale; None: σ̂ alone, or a model saved before it was fitted)
     query_scale: QueryScale | None = None
+    # how the fit's data were read (columns, time unit, dates), reused by later commands (None: saved before)
+    reading: RecordedReading | None = None
 
     def offset_description(self) -> str:
         """What the deterministic offset ``b(q)`` is, in words."""
