@@ -102,10 +102,10 @@ def test_predict_without_time_unit_writes_the_same_file_as_with_it(pbc_model: Pa
     assert code == 0, err
     assert without.read_bytes() == with_unit.read_bytes()
     pred = pd.read_csv(without)
-    last = pbc_like().groupby("id")["day"].max()
-    ahead = pred.groupby("series_id")["time"].max() - last.rename(index=str).reindex(
-        pred.groupby("series_id")["time"].max().index.astype(str)).to_numpy()
-    assert np.allclose(ahead, 365.0), "--horizon 365 is a year in days, the model's unit"
+    ends = pbc_like().groupby("id")["day"].max().rename(index=str)
+    last = pred.groupby("series_id")["time"].max()
+    assert np.allclose(last.to_numpy() - ends.reindex(last.index.astype(str)).to_numpy(), 365.0), \
+        "--horizon 365 is a year in days, the model's unit"
 
 
 def test_a_conflicting_time_unit_is_refused_by_name(pbc_model: Path, pbc_csv: Path, tmp_path: Path, capsys) -> None:
@@ -254,8 +254,9 @@ def test_the_forecaster_names_the_columns_and_its_saved_model_reads_alike(tmp_pa
     assert (loaded.time_unit, loaded.columns) == ("days", ColumnNames(series="patient", time="t_follow"))
     ahead = loaded.predict(h=30, df=frame, points=3)
     pd.testing.assert_frame_equal(ahead, f.predict(h=30, df=frame, points=3))
-    ends = frame.groupby("patient")["t_follow"].max()
-    assert np.allclose(ahead.groupby("unique_id")["ds"].max().to_numpy(), ends.to_numpy() + 30), "30 days"
+    ends = frame.groupby("patient")["t_follow"].max().rename(index=str)
+    last = ahead.groupby("unique_id")["ds"].max()
+    assert np.allclose(last.to_numpy(), ends.reindex(last.index.astype(str)).to_numpy() + 30), "30 days"
     with pytest.raises(ValueError, match="not both"):
         LevyForecaster(value_col="v", channels=["a"])
     with pytest.raises(ValueError, match="time_unit must be one of"):
