@@ -98,6 +98,7 @@ def from_frame(
     """
     _check_table(df, time_unit, max_rows)
     df = df.reset_index(drop=True)
+    mapping_given = mapping is not None
     if mapping is None:  # a repeated name is refused below when the mapping uses it
         mapping = detect_mapping(df.loc[:, ~df.columns.duplicated()])
     _check_mapping(df, mapping)
@@ -126,6 +127,7 @@ def from_frame(
         input_time_unit=time.input_unit,
         input_has_offsets=time.has_offsets,
         day_order=time.day_order,
+        mapping_given=mapping_given,
     )
     obs = Observations(frame=_sort_observations(frame), report=report)
     refuse_unresolvable_times(obs.frame, mapping.time, from_datetimes=time.stamps is not None)

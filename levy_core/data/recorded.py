@@ -83,10 +83,13 @@ class RecordedReading:
 
     @classmethod
     def found(cls, obs: Observations) -> RecordedReading:
-        """How ``obs`` was read, with nothing named: its mapping for the record and its clock's
-        unit (``pipeline.fit``'s default record; date-times: the hours default)."""
-        unit = obs.report.input_time_unit
-        return cls(mapping=obs.report.mapping, time_unit=unit if unit in TIME_UNITS else "hours", clock=unit)
+        """How ``obs`` was read (``pipeline.fit``'s record): its mapping, every role of it named
+        when it was given to the reader (the dashboard's column mapping), and its clock's unit
+        (date-times: the hours default)."""
+        unit, report = obs.report.input_time_unit, obs.report
+        columns = ColumnNames.from_mapping(report.mapping) if report.mapping_given else ColumnNames()
+        return cls(columns=columns, mapping=report.mapping, time_unit=unit if unit in TIME_UNITS else "hours",
+                   clock=unit)
 
     def resolve(self, columns: ColumnNames, time_unit: str | None, dayfirst: bool | None,
                 date_format: str | None) -> ReadOptions:

@@ -271,3 +271,27 @@ def test_the_forecaster_fits_pbc_with_time_col_day(pbc_csv: Path, pbc_model: Pat
     code = main(["predict", str(tmp_path / "f"), str(pbc_csv), "--horizon", "90", "--points", "2", "--out",
                  str(tmp_path / "p.csv"), "--quiet"])
     assert code == 0, "a model saved from Python is read by the CLI in its recorded unit and columns"
+
+
+def test_a_fit_on_a_chosen_mapping_records_it_as_the_dashboard_chooses_it(tmp_path: Path, capsys) -> None:
+    """The dashboard reads an upload with the Data tab's mapping (``read_csv(mapping=…)``) and
+    fits through ``pipeline.fit``: the mapping and the unit are recorded, and the CLI reuses them."""
+    from levy_core.data import ColumnMapping, read_csv
+    from levy_core.episodes.tasks import TaskConfig
+    from levy_core.training.train import TrainConfig
+
+    frame = pbc_like(16).rename(columns={"id": "who", "day": "when"})
+    frame.to_csv(tmp_path / "upload.csv", index=False)
+    chosen = ColumnMapping(time="when", series="who", wide_channels=("bili", "albumin"), layout="wide")
+    obs = read_csv(tmp_path / "upload.csv", mapping=chosen, time_unit="days")
+    fitted = pipeline.fit(obs, task=TaskConfig("forecast"), train=TrainConfig(epochs=1, seed=0), train_twin=False)
+    assert fitted.reading.columns == ColumnNames(series="who", time="when", channels=("bili", "albumin"))
+    assert (fitted.reading.time_unit, fitted.reading.mapping) == ("days", chosen)
+    found = pipeline.fit(from_frame(pbc_like(16), time_unit="days"), task=TaskConfig("forecast"),
+                         train=TrainConfig(epochs=1, seed=0), train_twin=False)
+    assert found.reading.columns.empty and found.reading.mapping.time == "day", "detected: nothing named"
+    fitted.save(tmp_path / "m")
+    code, _, err = run(capsys, "predict", tmp_path / "m", tmp_path / "upload.csv", "--horizon", "30", "--points", "2",
+                       "--out", tmp_path / "p.csv", "--quiet")
+    assert code == 0 and "denser" not in err, err
+    assert set(pd.read_csv(tmp_path / "p.csv")["channel"]) == {"bili", "albumin"}
