@@ -74,7 +74,7 @@ class RecordedReading:
             raise ValueError(f"time_unit must be one of {', '.join(TIME_UNITS)}, got {self.time_unit!r}")
         if self.clock != DATETIME and self.clock not in TIME_UNITS:
             raise ValueError(f"clock must be {DATETIME!r} or a time unit, got {self.clock!r}")
-        if self.dayfirst not in (None, True, False):
+        if not (self.dayfirst is None or isinstance(self.dayfirst, bool)):
             raise ValueError(f"dayfirst must be true, false or null, got {self.dayfirst!r}")
         if self.date_format is not None and (not isinstance(self.date_format, str)
                                              or not 0 < len(self.date_format) <= MAX_DATE_FORMAT_CHARS):

@@ -65,6 +65,8 @@ def parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
 def test_no_parser_reads_an_abbreviated_option(capsys) -> None:
     every = parsers(build_parser())
     assert len(every) == 8 and all(p.allow_abbrev is False for p in every), [p.prog for p in every]
+    args = build_parser().parse_args(["fit", "pbc.csv", "--time", "day", "--out", "m"])
+    assert (args.time, args.time_unit) == ("day", None), "--time day was read as --time-unit day (invalid choice)"
     with pytest.raises(SystemExit) as stop:  # --time-u was read as --time-unit: now it is no option
         main(["predict", "m", "d.csv", "--out", "p.csv", "--time-u", "days"])
     assert stop.value.code == 2 and "unrecognized arguments: --time-u" in capsys.readouterr().err
@@ -196,6 +198,7 @@ def test_a_model_saved_before_the_reading_was_recorded_behaves_as_before(pbc_mod
     ({"columns": {"channels": ["a"] * 20_000}}, "more than 10,000"),
     ({"date_format": "%d" * 200}, "date_format must be"),
     ({"dayfirst": "yes"}, "dayfirst must be"),
+    ({"dayfirst": 1}, "dayfirst must be"),
     ({"surprise": 1}, "unknown keys"),
     ({"mapping": {"time": "t", "layout": "tall"}}, "layout, long or wide"),
 ])
