@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from levy_core import pipeline
+from levy_core.cli.inputs import load_data, read_options
 from levy_core.data import DataError, Observations, parse_duration, to_user_time
-from levy_core.data.series_chunks import read_observations
 from levy_core.decisions.defaults import DEFAULT_DRAWS, DEFAULT_POINTS
 from levy_core.serving.table_writer import TableWriter, refuse_same_file
 
@@ -75,8 +75,7 @@ def run_advise(args: argparse.Namespace) -> int:
     if not Path(args.data).is_file():
         raise DataError(f"{args.data}: no such file; give the path of a CSV (or .csv.gz) or Parquet file of "
                         "observations")
-    obs = read_observations(args.data, time_unit=args.time_unit, dayfirst=True if args.dayfirst else None,
-                            date_format=args.date_format)
+    obs = load_data(args.data, read_options(args, fitted.reading))  # the fit's columns, unit and dates
     unit = obs.report.input_time_unit
     horizon = parse_duration(args.horizon, unit) if args.horizon else None
     at = parse_at(args.at, unit) if args.at else None
@@ -111,7 +110,8 @@ def add_advise_command(sub: argparse._SubParsersAction,
                        add_model_and_data: Callable[[argparse.ArgumentParser], None]) -> None:
     """Register ``levy advise`` on the CLI's subparsers (``add_model_and_data``: the CLI's
     own MODEL DATA arguments, with --time-unit and the date options)."""
-    a = sub.add_parser("advise", help="which measurement would narrow the band most: a ranked table")
+    a = sub.add_parser("advise", help="which measurement would narrow the band most: a ranked table",
+                       allow_abbrev=False)
     add_model_and_data(a)
     a.add_argument("--out", required=True, help="the advice table to write (CSV; .parquet for Parquet)")
     a.add_argument("--series", default=None, help="the series to advise on (may be left out when the data hold one)")

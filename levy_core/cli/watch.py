@@ -21,9 +21,9 @@ import pandas as pd
 from tqdm import tqdm
 
 from levy_core import pipeline
+from levy_core.cli.inputs import load_data, mapping_for, read_options
 from levy_core.data import DataError, Observations, to_user_time
 from levy_core.data.drift import DriftTally
-from levy_core.data.series_chunks import read_observations
 from levy_core.decisions.defaults import DEFAULT_ALPHA, DEFAULT_MAX_CONTEXT, check_alpha
 from levy_core.serving.table_writer import refuse_same_file
 
@@ -51,7 +51,7 @@ def add_watch_command(sub: argparse._SubParsersAction,
     """Register ``levy watch`` on the CLI's subparsers (``add_model_and_data``, ``add_chunks``:
     the CLI's own MODEL DATA arguments and --chunk-series / --quiet)."""
     w = sub.add_parser("watch", help="replay DATA in time order: each observation's conformal p-value against the "
-                       "band issued before it, flagged at --alpha")
+                       "band issued before it, flagged at --alpha", allow_abbrev=False)
     add_model_and_data(w)
     w.add_argument("--out", required=True, help="the scored observations (CSV; .parquet for Parquet)")
     w.add_argument("--alpha", type=parse_alpha, default=DEFAULT_ALPHA, help="false-alarm rate in (0, 1): flag an observation "
@@ -86,14 +86,13 @@ def run_watch(args: argparse.Namespace) -> int:
                      {"--out": args.out})
     if args.dayfirst and args.date_format:
         raise ValueError("give --dayfirst or --date-format, not both (the format says where the day is)")
-    dates = {"dayfirst": True if args.dayfirst else None, "date_format": args.date_format}
     for path in (args.data, args.calibration):
         if path is not None and not Path(path).is_file():
             raise DataError(f"{path}: no such file; give the path of a CSV (or .csv.gz) or Parquet file")
     fitted = pipeline.load_model(args.model)
+    options = read_options(args, fitted.reading)  # the fit's columns, unit and dates unless told otherwise
     if args.calibration is not None:
-        cal = calibrate_watch(fitted, read_observations(args.calibration, time_unit=args.time_unit, **dates),
-                              max_context=args.max_context)
+        cal = calibrate_watch(fitted, load_data(args.calibration, options), max_context=args.max_context)
         print(f"note: calibration: {cal.source}", file=sys.stderr)
     else:
         cal = None
@@ -110,7 +109,9 @@ def run_watch(args: argparse.Namespace) -> int:
     with tqdm(desc=Path(args.data).name, unit=" series", file=sys.stderr, disable=args.quiet,
               dynamic_ncols=True) as bar:
         n, totals = predict_file(args.data, args.out, scored, chunk_series=args.chunk_series,
-                                 time_unit=args.time_unit, progress=bar.update, drift=drift, **dates)
+                                 mapping=mapping_for(args.data, options.columns), time_unit=options.time_unit,
+                                 progress=bar.update, drift=drift, dayfirst=options.dayfirst,
+                                 date_format=options.date_format)
     print(f"note: {totals.describe()}", file=sys.stderr)
     for msg in drift.report().flags["message"]:
         print(f"warning: {msg}", file=sys.stderr)

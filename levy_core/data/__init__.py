@@ -97,6 +97,7 @@ from levy_core.data.columns import (
     TIME_ALIASES,
     VALUE_ALIASES,
     ColumnMapping,
+    ColumnNames,
     detect_mapping,
 )
 from levy_core.data.decode import MAX_DECOMPRESSED_BYTES
@@ -114,6 +115,7 @@ from levy_core.data.reading import (
     preview_table,
     read_csv,
 )
+from levy_core.data.recorded import RecordedReading
 from levy_core.data.times import TIME_UNITS
 
 __all__ = [
@@ -138,9 +140,11 @@ __all__ = [
     "TIME_UNITS",
     "VALUE_ALIASES",
     "ColumnMapping",
+    "ColumnNames",
     "DataError",
     "LoadReport",
     "Observations",
+    "RecordedReading",
     "detect_mapping",
     "from_frame",
     "load_sample",

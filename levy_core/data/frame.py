@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from levy_core.data.cells import blank_mask, id_strings, parse_numbers
-from levy_core.data.columns import ColumnMapping, detect_mapping
+from levy_core.data.columns import FALLBACK_TIME_ALIASES, ColumnMapping, detect_mapping
 from levy_core.data.dates import DayOrder
 from levy_core.data.decimals import decimal_comma_mask
 from levy_core.data.errors import DataError
@@ -98,6 +98,7 @@ def from_frame(
     """
     _check_table(df, time_unit, max_rows)
     df = df.reset_index(drop=True)
+    mapping_given = mapping is not None
     if mapping is None:  # a repeated name is refused below when the mapping uses it
         mapping = detect_mapping(df.loc[:, ~df.columns.duplicated()])
     _check_mapping(df, mapping)
@@ -126,6 +127,7 @@ def from_frame(
         input_time_unit=time.input_unit,
         input_has_offsets=time.has_offsets,
         day_order=time.day_order,
+        mapping_given=mapping_given,
     )
     obs = Observations(frame=_sort_observations(frame), report=report)
     refuse_unresolvable_times(obs.frame, mapping.time, from_datetimes=time.stamps is not None)
@@ -216,6 +218,9 @@ def _check_size(df: pd.DataFrame, mapping: ColumnMapping, max_rows: int) -> None
 def _reading_notes(df: pd.DataFrame, mapping: ColumnMapping) -> list[str]:
     """The report's first notes: rows read with which mapping, and columns ignored."""
     notes = [f"read {count(len(df), 'row')} ({mapping.describe()})"]
+    if str(mapping.time).strip().lower() in FALLBACK_TIME_ALIASES:
+        notes.append(f"column {str(mapping.time)!r} read as the time, for want of a column named time, date, day "
+                     "or the like; if it holds a measurement, name the time column (--time COL, time_col=)")
     used = set(mapping.used_columns())
     ignored = [str(c) for c in df.columns if c not in used]
     if ignored:

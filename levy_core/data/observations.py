@@ -57,6 +57,9 @@ class LoadReport:
         For dates written as numbers (``02/01/2024``), the order of day and month they
         were read in and the cell that showed it; None otherwise. A queries file whose
         dates cannot tell is read in the same order.
+    mapping_given : bool
+        Whether ``mapping`` was given to the reader (chosen by hand, e.g. the dashboard's
+        column mapping) rather than detected from the column names.
     """
 
     layout: Literal["long", "wide"]
@@ -70,6 +73,7 @@ class LoadReport:
     input_time_unit: str = "hours"
     input_has_offsets: bool | None = None
     day_order: DayOrder | None = None
+    mapping_given: bool = False
 
 
 @dataclass

@@ -37,7 +37,8 @@ from levy_core.data.observations import Observations
 from levy_core.data.parquet import BATCH_ROWS, is_parquet, iter_parquet_tables, read_parquet
 from levy_core.data.reading import MAX_COLUMNS, MAX_LINE_CHARS, read_csv, restore_duplicate_names
 
-__all__ = ["DEFAULT_CHUNK_SERIES", "ChunkTotals", "UngroupedSeriesError", "iter_csv_tables", "iter_series_chunks",
+__all__ = ["DEFAULT_CHUNK_SERIES", "ChunkTotals", "UngroupedSeriesError", "head_table", "iter_csv_tables",
+           "iter_series_chunks",
            "read_observations"]
 
 DEFAULT_CHUNK_SERIES: int = 2000
@@ -201,6 +202,23 @@ def iter_csv_tables(path: str | os.PathLike[str], *, batch_rows: int = BATCH_ROW
     except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise DataError(f"{p.name!r} could not be read after line {line:,} ({exc}). Re-create the file, "
                         "or save it as CSV UTF-8.") from exc
+
+
+def head_table(path: str | os.PathLike[str], rows: int = 2_000) -> pd.DataFrame:
+    """The first rows of a CSV or Parquet file as text cells (for finding its columns).
+
+    Raises
+    ------
+    DataError
+        No such file, no rows, or whatever :func:`iter_csv_tables` refuses.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"{str(p)!r}: no such file; give the path of a CSV or Parquet file of observations.")
+    for table, _, _ in _raw_tables(p, rows):
+        if not table.empty:
+            return table
+    raise DataError(f"{p.name!r} has no rows. Add at least two observations.")
 
 
 def _raw_tables(path: Path, batch_rows: int) -> Iterator[tuple[pd.DataFrame, int, str | None]]:

@@ -7,7 +7,8 @@ NeuralForecast and StatsForecast do.
 >>> f.predict(queries, level=[90])                                   # at given (unique_id, ds[, channel])
 >>> print(f.evaluate(df, level=[80, 90]))                            # Evaluation: MSE, CRPS, coverage, width
 >>> f.backtest(df, n_windows=3, h="36h").to_frame()                  # rolling cut-offs, a model per window
->>> f.save("model_dir"); LevyForecaster.load("model_dir").predict(h="36h", df=new_df)   # or "model.zip"
+>>> f.save("model_dir"); LevyForecaster.load("model_dir").predict(h="36h", df=df)   # or "model.zip"
+>>> LevyForecaster(time_col="day", time_unit="days").fit(pbc)        # name the columns, once: recorded
 
 A thin layer over :mod:`levy_core.pipeline` (``fit``, ``predict_future``,
 ``predict_user_queries``, ``evaluate``, ``predict_after_end``) and :mod:`levy_core.pipeline.nixtla`
@@ -27,9 +28,13 @@ import pandas as pd
 
 from levy_core import pipeline
 from levy_core.data import (
+    TIME_UNITS,
     ColumnMapping,
+    ColumnNames,
     DataError,
     Observations,
+    RecordedReading,
+    detect_mapping,
     from_frame,
     parse_duration,
     read_queries,
@@ -99,7 +104,17 @@ class LevyForecaster:
         ``"bili=log,albumin=none"``. The model is fitted and calibrated on the transformed
         values; means and bands come back mapped with the inverse (the mean is the median).
     time_unit : {"hours", "minutes", "seconds", "days"}
-        Unit of numeric times (date-times are read as such).
+        Unit of numeric times (date-times are read as such). Recorded in the saved model:
+        :meth:`load` reads later frames in it.
+    id_col, time_col, value_col, channel_col : str, optional
+        The columns of series ids, times, values and channel names (NeuralForecast's
+        ``id_col``, ``time_col``, ``target_col``); each left out is found by its name
+        (``unique_id``/``id``, ``ds``/``time``/``date``/``day``, ``y``/``value``, ``channel``).
+        ``value_col`` or ``channel_col``: the long form.
+    channels : sequence of str, optional
+        The wide form: the columns that hold measurements, one channel each (instead of
+        ``value_col``/``channel_col``). The columns named are recorded in the saved model and
+        reused for every later frame (:meth:`predict`'s ``df=``, after :meth:`load` too).
     dayfirst : bool, optional
         Dates written as numbers (``02/01/2024``) in the frames and queries are day first
         (True) or month first (False); None: told from each column (a day over 12), refused
@@ -118,6 +133,8 @@ class LevyForecaster:
         The data it was fitted on (None after :meth:`load`: pass ``df=`` to predict).
     mapping : ColumnMapping or None
         The column mapping given to :meth:`fit` (None: detected on each frame).
+    columns : ColumnNames
+        The columns named (``id_col=``, ``time_col=``, ...; a loaded model's recorded ones).
     """
 
     def __init__(self, *, size: str = "auto", epochs: int = 40, seed: int = 0, season: str | float = "auto",
@@ -125,8 +142,16 @@ class LevyForecaster:
                  cutoff: float | None = None, max_seconds: float | None = None, twin: bool = False,
                  phi: Literal["rate", "count"] = "rate", time_unit: str = "hours",
                  progress: Callable[[Progress], None] | None = None, dayfirst: bool | None = None,
-                 date_format: str | None = None, transform: TransformSpec = "auto") -> None:
+                 date_format: str | None = None, transform: TransformSpec = "auto", id_col: str | None = None,
+                 time_col: str | None = None, value_col: str | None = None, channel_col: str | None = None,
+                 channels: Sequence[str] | None = None) -> None:
         pipeline.resolve_size(size, 0)  # ValueError for an unknown name, before any data is read
+        if time_unit not in TIME_UNITS:
+            raise ValueError(f"time_unit must be one of {', '.join(TIME_UNITS)}, got {time_unit!r}")
+        if isinstance(channels, str):
+            raise ValueError(f"channels must be a list of column names, e.g. ['bili', 'albumin'], got {channels!r}")
+        self.columns = ColumnNames(series=id_col, time=time_col, value=value_col, channel=channel_col,
+                                   channels=tuple(channels or ()))
         if task not in ("forecast", "interpolate"):
             raise ValueError(f"task must be 'forecast' or 'interpolate', got {task!r}")
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
@@ -150,12 +175,21 @@ class LevyForecaster:
         ``df``: long (``unique_id, ds, y`` or ``series_id, time, channel, value`` and the
         other aliases of :mod:`levy_core.data`) or wide, ``ds`` date-times or numbers;
         ``mapping`` overrides the detected columns (and is kept for the frames given to
-        :meth:`predict` and :meth:`drift`). ``DataError`` for unusable data.
+        :meth:`predict` and :meth:`drift`), instead of ``id_col=``/``time_col=``/...; how the
+        data were read (columns, ``time_unit``, dates) is recorded in the model
+        (``model.json``'s ``reading``) and reused after :meth:`load`. ``DataError`` for
+        unusable data; ValueError for a ``mapping`` beside named columns.
         """
+        if mapping is not None and not self.columns.empty:
+            raise ValueError("give either mapping= or the column names (id_col=, time_col=, ...), not both")
         self.mapping = mapping
         obs = self._read(df)
-        self.fitted = self._fit_observations(obs)
-        self.observations = obs
+        fitted = self._fit_observations(obs)
+        fitted.reading = RecordedReading(
+            columns=ColumnNames.from_mapping(mapping) if mapping is not None else self.columns,
+            mapping=obs.report.mapping, time_unit=self.time_unit, clock=obs.report.input_time_unit,
+            dayfirst=self.dayfirst, date_format=self.date_format)
+        self.fitted, self.observations = fitted, obs
         return self
 
     def predict(self, queries: pd.DataFrame | None = None, *, h: str | float | None = None,
@@ -390,7 +424,9 @@ class LevyForecaster:
         -------
         LevyForecaster
             Its settings (size, epochs, seed, task, phi, twin, max_seconds, transform) those the model
-            was fitted with, so that :meth:`backtest` refits alike; ``observations`` None.
+            was fitted with, so that :meth:`backtest` refits alike; the columns, ``time_unit`` and
+            date options those it recorded (a model saved before they were recorded: found by
+            name, hours); ``observations`` None.
 
         Raises
         ------
@@ -398,7 +434,7 @@ class LevyForecaster:
             Nothing at ``path``, or not a saved model.
         """
         fitted = _open_model(path)
-        forecaster = cls(**_settings(fitted))
+        forecaster = cls(**_settings(fitted), **_reading_settings(fitted.reading))
         forecaster.fitted = fitted
         return forecaster
 
@@ -408,7 +444,10 @@ class LevyForecaster:
             raise DataError(f"expected a pandas DataFrame of observations, got {type(df).__name__}")
         if df.empty:
             raise DataError("the DataFrame is empty: give observations (e.g. columns unique_id, ds, y), at least two")
-        obs = from_frame(df, mapping=self.mapping, time_unit=self.time_unit, dayfirst=self.dayfirst,
+        mapping = self.mapping
+        if mapping is None and not self.columns.empty:  # the named columns, the others found by name
+            mapping = detect_mapping(df.loc[:, ~df.columns.duplicated()], self.columns)
+        obs = from_frame(df, mapping=mapping, time_unit=self.time_unit, dayfirst=self.dayfirst,
                          date_format=self.date_format)
         for message in obs.report.messages:  # as the CLI's notes ("10 duplicates averaged"): a library does not print
             if "averaged" in message or "duplicate" in message:
@@ -477,6 +516,16 @@ def _open_model(path: str | Path | bytes) -> pipeline.FittedModel:
         return load_model_zip(source.read_bytes(), name=source.name)
     raise pipeline.ModelLoadError(f"{source} does not exist: give a model directory or its .zip "
                                   "(LevyForecaster.save, `levy fit --out DIR`)")
+
+
+def _reading_settings(reading: RecordedReading | None) -> dict[str, Any]:
+    """The constructor's column, clock and date settings a saved model records (none: as before)."""
+    if reading is None:
+        return {}
+    names = reading.columns
+    return {"time_unit": reading.time_unit, "dayfirst": reading.dayfirst, "date_format": reading.date_format,
+            "id_col": names.series, "time_col": names.time, "value_col": names.value, "channel_col": names.channel,
+            "channels": names.channels}
 
 
 def _settings(fitted: pipeline.FittedModel) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from levy_core.calibration.horizon_scale import HorizonScale
 from levy_core.calibration.query_scale import QueryScale, query_context
 from levy_core.data.clock import duration_text
 from levy_core.data.drift import DriftReference
+from levy_core.data.recorded import RecordedReading
 from levy_core.episodes.baselines import LastValueForecaster
 from levy_core.episodes.scaling import ChannelScaler
 from levy_core.episodes.tasks import Split, TaskConfig
@@ -117,6 +118,8 @@ class FittedModel:
     # panels: the band's spread per query, s(q) from σ̂'s two terms and the query's distance to the data
     # (levy_core.calibration.query_scale; None: σ̂ alone, or a model saved before it was fitted)
     query_scale: QueryScale | None = None
+    # how the fit's data were read (columns, time unit, dates), reused by later commands (None: saved before)
+    reading: RecordedReading | None = None
 
     def offset_description(self) -> str:
         """What the deterministic offset ``b(q)`` is, in words."""
@@ -265,6 +268,7 @@ class FittedModel:
             "base_forecast": self.base_forecast.to_dict() if self.base_forecast is not None else None,
             "horizon_scale": self.horizon_scale.to_dict() if self.horizon_scale is not None else None,
             "query_scale": self.query_scale.to_dict() if self.query_scale is not None else None,
+            "reading": self.reading.to_dict() if self.reading is not None else None,
             "correction_scale": {"levy": self.levy.correction_scale.tolist(),
                                  "softmax": self.twin.correction_scale.tolist() if self.twin is not None else None},
             "correction_bound": {key: [None if math.isinf(b) else b for b in model.correction_bound.tolist()]
@@ -447,6 +451,7 @@ def _from_meta(meta: dict[str, Any], path: Path) -> FittedModel:
         horizon_scale=(HorizonScale.from_dict(meta["horizon_scale"]) if meta.get("horizon_scale") is not None
                        else None),
         query_scale=(QueryScale.from_dict(meta["query_scale"]) if meta.get("query_scale") is not None else None),
+        reading=_reading(meta.get("reading")),
     )
     levy = LevyModel(cfg)
     _load_weights(levy, path / "levy.safetensors")
@@ -478,6 +483,17 @@ def file_sha256(path: str | Path) -> str:
         for block in iter(lambda: stream.read(_CHUNK), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _reading(value: Any) -> RecordedReading | None:
+    """``model.json``'s ``reading`` (how the fit read its data), validated; None when absent
+    (a model saved before it was recorded: its data are read as before)."""
+    if value is None:
+        return None
+    try:
+        return RecordedReading.from_dict(value)
+    except (ValueError, TypeError) as exc:
+        raise ModelLoadError(f"model.json: reading: {exc}; re-run `levy fit`") from None
 
 
 def _source_sha256(value: Any) -> str:

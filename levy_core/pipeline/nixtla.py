@@ -157,7 +157,7 @@ def unbounded_note(bands: pd.DataFrame, levels: Sequence[float], n_scores: int =
     """Plain words for bands that came out infinite (``bands``: :func:`level_bands`' columns
     ``lower_<L>, upper_<L>`` for ``levels``, fractions; ``n_scores``: the calibration split's
     errors, 0 when unknown); None when every band is finite. (``levy predict`` refuses to
-    write such a band: ``levy_core.cli.main._refuse_infinite_bands``.)
+    write such a band: ``levy_core.cli.predict.refuse_infinite_bands``.)
 
     A split-conformal band at level ``L`` is finite only with at least ``⌈L / (1 − L)⌉``
     calibration errors (49 at 98 %), and an adaptive one only while its walk has not missed

@@ -29,6 +29,7 @@ from levy_core.calibration.over_time import fit_adaptive, origin_gamma
 from levy_core.calibration.query_scale import CONTEXT_COLUMNS, QueryScale, fit_query_scale
 from levy_core.data import DataError, Observations
 from levy_core.data.drift import DriftReference, reference_from
+from levy_core.data.recorded import RecordedReading
 from levy_core.episodes.baselines import LastValueForecaster
 from levy_core.episodes.scaling import ChannelScaler
 from levy_core.episodes.tasks import (
@@ -479,6 +480,7 @@ def fit(obs: Observations, *, task: TaskConfig | None = None, train: TrainConfig
     fitted = assemble(data, cfg, train, levy, twin, mc_passes=mc_passes, data_hash=obs.content_hash(),
                       band_map=band_map)
     fitted.drift = drift_reference(obs, data.split)
+    fitted.reading = RecordedReading.found(obs)  # the CLI and LevyForecaster record what was named as well
     return fitted
 
 

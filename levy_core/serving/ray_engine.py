@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from levy_core.data import ColumnMapping, DataError, detect_mapping, from_frame
+from levy_core.data import ColumnMapping, ColumnNames, DataError, detect_mapping, from_frame
 from levy_core.data.parquet import check_parquet, is_parquet, iter_parquet_tables
 from levy_core.pipeline.modelfile import load_model
 from levy_core.pipeline.ranking import SCORE_COLUMNS, score_series, warm_up
@@ -120,11 +120,11 @@ class RankScorer:
         return scores[SCORE_COLUMNS]
 
 
-def _mapping(path: str) -> ColumnMapping:
+def _mapping(path: str, columns: ColumnNames | None = None) -> ColumnMapping:
     table, _ = next(iter(iter_parquet_tables(path, batch_rows=10_000)), (None, 0))
     if table is None or table.empty:
         raise DataError(f"{Path(path).name!r} has no rows. Add at least two observations.")
-    mapping = detect_mapping(table.loc[:, ~table.columns.duplicated()])
+    mapping = detect_mapping(table.loc[:, ~table.columns.duplicated()], columns)
     if mapping.series is None:
         raise DataError(f"{Path(path).name!r} has no series column: --engine ray spreads series over workers; "
                         "rank one series without it")
@@ -235,7 +235,8 @@ def _start(ray: Any, address: str | None, workers: int, temp_dir: str | None) ->
 
 
 def rank_with_ray(model: str | os.PathLike[str], data: str | os.PathLike[str], out: str | os.PathLike[str], *,
-                  workers: int = 2, address: str | None = None, time_unit: str = "hours") -> tuple[int, float]:
+                  workers: int = 2, address: str | None = None, time_unit: str = "hours",
+                  columns: ColumnNames | None = None) -> tuple[int, float]:
     """Rank the series of a Parquet file by trust on Ray; the same output as ``levy rank``.
 
     Parameters
@@ -253,6 +254,8 @@ def rank_with_ray(model: str | os.PathLike[str], data: str | os.PathLike[str], o
         An existing cluster (``HEAD:6379``, ``auto``); None starts a local Ray.
     time_unit : str
         Unit of a numeric time column.
+    columns : ColumnNames, optional
+        Columns named by the user (the others found by name, as ever).
 
     Returns
     -------
@@ -275,7 +278,7 @@ def rank_with_ray(model: str | os.PathLike[str], data: str | os.PathLike[str], o
         raise DataError(f"--engine ray reads Parquet; {Path(data).name!r} is not a .parquet file "
                         "(convert it: pandas.read_csv(...).to_parquet(...), or rank it without --engine)")
     n_rows = check_parquet(data)  # the footer, and text lengths and decoded sizes, before a worker reads it
-    mapping, files = _mapping(str(data)), model_bytes(model)
+    mapping, files = _mapping(str(data), columns), model_bytes(model)
     # a local Ray's sockets, logs and spilled objects: in a folder of this user only (Ray makes its
     # own folders world-writable; this one, above them, is 0700), removed when the run ends
     private = tempfile.mkdtemp(prefix="levy-ray-", dir=_short_temp_root()) if address is None else None

@@ -1,11 +1,11 @@
-"""levy_core.cli.main.EpochBars: one tqdm bar per model, fed ``levy_core.training.train.Progress`` events,
+"""levy_core.cli.fit.EpochBars: one tqdm bar per model, fed ``levy_core.training.train.Progress`` events,
 written to a text stream; a bar closes at the last epoch or on early stopping (eta 0)."""
 
 from __future__ import annotations
 
 import io
 
-from levy_core.cli.main import EpochBars
+from levy_core.cli.fit import EpochBars
 from levy_core.training.train import Progress
 
 

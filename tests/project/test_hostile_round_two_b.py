@@ -38,6 +38,8 @@ from safetensors.torch import load_file, save_file
 
 from levy_core import pipeline
 from levy_core.cli import main as cli
+from levy_core.cli.evaluate import MAX_MC_PASSES
+from levy_core.cli.predict import MAX_POINTS
 from levy_core.data import DataError, Observations
 from levy_core.data import parquet as parquet_module
 from levy_core.data.parquet import MAX_ID_CHARS, check_parquet, read_parquet
@@ -491,13 +493,13 @@ def test_points_at_its_limit_still_predicts(fitted_dir: Path, tmp_path: Path, fi
     one = one[one["series_id"] == one["series_id"].iloc[0]]
     one.to_csv(tmp_path / "one.csv", index=False)
     code, err = run_cli(["predict", str(fitted_dir), str(tmp_path / "one.csv"), "--out", str(tmp_path / "p.csv"),
-                         "--points", str(cli.MAX_POINTS), "--quiet"], capsys)
+                         "--points", str(MAX_POINTS), "--quiet"], capsys)
     assert code == 0, err
-    assert len(pd.read_csv(tmp_path / "p.csv")) == cli.MAX_POINTS * one["channel"].nunique()
+    assert len(pd.read_csv(tmp_path / "p.csv")) == MAX_POINTS * one["channel"].nunique()
 
 
 def test_the_limits_are_stated_in_the_help(capsys) -> None:
     with pytest.raises(SystemExit):
         cli.main(["predict", "--help"])
     assert "1 to 10,000" in capsys.readouterr().out
-    assert math.isfinite(cli.MAX_MC_PASSES)
+    assert math.isfinite(MAX_MC_PASSES)

@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from levy_core.cli import fit as cli_fit
 from levy_core.cli import main as cli
 from levy_core.runtime import priority
 from levy_core.runtime.priority import (
@@ -56,7 +57,7 @@ def test_nice_values_are_0_to_19() -> None:
 
 def test_levy_fit_lowers_its_priority_before_it_reads_the_data(monkeypatch, tmp_path, capsys) -> None:
     seen = []
-    monkeypatch.setattr(cli, "lower_priority", seen.append)
+    monkeypatch.setattr(cli_fit, "lower_priority", seen.append)  # `levy fit` lives in cli.fit
     missing = str(tmp_path / "no.csv")
     assert cli.main(["fit", missing, "--out", str(tmp_path / "m")]) == 2
     assert cli.main(["fit", missing, "--out", str(tmp_path / "m"), "--nice", "0"]) == 2

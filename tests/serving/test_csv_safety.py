@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from levy_core.cli import evaluate as cli_evaluate
 from levy_core.cli import main as cli
 from levy_core.serving import table_writer
 from levy_core.serving.csv_safety import (
@@ -152,7 +153,7 @@ def _spy(monkeypatch: pytest.MonkeyPatch) -> list[pd.DataFrame]:
         seen.append(frame.copy())
         return to_safe_csv(frame, *args, **kwargs)
 
-    monkeypatch.setattr(cli, "to_safe_csv", recording)
+    monkeypatch.setattr(cli_evaluate, "to_safe_csv", recording)  # evaluate --predictions
     monkeypatch.setattr(table_writer, "to_safe_csv", recording)  # predict and rank write through TableWriter
     return seen
 
