@@ -102,16 +102,16 @@ def run_watch(args: argparse.Namespace) -> int:
     def scored(obs: Observations) -> pd.DataFrame:
         if not tally.scored.keys().isdisjoint(obs.series_ids):  # a file with series out of place, read again whole
             tally.clear()
+            bar.reset()
         rows = next(iter_watch(fitted, [obs], alpha=args.alpha, calibration=cal, max_context=args.max_context,
-                               tally=tally))
+                               tally=tally, progress=bar.update))  # the bar moves series by series
         return _user_rows(rows, obs, args.only_flagged)
 
     with tqdm(desc=Path(args.data).name, unit=" series", file=sys.stderr, disable=args.quiet,
               dynamic_ncols=True) as bar:
         n, totals = predict_file(args.data, args.out, scored, chunk_series=args.chunk_series,
                                  mapping=mapping_for(args.data, options.columns), time_unit=options.time_unit,
-                                 progress=bar.update, drift=drift, dayfirst=options.dayfirst,
-                                 date_format=options.date_format)
+                                 drift=drift, dayfirst=options.dayfirst, date_format=options.date_format)
     print(f"note: {totals.describe()}", file=sys.stderr)
     for msg in drift.report().flags["message"]:
         print(f"warning: {msg}", file=sys.stderr)

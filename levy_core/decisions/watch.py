@@ -36,7 +36,7 @@ Each step's episode is built the way the model was trained to see one:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -188,9 +188,11 @@ def _check_frame(obs: Observations | pd.DataFrame) -> pd.DataFrame:
 
 
 def _score_chunk(fitted: FittedModel, frame: pd.DataFrame, alpha: float, span: tuple[float, float],
-                 max_context: int, calibration: WatchCalibration, mc_passes: int = 0) -> tuple[pd.DataFrame, int]:
+                 max_context: int, calibration: WatchCalibration, mc_passes: int = 0,
+                 progress: Callable[[int], object] | None = None) -> tuple[pd.DataFrame, int]:
     """The scored rows (:data:`WATCH_COLUMNS`) of one chunk of whole series, and how many
-    observations were not scored."""
+    observations were not scored; ``progress`` is told how many more series are done after
+    every batch of steps (a chunk of thousands of series shows its progress as it goes)."""
     refuse_unknown_channels(pd.unique(frame["channel"]).tolist(), fitted.channels)
     scaled = fitted.scaler.check_range(frame)
     index = {c: i for i, c in enumerate(fitted.channels)}
@@ -209,8 +211,19 @@ def _score_chunk(fitted: FittedModel, frame: pd.DataFrame, alpha: float, span: t
         normalised = frame.assign(value=scaled, series_id=frame["series_id"].astype(str))
         base = BaseForecast(fitted.base_forecast, normalised, origins, fitted.channels)
     means, spreads = [], []
+    remaining = pd.Series(steps.series, dtype=object).value_counts().to_dict()  # steps left per series
+    unscored = len(groups) - len(remaining)  # series with nothing to score are done at once
+    if progress is not None and unscored:
+        progress(unscored)
     for idx in _batches(steps):
         res = run_pass(fitted, _collate(arrays, steps, idx, base), mc_passes)
+        if progress is not None:
+            done = 0
+            for i in idx:
+                remaining[steps.series[i]] -= 1
+                done += remaining[steps.series[i]] == 0
+            if done:
+                progress(done)
         mean, spread = (res["mc_mean_norm"], res["mc_std_norm"]) if mc_passes else (res["mean_norm"], res["spread_norm"])
         for b, i in enumerate(idx):
             m = steps.qry[i][1] - steps.qry[i][0]
@@ -371,17 +384,18 @@ def _check_span_in_data(frame: pd.DataFrame, span: tuple[float, float]) -> None:
 def iter_watch(fitted: FittedModel, chunks: Iterable[Observations | pd.DataFrame], *, alpha: float = DEFAULT_ALPHA,
                calibration: WatchCalibration | None = None, start: float | None = None, end: float | None = None,
                max_context: int = DEFAULT_MAX_CONTEXT, tally: WatchTally | None = None,
-               mc_passes: int = 0) -> Iterator[pd.DataFrame]:
+               mc_passes: int = 0, progress: Callable[[int], object] | None = None) -> Iterator[pd.DataFrame]:
     """The streaming form of :func:`watch`: one frame of scored rows per chunk of whole
     series (e.g. ``levy_core.data.series_chunks.iter_series_chunks``), memory that of one
-    chunk and one batch; ``tally`` (optional) is given every chunk. Arguments as :func:`watch`."""
+    chunk and one batch; ``tally`` (optional) is given every chunk; ``progress`` (optional)
+    the number of series done, as they are done. Arguments as :func:`watch`."""
     a = check_alpha(alpha)
     span = _span(start, end)
     _check_max_context(max_context)
     _calibrator(fitted, mc_passes)
     cal = calibration if calibration is not None else WatchCalibration.of_fit(fitted, mc=bool(mc_passes))
     for chunk in chunks:
-        rows, skipped = _score_chunk(fitted, _check_frame(chunk), a, span, max_context, cal, mc_passes)
+        rows, skipped = _score_chunk(fitted, _check_frame(chunk), a, span, max_context, cal, mc_passes, progress)
         if tally is not None:
             tally.add(rows, skipped)
         yield rows

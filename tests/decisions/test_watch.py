@@ -192,3 +192,14 @@ def test_the_rates_standard_error_has_the_calibrations_share(fitted, held_out, c
     assert watched.tally.standard_error() == pytest.approx(math.hypot(test_only.standard_error(), by_hand))
     assert "calibration included" in watched.summary()
     assert WatchCalibration.of_fit(fitted).standard_error(0.1) == 0.0  # series unknown
+
+
+def test_progress_counts_every_series_once_as_it_is_done(fitted, new_obs, calibration, monkeypatch) -> None:
+    """A chunk of many series reports its progress batch by batch (``levy watch``'s bar moves
+    series by series, not once a chunk of 2,000 series is done), each series counted once."""
+    import levy_core.decisions.watch as watch_module
+    monkeypatch.setattr(watch_module, "BATCH_EPISODES", 8)  # several batches in this small chunk
+    reported: list[int] = []
+    list(iter_watch(fitted, [new_obs], alpha=0.1, calibration=calibration, progress=reported.append))
+    assert sum(reported) == new_obs.n_series
+    assert len(reported) > 1 and all(n > 0 for n in reported)
