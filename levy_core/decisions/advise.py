@@ -51,7 +51,7 @@ import pandas as pd
 import torch
 
 from levy_core.data import DataError, Observations, duration_text
-from levy_core.decisions.advise_bands import band_extent, original_values
+from levy_core.decisions.advise_bands import band_extent, evidence_spread, original_values
 from levy_core.decisions.defaults import DEFAULT_DRAWS, DEFAULT_POINTS
 from levy_core.episodes.origins import OriginClock
 from levy_core.model.levy_model import Batch
@@ -347,7 +347,7 @@ def _assess(fitted: FittedModel, series: _Series, horizon: float, level: float, 
     phi1 = torch.exp(log_phi(torch.from_numpy(log_ev1), fitted.model_config.phi)).numpy()
     sigma_ev = np.sqrt((out0.disagreement[0, :, :m][None] * phi1).sum(axis=1))  # (J, M)
     lead1 = np.stack([r.q_time[:m] for r in rows[::n_draws]])  # (J, M) model time of each scenario
-    sigma_ev = _evidence_spread(fitted, sigma_ev, lead1, out0, out1, t_codes, m, n_draws)
+    sigma_ev = evidence_spread(fitted, sigma_ev, _lead_factor(fitted, lead1), out0, out1, t_codes, m, n_draws)
     width_ev = band_extent(fitted, sigma_ev.reshape(-1), np.tile(t_names, J), level,
                            np.tile(out0.mean[0, :m], J))[0].reshape(J, m)  # at today's mean: the evidence alone
     mean1 = out1.mean[:, :m].reshape(J, n_draws, m).mean(axis=1)
@@ -561,24 +561,6 @@ class _Out:
     log_evidence: np.ndarray  # (B, H, M)
     disagreement: np.ndarray  # (B, H, M)
     context: dict[str, np.ndarray]  # (B, M) each: the query's context summaries (query_scale.query_context)
-
-
-def _evidence_spread(fitted: FittedModel, sigma_ev: np.ndarray, lead1: np.ndarray, out0: _Out, out1: _Out,
-                     t_codes: np.ndarray, m: int, n_draws: int) -> np.ndarray:
-    """The spread of the evidence part (J, M): today's disagreement under tomorrow's evidence.
-    On a panel's per-query map, tomorrow's evidence term and distances to the data (value-free)
-    with today's disagreement term and today's history of the channel (what the value would
-    change); on rolling origins σ̂ times the lead factor."""
-    if fitted.query_scale is None:
-        return sigma_ev * _lead_factor(fitted, lead1)
-    log_d0 = 0.5 * np.log(np.maximum(out0.disagreement[0, :, :m].sum(axis=0), 1e-300))  # (M,)
-    evidence1 = np.log(np.maximum(sigma_ev, 1e-300)) - log_d0[None, :]  # (J, M): log σ̂_ev = E₁ + D₀
-    J = sigma_ev.shape[0]
-    context = {k: np.broadcast_to(out0.context[k][0, :m], (J, m)) for k in out0.context}
-    for k in ("gap_any", "gap_channel"):  # where tomorrow's data would be
-        context[k] = out1.context[k][::n_draws, :m]
-    return fitted.query_scale.spread(np.broadcast_to(t_codes, (J, m)), evidence1, np.broadcast_to(log_d0, (J, m)),
-                                     context)
 
 
 def _lead_factor(fitted: FittedModel, model_time: np.ndarray) -> np.ndarray:

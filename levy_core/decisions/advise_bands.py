@@ -8,11 +8,13 @@ below the forecast.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from levy_core.pipeline.modelfile import FittedModel
 
-__all__ = ["band_extent", "original_values"]
+__all__ = ["band_extent", "evidence_spread", "original_values"]
 
 
 def original_values(fitted: FittedModel, v_norm: np.ndarray, channels: np.ndarray) -> np.ndarray:
@@ -52,3 +54,24 @@ def band_extent(fitted: FittedModel, spread: np.ndarray, channels: np.ndarray, l
         return width, width / 2
     lower = fitted.scaler.inverse_value(lo, groups)
     return fitted.scaler.inverse_value(hi, groups) - lower, fitted.scaler.inverse_value(centre, groups) - lower
+
+
+def evidence_spread(fitted: FittedModel, sigma_ev: np.ndarray, lead_factor: np.ndarray, out0: Any, out1: Any,
+                    t_codes: np.ndarray, m: int, n_draws: int) -> np.ndarray:
+    """The spread of advice's evidence part (J, M): today's disagreement under tomorrow's evidence.
+    ``out0`` / ``out1``: today's pass (one row) and the candidates' (``n_draws`` rows each), with
+    their ``disagreement`` (B, H, M) and ``context`` summaries; ``lead_factor`` (J, M) the lead's
+    factor on rolling origins.
+    On a panel's per-query map, tomorrow's evidence term and distances to the data (value-free)
+    with today's disagreement term and today's history of the channel (what the value would
+    change); on rolling origins σ̂ times the lead factor."""
+    if fitted.query_scale is None:
+        return sigma_ev * lead_factor
+    log_d0 = 0.5 * np.log(np.maximum(out0.disagreement[0, :, :m].sum(axis=0), 1e-300))  # (M,)
+    evidence1 = np.log(np.maximum(sigma_ev, 1e-300)) - log_d0[None, :]  # (J, M): log σ̂_ev = E₁ + D₀
+    J = sigma_ev.shape[0]
+    context = {k: np.broadcast_to(out0.context[k][0, :m], (J, m)) for k in out0.context}
+    for k in ("gap_any", "gap_channel"):  # where tomorrow's data would be
+        context[k] = out1.context[k][::n_draws, :m]
+    return fitted.query_scale.spread(np.broadcast_to(t_codes, (J, m)), evidence1, np.broadcast_to(log_d0, (J, m)),
+                                     context)

@@ -168,3 +168,18 @@ def test_several_series_need_a_name(fitted, new_obs) -> None:
         advise(fitted, new_obs, horizon=HORIZON)
     advice = advise(fitted, new_obs, new_obs.series_ids[1], horizon=HORIZON, points=3, at=[0.0], draws=2)
     assert advice.series_id == new_obs.series_ids[1]
+
+
+@pytest.mark.slow
+def test_with_the_per_query_map_a_given_value_is_the_band_of_really_appending_it(synthetic_obs, one_series) -> None:
+    """The opt-in map s(q) reads the context (distances, the channel's history): advice on a
+    model with it gives, for a given value, the band of really appending that value."""
+    mapped = pipeline.fit(synthetic_obs, train=TrainConfig(epochs=2, seed=0), size="small", train_twin=False,
+                          band_map=True)
+    assert mapped.query_scale is not None
+    sid = one_series.series_ids[0]
+    advice = advise(mapped, one_series, horizon=HORIZON, points=POINTS, candidates=[("noisy", 2.0)], values=[90.0])
+    merged = really(mapped, one_series, sid, "noisy", 2.0, 90.0, advice)
+    np.testing.assert_allclose(merged["lower"], merged["lower_conf"], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(merged["upper"], merged["upper_conf"], rtol=1e-4, atol=1e-4)
+    assert np.isfinite(advice.width_evidence).all()
