@@ -229,6 +229,18 @@ def predict_queries(fitted: FittedModel, data: Observations | ModelData, queries
     return out
 
 
+def checked_queries(queries: pd.DataFrame, what: str) -> pd.DataFrame:
+    """``queries``' ``series_id, channel, time`` (ids and channels as text, times as float
+    hours), renumbered 0..n-1; DataError naming what is missing, or for none to ``what``."""
+    need = {"series_id", "channel", "time"}
+    if not need <= set(queries.columns):
+        raise DataError(f"queries need the columns {sorted(need)}; got {list(queries.columns)}")
+    if queries.empty:
+        raise DataError(f"no queries to {what}")
+    q = queries[["series_id", "channel", "time"]].reset_index(drop=True)
+    return q.assign(series_id=q["series_id"].astype(str), channel=q["channel"].astype(str), time=query_times(q["time"]))
+
+
 def query_times(times: pd.Series) -> pd.Series:
     """Query times as float hours; anything else is refused, quoting the CSV lines."""
     numbers = pd.to_numeric(times, errors="coerce")
@@ -317,15 +329,9 @@ def predict_after_end(fitted: FittedModel, data: Observations | ModelData, queri
         series' last observation) and the columns of :func:`predict_grid`;
         ``attrs["beyond_horizon"]`` as :func:`predict_future` sets it.
     """
-    need = {"series_id", "channel", "time"}
-    if not need <= set(queries.columns):
-        raise DataError(f"queries need the columns {sorted(need)}; got {list(queries.columns)}")
-    if queries.empty:
-        raise DataError("no queries to forecast at")
+    q = checked_queries(queries, "forecast at")
     data = as_model_data(fitted, data)
     builder, model_ids = data.builder, set(data.builder.series)
-    q = queries[["series_id", "channel", "time"]].reset_index(drop=True)
-    q = q.assign(series_id=q["series_id"].astype(str), channel=q["channel"].astype(str), time=query_times(q["time"]))
     unknown = sorted(set(q["series_id"]) - set(data.obs.series_ids))
     if unknown:
         raise DataError(f"queries name series with no observations in the data: {unknown[:5]}")

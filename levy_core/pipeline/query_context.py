@@ -31,7 +31,7 @@ import pandas as pd
 from levy_core.data import DataError, Observations
 from levy_core.episodes.origins import OriginClock
 from levy_core.pipeline.modelfile import FittedModel
-from levy_core.pipeline.predict import horizon_note, in_original_units, query_times, run_pass
+from levy_core.pipeline.predict import checked_queries, horizon_note, in_original_units, run_pass
 from levy_core.pipeline.prepared import ModelData, as_model_data
 
 __all__ = ["ITEMS_PER_BATCH", "context_items", "predict_from_past", "user_queries_to_model"]
@@ -114,15 +114,9 @@ def predict_from_past(fitted: FittedModel, data: Observations | ModelData, queri
 
     ``DataError`` for unknown series or channels, and in forecast mode for queries with no
     observation before them (nothing to forecast from)."""
-    need = {"series_id", "channel", "time"}
-    if not need <= set(queries.columns):
-        raise DataError(f"queries need the columns {sorted(need)}; got {list(queries.columns)}")
-    if queries.empty:
-        raise DataError("no queries to predict at")
+    q = checked_queries(queries, "predict at")
     data = as_model_data(fitted, data)
     builder = data.builder
-    q = queries[["series_id", "channel", "time"]].reset_index(drop=True)
-    q = q.assign(series_id=q["series_id"].astype(str), channel=q["channel"].astype(str), time=query_times(q["time"]))
     unknown = sorted(set(q["series_id"]) - set(builder.series))
     if unknown:
         raise DataError(f"queries name series with no observations in the data: {unknown[:5]}")
