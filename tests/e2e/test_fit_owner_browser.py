@@ -95,6 +95,19 @@ def _descendants(pid: int) -> set[int]:
     return out
 
 
+def _alive(pids: set[int]) -> list[int]:
+    """Those of ``pids`` still running (a zombie counts as gone)."""
+    out = []
+    for p in pids:
+        try:
+            state = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            out.append(p)
+    return out
+
+
 def _upload(page, name: str, data: bytes) -> None:
     _data_uploader(page).set_input_files({"name": name, "mimeType": "text/csv", "buffer": data})
 
@@ -160,13 +173,13 @@ def test_a_closed_sessions_fit_is_cancelled_and_sigterm_ends_the_server_and_its_
             assert tree, "the fit worker runs under the server"
             t0 = time.monotonic()
             os.kill(proc.pid, signal.SIGTERM)
-            while (_descendants(proc.pid) | ({proc.pid} if proc.poll() is None else set())) and \
-                    time.monotonic() - t0 < 30:
+            # every process of the tree as it was, orphans included (a child that outlives the
+            # server is reparented away from it: its descendants no longer list it)
+            while (_alive(tree) or proc.poll() is None) and time.monotonic() - t0 < 30:
                 time.sleep(0.1)
             gone = time.monotonic() - t0
             print(f"SIGTERM -> server and {len(tree)} children gone: {gone:.1f} s")
-            alive = [p for p in tree if Path(f"/proc/{p}").exists()
-                     and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+            alive = _alive(tree)
             assert proc.poll() is not None and not alive and gone < 10, (gone, alive)
             browser.close()
     finally:
