@@ -22,9 +22,10 @@ elnino-30          elnino with a seeded 30 % of months dropped                 1
 sf-temps-30        sf-temps with a seeded 30 % of hours dropped                48 h
 =================  ==========================================================  =======
 
-Two more sets run with ``--set``: ``dev``, twelve other series where every change to the
-forecaster is judged first, and ``fresh``, thirteen more chosen on 2026-12-04 before they
-were ever scored (their names are in ``DEV_CASES`` and ``FRESH_CASES`` below).
+Three more sets run with ``--set``: ``dev``, twelve other series where every change to the
+forecaster is judged first, ``fresh``, thirteen more chosen on 2026-12-04 before they
+were ever scored, and ``unseen``, ten more chosen on 2026-12-07 before their first run
+(their names are in ``DEV_CASES``, ``FRESH_CASES`` and ``UNSEEN_CASES`` below).
 
 End points: the k-th fit (k = 1 … ``--ends``; ``--first-end K`` starts at K, for windows
 earlier than the usual three) sees the data up to and including
@@ -63,7 +64,7 @@ their rows are skipped with a message where they are missing.
 
 Usage::
 
-    python benchmarks/anchors.py [--set anchors|dev|fresh] [--only nile co2] [--ends 3]
+    python benchmarks/anchors.py [--set anchors|dev|fresh|unseen] [--only nile co2] [--ends 3]
         [--methods levy gp last] [--epochs 40] [--out results.txt] [--save-predictions DIR] [--threads N]
     python benchmarks/anchors.py --tables-from DIR [--out results.txt]   # no refitting
 """
@@ -352,7 +353,47 @@ FRESH_CASES: dict[str, tuple[Callable[[], Case], tuple[str, ...]]] = {
     "danish-lrm": (_danish_money, ("statsmodels",)),
     "bond-rate": (_bond_rate, ("statsmodels",)),
 }
-SETS = {"anchors": CASES, "dev": DEV_CASES, "fresh": FRESH_CASES}
+# The unseen set (issue 51), chosen on 2026-12-07 and committed before its first run: ten
+# series of the same packages that no set here holds and no one here has scored (a share
+# price, three US employment sectors, three quarterly macro series, a Danish income series,
+# German inflation, and a daily rainfall series with zeros and 10 % of days dropped).
+
+
+def _danish(column: str, title: str) -> Case:
+    from statsmodels.datasets import danish_data
+    d = danish_data.load_pandas().data
+    return Case(f"danish-{column}", f"Danish {title} (quarterly 1974-1987, 55 points)", _frame(d.index, d[column], column),
+                pd.DateOffset(months=12), "12mo", pd.DateOffset(months=3), None, trend=True)
+
+
+def _german_inflation() -> Case:
+    from statsmodels.datasets import interest_inflation
+    d = interest_inflation.load_pandas().data
+    return Case("bond-dp", "German inflation (quarterly 1972-1998, 107 points)", _frame(_quarters(d), d["Dp"], "Dp"),
+                pd.DateOffset(months=12), "12mo", pd.DateOffset(months=3), None)
+
+
+def _seattle_rain() -> Case:
+    from vega_datasets import local_data
+    d = local_data.seattle_weather()
+    frame = _drop(_frame(d["date"], d["precipitation"], "precipitation"), 0.10, 53)
+    return Case("seattle-rain", "Seattle daily precipitation (mm, zeros on dry days; 10 % of days dropped)", frame,
+                pd.DateOffset(days=30), "30d", pd.DateOffset(days=1), YEAR)
+
+
+UNSEEN_CASES: dict[str, tuple[Callable[[], Case], tuple[str, ...]]] = {
+    "goog": (lambda: _stock("GOOG"), ("vega_datasets",)),
+    "retail": (lambda: _sector("retail_trade"), ("vega_datasets",)),
+    "financial": (lambda: _sector("financial_activities"), ("vega_datasets",)),
+    "information": (lambda: _sector("information"), ("vega_datasets",)),
+    "realinv": (lambda: _macro("realinv", True), ("statsmodels",)),
+    "realdpi": (lambda: _macro("realdpi", True), ("statsmodels",)),
+    "realgovt": (lambda: _macro("realgovt", True), ("statsmodels",)),
+    "danish-lry": (lambda: _danish("lry", "log real income"), ("statsmodels",)),
+    "bond-dp": (_german_inflation, ("statsmodels",)),
+    "seattle-rain": (_seattle_rain, ("vega_datasets",)),
+}
+SETS = {"anchors": CASES, "dev": DEV_CASES, "fresh": FRESH_CASES, "unseen": UNSEEN_CASES}
 
 
 def missing(package: str) -> bool:
@@ -361,7 +402,7 @@ def missing(package: str) -> bool:
 
 def load_cases(names: Sequence[str] | None, say: Callable[[str], None] = print, which: str = "anchors") -> list[Case]:
     """The series ``names`` (of either set), or every series of the set ``which``."""
-    known = {**CASES, **DEV_CASES, **FRESH_CASES}
+    known = {**CASES, **DEV_CASES, **FRESH_CASES, **UNSEEN_CASES}
     unknown = [n for n in names or () if n not in known]
     if unknown:
         raise SystemExit(f"unknown series {', '.join(unknown)}; choose from {', '.join(known)}")

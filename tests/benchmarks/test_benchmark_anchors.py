@@ -150,10 +150,12 @@ def test_standings_hold_every_row_to_the_same_bars_and_show_split_verdicts() -> 
     assert split == ["| a | 0.50 3.00 (split) | 0.33 1.00 |"]
 
 
-def test_the_development_and_fresh_sets_are_separate_from_the_anchors() -> None:
+def test_the_development_fresh_and_unseen_sets_are_separate_from_the_anchors() -> None:
     assert not set(anchors.DEV_CASES) & set(anchors.CASES) and len(anchors.DEV_CASES) >= 10
     assert not set(anchors.FRESH_CASES) & (set(anchors.CASES) | set(anchors.DEV_CASES))
-    assert len(anchors.FRESH_CASES) >= 10 and set(anchors.SETS) == {"anchors", "dev", "fresh"}
+    assert len(anchors.FRESH_CASES) >= 10 and set(anchors.SETS) == {"anchors", "dev", "fresh", "unseen"}
+    before = set(anchors.CASES) | set(anchors.DEV_CASES) | set(anchors.FRESH_CASES)
+    assert not set(anchors.UNSEEN_CASES) & before and len(anchors.UNSEEN_CASES) >= 10
     with pytest.raises(SystemExit, match="unknown series"):
         anchors.load_cases(["no-such-series"], lambda _: None)
 
