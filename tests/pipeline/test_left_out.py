@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from cli_helpers import run
 
+from levy_core.data.columns import TIME_ALIASES, find_alias
 from levy_core.episodes.tasks import TaskConfig
 from levy_core.pipeline.left_out import LISTED, left_out_note
 from levy_core.pipeline.recipe import prepare_fit
@@ -106,3 +107,7 @@ def test_cli_quiet_when_none_left_out(capsys: pytest.CaptureFixture[str], tmp_pa
     err, saved = fit_cli(capsys, tmp_path, panel(late=False, early=False))
     assert "sit out" not in err and "sits out" not in err
     assert saved["training"]["left_out"]["count"] == 0
+
+
+def test_time_days_is_a_time_column() -> None:
+    assert find_alias(["id", "time_days", "value"], TIME_ALIASES, set()) == "time_days"
