@@ -79,6 +79,9 @@ def _download_section(res: FitResult) -> None:
 def render(res: FitResult) -> None:
     st.subheader("The current model")
     st.markdown(plain(res.describe()))
+    left_out = res.fitted.left_out_note()  # series the forecast cut-off kept out of every role (ids: user text)
+    if left_out:
+        st.info(plain(left_out))
     st.dataframe(services.fit.training_table(res), width="stretch")
     if res.history:
         st.plotly_chart(charts.training_figure(res.history), key=state.TRAINING_CHART)

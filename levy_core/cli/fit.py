@@ -123,7 +123,7 @@ def run_fit(args: argparse.Namespace) -> int:
     print(f"transform: {fitted.scaler.transform_note()}", file=sys.stderr)
     print(f"reading: {fitted.reading.describe()} (recorded in the model: later commands read their data alike)",
           file=sys.stderr)
-    for note in (fitted.training_note(), fitted.band_note()):
+    for note in (fitted.left_out_note(), fitted.training_note(), fitted.band_note()):
         if note:
             print(f"note: {note}", file=sys.stderr)
     return 0

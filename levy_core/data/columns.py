@@ -25,6 +25,7 @@ TIME_ALIASES: tuple[str, ...] = (
     "ds",  # NeuralForecast / StatsForecast long format: unique_id, ds, y
     "day",  # follow-up studies: days since entry (PBC: id, day, bili, ...)
     "days",
+    "time_days",  # as time_hours; the unit is still --time-unit's (time_weeks: no weeks unit to read it in)
     "study_day",
     "visit_day",
     "visit",

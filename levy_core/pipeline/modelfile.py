@@ -54,6 +54,7 @@ from levy_core.model.limits import (
 )
 from levy_core.model.reversion import MAX_RATE
 from levy_core.offsets.base_forecast import BaseForecastSpec
+from levy_core.pipeline.left_out import left_out_note
 from levy_core.pipeline.predictive import Predictive, predictives
 from levy_core.runtime.atomic import (
     UnsafeTargetError,
@@ -161,6 +162,11 @@ class FittedModel:
                 f"{100 * kept:.0f} % of the learned correction kept. The band is "
                 "still the Lévy model's σ̂, calibrated: its evidence and disagreement still say where the forecast "
                 "is uncertain.")
+
+    def left_out_note(self) -> str | None:
+        """Plain words when the forecast cut-off left series of a panel out of the fit, the
+        cut-off in the data's unit (:func:`~levy_core.pipeline.left_out.left_out_note`)."""
+        return left_out_note(self.training, self.reading.time_unit if self.reading is not None else None)
 
     def band_note(self) -> str | None:
         """Plain words when the band is known to fall short at long leads: a forecast on

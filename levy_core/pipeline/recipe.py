@@ -47,6 +47,7 @@ from levy_core.model.levy_model import LevyModel, ModelConfig, SoftmaxTwin
 from levy_core.model.sizes import AUTO_MEDIUM_MIN_SERIES, MODEL_SIZES
 from levy_core.offsets.base_forecast import BaseForecast, BaseForecastSpec, best_observed, choose
 from levy_core.offsets.seasonality import detect_season, lag_one_autocorrelation, median_gap
+from levy_core.pipeline.left_out import left_out_series
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.predict import observed_queries
 from levy_core.training.reversion import ReversionFit, fit_mean_reversion
@@ -100,6 +101,7 @@ class FitData:
     origin_of: dict[str, float] = field(default_factory=dict)  # origin mode: each episode's origin (user hours)
     season: float = 0.0  # hours of the model's seasonal offset (0: the last value)
     base_forecast: BaseForecastSpec | None = None  # origin mode: the classical forecaster of each offset
+    left_out: dict[str, Any] | None = None  # forecast panels: the series the cut-off leaves out (left_out_series)
 
     def model_config(self, size: str = "small", phi: Literal["rate", "count"] = "rate",
                      **overrides: Any) -> ModelConfig:
@@ -176,7 +178,7 @@ def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: in
     elif split.mode == "origin":
         season = resolve_season(task, split, user_frame, origin_of)
     return FitData(split, task, scaler, channels, builder, train_ids, stop_ids, cal_ids,
-                   builder.usable(split.test), time_scale, origin_of, season, base)
+                   builder.usable(split.test), time_scale, origin_of, season, base, left_out_series(builder, split))
 
 
 def choose_base_forecast(builder: EpisodeBuilder, ids: list[str], split: Split, scaler: ChannelScaler,
@@ -371,6 +373,8 @@ def assemble(data: FitData, cfg: ModelConfig, train: TrainConfig, levy: tuple[Le
     walk_test_origins(fitted, data.builder, data.test_ids, data.origin_of, mc_passes=mc_passes)
     fitted.training = {"levy": _training_summary(levy[1]), "softmax": _training_summary(twin[1]) if twin else None,
                        "n_series": data.counts()}
+    if data.left_out is not None:  # who the cut-off leaves out of every role (FittedModel.left_out_note)
+        fitted.training["left_out"] = data.left_out
     if map_summary is not None:
         fitted.training["band_map"] = map_summary
     if data.base_forecast is not None and not data.base_forecast.harmonics and data.builder.base is not None:
