@@ -48,6 +48,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
               + ", ".join(f"{100 * float(k):.0f} % {v:.3f} (within ±{lv['adaptive_bound'][k]:.3f} of the level "
                           "in the long run)" for k, v in lv["adaptive_coverage"].items()), file=sys.stderr)
     print(_guarantee_lines(pipeline.coverage_checks(fitted, pred)), file=sys.stderr)
+    print(_data_unit_lines(result), file=sys.stderr)
     if result["coverage_note"]["text"]:  # the band outside its per-series window, in plain words
         print(f"note: {result['coverage_note']['text']}", file=sys.stderr)
     return 0
@@ -65,6 +66,30 @@ def _guarantee_lines(checks) -> str:
             parts.append(f"{100 * r.level:.0f} % {r.coverage:.3f} {series} [{binomial}]")
         lines.append(f"  {method}: " + ", ".join(parts))
     return "\n".join(lines)
+
+
+def _data_unit_lines(result: dict) -> str:
+    """Lévy's (and MC-Dropout's) MAE, RMSE and CRPS per channel in the channel's own units:
+    a header and one aligned row per channel (the JSON's ``per_channel_data_units``)."""
+    methods = [(k, name) for k, name in (("levy", "Lévy"), ("mc_dropout", "MC-Dropout"))
+               if "per_channel_data_units" in result.get(k, {})]
+    channels = list(result["levy"]["per_channel_data_units"])
+    width = max([len("channel"), *(len(c) for c in channels)])
+    head = f"  {'channel':<{width}} {'n':>6}" + "".join(
+        f" {name + ' ' + s:>{max(10, len(name) + 5)}}" for _, name in methods for s in ("MAE", "RMSE", "CRPS"))
+    lines = ["per channel in its own units (MAE, RMSE, CRPS):", head]
+    for c in channels:
+        row = f"  {c:<{width}} {result['levy']['per_channel_data_units'][c]['n']:>6}"
+        for k, name in methods:
+            score = result[k]["per_channel_data_units"][c]
+            row += "".join(f" {_num(score[s]):>{max(10, len(name) + 5)}}" for s in ("mae", "rmse", "crps"))
+        lines.append(row)
+    return "\n".join(lines)
+
+
+def _num(value) -> str:
+    """A score as the table shows it: 4 significant digits, ``–`` where it is undefined."""
+    return "–" if value is None else f"{value:.4g}"
 
 
 def _json_safe(obj):

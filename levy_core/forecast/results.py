@@ -23,8 +23,9 @@ from levy_core.data import duration_text
 from levy_core.pipeline.nixtla import fraction, percent_levels
 from levy_core.pipeline.predictive import Predictive
 
-__all__ = ["Backtest", "Evaluation", "Scores", "WindowScores", "band_scores", "fraction"]
+__all__ = ["DATA_UNIT_COLUMNS", "Backtest", "Evaluation", "Scores", "WindowScores", "band_scores", "fraction"]
 
+DATA_UNIT_COLUMNS = ["method", "channel", "n_queries", "mae", "rmse", "crps"]
 SCALE_NOTE = "MSE, MAE, CRPS, NLL and widths on the normalised scale (each channel's training range = 1)"
 
 
@@ -138,6 +139,12 @@ class Evaluation:
         In plain words, each Lévy band whose coverage lies further from its level than its
         per-series standard error allows (or is worth watching), with what to do
         (``levy_core.calibration.coverage.coverage_note``); empty when every band is within.
+    data_units : pandas.DataFrame
+        Each method's scores per channel in the channel's own units (not normalised), one
+        row per (method, channel): ``method, channel, n_queries, mae, rmse, crps`` (the CRPS
+        of the log-normal predictive on a log / log1p channel;
+        ``levy_core.pipeline.evaluation.per_channel_data_units``, ``levy evaluate --json``'s
+        ``per_channel_data_units``); also :meth:`data_unit_frame`.
     """
 
     n_queries: int
@@ -147,6 +154,8 @@ class Evaluation:
     predictions: pd.DataFrame = field(repr=False, compare=False)
     details: Mapping[str, Any] = field(repr=False, compare=False)
     notes: tuple[str, ...] = ()
+    data_units: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=DATA_UNIT_COLUMNS), repr=False,
+                                     compare=False)
 
     @property
     def levy(self) -> Scores:
@@ -187,12 +196,19 @@ class Evaluation:
         width_<L>, …, band_<L>, …`` (``L`` each percent level)."""
         return pd.DataFrame([s.row() for s in self.scores])
 
+    def data_unit_frame(self) -> pd.DataFrame:
+        """One row per (method, channel): ``method, channel, n_queries, mae, rmse, crps``, each
+        channel in its own units (a copy of :attr:`data_units`)."""
+        return self.data_units.copy()
+
     def summary(self) -> str:
-        """The scores as a few lines of text."""
+        """The scores as a few lines of text (and, per channel, in the data's units)."""
         rows = [{k: v for k, v in s.row().items() if not k.startswith("band_")} for s in self.scores]
         bands = ", ".join(f"{level:g} %: {kind}" for level, kind in self.levy.band.items())
+        per_channel = ("" if self.data_units.empty else
+                       f"\nPer channel, in its own units:\n{_table(self.data_units.to_dict('records'))}")
         return (f"Evaluation on the {self.scope}: {self.n_queries:,} queries\n{_table(rows)}\n"
-                f"Lévy bands: {bands}. {SCALE_NOTE}; coverage is scale-free."
+                f"Lévy bands: {bands}. {SCALE_NOTE}; coverage is scale-free.{per_channel}"
                 + "".join(f"\nNote: {note}" for note in self.notes))
 
     def __str__(self) -> str:

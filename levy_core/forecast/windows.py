@@ -25,14 +25,22 @@ import pandas as pd
 from levy_core import pipeline
 from levy_core.calibration.coverage import coverage_note
 from levy_core.data import DATETIME, DataError, Observations, to_user_time, user_time_unit
-from levy_core.forecast.results import Evaluation, Scores, WindowScores, band_scores, fraction
+from levy_core.forecast.results import (
+    DATA_UNIT_COLUMNS,
+    Evaluation,
+    Scores,
+    WindowScores,
+    band_scores,
+    fraction,
+)
 from levy_core.pipeline.evaluation import evaluation_note, method_metrics
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.nixtla import level_bands, level_label, nixtla_frame
 from levy_core.pipeline.predictive import Predictive
 from levy_core.pipeline.prepared import ModelData
 
-__all__ = ["EVALUATED_BANDS", "ScoredWindow", "Window", "backtest_notes", "cutoffs", "evaluation", "evaluation_notes",
+__all__ = ["EVALUATED_BANDS", "ScoredWindow", "Window", "backtest_notes", "cutoffs", "data_unit_table", "evaluation",
+           "evaluation_notes",
            "score_window", "user_times", "window", "with_last_value"]
 
 EVALUATED_BANDS = ("auto", "conformal", "gaussian")
@@ -65,7 +73,18 @@ def evaluation(fitted: FittedModel, obs: Observations, levels: Sequence[float], 
     return Evaluation(n_queries=int(result["n_test"]), levels=tuple(levels),
                       scope="test split" if data.same_data else "every series", scores=scores,
                       predictions=pipeline.user_predictions(pred, data), details=result,
-                      notes=evaluation_notes(data, pred, y, fitted.predictives(pred)[0], scores[0].band))
+                      notes=evaluation_notes(data, pred, y, fitted.predictives(pred)[0], scores[0].band),
+                      data_units=data_unit_table(fitted, pred, result))
+
+
+def data_unit_table(fitted: FittedModel, pred: pd.DataFrame, result: Mapping) -> pd.DataFrame:
+    """:attr:`Evaluation.data_units`: each method's ``per_channel_data_units`` of ``result``
+    (``pipeline.evaluate``'s dict) as rows ``method, channel, n_queries, mae, rmse, crps``."""
+    rows = [{"method": p.name, "channel": channel, "n_queries": s["n"], "mae": s["mae"], "rmse": s["rmse"],
+             "crps": s["crps"]}
+            for p in fitted.predictives(pred) if _RESULT_KEYS[p.method.key] in result
+            for channel, s in result[_RESULT_KEYS[p.method.key]].get("per_channel_data_units", {}).items()]
+    return pd.DataFrame(rows, columns=DATA_UNIT_COLUMNS)
 
 
 def evaluation_notes(data: ModelData, pred: pd.DataFrame, y: np.ndarray, levy: Predictive,

@@ -2,7 +2,8 @@
 
 The methods are the :class:`~levy_core.pipeline.predictive.Predictive` objects of a prediction frame
 (Lévy, MC-Dropout, the last-value baseline); metrics are on the normalised scale (as
-t-PatchGNN reports), coverage is scale-free.
+t-PatchGNN reports), coverage is scale-free; beside them, each method's per-channel MAE, RMSE
+and CRPS in the channel's own units (:func:`per_channel_data_units`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from levy_core import metrics
 from levy_core.calibration.coverage import CoverageNote, coverage_check, coverage_note
 from levy_core.calibration.over_time import GUARANTEE, backtest, origin_gamma
 from levy_core.data import DataError, Observations
+from levy_core.episodes import transforms as tf
 from levy_core.episodes.origins import OriginClock
 from levy_core.episodes.tasks import EpisodeBuilder
 from levy_core.model.levy_model import Batch
@@ -30,8 +32,8 @@ from levy_core.pipeline.predict import chunks, in_original_units, observed_queri
 from levy_core.pipeline.predictive import Predictive
 from levy_core.pipeline.prepared import ModelData, as_model_data
 
-__all__ = ["ADAPTIVE_BAND_COLUMNS", "LEVELS", "PRED_COLUMNS", "RELIABILITY_LEVELS", "TIMING_MIN_SECONDS", "calibration_curves", "channel_coverage", "coverage_checks", "evaluate",
-           "evaluate_episodes", "evaluation_note", "method_metrics", "sampler_check", "sampler_draws", "timed"]
+__all__ = ["ADAPTIVE_BAND_COLUMNS", "LEVELS", "PRED_COLUMNS", "RELIABILITY_LEVELS", "TIMING_MIN_SECONDS", "calibration_curves", "channel_coverage", "coverage_checks",
+           "crps_data_units_per_point", "evaluate", "evaluate_episodes", "per_channel_data_units", "evaluation_note", "method_metrics", "sampler_check", "sampler_draws", "timed"]
 
 LEVELS = (0.5, 0.8, 0.9, 0.95)
 RELIABILITY_LEVELS = np.round(np.concatenate([np.arange(0.05, 0.951, 0.05), [0.99]]), 2)
@@ -60,6 +62,45 @@ def method_metrics(y: np.ndarray, p: Predictive, seconds: float) -> dict[str, An
     out["mean_width_90"] = metrics.interval_mean_width(*p.interval(0.9, "gaussian"))
     out["spearman_sigma_abs_error"] = metrics.spearman_sigma_abs_error(y, p.mean, p.spread)
     out["seconds"] = seconds
+    return out
+
+
+def crps_data_units_per_point(y: np.ndarray, mean: np.ndarray, std: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+    """Each query's CRPS in the data's units, (n,): the Gaussian CRPS of ``(mean, std)`` on a
+    channel without transform, the log-normal predictive's closed form
+    (:func:`levy_core.metrics.crps_lognormal_per_point`) on a ``log`` / ``log1p`` channel.
+
+    ``y, mean, std``: (n,) data units (``mean`` the point prediction ``g⁻¹(μ)``, ``std`` the
+    delta method's ``σ · dg⁻¹/du`` at ``μ``, as the prediction frame's ``mean`` and
+    ``pred_std``); ``kinds``: (n,) each query's channel transform
+    (``ChannelScaler.transform_of``). On a log channel ``μ = g(mean)`` and ``σ = std /
+    dg⁻¹/du(μ)`` recover the Gaussian on the transformed scale.
+    """
+    y, mean, std = (np.asarray(a, np.float64) for a in (y, mean, std))
+    kinds = np.asarray(kinds, dtype=object)
+    out = metrics.crps_gaussian_per_point(y, mean, std)
+    for kind, shift in (("log", 0.0), ("log1p", 1.0)):
+        rows = kinds == kind
+        if rows.any():
+            mu = tf.forward(mean[rows], kind)
+            out[rows] = metrics.crps_lognormal_per_point(y[rows], mu, std[rows] / tf.inverse_slope(mu, kind), shift)
+    return out
+
+
+def per_channel_data_units(fitted: FittedModel, pred: pd.DataFrame, p: Predictive) -> dict[str, dict[str, Any]]:
+    """One method's scores per channel in the channel's own units: ``{channel: {"n", "mae",
+    "rmse", "crps"}}`` (channels sorted), from ``pred``'s ``y_true`` and ``p``'s point
+    prediction and calibrated std in data units (:func:`crps_data_units_per_point`)."""
+    channels = np.asarray(p.channels).astype(str)
+    y, mean = pred["y_true"].to_numpy(np.float64), p.original_mean()
+    kinds = np.array([fitted.scaler.transform_of(c) for c in channels], dtype=object)
+    crps = crps_data_units_per_point(y, mean, p.std(original=True), kinds)
+    out: dict[str, dict[str, Any]] = {}
+    for c in sorted(set(channels)):
+        rows = channels == c
+        err = y[rows] - mean[rows]
+        out[c] = {"n": int(rows.sum()), "mae": float(np.mean(np.abs(err))), "rmse": float(np.sqrt(np.mean(err**2))),
+                  "crps": float(np.mean(crps[rows]))}
     return out
 
 
@@ -339,4 +380,7 @@ def evaluate_episodes(fitted: FittedModel, builder: EpisodeBuilder, ids: list[st
     if sampler_draws:
         result["sampler_50"] = _sampler_crps(fitted, batches, df, sampler_draws, sampler_queries)
     pred = in_original_units(fitted, df, 0.9)
+    for p in fitted.predictives(pred):  # beside the normalised scores: each channel in its own units
+        name = {"levy": "levy", "mc": "mc_dropout", "last_value": "last_value"}[p.method.key]
+        result[name]["per_channel_data_units"] = per_channel_data_units(fitted, pred, p)
     return result, pred.rename(columns={"lower_conf": "lower_90", "upper_conf": "upper_90"})

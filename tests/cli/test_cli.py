@@ -186,8 +186,11 @@ def test_evaluate_writes_exactly_the_documented_json_and_columns(
 
     result = json.loads(json_path.read_text(), parse_constant=no_nan)
     assert set(result) == {"n_test", "levy", "mc_dropout", "last_value", "softmax", "sampler_50", "coverage_note"}
-    assert set(result["levy"]) == M_KEYS == set(result["last_value"])
-    assert set(result["mc_dropout"]) == M_KEYS | {"passes", "cost_vs_levy"} and result["mc_dropout"]["passes"] == 3
+    assert set(result["levy"]) == M_KEYS | {"per_channel_data_units"} == set(result["last_value"])
+    assert set(result["mc_dropout"]) == M_KEYS | {"passes", "cost_vs_levy", "per_channel_data_units"}
+    assert result["mc_dropout"]["passes"] == 3
+    for method in ("levy", "mc_dropout", "last_value"):
+        assert all(set(s) == {"n", "mae", "rmse", "crps"} for s in result[method]["per_channel_data_units"].values())
     for method in ("levy", "mc_dropout"):
         assert list(result[method]["coverage"]) == LEVELS
         assert list(result[method]["conformal_coverage"]) == LEVELS
@@ -387,6 +390,53 @@ def test_real_process_exits_2_without_traceback(tmp_path: Path) -> None:
     assert proc.stderr.strip().splitlines()[-1].startswith("error: ")
     assert "seventy" in proc.stderr, "the message quotes the offending cell"
     assert not (tmp_path / "m").exists()
+
+
+def test_evaluate_in_data_units_matches_a_hand_computation_from_predictions(
+    capsys, fitted, fitted_dir, fit_csv, tmp_path
+) -> None:
+    """Each channel's MAE / RMSE (and CRPS, on a channel without transform) in the JSON's
+    ``per_channel_data_units`` is what PRED.csv's ``y_true``, ``mean``, ``pred_std`` (and
+    ``mc_mean``, ``mc_std``) give by hand; stderr prints the table."""
+    from scipy.stats import norm
+
+    out, pred_path = tmp_path / "e.json", tmp_path / "p.csv"
+    code, _, err = run(capsys, "evaluate", fitted_dir, fit_csv, "--json", out, "--predictions", pred_path,
+                       "--mc-passes", 3)
+    assert code == 0, err
+    result, pred = json.loads(out.read_text()), pd.read_csv(pred_path)
+    assert "per channel in its own units (MAE, RMSE, CRPS):" in err
+    for method, mean_col, std_col in (("levy", "mean", "pred_std"), ("mc_dropout", "mc_mean", "mc_std")):
+        got = result[method]["per_channel_data_units"]
+        assert set(got) == set(pred["channel"].astype(str))
+        for channel, g in pred.groupby(pred["channel"].astype(str)):
+            err_c = g["y_true"].to_numpy() - g[mean_col].to_numpy()
+            assert got[channel]["n"] == len(g)
+            assert got[channel]["mae"] == pytest.approx(np.mean(np.abs(err_c)), rel=1e-6)
+            assert got[channel]["rmse"] == pytest.approx(np.sqrt(np.mean(err_c**2)), rel=1e-6)
+            if fitted.scaler.transform_of(channel) == "none":
+                s = g[std_col].to_numpy()
+                z = err_c / s
+                crps = s * (z * (2 * norm.cdf(z) - 1) + 2 * norm.pdf(z) - 1 / np.sqrt(np.pi))
+                assert got[channel]["crps"] == pytest.approx(np.mean(crps), rel=1e-6)
+            assert f"  {channel} " in err
+
+
+def test_data_unit_crps_of_a_log_channel_is_the_log_normal_predictive() -> None:
+    """``crps_data_units_per_point`` on a log channel scores the log-normal whose median is
+    the mean and whose delta-method std is ``std``: the CRPS of its samples, not a Gaussian's."""
+    from levy_core.pipeline.evaluation import crps_data_units_per_point
+
+    rng = np.random.default_rng(0)
+    mu, sigma, y = 1.0, 0.5, np.array([0.8, 3.0, 9.0])
+    mean, std = np.full(3, np.exp(mu)), np.full(3, sigma * np.exp(mu))
+    got = crps_data_units_per_point(y, mean, std, np.array(["log"] * 3, dtype=object))
+    draws = np.exp(rng.normal(mu, sigma, 200_000))
+    for yi, gi in zip(y, got, strict=True):
+        mc = np.mean(np.abs(draws - yi)) - 0.5 * np.mean(np.abs(draws - rng.permutation(draws)))
+        assert gi == pytest.approx(mc, rel=0.02)
+    none = crps_data_units_per_point(y, mean, std, np.array(["none"] * 3, dtype=object))
+    assert not np.allclose(none, got)
 
 
 def test_evaluate_prints_the_coverage_note_when_the_band_falls_short(capsys, fitted_dir, fit_csv, tmp_path,

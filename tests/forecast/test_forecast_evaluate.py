@@ -78,6 +78,27 @@ def test_the_evaluation_is_a_frozen_table(loaded: LevyForecaster, nixtla_df, new
         ev.method("Prophet")
 
 
+def test_evaluate_has_a_per_channel_table_in_data_units(loaded: LevyForecaster, nixtla_df) -> None:
+    """``Evaluation.data_units``: one row per (method, channel), each channel's MAE and RMSE
+    those of ``predictions``' ``y_true`` and ``mean`` (the Lévy rows), in the data's units."""
+    ev = loaded.evaluate(nixtla_df, level=90)
+    table = ev.data_unit_frame()
+    assert list(table.columns) == ["method", "channel", "n_queries", "mae", "rmse", "crps"]
+    pred = ev.predictions
+    channels = sorted(pred["channel"].astype(str).unique())
+    assert table["method"].tolist() == [m for m in ["Lévy", "MC-Dropout", "last value"] for _ in channels]
+    levy = table[table["method"] == "Lévy"].set_index("channel")
+    for channel, g in pred.groupby(pred["channel"].astype(str)):
+        err = g["y_true"].to_numpy() - g["mean"].to_numpy()
+        assert levy.loc[channel, "n_queries"] == len(g)
+        assert levy.loc[channel, "mae"] == pytest.approx(np.mean(np.abs(err)), rel=1e-9)
+        assert levy.loc[channel, "rmse"] == pytest.approx(np.sqrt(np.mean(err**2)), rel=1e-9)
+    assert (table["crps"] > 0).all()
+    assert "Per channel, in its own units" in ev.summary()
+    assert table["mae"].tolist() == [ev.details[k]["per_channel_data_units"][c]["mae"]
+                                     for k in ("levy", "mc_dropout", "last_value") for c in channels]
+
+
 def test_levels_are_percents(loaded: LevyForecaster, nixtla_df) -> None:
     for bad in (0.9, [0.8, 0.9], [80, 0.5]):
         with pytest.raises(ValueError, match=r"levels are percents, e\.g\. level=\[80, 90\]"):

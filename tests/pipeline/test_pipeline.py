@@ -320,9 +320,10 @@ def test_evaluate_returns_exactly_the_documented_json(evaluated, fitted) -> None
     result, _ = evaluated
     assert set(result) == {"n_test", "levy", "mc_dropout", "last_value", "softmax", "sampler_50", "coverage_note"}
     assert isinstance(result["n_test"], int) and result["n_test"] > 0
-    assert set(result["levy"]) == M_KEYS
-    assert set(result["last_value"]) == M_KEYS
-    assert set(result["mc_dropout"]) == M_KEYS | {"passes", "cost_vs_levy"} and result["mc_dropout"]["passes"] == 4
+    assert set(result["levy"]) == M_KEYS | {"per_channel_data_units"}
+    assert set(result["last_value"]) == M_KEYS | {"per_channel_data_units"}
+    assert set(result["mc_dropout"]) == M_KEYS | {"passes", "cost_vs_levy", "per_channel_data_units"}
+    assert result["mc_dropout"]["passes"] == 4
     assert set(result["softmax"]) == {"mse", "mae"}
     assert "crps" in result["sampler_50"] and result["sampler_50"]["crps"] > 0
     for method in ("levy", "mc_dropout", "last_value"):
