@@ -62,8 +62,8 @@ from physionet import load_protocol_frame, protocol_split
 from levy_core import metrics
 from levy_core.calibration.calibrate import SplitConformal
 from levy_core.data import read_csv
-from levy_core.episodes import transforms as tf
 from levy_core.pipeline import MODEL_SIZES, load_model, predict_user_queries, size_name
+from levy_core.pipeline.evaluation import crps_data_units_per_point
 
 REPO = Path(__file__).resolve().parent.parent
 HISTORY = 24.0  # PhysioNet: hours of context; --panel pbc: 730.5 days
@@ -115,17 +115,10 @@ def trivial_predictive(train: pd.DataFrame, context: pd.DataFrame, queries: pd.D
 
 
 def crps_points(df: pd.DataFrame, kinds: dict[str, str]) -> np.ndarray:
-    """Each query's CRPS in the data's units: Gaussian (mean, pred_std) on a channel without
-    transform, the log-normal predictive's closed form on a log / log1p channel."""
-    y, mean, std = (df[c].to_numpy(np.float64) for c in ("y_true", "mean", "pred_std"))
+    """Each query's CRPS in the data's units (the library's rule: Gaussian on a channel without
+    transform, the log-normal predictive's on a log / log1p channel)."""
     kind = np.array([kinds.get(c, "none") for c in df["channel"]], dtype=object)
-    out = metrics.crps_gaussian_per_point(y, mean, std)
-    for k, shift in (("log", 0.0), ("log1p", 1.0)):
-        rows = kind == k
-        if rows.any():
-            mu = tf.forward(mean[rows], k)
-            out[rows] = metrics.crps_lognormal_per_point(y[rows], mu, std[rows] / tf.inverse_slope(mu, k), shift)
-    return out
+    return crps_data_units_per_point(df["y_true"], df["mean"], df["pred_std"], kind)
 
 
 def scores(df: pd.DataFrame, sd: pd.Series, name: str, kinds: dict[str, str] | None = None) -> dict:

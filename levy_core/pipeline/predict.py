@@ -202,12 +202,7 @@ def predict_queries(fitted: FittedModel, data: Observations | ModelData, queries
     q = queries[["series_id", "channel", "time"]].copy()
     q["series_id"], q["channel"] = q["series_id"].astype(str), q["channel"].astype(str)
     q["time"] = query_times(q["time"])
-    unknown = sorted(set(q["series_id"]) - set(builder.series))
-    if unknown:
-        raise DataError(f"queries name series with no observations in the data: {unknown[:5]}")
-    bad = sorted(set(q["channel"]) - set(builder.channel_index))
-    if bad:
-        raise DataError(f"queries name channels the model was not trained on: {bad[:5]}")
+    refuse_unknown(q, builder)
     with_context(fitted, builder, sorted(set(q["series_id"])), strict=True)
     order = np.arange(len(q))
     frames, groups = [], list(q.assign(order=order).groupby("series_id", sort=True))
@@ -239,6 +234,17 @@ def checked_queries(queries: pd.DataFrame, what: str) -> pd.DataFrame:
         raise DataError(f"no queries to {what}")
     q = queries[["series_id", "channel", "time"]].reset_index(drop=True)
     return q.assign(series_id=q["series_id"].astype(str), channel=q["channel"].astype(str), time=query_times(q["time"]))
+
+
+def refuse_unknown(queries: pd.DataFrame, builder: EpisodeBuilder) -> None:
+    """DataError naming the queries' series without observations in the data, or channels
+    the model was not trained on (``queries``: ``series_id, channel`` as text)."""
+    unknown = sorted(set(queries["series_id"]) - set(builder.series))
+    if unknown:
+        raise DataError(f"queries name series with no observations in the data: {unknown[:5]}")
+    bad = sorted(set(queries["channel"]) - set(builder.channel_index))
+    if bad:
+        raise DataError(f"queries name channels the model was not trained on: {bad[:5]}")
 
 
 def query_times(times: pd.Series) -> pd.Series:

@@ -31,7 +31,13 @@ import pandas as pd
 from levy_core.data import DataError, Observations
 from levy_core.episodes.origins import OriginClock
 from levy_core.pipeline.modelfile import FittedModel
-from levy_core.pipeline.predict import checked_queries, horizon_note, in_original_units, run_pass
+from levy_core.pipeline.predict import (
+    checked_queries,
+    horizon_note,
+    in_original_units,
+    refuse_unknown,
+    run_pass,
+)
 from levy_core.pipeline.prepared import ModelData, as_model_data
 
 __all__ = ["ITEMS_PER_BATCH", "context_items", "predict_from_past", "user_queries_to_model"]
@@ -117,12 +123,7 @@ def predict_from_past(fitted: FittedModel, data: Observations | ModelData, queri
     q = checked_queries(queries, "predict at")
     data = as_model_data(fitted, data)
     builder = data.builder
-    unknown = sorted(set(q["series_id"]) - set(builder.series))
-    if unknown:
-        raise DataError(f"queries name series with no observations in the data: {unknown[:5]}")
-    bad = sorted(set(q["channel"]) - set(builder.channel_index))
-    if bad:
-        raise DataError(f"queries name channels the model was not trained on: {bad[:5]}")
+    refuse_unknown(q, builder)
     items, rows_of = context_items(data, fitted.task.kind, q.assign(code=q["channel"].map(builder.channel_index)))
     empty = np.concatenate([r for (_, ctx, _, _), r in zip(items, rows_of, strict=True) if not len(ctx)] or [[]])
     if empty.size:
