@@ -24,7 +24,8 @@ from levy_core.cli.inputs import (
     refuse_overwriting,
     report_load,
 )
-from levy_core.data import DataError, parse_duration
+from levy_core.data import DataError, parse_duration, say_time
+from levy_core.data.calendar import check_freq
 from levy_core.data.times import TIME_UNITS
 from levy_core.model.sizes import AUTO_MEDIUM_MIN_SERIES, MODEL_SIZES
 from levy_core.runtime.priority import add_nice_option, lower_priority
@@ -79,10 +80,9 @@ def cutoff_hours(text: str | None, unit: str) -> float | None:
 
 
 def in_unit(hours: float, unit: str) -> str:
-    """A time of the pipeline's clock (hours) in the data's unit, for messages."""
-    if unit in TIME_UNITS and unit != "hours":
-        return f"{hours / TIME_UNITS[unit]:g} {unit}"
-    return f"{hours:g} h"
+    """A time of the pipeline's clock (hours) in the data's unit ("1458.33 days"; for
+    date-times, a calendar duration after each series' first observation), for messages."""
+    return say_time(hours, unit)
 
 
 def run_fit(args: argparse.Namespace) -> int:
@@ -95,6 +95,8 @@ def run_fit(args: argparse.Namespace) -> int:
     transform = parse_transform(args.transform)  # ValueError naming a bad kind, before any work
     refuse_overwriting(args, out=args.out)
     options = read_options(args)  # bad column names, --dayfirst with --date-format: before the fit
+    if args.freq is not None:
+        check_freq(args.freq)  # a freq pandas cannot read: refused before the fit
     check_save_target(args.out)  # a link, a file, a folder that is not a model: refused before the fit
     lower_priority(args.nice)  # before the fit starts torch's threads: they inherit it
     obs = load_data(args.data, options)
@@ -110,7 +112,7 @@ def run_fit(args: argparse.Namespace) -> int:
     fitted = pipeline.fit(obs, task=task, train=train, size=args.size, train_twin=not args.no_twin,
                           phi=args.phi, progress=None if args.quiet else EpochBars(), transform=transform)
     fitted.source_sha256 = file_sha256(args.data)  # which file, byte for byte, the model was fitted on
-    fitted.reading = recorded_reading(options, obs)  # reused by every later command
+    fitted.reading = recorded_reading(options, obs, args.freq)  # reused by every later command
     out = fitted.save(args.out)
     tr = fitted.training
     print(f"fitted a {pipeline.size_name(fitted.model_config)} model in {time.perf_counter() - t0:.1f} s: "
@@ -140,6 +142,10 @@ def add_fit_command(sub: argparse._SubParsersAction) -> None:
                    "730d, 2y (default: the median series midpoint, rounded)")
     f.add_argument("--horizon", default=None, help="forecast: how far ahead to predict after the cut-off (few "
                    "series: after each forecast origin), e.g. 36h, 2w, 5y; a bare number is in the data's unit")
+    f.add_argument("--freq", default=None, help="date-time data: the calendar they are sampled on, a pandas alias "
+                   "such as W-SAT (weekly on Saturdays), MS (month starts), ME, B (business days), D, h; recorded in "
+                   "the model, forecasts past each series' end fall on it (default: found in the data; none for "
+                   "irregular data)")
     f.add_argument("--season", default="auto", help="few series: the seasonal offset's period (e.g. 24h, 1y), "
                    "'none', or 'auto' (detected on the training part)")
     f.add_argument("--seed", type=int, default=0)

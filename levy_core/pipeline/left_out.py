@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from levy_core.data.times import TIME_UNITS
+from levy_core.data.durations import say_time
 from levy_core.episodes.tasks import EpisodeBuilder, Split
 
 __all__ = ["LISTED", "REASONS", "left_out_note", "left_out_series"]
@@ -61,10 +61,9 @@ def left_out_series(builder: EpisodeBuilder, split: Split) -> dict[str, Any] | N
 
 
 def time_in_unit(hours: float, unit: str | None) -> str:
-    """A time of the pipeline's clock (hours) in the data's unit ("730.5 days", "24 h")."""
-    if unit in TIME_UNITS and unit != "hours":
-        return f"{hours / TIME_UNITS[unit]:g} {unit}"
-    return f"{hours:g} h"
+    """A time of the pipeline's clock (hours) in the data's clock ("730.5 days", "24 hours",
+    "2 years after each series' first observation": :func:`~levy_core.data.say_time`)."""
+    return say_time(hours, unit)
 
 
 def left_out_note(training: dict[str, Any] | None, unit: str | None = None) -> str | None:

@@ -1,0 +1,90 @@
+"""A fitted model's clock, as the user reads it.
+
+The pipeline's clock is hours; what a user reads of a fitted model (the notes of ``levy
+fit``, ``predict`` and ``evaluate``, the columns of their files, the dashboard's captions)
+is in the unit the data came in (:attr:`RecordedReading.clock`: "days" for ``--time-unit
+days``) or, for date-times, calendar durations ("1 year", "6.9 months"). These helpers read
+that clock off a :class:`~levy_core.pipeline.modelfile.FittedModel` and word hours in it
+(:func:`~levy_core.data.durations.say_duration`, :func:`~levy_core.data.durations.say_time`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from levy_core.data.calendar import freq_step_hours
+from levy_core.data.durations import display_unit, duration_text, say_duration, say_time
+from levy_core.data.times import DATETIME, TIME_UNITS
+
+if TYPE_CHECKING:
+    from levy_core.pipeline.modelfile import FittedModel
+
+__all__ = ["clock_of", "duration_of", "horizon_column", "in_unit_of", "refit_horizon", "time_of", "unit_of"]
+
+
+def clock_of(fitted: FittedModel) -> str | None:
+    """The clock of the data ``fitted`` was fitted on: a key of :data:`TIME_UNITS`, or
+    "datetime"; None for a model saved before it was recorded."""
+    reading = getattr(fitted, "reading", None)
+    return None if reading is None else reading.clock
+
+
+def unit_of(fitted: FittedModel) -> str:
+    """The unit a column of durations is written in for this model (``horizon_<unit>``):
+    the data's own unit for numeric times; for date-times, days when the data's step (the
+    recorded ``freq``, else the median gap between observations of the fit's data) is a day
+    or more, hours or minutes for finer data; hours for a model saved before the clock was
+    recorded (as it always wrote)."""
+    clock = clock_of(fitted)
+    if clock is None:
+        return "hours"
+    if clock in TIME_UNITS:
+        return clock
+    freq = getattr(fitted.reading, "freq", None)
+    return display_unit(DATETIME, freq_step_hours(freq) if freq else _median_gap(fitted))
+
+
+def _median_gap(fitted: FittedModel) -> float | None:
+    """The median over channels of each channel's median gap in the fit's data (hours), from
+    the drift reference; None when it was not recorded."""
+    channels = ((getattr(fitted, "drift", None) or {}).get("channels") or {}).values()
+    gaps = [float(c["median_gap"]) for c in channels if isinstance(c, dict) and c.get("median_gap")]
+    gaps = [g for g in gaps if math.isfinite(g) and g > 0]
+    return float(np.median(gaps)) if gaps else None
+
+
+def horizon_column(fitted: FittedModel) -> str:
+    """The name of the column of hours after each series' last observation in the user's
+    unit: ``horizon_days`` for days, ``horizon_hours`` for hours (and models saved before
+    the clock was recorded)."""
+    return f"horizon_{unit_of(fitted)}"
+
+
+def in_unit_of(fitted: FittedModel, hours: np.ndarray) -> np.ndarray:
+    """Durations (hours) in :func:`unit_of`'s unit, for a ``horizon_<unit>`` column."""
+    return np.asarray(hours, np.float64) / TIME_UNITS[unit_of(fitted)]
+
+
+def duration_of(fitted: FittedModel, hours: float) -> str:
+    """A duration as the user of ``fitted`` reads it ("365 days", "1 year")."""
+    return say_duration(hours, clock_of(fitted))
+
+
+def time_of(fitted: FittedModel, hours: float) -> str:
+    """A time of the pipeline's clock (a cut-off) as the user of ``fitted`` reads it
+    ("1458.33 days", "4 years after each series' first observation")."""
+    return say_time(hours, clock_of(fitted))
+
+
+def refit_horizon(fitted: FittedModel, hours: float) -> str:
+    """A ``--horizon`` to refit with, at least ``hours`` long, as the user writes it: a bare
+    number in the data's unit for numeric times ("366"), a duration for date-times ("52.2w")."""
+    clock = clock_of(fitted)
+    if clock in TIME_UNITS:
+        value = hours / TIME_UNITS[clock]
+        step = 10.0 ** (math.floor(math.log10(value)) - 2) if value > 0 else 1.0
+        return f"{math.ceil(value / step * (1 - 1e-9)) * step:.3g}"
+    return duration_text(hours, at_least=True)
