@@ -24,7 +24,7 @@ from levy_core.cli.inputs import (
     refuse_overwriting,
     report_load,
 )
-from levy_core.data import DataError, parse_duration, say_time
+from levy_core.data import DataError, parse_duration, say_duration, say_time
 from levy_core.data.calendar import check_freq
 from levy_core.data.times import TIME_UNITS
 from levy_core.model.sizes import AUTO_MEDIUM_MIN_SERIES, MODEL_SIZES
@@ -85,6 +85,15 @@ def in_unit(hours: float, unit: str) -> str:
     return say_time(hours, unit)
 
 
+def _forecast_plan(fitted: pipeline.FittedModel, unit: str) -> str:
+    """Where a forecast fit's history ends, in the data's clock: the global cut-off, or on
+    rolling origins the horizon forecast from each origin."""
+    plan = fitted.split.origin_plan if fitted.split.mode == "origin" else None
+    if plan:
+        return f"rolling forecast origins, horizon {say_duration(float(plan['horizon']), unit)}"
+    return f"cut-off {in_unit(fitted.task.cutoff, unit)}"
+
+
 def run_fit(args: argparse.Namespace) -> int:
     """The ``fit`` subcommand."""
     from levy_core.episodes.tasks import TaskConfig
@@ -119,7 +128,7 @@ def run_fit(args: argparse.Namespace) -> int:
           f"split {fitted.split.mode} "
           f"({tr['n_series']['train']}/{tr['n_series']['stopping']}/{tr['n_series']['calibration']}/"
           f"{tr['n_series']['test']} train/early-stopping/calibration/test series), task {fitted.task.kind}"
-          + (f" (cut-off {in_unit(fitted.task.cutoff, unit)})" if fitted.task.kind == "forecast" else "")
+          + (f" ({_forecast_plan(fitted, unit)})" if fitted.task.kind == "forecast" else "")
           + f", calibration scale c = {fitted.levy_calibration.scale_:.3g}; saved to {out}", file=sys.stderr)
     print(f"offset: {fitted.offset_description()}", file=sys.stderr)
     print(f"transform: {fitted.scaler.transform_note()}", file=sys.stderr)

@@ -39,7 +39,9 @@ from levy_core.data import (
     parse_duration,
     read_queries,
 )
+from levy_core.data.calendar import check_freq
 from levy_core.data.drift import DriftReport
+from levy_core.data.recorded import calendar_of
 from levy_core.episodes.tasks import TaskConfig
 from levy_core.episodes.transforms import KINDS, TransformSpec, parse_transform
 from levy_core.forecast import windows as forecast_windows
@@ -121,6 +123,11 @@ class LevyForecaster:
         when it cannot tell.
     date_format : str, optional
         The strptime format of every date-time text cell (``%d/%m/%Y %H:%M``), instead.
+    freq : str, optional
+        Date-time data: the calendar forecasts past each series' end (``predict(h=…)``) fall
+        on, a pandas alias (``"W-SAT"``, ``"MS"``, ``"ME"``, ``"B"``, ``"D"``, ``"h"``); default:
+        found in the data (:func:`~levy_core.data.infer_freq`; none for irregular data, whose
+        steps are spread evenly). Recorded in the saved model.
     progress : callable, optional
         Called with a :class:`~levy_core.training.train.Progress` after every epoch.
 
@@ -144,7 +151,7 @@ class LevyForecaster:
                  progress: Callable[[Progress], None] | None = None, dayfirst: bool | None = None,
                  date_format: str | None = None, transform: TransformSpec = "auto", id_col: str | None = None,
                  time_col: str | None = None, value_col: str | None = None, channel_col: str | None = None,
-                 channels: Sequence[str] | None = None) -> None:
+                 channels: Sequence[str] | None = None, freq: str | None = None) -> None:
         pipeline.resolve_size(size, 0)  # ValueError for an unknown name, before any data is read
         if time_unit not in TIME_UNITS:
             raise ValueError(f"time_unit must be one of {', '.join(TIME_UNITS)}, got {time_unit!r}")
@@ -165,6 +172,7 @@ class LevyForecaster:
         if bad:
             raise ValueError(f"transform kind(s) {bad} unknown: use auto, none, log or log1p")
         self.dayfirst, self.date_format = dayfirst, date_format
+        self.freq = None if freq is None else check_freq(freq)  # DataError (a ValueError): not a calendar
         self.fitted: pipeline.FittedModel | None = None
         self.observations: Observations | None = None
         self.mapping: ColumnMapping | None = None
@@ -188,7 +196,7 @@ class LevyForecaster:
         fitted.reading = RecordedReading(
             columns=ColumnNames.from_mapping(mapping) if mapping is not None else self.columns,
             mapping=obs.report.mapping, time_unit=self.time_unit, clock=obs.report.input_time_unit,
-            dayfirst=self.dayfirst, date_format=self.date_format)
+            dayfirst=self.dayfirst, date_format=self.date_format, freq=calendar_of(obs, self.freq))
         self.fitted, self.observations = fitted, obs
         return self
 
@@ -206,7 +214,9 @@ class LevyForecaster:
         h : str or float, optional
             How far past each series' last observation: "36h", "2w", or a number in the
             data's unit (as ``levy predict --horizon``); ``points`` steps over it, for every
-            channel the series has observed.
+            channel the series has observed: on the data's calendar for date-times with one
+            (``freq``: a weekly series on its weekday, a monthly one on month starts; at most
+            ``points`` of them), evenly spread otherwise.
         level : float or sequence of float
             Band levels in percent, as NeuralForecast and StatsForecast (``[80, 90]``), each
             strictly between 0 and 100; a fraction (``0.9``) is refused with a ValueError.
@@ -240,7 +250,8 @@ class LevyForecaster:
             pred = pipeline.predict_user_queries(fitted, data, asked, level=levels[0])
         else:
             hours = parse_duration(h, obs.report.input_time_unit)
-            pred = pipeline.predict_future(fitted, data, hours, n_points=points, level=levels[0])
+            freq = (self.freq or (fitted.reading.freq if fitted.reading else None)) if obs.report.time_origin else None
+            pred = pipeline.predict_future(fitted, data, hours, n_points=points, level=levels[0], freq=freq)
         if pred.attrs.get("beyond_horizon"):  # a library does not print: a warning the caller can filter
             warnings.warn(pred.attrs["beyond_horizon"], BeyondHorizonWarning, stacklevel=2)
         bands, _ = level_bands(pred, fitted, levels, band)
@@ -525,7 +536,7 @@ def _reading_settings(reading: RecordedReading | None) -> dict[str, Any]:
     names = reading.columns
     return {"time_unit": reading.time_unit, "dayfirst": reading.dayfirst, "date_format": reading.date_format,
             "id_col": names.series, "time_col": names.time, "value_col": names.value, "channel_col": names.channel,
-            "channels": names.channels}
+            "channels": names.channels, "freq": reading.freq}
 
 
 def _settings(fitted: pipeline.FittedModel) -> dict[str, Any]:
