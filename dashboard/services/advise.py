@@ -20,6 +20,7 @@ from levy_dashboard.fits import FitResult
 
 from levy_core.data import Observations, duration_text
 from levy_core.decisions.advise import Advice, advise
+from levy_core.pipeline.user_units import time_of
 
 __all__ = ["AdviceChart", "AdviceView", "advice", "advice_chart", "advice_data", "advice_table", "band_frame",
            "default_horizon", "when_text"]
@@ -87,7 +88,7 @@ def advice_data(res: FitResult, series_id: str) -> tuple[Observations, Observati
         return obs, None, "the series' last observation"
     before = Observations(frame=obs.frame[seen].reset_index(drop=True), report=obs.report)
     after = Observations(frame=obs.frame[~seen].reset_index(drop=True), report=obs.report) if (~seen).any() else None
-    return before, after, f"the forecast cut-off ({cutoff:g} h): the observations up to it"
+    return before, after, f"the forecast cut-off ({time_of(f, cutoff)}): the observations up to it"
 
 
 @st.cache_data(show_spinner="Weighing every measurement…", max_entries=32)

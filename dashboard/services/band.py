@@ -19,11 +19,12 @@ from levy_dashboard.fits import FitResult, fast
 from levy_dashboard.inputs import BAND_LABELS, BandInputs, parse_query_id, query_id
 
 from levy_core import pipeline
+from levy_core.data import DataError, user_time_label
 
 __all__ = ["BAND_LABELS", "GUARANTEE", "BandInputs", "adaptive_levels", "band_inputs", "band_kinds",
            "channel_options", "channels_of", "grid", "grid_points", "model_ids", "model_points",
            "parse_query_id", "selectable_band_inputs", "series_choices", "series_label", "series_options",
-           "split_of", "time_axis", "time_text", "user_grid", "user_points"]
+           "on_user_clock", "split_of", "time_axis", "time_text", "user_grid", "user_points"]
 
 GUARANTEE = pipeline.GUARANTEE  # the adaptive band's guarantee, in words (views name it)
 
@@ -155,7 +156,28 @@ def band_inputs(key: str, res: FitResult, series_id: str, channel: str, level: f
     here = pts[(pts["series_id"] == series_id) & (pts["channel"] == channel) & (pts["role"] != "unused")]
     f = res.fitted
     cutoff = f.task.cutoff if f.task.kind == "forecast" and not windows else None
-    return BandInputs(g, here, series_id, channel, level, BAND_LABELS[kind], show_mc, cutoff, time_axis(res))
+    if windows:
+        return BandInputs(g, here, series_id, channel, level, BAND_LABELS[kind], show_mc, cutoff, time_axis(res))
+    return on_user_clock(res, BandInputs(g, here, series_id, channel, level, BAND_LABELS[kind], show_mc, cutoff))
+
+
+def on_user_clock(res: FitResult, inputs: BandInputs) -> BandInputs:
+    """Many series: the band of one series drawn on the user's clock (``when``: days for data
+    in days, date-times for date-time data; the cut-off there too), not the model's hours."""
+    try:
+        axis = user_time_label(res.obs)
+    except DataError:  # observations built by hand: the model's hours
+        return inputs
+    sid = inputs.series_id
+
+    def when(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame.assign(when=user_clock.display_times(res.obs, sid, frame["time"].to_numpy()).to_numpy())
+
+    cutoff = inputs.cutoff
+    if cutoff is not None:
+        cutoff = user_clock.display_times(res.obs, sid, [float(cutoff)]).iloc[0]
+    return dataclasses.replace(inputs, grid=when(inputs.grid), points=when(inputs.points), cutoff=cutoff,
+                               time_axis=axis)
 
 
 def selectable_band_inputs(key: str, res: FitResult, series_id: str, channel: str, level: float, kind: str,

@@ -74,7 +74,7 @@ def _steps(stamps: pd.DatetimeIndex, kind: str) -> np.ndarray:
 def _candidates(stamps: pd.DatetimeIndex) -> list[tuple[str, str, int, np.ndarray]]:
     """``(freq, step kind, step size, on-calendar mask)`` to try, coarsest first."""
     day = stamps.tz_convert(None)
-    weekday = int(np.bincount(day.dayofweek.to_numpy(), minlength=7).argmax())
+    weekday = int(np.bincount(day.day_of_week.to_numpy(), minlength=7).argmax())
     every = np.ones(len(day), dtype=bool)
     return [
         ("YS", "month", 12, day.is_year_start & (day.month == 1)),
@@ -83,8 +83,8 @@ def _candidates(stamps: pd.DatetimeIndex) -> list[tuple[str, str, int, np.ndarra
         ("QE", "month", 3, day.is_quarter_end),
         ("MS", "month", 1, day.is_month_start),
         ("ME", "month", 1, day.is_month_end),
-        (f"W-{_WEEKDAYS[weekday]}", "week", 1, day.dayofweek == weekday),
-        ("B", "business", 1, day.dayofweek < 5),
+        (f"W-{_WEEKDAYS[weekday]}", "week", 1, day.day_of_week == weekday),
+        ("B", "business", 1, day.day_of_week < 5),
         ("D", "day", 1, every),
         ("h", "hour", 1, every),
         ("min", "minute", 1, every),
@@ -155,12 +155,17 @@ def check_freq(freq: str) -> str:
 
 
 def freq_step_hours(freq: str) -> float:
-    """The length of one step of ``freq``, in hours (a month about 730.5, a business day 24)."""
+    """The typical length of one step of ``freq``, in hours: the median over 12 steps (a
+    month 744 or 720, a week 168, a business day 24)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         offset = to_offset(freq)
-    start = pd.Timestamp("2001-01-01")  # a Monday, a month and year start
-    return float(((start + offset) - start) / pd.Timedelta(hours=1)) if offset.n else 0.0
+    if not offset.n:
+        return 0.0
+    stamps = [pd.Timestamp("2001-01-01") + offset]  # on the calendar; then its next 12 steps
+    for _ in range(12):
+        stamps.append(stamps[-1] + offset)
+    return float(np.median([(b - a) / pd.Timedelta(hours=1) for a, b in zip(stamps, stamps[1:], strict=False)]))
 
 
 def calendar_steps(last: pd.Timestamp, horizon: float, freq: str, n_points: int) -> np.ndarray:
