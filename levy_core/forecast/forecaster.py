@@ -402,7 +402,8 @@ class LevyForecaster:
                         baselines=tuple(baselines),
                         baseline_forecasts=pd.concat([w.baseline_forecasts for w in scored], ignore_index=True),
                         notes=forecast_windows.backtest_notes(pd.concat([w.forecasts for w in scored],
-                                                                        ignore_index=True), levels))
+                                                                        ignore_index=True), levels),
+                        clock=obs.report.input_time_unit)
 
     def save(self, path: str | Path) -> Path:
         """Write the fitted model: a directory (``model.json`` and safetensors weights, as
