@@ -24,7 +24,7 @@ from levy_core.data import DataError, user_time_label
 __all__ = ["BAND_LABELS", "GUARANTEE", "BandInputs", "adaptive_levels", "band_inputs", "band_kinds",
            "channel_options", "channels_of", "grid", "grid_points", "model_ids", "model_points",
            "parse_query_id", "selectable_band_inputs", "series_choices", "series_label", "series_options",
-           "on_user_clock", "split_of", "time_axis", "time_text", "user_grid", "user_points"]
+           "on_user_clock", "split_of", "time_axis", "time_text", "user_axis", "user_grid", "user_points"]
 
 GUARANTEE = pipeline.GUARANTEE  # the adaptive band's guarantee, in words (views name it)
 
@@ -66,6 +66,11 @@ def split_of(key: str, res: FitResult, series_id: str) -> str:
 def time_axis(res: FitResult) -> str:
     """The views' time axis title: the user's clock for few series ("time (UTC)"), else hours."""
     return user_clock.time_axis(res.data)
+
+
+def user_axis(res: FitResult) -> str:
+    """The time axis title of a view drawn on the user's clock, few series or many ("time (days)")."""
+    return user_clock.user_axis(res.data)
 
 
 def time_text(res: FitResult, series_id: str, hours: float) -> str:
@@ -165,9 +170,10 @@ def on_user_clock(res: FitResult, inputs: BandInputs) -> BandInputs:
     """Many series: the band of one series drawn on the user's clock (``when``: days for data
     in days, date-times for date-time data; the cut-off there too), not the model's hours."""
     try:
-        axis = user_time_label(res.obs)
+        user_time_label(res.obs)
     except DataError:  # observations built by hand: the model's hours
         return inputs
+    axis = user_clock.user_axis(res.data)
     sid = inputs.series_id
 
     def when(frame: pd.DataFrame) -> pd.DataFrame:

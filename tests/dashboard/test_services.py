@@ -464,7 +464,7 @@ def test_the_reports_band_is_band_figure(res: FitResult, pick: tuple[str, str]):
     inputs = services.band.band_inputs(res.key, res, *pick, 0.8, "conformal", MC)
     assert inputs.figure_arguments() == {"series_id": pick[0], "channel": pick[1], "level": 0.8,
                                          "band_label": "conformal", "show_mc": True, "cutoff": None,
-                                         "time_axis": "time (h)"}
+                                         "time_axis": "time (hours)"}
     direct = charts.band_figure(inputs.grid, inputs.points, **inputs.figure_arguments())
     gathered = services.report.report_inputs(res.key, res, MC, series_id=pick[0], channel=pick[1], level=0.8,
                                              kind="conformal")
