@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
-from levy_dashboard import charts, services, state, user_clock
+from levy_dashboard import charts, services, state
 from levy_dashboard.markup import plain
 from levy_dashboard.services.fit import FitResult
 
@@ -172,22 +172,8 @@ def band_figure(res: FitResult, view: View) -> tuple[go.Figure, bool]:
     inputs = services.band.selectable_band_inputs(res.key, res, view.series_id, view.channel, view.level,
                                                   view.kind, view.mc_passes, view.show_mc)
     marks = services.evidence.query_marks(res.key, res, selected_query_here(view), view.series_id, view.channel)
-    if "when" in inputs.grid.columns and not user_clock.windowed(res.data):  # many series on the user's clock
-        marks = _marks_when(res, view.series_id, marks)
+    marks = services.band.marks_on_user_clock(res, view.series_id, inputs, marks)
     return charts.band_figure(inputs.grid, inputs.points, **inputs.figure_arguments(), **marks), inputs.infinite
-
-
-def _marks_when(res: FitResult, series_id: str, marks: dict) -> dict:
-    """The selected query's marks on the user's clock (``when``), as the band is drawn."""
-    out = dict(marks)
-    if out.get("query") is not None and "when" not in out["query"]:
-        out["query"] = {**out["query"], "when": user_clock.display_times(res.obs, series_id,
-                                                                         [float(out["query"]["time"])]).iloc[0]}
-    attended = out.get("attended")
-    if attended is not None and len(attended) and "when" not in attended.columns:
-        out["attended"] = attended.assign(when=user_clock.display_times(res.obs, series_id,
-                                                                        attended["time"].to_numpy()).to_numpy())
-    return out
 
 
 def current_origin(res: FitResult, series_id: str, *, query_first: bool = False) -> float | None:

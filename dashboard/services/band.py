@@ -11,6 +11,7 @@ an unhashed ``_res`` argument: the fit key says which model it is.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -24,7 +25,7 @@ from levy_core.data import DataError, user_time_label
 __all__ = ["BAND_LABELS", "GUARANTEE", "BandInputs", "adaptive_levels", "band_inputs", "band_kinds",
            "channel_options", "channels_of", "grid", "grid_points", "model_ids", "model_points",
            "parse_query_id", "selectable_band_inputs", "series_choices", "series_label", "series_options",
-           "on_user_clock", "split_of", "time_axis", "time_text", "user_axis", "user_grid", "user_points"]
+           "marks_on_user_clock", "on_user_clock", "split_of", "time_axis", "time_text", "user_axis", "user_grid", "user_points"]
 
 GUARANTEE = pipeline.GUARANTEE  # the adaptive band's guarantee, in words (views name it)
 
@@ -66,6 +67,22 @@ def split_of(key: str, res: FitResult, series_id: str) -> str:
 def time_axis(res: FitResult) -> str:
     """The views' time axis title: the user's clock for few series ("time (UTC)"), else hours."""
     return user_clock.time_axis(res.data)
+
+
+def marks_on_user_clock(res: FitResult, series_id: str, inputs: BandInputs, marks: dict[str, Any]) -> dict[str, Any]:
+    """The selected query's marks (``evidence.query_marks``) on the clock the band is drawn
+    on: with ``when`` when the band has it (many series on the user's clock)."""
+    if "when" not in inputs.grid.columns or user_clock.windowed(res.data):
+        return marks
+    out = dict(marks)
+    if out.get("query") is not None and "when" not in out["query"]:
+        when = user_clock.display_times(res.obs, series_id, [float(out["query"]["time"])]).iloc[0]
+        out["query"] = {**out["query"], "when": when}
+    attended = out.get("attended")
+    if attended is not None and len(attended) and "when" not in attended.columns:
+        out["attended"] = attended.assign(when=user_clock.display_times(res.obs, series_id,
+                                                                        attended["time"].to_numpy()).to_numpy())
+    return out
 
 
 def user_axis(res: FitResult) -> str:

@@ -56,3 +56,14 @@ def test_the_data_panel_says_gaps_and_span_in_days(days_fit) -> None:
     fig = charts.gap_histogram(summary.gaps / services.data.hours_per(summary.gap_unit), unit=summary.gap_unit)
     assert fig.layout.xaxis.title.text == "gap (days, log scale)"
     assert 100 < float(np.median(summary.gaps)) / 24.0 < 500  # the visits about a year apart, in days
+
+
+def test_the_selected_query_is_marked_on_the_same_clock(days_fit) -> None:
+    _, res = days_fit
+    sid = res.data.series_choices()[0]
+    channel = res.data.channels_of(sid, res.fitted.channels)[0]
+    inputs = services.band.band_inputs(res.key, res, sid, channel, 0.9, "gaussian", 0)
+    attended = inputs.points[["time", "value"]].assign(weight=1.0)
+    marks = services.band.marks_on_user_clock(res, sid, inputs, {"query": {"time": 480.0}, "attended": attended})
+    assert marks["query"]["when"] == pytest.approx(20.0)  # 480 hours: day 20
+    np.testing.assert_allclose(marks["attended"]["when"].to_numpy(float), attended["time"].to_numpy() / 24.0)
