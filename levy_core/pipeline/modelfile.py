@@ -56,6 +56,7 @@ from levy_core.model.reversion import MAX_RATE
 from levy_core.offsets.base_forecast import BaseForecastSpec
 from levy_core.pipeline.left_out import left_out_note
 from levy_core.pipeline.predictive import Predictive, predictives
+from levy_core.pipeline.user_units import readable_summary
 from levy_core.runtime.atomic import (
     UnsafeTargetError,
     check_directory_target,
@@ -276,6 +277,7 @@ class FittedModel:
             "horizon_scale": self.horizon_scale.to_dict() if self.horizon_scale is not None else None,
             "query_scale": self.query_scale.to_dict() if self.query_scale is not None else None,
             "reading": self.reading.to_dict() if self.reading is not None else None,
+            "summary": readable_summary(self),  # in words and the data's clock, for people; never read back
             "correction_scale": {"levy": self.levy.correction_scale.tolist(),
                                  "softmax": self.twin.correction_scale.tolist() if self.twin is not None else None},
             "correction_bound": {key: [None if math.isinf(b) else b for b in model.correction_bound.tolist()]

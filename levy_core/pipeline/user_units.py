@@ -22,7 +22,8 @@ from levy_core.data.times import DATETIME, TIME_UNITS
 if TYPE_CHECKING:
     from levy_core.pipeline.modelfile import FittedModel
 
-__all__ = ["clock_of", "duration_of", "horizon_column", "in_unit_of", "refit_horizon", "time_of", "unit_of"]
+__all__ = ["clock_of", "duration_of", "horizon_column", "in_unit_of", "readable_summary", "refit_horizon", "time_of",
+           "unit_of"]
 
 
 def clock_of(fitted: FittedModel) -> str | None:
@@ -88,3 +89,31 @@ def refit_horizon(fitted: FittedModel, hours: float) -> str:
         step = 10.0 ** (math.floor(math.log10(value)) - 2) if value > 0 else 1.0
         return f"{math.ceil(value / step * (1 - 1e-9)) * step:.3g}"
     return duration_text(hours, at_least=True)
+
+
+def readable_summary(fitted: FittedModel) -> dict[str, str | None]:
+    """``model.json``'s ``summary``: the fit in words and in the data's clock, for a person
+    reading the file (never read back: the numbers beside it, in hours, are the model's).
+
+    Returns
+    -------
+    dict
+        ``clock`` (the data's: "days", "datetime", …), ``calendar`` (date-times: the
+        ``freq`` forecasts fall on, else None), ``task`` ("forecast, cut-off 1458.33 days";
+        "forecast from rolling origins, horizon 1 year"; "interpolation"), ``season`` (the
+        seasonal offset's period, or None), ``offset`` (:meth:`FittedModel.offset_description`)
+        and ``left_out`` (:meth:`FittedModel.left_out_note`, or None).
+    """
+    task = fitted.task
+    plan = fitted.split.origin_plan if fitted.split.mode == "origin" else None
+    if task.kind != "forecast":
+        what = f"interpolation of {100 * task.holdout_fraction:.0f} % held-out observations"
+    elif plan:
+        what = (f"forecast from rolling origins, horizon {duration_of(fitted, float(plan['horizon']))}, "
+                f"history {duration_of(fitted, float(plan['history']))}")
+    else:
+        what = f"forecast, cut-off {time_of(fitted, task.cutoff)}" if task.cutoff is not None else "forecast"
+    season = fitted.model_config.season
+    return {"clock": clock_of(fitted), "calendar": getattr(fitted.reading, "freq", None), "task": what,
+            "season": duration_of(fitted, season) if season > 0 else None,
+            "offset": fitted.offset_description(), "left_out": fitted.left_out_note()}

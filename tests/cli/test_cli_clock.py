@@ -90,6 +90,11 @@ def test_model_json_records_the_clock_in_days(capsys: pytest.CaptureFixture[str]
     fit_pbc(capsys, pbc)
     meta = json.loads((Path(str(pbc["model"])) / "model.json").read_text())
     assert meta["reading"]["clock"] == "days" and meta["reading"]["freq"] is None  # numbers have no calendar
+    summary = meta["summary"]  # the human-readable fields: in days
+    cutoff_days = meta["task"]["cutoff"] / 24.0
+    assert summary["clock"] == "days" and summary["task"] == f"forecast, cut-off {cutoff_days:g} days"
+    assert "half-life" in summary["offset"] and "days" in summary["offset"]
+    assert hour_units("\n".join(str(v) for v in summary.values())) == []
 
 
 def test_predict_with_and_without_time_unit_writes_the_same_file(capsys: pytest.CaptureFixture[str],
@@ -122,7 +127,9 @@ def test_a_weekly_series_forecasts_on_its_weekday_at_midnight(capsys: pytest.Cap
     code, out, err = run(capsys, "fit", weekly["csv"], "--out", weekly["model"], *FIT)
     assert code == 0, err
     assert "on the calendar W-SAT" in err
-    assert json.loads((weekly["model"] / "model.json").read_text())["reading"]["freq"] == "W-SAT"
+    meta = json.loads((weekly["model"] / "model.json").read_text())
+    assert meta["reading"]["freq"] == "W-SAT" and meta["summary"]["calendar"] == "W-SAT"
+    assert hour_units("\n".join(str(v) for v in meta["summary"].values())) == []
     pred = weekly["root"] / "pred.csv"
     code, out, err = run(capsys, "predict", weekly["model"], weekly["csv"], "--out", pred, "--horizon", "8w")
     assert code == 0, err

@@ -72,3 +72,21 @@ def test_check_freq_reads_pandas_aliases_and_refuses_others() -> None:
     for bad in ("weekly-ish", "", "M"):
         with pytest.raises(DataError, match="freq"):
             check_freq(bad)
+
+
+def test_the_calendar_is_recorded_with_the_reading_and_refused_for_numbers() -> None:
+    from levy_core.data import RecordedReading
+    from levy_core.data.recorded import calendar_of
+
+    weekly = from_frame(sampled("W-SAT"))
+    found = RecordedReading.found(weekly)
+    assert found.freq == "W-SAT" and "on the calendar W-SAT" in found.describe()
+    told = RecordedReading.found(weekly, freq="MS")  # --freq / freq= over the one found
+    assert told.freq == "MS" and RecordedReading.from_dict(told.to_dict()) == told
+    assert RecordedReading.from_dict({k: v for k, v in told.to_dict().items() if k != "freq"}).freq is None  # older
+    with pytest.raises(ValueError, match="freq"):
+        RecordedReading.from_dict({**told.to_dict(), "freq": "every other blue moon"})
+    numeric = from_frame(pd.DataFrame({"time": np.arange(20.0), "v": np.arange(20.0)}))
+    assert calendar_of(numeric) is None
+    with pytest.raises(DataError, match="no calendar"):
+        calendar_of(numeric, "D")
