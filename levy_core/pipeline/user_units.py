@@ -87,7 +87,8 @@ def refit_horizon(fitted: FittedModel, hours: float) -> str:
     if clock in TIME_UNITS:
         value = hours / TIME_UNITS[clock]
         step = 10.0 ** (math.floor(math.log10(value)) - 2) if value > 0 else 1.0
-        return f"{math.ceil(value / step * (1 - 1e-9)) * step:.3g}"
+        up = float(f"{math.ceil(value / step * (1 - 1e-9)) * step:.3g}")  # three digits, rounded up
+        return str(np.format_float_positional(up, trim="-"))
     return duration_text(hours, at_least=True)
 
 
