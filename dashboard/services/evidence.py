@@ -150,7 +150,7 @@ class QueryExplanation:
         The observations it draws on most (the time column named by the time axis, channel,
         value, weight).
     in_hours : bool
-        ``top``'s time is in hours (many series), not the user's clock.
+        ``top``'s time is in the model's hours (observations built by hand), not the user's clock.
     """
 
     row: pd.Series

@@ -67,3 +67,15 @@ def test_the_selected_query_is_marked_on_the_same_clock(days_fit) -> None:
     marks = services.band.marks_on_user_clock(res, sid, inputs, {"query": {"time": 480.0}, "attended": attended})
     assert marks["query"]["when"] == pytest.approx(20.0)  # 480 hours: day 20
     np.testing.assert_allclose(marks["attended"]["when"].to_numpy(float), attended["time"].to_numpy() / 24.0)
+
+
+def test_the_evidence_table_lists_times_in_days(days_fit) -> None:
+    _, res = days_fit
+    sid = res.data.series_choices()[0]
+    held = services.evidence.heldout_queries(res.key, res, sid)
+    assert len(held), "the first series offered is a test series with held-out queries"
+    q = held.iloc[0]
+    query = {"series_id": sid, "channel": str(q["channel"]), "time": float(q["time"])}
+    exp = services.evidence.explain_query(res.key, res, query, held)
+    assert exp is not None and not exp.in_hours and "time (days)" in exp.top.columns
+    assert float(exp.top["time (days)"].max()) <= float(q["time"]) / 24.0  # drawn on the past, in days
