@@ -357,8 +357,10 @@ class Backtest:
         total = {"window": "all", "n_series": "", **{k: overall[k] for k in rows[0] if k in overall}}
         total["n_queries"] = int(overall["n_queries"])
         how = "one model per window" if self.refit else "one model, fitted before the first window"
-        say = (lambda hours: duration_text(hours, " ")) if self.clock is None else (
-            lambda hours: say_duration(hours, self.clock))
+
+        def say(hours: float) -> str:  # in the data's clock when it is known
+            return duration_text(hours, " ") if self.clock is None else say_duration(hours, self.clock)
+
         text = (f"Backtest over {len(self.windows)} windows of h = {say(self.h)} every "
                 f"{say(self.step)} ({how})\n{_table([*rows, total])}\n")
         if self.baselines:

@@ -52,7 +52,10 @@ def horizon_note(fitted: FittedModel, leads: np.ndarray) -> str | None:
     if not beyond.any():
         return None
     far = float(leads[beyond].max())
-    say = lambda hours: duration_of(fitted, hours)  # noqa: E731 - in the data's unit or calendar
+
+    def say(hours: float) -> str:  # in the data's unit, or a calendar length
+        return duration_of(fitted, hours)
+
     return (f"{int(beyond.sum())} of {leads.size} queries lie beyond the fitted horizon of "
             f"{say(fitted_h)}, up to {say(far)} after the data's end (the farthest "
             f"{say(far - fitted_h)} past it), while the model was trained and calibrated on "

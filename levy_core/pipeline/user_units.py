@@ -82,9 +82,10 @@ def time_of(fitted: FittedModel, hours: float) -> str:
 
 def refit_horizon(fitted: FittedModel, hours: float) -> str:
     """A ``--horizon`` to refit with, at least ``hours`` long, as the user writes it: a bare
-    number in the data's unit for numeric times ("366"), a duration for date-times ("52.2w")."""
+    number in the data's unit for numeric times in days, minutes or seconds ("366"), a
+    duration otherwise ("52.2w", "3d")."""
     clock = clock_of(fitted)
-    if clock in TIME_UNITS:
+    if clock in TIME_UNITS and clock != "hours":  # hours: "3d" reads better than 72 and means the same
         value = hours / TIME_UNITS[clock]
         step = 10.0 ** (math.floor(math.log10(value)) - 2) if value > 0 else 1.0
         up = float(f"{math.ceil(value / step * (1 - 1e-9)) * step:.3g}")  # three digits, rounded up
