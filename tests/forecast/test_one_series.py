@@ -71,7 +71,7 @@ def test_queries_past_the_fitted_horizon_are_warned_by_name(fitted_cycle: LevyFo
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fitted_cycle.predict(h="12h", level=[90])  # within: no warning
-    with pytest.warns(BeyondHorizonWarning, match=r"beyond the fitted horizon.*12 h ahead.*--horizon 2d"):
+    with pytest.warns(BeyondHorizonWarning, match=r"beyond the fitted horizon.*12 hours ahead.*--horizon 2d"):
         fitted_cycle.predict(h="48h", level=[90])
 
 
