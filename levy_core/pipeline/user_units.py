@@ -11,16 +11,29 @@ that clock off a :class:`~levy_core.pipeline.modelfile.FittedModel` and word hou
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
 from levy_core.data.calendar import freq_step_hours
 from levy_core.data.durations import display_unit, duration_text, say_duration, say_time
+from levy_core.data.recorded import RecordedReading
 from levy_core.data.times import DATETIME, TIME_UNITS
 
-if TYPE_CHECKING:
-    from levy_core.pipeline.modelfile import FittedModel
+
+class FittedModel(Protocol):
+    """What these helpers read of a :class:`~levy_core.pipeline.modelfile.FittedModel` (which
+    imports this module: named here by its shape, not imported)."""
+
+    reading: RecordedReading | None
+    drift: Any  # DriftReference or None
+    task: Any
+    split: Any
+    model_config: Any
+
+    def offset_description(self) -> str: ...
+
+    def left_out_note(self) -> str | None: ...
 
 __all__ = ["clock_of", "duration_of", "horizon_column", "in_unit_of", "readable_summary", "refit_horizon", "time_of",
            "unit_of"]
@@ -51,8 +64,8 @@ def unit_of(fitted: FittedModel) -> str:
 def _median_gap(fitted: FittedModel) -> float | None:
     """The median over channels of each channel's median gap in the fit's data (hours), from
     the drift reference; None when it was not recorded."""
-    channels = ((getattr(fitted, "drift", None) or {}).get("channels") or {}).values()
-    gaps = [float(c["median_gap"]) for c in channels if isinstance(c, dict) and c.get("median_gap")]
+    channels = getattr(getattr(fitted, "drift", None), "channels", None) or {}
+    gaps = [float(getattr(c, "median_gap", math.nan)) for c in channels.values()]
     gaps = [g for g in gaps if math.isfinite(g) and g > 0]
     return float(np.median(gaps)) if gaps else None
 

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from levy_core.data import RecordedReading
+from levy_core.data.drift import ChannelReference, DriftReference
 from levy_core.pipeline.user_units import (
     clock_of,
     duration_of,
@@ -24,7 +25,8 @@ def model(clock: str | None, freq: str | None = None, gaps: tuple[float, ...] = 
     """What these helpers read of a FittedModel: its reading and its drift reference."""
     reading = None if clock is None else RecordedReading(clock=clock, freq=freq,
                                                          time_unit=clock if clock != "datetime" else "hours")
-    drift = {"channels": {f"c{i}": {"median_gap": g} for i, g in enumerate(gaps)}} if gaps else None
+    drift = DriftReference({f"c{i}": ChannelReference(n_values=50, minimum=0.0, maximum=1.0, rate=1.0, median_gap=g)
+                            for i, g in enumerate(gaps)}) if gaps else None
     return SimpleNamespace(reading=reading, drift=drift)
 
 
