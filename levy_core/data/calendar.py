@@ -108,8 +108,9 @@ def infer_freq(obs: Observations) -> str | None:
         coarser: the first of the month for ``MS``, the weekday for ``W-…``, Monday to
         Friday for ``B``), every step between consecutive observations of a series is a
         whole number of its steps, and at least :data:`AGREEING_SHARE` of them are exactly
-        one. None for numeric times, fewer than two steps, or no such calendar (irregular
-        data).
+        one; else a multiple of an hour, a minute or a second (``"15min"``, ``"2h"``) that
+        most steps are. None for numeric times, fewer than two steps, or no such calendar
+        (irregular data).
     """
     found = series_stamps(obs)
     if found is None:
@@ -126,9 +127,31 @@ def infer_freq(obs: Observations) -> str | None:
         if (coarse and not one_time) or not np.asarray(on).all():
             continue
         steps = _steps(stamps, kind)[same] / size
-        whole = np.abs(steps - np.round(steps)) < 1e-6
-        if whole.all() and (steps >= 1 - 1e-6).all() and np.mean(np.abs(steps - 1) < 1e-6) >= AGREEING_SHARE:
+        if _agree(steps):
             return freq
+    return _tick_multiple(stamps, same)
+
+
+def _agree(steps: np.ndarray) -> bool:
+    """Every step a whole number (at least 1) and most of them exactly 1."""
+    whole = np.abs(steps - np.round(steps)) < 1e-6
+    return bool(whole.all() and (steps >= 1 - 1e-6).all()
+                and np.mean(np.abs(steps - 1) < 1e-6) >= AGREEING_SHARE)
+
+
+def _tick_multiple(stamps: pd.DatetimeIndex, same: np.ndarray) -> str | None:
+    """A fixed step that is a multiple of a second, a minute or an hour (``15min``, ``2h``,
+    ``30s``): the most common step, when every step is a whole number of it and most are
+    exactly one; None otherwise."""
+    micro = np.diff(stamps.as_unit("us").asi8)[same]
+    values, counts = np.unique(micro, return_counts=True)
+    modal = int(values[np.argmax(counts)])
+    if modal <= 0 or not _agree(micro / modal):
+        return None
+    for alias, size in (("h", _US_PER_HOUR), ("min", 60_000_000), ("s", 1_000_000)):
+        if modal % size == 0:
+            k = modal // size
+            return check_freq(f"{k}{alias}") if k < 24 * 3600 else None
     return None
 
 

@@ -25,7 +25,8 @@ def sampled(freq: str, n: int = 160, drop: float = 0.3, seed: int = 0, fmt: str 
 @pytest.mark.parametrize(("freq", "fmt"), [("W-SAT", "%Y-%m-%d"), ("W-WED", "%Y-%m-%d"), ("MS", "%Y-%m-%d"),
                                            ("ME", "%Y-%m-%d"), ("QS", "%Y-%m-%d"), ("YS", "%Y-%m-%d"),
                                            ("B", "%Y-%m-%d"), ("D", "%Y-%m-%d"), ("h", "%Y-%m-%d %H:%M"),
-                                           ("D", "%Y-%m-%d 09:30")])
+                                           ("D", "%Y-%m-%d 09:30"), ("15min", "%Y-%m-%d %H:%M"),
+                                           ("2h", "%Y-%m-%d %H:%M")])
 def test_infer_freq_finds_the_calendar_with_a_third_of_the_rows_dropped(freq: str, fmt: str) -> None:
     assert infer_freq(from_frame(sampled(freq, fmt=fmt))) == freq
 
