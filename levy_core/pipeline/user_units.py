@@ -20,6 +20,9 @@ from levy_core.data.durations import display_unit, duration_text, say_duration, 
 from levy_core.data.recorded import RecordedReading
 from levy_core.data.times import DATETIME, TIME_UNITS
 
+__all__ = ["clock_of", "duration_of", "horizon_column", "in_unit_of", "readable_summary", "refit_horizon", "time_of",
+           "unit_of"]
+
 
 class FittedModel(Protocol):
     """What these helpers read of a :class:`~levy_core.pipeline.modelfile.FittedModel` (which
@@ -34,9 +37,6 @@ class FittedModel(Protocol):
     def offset_description(self) -> str: ...
 
     def left_out_note(self) -> str | None: ...
-
-__all__ = ["clock_of", "duration_of", "horizon_column", "in_unit_of", "readable_summary", "refit_horizon", "time_of",
-           "unit_of"]
 
 
 def clock_of(fitted: FittedModel) -> str | None:
