@@ -1,7 +1,7 @@
 """``levy fit DATA --out MODEL``: train the Lévy model (and its twin), calibrate, save.
 
 The columns (``--id``, ``--time``, ``--value``/``--channel`` or ``--channels``), the time
-unit and the date options are recorded in ``model.json`` (:class:`~levy_core.data.RecordedReading`)
+unit and the date options are recorded in ``model.json`` ([`RecordedReading`][levy_core.data.RecordedReading])
 and reused by every later command.
 """
 

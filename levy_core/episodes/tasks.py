@@ -409,7 +409,7 @@ class EpisodeBuilder:
         """Episodes with arbitrary queries: items of (series_id, query times, query channel codes);
         the context is the series' fixed-episode context (the held-out split's: evaluation,
         calibration, the band chart's grid). A user's queries, which see every observation
-        before them, are built by ``levy_core.pipeline.query_context`` with :meth:`collate`."""
+        before them, are built by ``levy_core.pipeline.query_context`` with `collate`."""
         return self.collate([(sid, self.split_indices(sid)[0], t, c) for sid, t, c in items])
 
     def collate(self, parts: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]],

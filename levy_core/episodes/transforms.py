@@ -1,19 +1,19 @@
 """Per-channel value transforms for positive and skewed quantities (``log``, ``log1p``).
 
 A channel's values ``v`` are mapped by ``g`` before the min-max scaling of
-:class:`~levy_core.episodes.scaling.ChannelScaler`; the model is fitted and calibrated on
+`ChannelScaler`; the model is fitted and calibrated on
 ``g(v)`` and every band is mapped back with ``g⁻¹``. ``g`` is strictly increasing, so a
 band that holds for ``g(y)`` holds for ``y`` with the same probability (the conformal
 guarantee is kept) and the band never leaves ``g``'s range: ``(0, ∞)`` for ``log``,
 ``(-1, ∞)`` for ``log1p`` (it never goes below the data's zero in practice, and never
 below −1).
 
-The automatic rule (:func:`choose_transform`), per channel:
+The automatic rule (`choose_transform`), per channel:
 
 * ``log`` when every value of the file is > 0, the training values' sample skewness is
-  > :data:`SKEW_THRESHOLD` and ``|skewness of log v|`` is smaller than ``|skewness of v|``;
+  > `SKEW_THRESHOLD` and ``|skewness of log v|`` is smaller than ``|skewness of v|``;
 * ``log1p`` when every value is ≥ 0, some are 0, and the same holds with ``log1p``;
-* ``none`` otherwise (and for channels with fewer than :data:`MIN_VALUES` training values).
+* ``none`` otherwise (and for channels with fewer than `MIN_VALUES` training values).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 A thin facade over the modules that do the work (see ``docs/architecture.md``):
 
 * ``recipe`` — the fit in steps (prepare → train → calibrate), ``add_twin``;
-* ``modelfile`` — :class:`FittedModel`, its save and :func:`load_model`;
-* ``prepared`` — the data in the model's series space, prepared once (:func:`prepare`);
+* ``modelfile`` — [`FittedModel`][levy_core.pipeline.FittedModel], its save and [`load_model`][levy_core.pipeline.load_model];
+* ``prepared`` — the data in the model's series space, prepared once ([`prepare`][levy_core.pipeline.prepare]);
 * ``predict`` — at a split's observed queries, on a grid, at given queries, past each series' end;
 * ``predictive`` — one method's predictive as an object (std, intervals, original units);
 * ``evaluation`` — every method scored the same way, the coverage guarantee;

@@ -3,8 +3,8 @@
 A forecast on a panel split by series has one global cut-off: a series with no observation
 at or before it has no context, one with none after it (within the horizon) has nothing to
 predict, and either sits out of training, calibration and test alike (``EpisodeBuilder.usable``).
-On the PBC follow-up that is 81 of 312 patients. :func:`left_out_series` records them per role
-and reason (``FittedModel.training["left_out"]``, saved in model.json); :func:`left_out_note`
+On the PBC follow-up that is 81 of 312 patients. `left_out_series` records them per role
+and reason (``FittedModel.training["left_out"]``, saved in model.json); `left_out_note`
 says it in plain words for ``levy fit`` and the dashboard's Fit panel.
 """
 
