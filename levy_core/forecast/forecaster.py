@@ -438,6 +438,23 @@ class LevyForecaster:
         forecaster.fitted = fitted
         return forecaster
 
+    def plot(self, unique_id: object = None, *, channel: str | None = None, h: str | float | None = None,
+             level: float = 90, df: pd.DataFrame | None = None, points: int = 100, band: str = "auto",
+             signals: bool = True) -> Any:
+        """A plotly figure of one series (default: the first) and channel (default: its first):
+        its history, the forecast over ``h`` (default: the forecaster's ``horizon=``) with its
+        ``level`` percent band, the numbers [`predict`][levy_core.forecast.forecaster.LevyForecaster.predict]
+        gives; with ``signals``, log evidence and disagreement beneath. Needs plotly (the
+        ``dashboard`` extra); traces and errors: [`levy_core.forecast.plot`][levy_core.forecast.plot]."""
+        from levy_core.forecast.plot import forecast_figure  # plotly is optional: imported here
+
+        if h is None and self.horizon is None:
+            raise ValueError("give h=, how far past the series' end to forecast (e.g. h='6h' or a number in "
+                             "the data's unit)")
+        return forecast_figure(self._require_fitted(), self._observations(df), unique_id=unique_id, channel=channel,
+                               h=self.horizon if h is None else h, level=level, points=points, band=band,
+                               signals=signals)
+
     def _read(self, df: pd.DataFrame) -> Observations:
         """``df`` as observations, read with the fit's column mapping (detected when none)."""
         if not isinstance(df, pd.DataFrame):

@@ -9,8 +9,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from docs_blocks import ROOT, Block, benchmark_check, command_lines, pages, parse, run_page, runnable, \
-    split_comment, working_directory
+from docs_blocks import (
+    ROOT,
+    Block,
+    benchmark_check,
+    command_lines,
+    pages,
+    parse,
+    run_page,
+    runnable,
+    split_comment,
+    working_directory,
+)
 
 
 def _param(path: Path) -> pytest.param:
