@@ -529,7 +529,7 @@ class RecencyWeightedConformal:
 
     @property
     def is_fitted(self) -> bool:
-        """Whether [`conformalize`][levy_core.calibration.adaptive.AdaptiveConformal.conformalize] has been called (or the state loaded)."""
+        """Whether [`conformalize`][levy_core.calibration.adaptive.RecencyWeightedConformal.conformalize] has been called (or the state loaded)."""
         return self._scores is not None
 
     def _require_fitted(self) -> FloatArray:
@@ -545,7 +545,7 @@ class RecencyWeightedConformal:
 
     @property
     def weights_(self) -> FloatArray:
-        """Recency weights ``decay^(n - i)``, shape (n,), aligned with [`scores_`][levy_core.calibration.adaptive.AdaptiveConformal.scores_]."""
+        """Recency weights ``decay^(n - i)``, shape (n,), aligned with [`scores_`][levy_core.calibration.adaptive.RecencyWeightedConformal.scores_]."""
         n = self._require_fitted().size
         return self.decay ** np.arange(n - 1, -1, -1, dtype=np.float64)
 
@@ -588,7 +588,7 @@ class RecencyWeightedConformal:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RecencyWeightedConformal:
-        """Rebuild from [`to_dict`][levy_core.calibration.adaptive.AdaptiveConformal.to_dict] output; ValueError naming the key on malformed input."""
+        """Rebuild from [`to_dict`][levy_core.calibration.adaptive.RecencyWeightedConformal.to_dict] output; ValueError naming the key on malformed input."""
         owner = "RecencyWeightedConformal"
         data = state.check_state(data, owner)
         _check_keys(data, {"type", "version", "level", "decay", "sigma_floor", "scores"}, owner)

@@ -463,7 +463,7 @@ class SplitConformal:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SplitConformal:
-        """Rebuild a conformalized instance from [`to_dict`][levy_core.calibration.calibrate.ScaledGaussian.to_dict] output."""
+        """Rebuild a conformalized instance from [`to_dict`][levy_core.calibration.calibrate.SplitConformal.to_dict] output."""
         data = state.check_state(data, "SplitConformal")
         obj = cls(rel_floor=state.saved_float(data, "rel_floor"),
                   min_group_size=int(data.get("min_group_size", DEFAULT_MIN_GROUP_SIZE)))
@@ -589,7 +589,7 @@ class Calibrator:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Calibrator:
-        """Rebuild a fitted instance from [`to_dict`][levy_core.calibration.calibrate.ScaledGaussian.to_dict] output."""
+        """Rebuild a fitted instance from [`to_dict`][levy_core.calibration.calibrate.Calibrator.to_dict] output."""
         data = state.check_state(data, "Calibrator")
         obj = cls()
         try:

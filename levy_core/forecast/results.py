@@ -264,7 +264,7 @@ class Backtest:
     windows : tuple of WindowScores
         The Lévy model's, earliest cut-off first.
     forecasts : pandas.DataFrame
-        The forecasts, one row per held-out observation (see [`to_frame`][levy_core.forecast.results.Evaluation.to_frame]).
+        The forecasts, one row per held-out observation (see [`to_frame`][levy_core.forecast.results.Backtest.to_frame]).
     baselines : tuple of WindowScores
         The last-value baseline's scores per window (``method == "last value"``), on each
         window's queries: each channel's last observation before the cut-off (in the
@@ -274,7 +274,7 @@ class Backtest:
         walk, which the baseline has not). Empty for a model saved without it.
     baseline_forecasts : pandas.DataFrame
         The baseline's forecasts, row by row beside `forecasts` (``last value,
-        last value-lo-<L>, …, last value-hi-<L>``; see [`to_frame`][levy_core.forecast.results.Evaluation.to_frame]).
+        last value-lo-<L>, …, last value-hi-<L>``; see [`to_frame`][levy_core.forecast.results.Backtest.to_frame]).
     notes : tuple of str
         In plain words, each Lévy band whose coverage over every window's queries lies
         further from its level than its per-series standard error allows (or is worth
