@@ -2,7 +2,8 @@
 ``tests/e2e/test_docs_browser.py``): ``mkdocs build --strict`` into a folder of the system's
 temporary directory named by a hash of everything the site is made from (``mkdocs.yml``,
 ``docs/``, the included READMEs, the docstrings of ``levy_core``), under a file lock, so the
-tests of both files (on one pytest-xdist worker or two) share one build of the same sources.
+tests of both files (on one pytest-xdist worker or two) share one build of the same sources;
+a build of other sources left unused for a day is removed when a new one is made.
 
 Imported as ``from docs_site import built_site`` (tests/ is on ``sys.path``: tests/conftest.py is there)."""
 
@@ -15,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,6 +33,16 @@ def _digest() -> str:
             h.update(file.relative_to(ROOT).as_posix().encode())
             h.update(file.read_bytes())
     return h.hexdigest()[:16]
+
+
+STALE_SECONDS = 24 * 3600  # an earlier build of other sources, unused this long, is removed
+
+
+def _remove_stale(keep: Path) -> None:
+    now = time.time()
+    for old in keep.parent.glob("levy-docs-site-*"):
+        if old != keep and old.is_dir() and now - old.stat().st_mtime > STALE_SECONDS:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def built_site() -> Path:
@@ -51,4 +63,6 @@ def built_site() -> Path:
             (home / "build.log").write_text(done.stdout + done.stderr, encoding="utf-8")
             assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stderr[-4000:]}"
             partial.rename(site)
+            _remove_stale(home)
+    os.utime(home)  # in use: not stale
     return site
