@@ -16,7 +16,8 @@ What a block is, from its fence and the HTML comment on the line(s) right above 
   minutes to hours, some on data that are not shipped): the script must exist and define
   every option the line passes.
 * ```` ```console ```` — the ``$ `` lines are the commands, as above; the other lines are what
-  they print, and each must appear, whitespace aside, in what the commands printed.
+  they print, and each must appear, blanks and the digits of numbers aside, in what the
+  commands printed.
 * ``<!-- skip: reason -->`` above a block: not run (a server, an install, the test suite
   itself, a command on the reader's own files); the reason is required.
 * ``<!-- slow: reason -->`` above a block: run, but the page's test is marked ``slow``.
@@ -211,8 +212,15 @@ def run_shell(block: Block, work: Path) -> None:
         if wanted == 2:
             assert "error: " in output and "Traceback" not in output, f"{block.where}: `{command}`:\n{output}"
         for text in (expected or "").splitlines():
-            assert " ".join(text.split()) in " ".join(output.split()), (
+            assert shape(text) in shape(output), (
                 f"{block.where}: `{command}` did not print {text!r}; it printed:\n{output[-3000:]}")
+
+
+def shape(text: str) -> str:
+    """``text`` with blanks collapsed and every number read as ``#``: a console block's output
+    must match in its words; its figures are the docs' run's (a fit's digits may differ with
+    the machine's floating point)."""
+    return re.sub(r"\d+(?:[.,]\d+)*", "#", " ".join(text.split()))
 
 
 # --- a page as one session ---------------------------------------------------------------------

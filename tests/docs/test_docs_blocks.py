@@ -18,6 +18,7 @@ from docs_blocks import (
     parse,
     run_page,
     runnable,
+    shape,
     split_comment,
     working_directory,
 )
@@ -73,5 +74,9 @@ def test_a_failing_block_fails_the_page(tmp_path: Path) -> None:
     run_page([Block(page, 1, "shell", "levy predict no_model missing.csv --out p.csv  # error: no model\n")], work)
     with pytest.raises(AssertionError, match="not run from a test"):
         run_page([Block(page, 1, "shell", "make test\n")], work)
+    run_page([Block(page, 1, "console", "$ levy --help\nusage: levy [-h]\n")], work)
+    with pytest.raises(AssertionError, match="did not print"):
+        run_page([Block(page, 1, "console", "$ levy --help\nusage: levy [--verbose]\n")], work)
+    assert shape("scored 40 series in 1.25 s") == shape("scored  12 series in 0.5 s") != shape("scored 40 rows")
     assert benchmark_check(["python", "benchmarks/operator.py", "--no-such-option"]) is not None
     assert benchmark_check(["python", "benchmarks/operator.py", "--device", "cuda"]) is None
