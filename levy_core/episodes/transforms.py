@@ -75,7 +75,7 @@ def choose_transform(values: np.ndarray, training: np.ndarray | None = None) -> 
         return "none"
     kind = "log" if v.min() > 0 else "log1p"
     raw = _skew(t)
-    near_zero = t.mean() < NEAR_ZERO_SDS * t.std()
+    near_zero = kind == "log" and t.mean() < NEAR_ZERO_SDS * t.std()  # zeros in the data: skewness alone
     if raw <= SKEW_THRESHOLD and not near_zero:
         return "none"
     return kind if abs(_skew(forward(t, kind))) < abs(raw) else "none"
