@@ -43,10 +43,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from physionet import load_protocol_frame  # noqa: E402
-from unseen import crps_points  # noqa: E402
-
 from levy_core.calibration.adaptive import conformal_rank  # noqa: E402
 from levy_core.calibration.calibrate import Calibrator  # noqa: E402
 from levy_core.data import from_frame  # noqa: E402
@@ -68,6 +64,11 @@ from levy_core.pipeline.recipe import (  # noqa: E402
 )
 from levy_core.pipeline.user_frames import predict_user_queries  # noqa: E402
 from levy_core.training.train import TrainConfig  # noqa: E402
+
+if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.physionet import load_protocol_frame  # noqa: E402
+from benchmarks.unseen import crps_points  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "benchmarks" / "data"
