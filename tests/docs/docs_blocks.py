@@ -65,10 +65,15 @@ class Block:
         return f"{self.path.relative_to(ROOT)}:{self.line}"
 
 
+INCLUDE = re.compile(r"^<!-- include: (?P<path>[\w./-]+) -->$", re.MULTILINE)  # docs/_hooks/levy_docs.py's
+
+
 def pages() -> list[Path]:
-    """The README and every page under ``docs/`` (the hooks' folder aside), in a stable order."""
+    """The README, every page under ``docs/`` (the hooks' folder aside) and every file a page
+    includes (``<!-- include: PATH -->``: its blocks are on the site too), in a stable order."""
     docs = sorted(p for p in (ROOT / "docs").rglob("*.md") if "_hooks" not in p.parts)
-    return [ROOT / "README.md", *docs]
+    included = sorted({ROOT / m["path"] for page in docs for m in INCLUDE.finditer(page.read_text(encoding="utf-8"))})
+    return [ROOT / "README.md", *docs, *(p for p in included if p not in docs)]
 
 
 def parse(path: Path) -> list[Block]:

@@ -49,6 +49,10 @@ def test_every_skip_and_slow_marker_says_why() -> None:
     assert bad == []
 
 
+def test_the_pages_include_what_the_site_includes() -> None:
+    assert ROOT / "sample_data" / "README.md" in pages()  # docs/guides/data-formats.md includes it
+
+
 def test_the_runner_reads_blocks_and_directives(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text("# T\n\n<!-- skip: a server -->\n```bash\nmake dashboard\n```\n\n```python\nx = 1\n```\n\n"
