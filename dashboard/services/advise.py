@@ -79,9 +79,10 @@ def advice_data(res: FitResult, series_id: str) -> tuple[Observations, Observati
     where it starts, in words."""
     obs = res.obs.subset([series_id])
     f = res.fitted
-    if res.on_origins or f.task.kind != "forecast" or f.task.cutoff is None:
+    if res.on_origins or f.task.kind != "forecast" or (f.task.cutoff is None and not f.task.per_series) \
+            or obs.frame.empty:
         return obs, None, "the series' last observation"
-    cutoff = float(f.task.cutoff)
+    cutoff = f.task.series_cutoff(obs.frame["time"].to_numpy())  # one for all, or this series' own
     seen = obs.frame["time"] <= cutoff
     if not seen.any():
         return obs, None, "the series' last observation"
