@@ -119,7 +119,7 @@ def run_fit(args: argparse.Namespace) -> int:
           f"split {fitted.split.mode} "
           f"({tr['n_series']['train']}/{tr['n_series']['stopping']}/{tr['n_series']['calibration']}/"
           f"{tr['n_series']['test']} train/early-stopping/calibration/test series), task {fitted.task.kind}"
-          + (f" ({fitted.task.cutoff_text(lambda h: in_unit(h, unit))})" if fitted.task.kind == "forecast" else "")
+          + (f" (cut-off {fitted.task.cutoff_text(lambda h: in_unit(h, unit))})" if fitted.task.kind == "forecast" else "")
           + f", calibration scale c = {fitted.levy_calibration.scale_:.3g}; saved to {out}", file=sys.stderr)
     print(f"offset: {fitted.offset_description()}", file=sys.stderr)
     print(f"transform: {fitted.scaler.transform_note()}", file=sys.stderr)

@@ -12,15 +12,11 @@ with the model, so predictions and evaluations split each series the same way.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from levy_core.data import DataError
-
-if TYPE_CHECKING:
-    from levy_core.episodes.tasks import TaskConfig
 
 __all__ = ["PER_SERIES_DEFAULT", "cutoff_fraction_of", "median_midpoint", "taking_part"]
 
@@ -60,18 +56,23 @@ def median_midpoint(frame: pd.DataFrame) -> float:
     return round(round(middle / step) * step, 10)
 
 
-def taking_part(frame: pd.DataFrame, task: TaskConfig) -> int:
-    """How many series of ``frame`` (columns series_id, time) have context and a query under
-    the forecast ``task`` (its cut-off set): what ``EpisodeBuilder.usable`` keeps."""
+def taking_part(frame: pd.DataFrame, *, cutoff: float | None = None, cutoff_fraction: float | None = None,
+                horizon: float | None = None) -> int:
+    """How many series of ``frame`` (columns series_id, time) have context and a query under a
+    forecast with the cut-off ``cutoff`` (hours) for all, or each series' own at ``cutoff_fraction``
+    of its span (one of the two given), and ``horizon`` (hours; None: to the end): what
+    ``EpisodeBuilder.usable`` keeps."""
     times = frame.groupby("series_id")["time"]
-    if task.cutoff_fraction is not None:
+    if cutoff_fraction is not None:
         first, last = times.min(), times.max()
-        cut = first + float(task.cutoff_fraction) * (last - first)
+        cut = first + float(cutoff_fraction) * (last - first)
+    elif cutoff is not None:
+        cut = pd.Series(float(cutoff), index=times.min().index)
     else:
-        cut = pd.Series(float(task.cutoff), index=times.min().index)  # type: ignore[arg-type]
+        raise ValueError("give the cut-off: a time for all series or a share of each series' span")
     row_cut = frame["series_id"].map(cut).to_numpy(np.float64)
     t = frame["time"].to_numpy(np.float64)
-    end = row_cut + (np.inf if task.horizon is None else float(task.horizon))
+    end = row_cut + (np.inf if horizon is None else float(horizon))
     has_context = pd.Series(t <= row_cut, index=frame.index).groupby(frame["series_id"]).any()
     has_query = pd.Series((t > row_cut) & (t <= end), index=frame.index).groupby(frame["series_id"]).any()
     return int((has_context & has_query).sum())

@@ -99,11 +99,11 @@ class TaskConfig:
         return lo + float(self.cutoff_fraction) * (hi - lo)
 
     def cutoff_text(self, fmt: Callable[[float], str] | None = None) -> str:
-        """The cut-off in words ("the cut-off 667 days", "each series' own cut-off at 50 % of
-        its span"); ``fmt`` writes a time in hours (default ``"24 h"``)."""
+        """The cut-off in words, to follow "cut-off": one time ("667 days"; ``fmt`` writes a
+        time in hours, default ``"24 h"``) or each series' own ("at 50 % of each series' own span")."""
         if self.cutoff_fraction is not None:
-            return f"each series' own cut-off at {100 * self.cutoff_fraction:g} % of its span"
-        return f"the cut-off {(fmt or _hours_text)(float(self.cutoff))}"  # type: ignore[arg-type]
+            return f"at {100 * self.cutoff_fraction:g} % of each series' own span"
+        return (fmt or _hours_text)(float(self.cutoff))  # type: ignore[arg-type]
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -354,11 +354,11 @@ def resolve_task(task: TaskConfig, frame: pd.DataFrame, *, by_series: bool = Fal
         raise ValueError("holdout_fraction must lie in (0, 1)")
     _check_fraction(task)
     if task.kind == "forecast" and task.cutoff is None and task.cutoff_fraction is None:
-        common = replace(task, cutoff=median_midpoint(frame))
-        own = replace(task, cutoff_fraction=PER_SERIES_DEFAULT)
-        if by_series and taking_part(frame, own) > taking_part(frame, common):
-            return own
-        return common
+        common = median_midpoint(frame)
+        if by_series and taking_part(frame, cutoff_fraction=PER_SERIES_DEFAULT, horizon=task.horizon) > \
+                taking_part(frame, cutoff=common, horizon=task.horizon):  # some series end before it, or start after
+            return replace(task, cutoff_fraction=PER_SERIES_DEFAULT)
+        return replace(task, cutoff=common)
     return task
 
 

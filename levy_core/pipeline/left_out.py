@@ -104,9 +104,9 @@ def left_out_note(training: dict[str, Any] | None, unit: str | None = None) -> s
     series = "series sits" if n == 1 else "series sit"
     if info.get("cutoff_fraction") is not None:
         share = f"{100 * float(info['cutoff_fraction']):g} %"
-        return (f"{n} of {of} {series} out of this fit (each series' own cut-off at {share} of its span): "
-                f"{listed}; each needs observations at two different times at least, and one within the "
-                "horizon after its cut-off, to take part.")
+        return (f"{n} of {of} {series} out of this fit (cut-off at {share} of each series' own span): "
+                f"{listed}; a series takes part when observed at two different times at least (and, with a "
+                "horizon set, once within it after its cut-off).")
     cut = time_in_unit(float(info.get("cutoff") or 0.0), unit)
 
     def have(k: int) -> str:

@@ -157,7 +157,7 @@ def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: in
     # none usable, on the training loss itself
     stop_ids = builder.usable(split.stopping) or train_ids
     if not train_ids or not cal_ids:
-        what = task.cutoff_text() if task.kind == "forecast" else "the hold-out"
+        what = f"cut-off {task.cutoff_text()}" if task.kind == "forecast" else "the hold-out"
         raise DataError(f"with {what}, {len(train_ids)} training and {len(cal_ids)} calibration series have both "
                         "context and observations to predict; move the forecast cut-off, switch to "
                         "interpolation, or provide more observations")

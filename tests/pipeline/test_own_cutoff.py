@@ -76,7 +76,8 @@ def test_own_cutoff_is_the_default_where_one_cutoff_leaves_patients_out() -> Non
     own = resolve_task(TaskConfig("forecast"), frame, by_series=True)
     assert common.cutoff is not None and common.cutoff_fraction is None
     assert own.cutoff is None and own.cutoff_fraction == PER_SERIES_DEFAULT and own.per_series
-    n_common, n_own = taking_part(frame, common), taking_part(frame, own)
+    n_common = taking_part(frame, cutoff=common.cutoff)
+    n_own = taking_part(frame, cutoff_fraction=own.cutoff_fraction)
     assert n_own == wide["id"].nunique() - 1 and n_common < n_own - 10, (n_common, n_own)
     assert own_cutoffs_by_default(from_frame(wide, time_unit="days"))
 
@@ -123,9 +124,9 @@ def test_cli_fit_per_series_records_the_rule(capsys: pytest.CaptureFixture[str],
     n = saved["training"]["n_series"]
     assert n["train"] + n["stopping"] + n["calibration"] + n["test"] == wide["id"].nunique() - len(out)
     assert saved["training"]["left_out"]["count"] == 1 and saved["training"]["left_out"]["series"] == [SINGLE]
-    assert "each series' own cut-off at 50 % of its span" in err
+    assert "task forecast (cut-off at 50 % of each series' own span)" in err
     note = [line for line in err.splitlines() if "sits out of this fit" in line]
-    assert len(note) == 1 and SINGLE in note[0] and "at 50 % of its span" in note[0], err
+    assert len(note) == 1 and SINGLE in note[0] and "at 50 % of each series' own span" in note[0], err
     # later commands split each series the same way: evaluate scores every patient's own future
     fitted = pipeline.load_model(tmp_path / "m")
     data = pipeline.prepare(fitted, from_frame(wide, time_unit="days"))
@@ -181,4 +182,5 @@ def test_cutoff_texts_and_settings() -> None:
     task = TaskConfig("forecast", cutoff_fraction=0.25)
     assert TaskConfig.from_dict(task.to_dict()) == task
     assert task.series_cutoff(np.array([100.0, 140.0, 500.0])) == pytest.approx(200.0)
-    assert TaskConfig("forecast", cutoff=48.0).cutoff_text() == "the cut-off 48 h"
+    assert TaskConfig("forecast", cutoff=48.0).cutoff_text() == "48 h"
+    assert task.cutoff_text() == "at 25 % of each series' own span"
