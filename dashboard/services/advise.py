@@ -88,7 +88,8 @@ def advice_data(res: FitResult, series_id: str) -> tuple[Observations, Observati
         return obs, None, "the series' last observation"
     before = Observations(frame=obs.frame[seen].reset_index(drop=True), report=obs.report)
     after = Observations(frame=obs.frame[~seen].reset_index(drop=True), report=obs.report) if (~seen).any() else None
-    return before, after, f"the forecast cut-off ({cutoff:g} h): the observations up to it"
+    where = f"{cutoff:g} h, {f.task.cutoff_text()}" if f.task.per_series else f"{cutoff:g} h"
+    return before, after, f"the forecast cut-off ({where}): the observations up to it"
 
 
 @st.cache_data(show_spinner="Weighing every measurement…", max_entries=32)
