@@ -9,8 +9,9 @@ import dataclasses
 from types import SimpleNamespace
 
 import pytest
+from dash_helpers import start
 from follow_up import SINGLE, pbc_like
-from levy_dashboard import services
+from levy_dashboard import services, state
 from levy_dashboard.fits import FitResult
 from levy_dashboard.services.advise import advice_data
 
@@ -60,3 +61,18 @@ def test_advice_starts_at_the_series_own_cutoff() -> None:
     seen, later, start = advice_data(res, sid)
     assert f"({cut:g} h, at 25 % of each series' own span)" in start
     assert seen.frame["time"].max() <= cut and later is not None and later.frame["time"].min() > cut
+
+
+@pytest.mark.integration
+def test_the_sidebar_offers_each_series_its_own_cutoff() -> None:
+    at = start()
+    at.file_uploader(key="upload").set_value(("pbc.csv", pbc_like().to_csv(index=False).encode(), "text/csv")).run()
+    assert not at.exception, at.exception
+    at.radio(key=state.FIT_TASK).set_value("forecast").run()
+    assert not at.exception, at.exception
+    boxes = [c for c in at.sidebar.checkbox if c.label == "Each series its own cut-off"]
+    assert len(boxes) == 1 and boxes[0].value, [c.label for c in at.sidebar.checkbox]
+    assert not [s for s in at.sidebar.slider if s.label.startswith("History cut-off")]
+    boxes[0].uncheck().run()
+    assert not at.exception, at.exception
+    assert [s for s in at.sidebar.slider if s.label.startswith("History cut-off")], "one cut-off for all, chosen"
