@@ -1,6 +1,6 @@
 """The forecast cut-off's rules: one time for every series, or each series' own.
 
-A panel whose series are followed for different lengths (the PBC follow-up: 200 days to 13
+A panel whose series are followed for different lengths (the PBC follow-up: up to 14
 years) loses, with one cut-off for all, the series that end before it (nothing to predict
 after it) or start after it (no history). Each series' own cut-off at a share of its observed
 span (``TaskConfig.cutoff_fraction``) keeps every series observed at two different times in

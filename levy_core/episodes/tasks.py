@@ -18,7 +18,7 @@ Tasks inside a (pseudo-)series:
   ``(cutoff, cutoff + horizon]`` are the queries. The cut-off is one time for every series
   (``TaskConfig.cutoff``) or each series' own, at a fraction of its observed span
   (``TaskConfig.cutoff_fraction``): a panel whose series are followed for different lengths
-  (PBC: 200 days to 13 years) keeps every series with observations at two times in the fit,
+  (PBC: a single visit to 14 years) keeps every series with observations at two times in the fit,
   where one time would leave out those that end before it or start after it. Without either,
   :func:`resolve_task` takes the median series midpoint, or on a panel split by series each
   series' own midpoint when that keeps more series in.

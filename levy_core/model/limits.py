@@ -59,7 +59,6 @@ NUMBER_BOUNDS: dict[str, tuple[float, float, str]] = {
     "task.cutoff": (-MAX_HOURS, MAX_HOURS, "hours"),
     "task.horizon": (1e-6, MAX_HOURS, "hours"),
     "task.holdout_fraction": (0.0, 1.0, "a fraction"),
-    "task.cutoff_fraction": (0.0, 1.0, "a share of each series' span"),
     "task.season": (0.0, 1e6, "hours"),
     "split.window_hours": (1e-6, MAX_HOURS, "hours"),
     f"split.origin_plan.{_ANY}": (-MAX_HOURS, MAX_HOURS, "hours"),

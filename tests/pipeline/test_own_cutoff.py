@@ -108,6 +108,12 @@ def test_cli_fit_per_series_records_the_rule(capsys: pytest.CaptureFixture[str],
     own_cut = span["min"] + 0.5 * (span["max"] - span["min"])
     assert (pred["time"].to_numpy() > pred["series_id"].astype(str).map(own_cut).to_numpy()).all()
     assert set(pred["series_id"].astype(str)) == {s for s in saved["split"]["test"] if s != SINGLE}
+    # a model.json whose rule is out of range, or names both rules, is refused by name
+    for task, match in (({"cutoff_fraction": 1.5}, "cutoff_fraction must lie strictly between"),
+                        ({"cutoff": 24.0}, "give one forecast cut-off")):
+        (tmp_path / "m" / "model.json").write_text(json.dumps({**saved, "task": {**saved["task"], **task}}))
+        with pytest.raises(pipeline.ModelLoadError, match=match):
+            pipeline.load_model(tmp_path / "m")
 
 
 def test_cli_absolute_cutoff_keeps_the_global_rule(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
