@@ -36,7 +36,8 @@ def test_the_fit_gives_each_series_its_own_cutoff_and_names_who_sits_out(own: Fi
     assert task.per_series and task.cutoff is None
     assert "task: forecast after the cut-off at 50 % of each series' own span" in own.describe()
     note = own.fitted.left_out_note()
-    assert note is not None and note.startswith("1 of 61 series sits out") and SINGLE in note
+    assert note is not None and note.startswith("Each series has its own cut-off") and SINGLE in note
+    assert f"1 of 61 series sits out of this fit: {SINGLE};" in note
 
 
 def test_the_band_draws_the_series_own_cutoff(own: FitResult) -> None:

@@ -94,7 +94,15 @@ def test_cli_fit_per_series_records_the_rule(capsys: pytest.CaptureFixture[str],
     assert saved["training"]["left_out"]["count"] == 1 and saved["training"]["left_out"]["series"] == [SINGLE]
     assert "task forecast (cut-off at 50 % of each series' own span)" in err
     note = [line for line in err.splitlines() if "sits out of this fit" in line]
-    assert len(note) == 1 and SINGLE in note[0] and "at 50 % of each series' own span" in note[0], err
+    assert len(note) == 1 and SINGLE in note[0], err
+    # why: one cut-off for all (the median midpoint, in days) would leave out those counted by hand
+    common = resolve_task(TaskConfig("forecast"), model_frame(wide)).cutoff / DAY
+    span = wide.groupby("id")["day"].agg(["min", "max"])
+    missed = int(((span["min"] > common) | (span["max"] <= common)).sum())
+    assert missed > 10 and saved["training"]["left_out"]["common_left_out"] == missed
+    assert note[0].startswith(f"note: Each series has its own cut-off, at 50 % of its span: one cut-off for all (the "
+                              f"median series midpoint, {common:g} days) would leave out {missed} of 61 series, "
+                              f"{missed - 1} more than this fit. 1 of 61 series sits out of this fit: {SINGLE}; "), note
     # later commands split each series the same way: evaluate scores every patient's own future
     fitted = pipeline.load_model(tmp_path / "m")
     data = pipeline.prepare(fitted, from_frame(wide, time_unit="days"))
@@ -158,3 +166,18 @@ def test_cutoff_texts_and_settings() -> None:
     assert task.series_cutoff(np.array([100.0, 140.0, 500.0])) == pytest.approx(200.0)
     assert TaskConfig("forecast", cutoff=48.0).cutoff_text() == "48 h"
     assert task.cutoff_text() == "at 25 % of each series' own span"
+
+
+def test_own_cutoffs_that_keep_everyone_still_say_why() -> None:
+    """16 series over days 0–100, 3 from day 60, 2 to day 40: the common midpoint (day 50)
+    misses the 5, their own midpoints keep all 21, and the note says so."""
+    spans = {**{f"s{i:02d}": (0, 100) for i in range(16)}, **dict.fromkeys(("late-a", "late-b", "late-c"), (60, 100)),
+             **dict.fromkeys(("early-a", "early-b"), (0, 40))}
+    rows = [(sid, float(d), float(np.sin(d / 9))) for sid, (a, b) in spans.items() for d in range(a, b + 1, 5)]
+    data = prepare_fit(model_frame(pd.DataFrame(rows, columns=["id", "day", "value"])), TaskConfig("forecast"))
+    info = data.left_out
+    assert data.task.per_series and info is not None and info["count"] == 0
+    assert info["common_cutoff"] == 50 * DAY and info["common_left_out"] == 5
+    assert left_out_note({"left_out": info}, "days") == (
+        "Each series has its own cut-off, at 50 % of its span: one cut-off for all (the median series midpoint, "
+        "50 days) would leave out 5 of 21 series, 5 more than this fit.")
