@@ -93,6 +93,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from levy_core.training.train import TrainConfig
 
     transform = parse_transform(args.transform)  # ValueError naming a bad kind, before any work
+    fraction = cutoff_fraction_of(args.cutoff)  # "auto", "60%": each series' own cut-off (a bad share: refused now)
     refuse_overwriting(args, out=args.out)
     options = read_options(args)  # bad column names, --dayfirst with --date-format: before the fit
     check_save_target(args.out)  # a link, a file, a folder that is not a model: refused before the fit
@@ -104,7 +105,6 @@ def run_fit(args: argparse.Namespace) -> int:
     horizon = parse_duration(args.horizon, unit) if args.horizon else None
     season = {"auto": None, "none": 0.0}.get(args.season.lower()) if args.season.lower() in ("auto", "none") \
         else parse_duration(args.season, unit)
-    fraction = cutoff_fraction_of(args.cutoff)  # "auto", "60%": each series' own cut-off
     task = TaskConfig(args.task, cutoff=None if fraction is not None else cutoff_hours(args.cutoff, unit),
                       horizon=horizon, season=season, cutoff_fraction=fraction)
     train = TrainConfig(epochs=args.epochs, seed=args.seed, max_seconds=args.max_seconds)
@@ -140,8 +140,8 @@ def add_fit_command(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--cutoff", default=None, help="forecast: history ends here: one time for every series, a bare "
                    "number in the data's time unit (hours since each series' first observation for date-time data) or "
                    "with a unit, e.g. 24h, 730d, 2y; or each series' own, a share of its span, e.g. 60%%, or auto "
-                   "(50%%) (default: the median series midpoint, rounded; on a panel whose series some would miss, "
-                   "each series' own midpoint)")
+                   "(50%%) (default: the median series midpoint, rounded; on a panel where it would leave series out "
+                   "that their own midpoints keep in, each series' own midpoint)")
     f.add_argument("--horizon", default=None, help="forecast: how far ahead to predict after the cut-off (few "
                    "series: after each forecast origin), e.g. 36h, 2w, 5y; a bare number is in the data's unit")
     f.add_argument("--season", default="auto", help="few series: the seasonal offset's period (e.g. 24h, 1y), "

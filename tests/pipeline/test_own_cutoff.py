@@ -181,3 +181,9 @@ def test_own_cutoffs_that_keep_everyone_still_say_why() -> None:
     assert left_out_note({"left_out": info}, "days") == (
         "Each series has its own cut-off, at 50 % of its span: one cut-off for all (the median series midpoint, "
         "50 days) would leave out 5 of 21 series, 5 more than this fit.")
+
+
+def test_cli_refuses_a_share_out_of_range_before_reading(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "fit", tmp_path / "absent.csv", "--out", tmp_path / "m", "--cutoff", "120%")
+    assert code == 2 and "cut-off '120%': a share of each series' span lies strictly between 0% and 100%" in err, err
+    assert not (tmp_path / "m").exists()
