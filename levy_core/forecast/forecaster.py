@@ -40,7 +40,7 @@ from levy_core.data import (
     read_queries,
 )
 from levy_core.data.drift import DriftReport
-from levy_core.episodes.tasks import TaskConfig
+from levy_core.episodes.tasks import TaskConfig, cutoff_fraction_of
 from levy_core.episodes.transforms import KINDS, TransformSpec, parse_transform
 from levy_core.forecast import windows as forecast_windows
 from levy_core.forecast.results import Backtest, Evaluation, fraction
@@ -90,8 +90,14 @@ class LevyForecaster:
     horizon : str or float, optional
         Forecast: how far ahead each training episode predicts ("36h", or a number in the
         data's unit); default as ``levy fit``.
-    cutoff : float, optional
-        Many series, forecast: where each series' history ends (hours).
+    cutoff : float or str, optional
+        Many series, forecast: where each series' history ends. One time for every series: a
+        number (hours) or a duration text (``"730d"``, or a number in the data's unit as
+        ``"667"``); or each series' own, at a share of its observed span: ``"60%"``, or
+        ``"auto"`` (``"50%"``). Default (None): the median series midpoint, or each series'
+        own midpoint where one time would leave series out that it keeps in (a panel with
+        different follow-ups). The rule is recorded in the model (``task.cutoff_fraction``)
+        and used again by :meth:`evaluate` and the predictions' held-out split.
     max_seconds : float, optional
         Training time budget per model.
     twin : bool
@@ -139,7 +145,7 @@ class LevyForecaster:
 
     def __init__(self, *, size: str = "auto", epochs: int = 40, seed: int = 0, season: str | float = "auto",
                  task: Literal["forecast", "interpolate"] = "forecast", horizon: str | float | None = None,
-                 cutoff: float | None = None, max_seconds: float | None = None, twin: bool = False,
+                 cutoff: float | str | None = None, max_seconds: float | None = None, twin: bool = False,
                  phi: Literal["rate", "count"] = "rate", time_unit: str = "hours",
                  progress: Callable[[Progress], None] | None = None, dayfirst: bool | None = None,
                  date_format: str | None = None, transform: TransformSpec = "auto", id_col: str | None = None,
@@ -157,6 +163,7 @@ class LevyForecaster:
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
             raise ValueError(f"epochs must be a whole number of at least 1, got {epochs!r}")
         self.size, self.epochs, self.seed, self.season, self.task = size, epochs, seed, season, task
+        cutoff_fraction_of(cutoff)  # DataError for a share out of range, before any data is read
         self.horizon, self.cutoff, self.max_seconds, self.twin, self.phi = horizon, cutoff, max_seconds, twin, phi
         self.time_unit, self.progress = time_unit, progress
         self.transform = parse_transform(transform) if isinstance(transform, str) else dict(transform)
@@ -487,8 +494,11 @@ class LevyForecaster:
     def _fit_observations(self, obs: Observations) -> pipeline.FittedModel:
         """Split, train and calibrate on ``obs`` with this forecaster's settings."""
         unit = obs.report.input_time_unit
-        task = TaskConfig(self.task, cutoff=self.cutoff, horizon=self._hours(self.horizon, unit),
-                          season=_season_hours(self.season, unit))
+        fraction = cutoff_fraction_of(self.cutoff)  # "auto", "60%": each series' own cut-off
+        cutoff = self._hours(self.cutoff, unit) if isinstance(self.cutoff, str) and fraction is None else self.cutoff
+        task = TaskConfig(self.task, cutoff=None if fraction is not None else cutoff,
+                          horizon=self._hours(self.horizon, unit), season=_season_hours(self.season, unit),
+                          cutoff_fraction=fraction)
         train = TrainConfig(epochs=self.epochs, seed=self.seed, max_seconds=self.max_seconds)
         return pipeline.fit(obs, task=task, train=train, size=self.size, train_twin=self.twin, phi=self.phi,
                             progress=self.progress, transform=self.transform)

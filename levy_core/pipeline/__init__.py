@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         calibrate,
         cutoff_range,
         fit,
+        own_cutoffs_by_default,
         resolve_size,
         size_name,
     )
@@ -98,6 +99,7 @@ __all__ = [
     "fit",
     "load_model",
     "operator_draws",
+    "own_cutoffs_by_default",
     "predict_after_end",
     "predict_from_past",
     "predict_future",
@@ -132,6 +134,7 @@ _HOME = {  # the public names, and the others the module used to import (pipelin
     "check_drift": "data.drift",
     "coverage_checks": "pipeline.evaluation",
     "cutoff_range": "pipeline.recipe",
+    "own_cutoffs_by_default": "pipeline.recipe",
     "DataError": "data",
     "drift_report": "pipeline.user_frames",
     "DriftReport": "data.drift",

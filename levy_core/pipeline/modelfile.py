@@ -223,7 +223,7 @@ class FittedModel:
         The one rule the grid and the ranking share."""
         if self.task.kind != "forecast":
             return float(times.min()), float(times.max())
-        cutoff = float(self.task.cutoff)
+        cutoff = self.task.series_cutoff(times)  # one for all, or this series' own
         if self.task.horizon is not None:
             return cutoff, cutoff + float(self.task.horizon)
         # past a series that ends before the cut-off: 5 % of its history (not of the clock's

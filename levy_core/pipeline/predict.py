@@ -179,7 +179,7 @@ def with_context(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str],
     (which have no evidence at all). ``strict``: refuse the latter with a DataError."""
     empty = [s for s in ids if len(builder.split_indices(s)[0]) == 0]
     if empty and (strict or len(empty) == len(ids)):
-        where = (f"before the forecast cut-off ({fitted.task.cutoff:g} h)" if fitted.task.kind == "forecast"
+        where = (f"before the forecast cut-off ({fitted.task.cutoff_text()})" if fitted.task.kind == "forecast"
                  else "outside the hold-out")
         raise DataError(f"{len(empty)} series have no observation {where}, so nothing to predict from: "
                         f"{empty[:5]}; remove them or fit with an earlier cut-off")

@@ -61,6 +61,7 @@ from levy_core.training.train import (
 )
 
 __all__ = ["AUTO_MEDIUM_MIN_SERIES", "MODEL_SIZES", "FitData", "add_twin", "assemble", "calibrate", "cutoff_range", "drift_reference", "fit",
+           "own_cutoffs_by_default",
            "prepare_fit", "resolve_size", "size_name", "train_levy_model", "train_twin_model"]
 
 
@@ -142,7 +143,7 @@ def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: in
         origin_of = origin_times(split, user_frame)
     elif split is None:
         frame, split = make_split(frame, seed=seed)
-    task = resolve_task(task, frame)
+    task = resolve_task(task, frame, by_series=split.mode == "series")
     if transform == "auto" and split.mode != "series":
         # "auto" is measured on panels (PBC: CRPS −6.5 to −10.4 %); one series or a few keep their
         # raw values, on which their classical offsets were chosen and benchmarked (a named
@@ -156,7 +157,7 @@ def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: in
     # none usable, on the training loss itself
     stop_ids = builder.usable(split.stopping) or train_ids
     if not train_ids or not cal_ids:
-        what = f"cut-off {task.cutoff:g} h" if task.kind == "forecast" else "the hold-out"
+        what = f"cut-off {task.cutoff_text()}" if task.kind == "forecast" else "the hold-out"
         raise DataError(f"with {what}, {len(train_ids)} training and {len(cal_ids)} calibration series have both "
                         "context and observations to predict; move the forecast cut-off, switch to "
                         "interpolation, or provide more observations")
@@ -545,3 +546,11 @@ def cutoff_range(obs: Observations, seed: int = 0) -> tuple[float, float, float]
     default = resolve_task(TaskConfig("forecast"), frame).cutoff
     spans = frame.groupby("series_id")["time"].max()
     return float(frame["time"].min()), float(spans.max()), float(np.float64(default))
+
+
+def own_cutoffs_by_default(obs: Observations, seed: int = 0) -> bool:
+    """Whether a forecast fit of ``obs`` without a cut-off gives each series its own (at the
+    midpoint of its span: a panel on which one common cut-off would leave series out that
+    their own keep in), for a cut-off picker."""
+    frame, split = make_split(obs.frame, seed=seed)
+    return split.mode == "series" and resolve_task(TaskConfig("forecast"), frame, by_series=True).per_series

@@ -147,7 +147,7 @@ def _nothing_observed(fitted: FittedModel, data: ModelData) -> CoverageMonitor:
     n = len(data.builder.series)
     if fitted.task.kind == "forecast" and fitted.split.mode != "origin":
         why = (f"none of its {n:,} series has observations both before and after the model's cut-off "
-               f"({fitted.task.cutoff:g} h): there is no observed future to check the band against")
+               f"({fitted.task.cutoff_text()}): there is no observed future to check the band against")
     else:
         why = f"none of its {n:,} series has both context and observations to predict"
     empty = pd.DataFrame(columns=CHANNEL_COLUMNS)
