@@ -117,8 +117,21 @@ def _horizon_input(obs: Observations, obs_hash: str) -> tuple[float | None, str 
 def _cutoff_slider(
     obs: Observations | None, obs_hash: str | None, d: FitSettings
 ) -> float | None:
-    """The forecast cut-off (None: no data yet, or the data leave no range to choose)."""
+    """The forecast cut-off (None: no data yet, the data leave no range to choose, or each
+    series its own: on a panel with different follow-ups, where one would leave series out)."""
     if obs is None or obs_hash is None:
+        return None
+    try:
+        own = services.fit.own_cutoffs_by_default(obs_hash, obs, d.seed)
+    except DataError:
+        own = False
+    if own and st.sidebar.checkbox(
+        "Each series its own cut-off",
+        value=True,
+        key=state.keyed(state.FIT_OWN_CUTOFF, obs_hash[:12]),
+        help="The series are followed for different lengths: one cut-off for all would leave out those that end "
+        "before it or start after it. Each series' history ends at the midpoint of its own span instead.",
+    ):
         return None
     lo = hi = default = 0.0
     try:
@@ -217,7 +230,7 @@ def _transform_input(d: FitSettings) -> tuple[str, str | None]:
         "Value transform",
         value=d.transform,
         key=state.FIT_TRANSFORM,
-        help="auto: log for channels whose values are all > 0 and skewed (skewness > 1), log1p for skewed "
+        help="auto: log for channels whose values are all > 0 and skewed (skewness > 1) or within 3 s.d. of 0, log1p for skewed "
         "non-negative ones with zeros; or none, log, log1p for every channel, or per channel, e.g. "
         "bili=log,albumin=none. The model is fitted and calibrated on the transformed values and the band "
         "mapped back: asymmetric, never below zero.",

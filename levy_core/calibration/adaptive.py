@@ -1,12 +1,12 @@
 """Calibration that holds over time where exchangeability fails: ACI and recency-weighted conformal.
 
-Split conformal (:class:`levy_core.calibration.calibrate.SplitConformal`) needs exchangeable
+Split conformal ([`levy_core.calibration.calibrate.SplitConformal`][levy_core.calibration.calibrate.SplitConformal]) needs exchangeable
 calibration and test points; one drifting series forecast from rolling origins is not,
 and a quantile fitted on its early part under- or over-covers later. Two MAPIE-style
 steps for that case, on ``SplitConformal``'s score ``s = |y - ŷ| / max(σ, floor)`` (``σ``
 a method's raw spread, e.g. ``σ̂``):
 
-- :class:`AdaptiveConformal` -- adaptive conformal inference (ACI; Gibbs & Candès,
+- [`AdaptiveConformal`][levy_core.calibration.adaptive.AdaptiveConformal] -- adaptive conformal inference (ACI; Gibbs & Candès,
   "Adaptive Conformal Inference Under Distribution Shift", NeurIPS 2021; what MAPIE's
   ``TimeSeriesRegressor(method="aci")`` implements). Walking the test queries in time
   order, step ``t`` predicts ``ŷ -+ q_t σ`` with ``q_t`` the conformal quantile at level
@@ -15,7 +15,7 @@ a method's raw spread, e.g. ``σ̂``):
   the data -- no exchangeability, no stationarity -- the long-run miscoverage obeys the
   deterministic bound of their Proposition 4.1,
   ``|mean_t(err_t) - α| <= (max(α_1, 1 - α_1) + γ) / (γ T)``.
-- :class:`RecencyWeightedConformal` -- weighted split conformal with recency weights
+- [`RecencyWeightedConformal`][levy_core.calibration.adaptive.RecencyWeightedConformal] -- weighted split conformal with recency weights
   ``w_i = decay^(n - i)`` (Barber, Candès, Ramdas & Tibshirani, "Conformal prediction
   beyond exchangeability", Ann. Statist. 2023, "nexCP"): old scores count less, so a
   quantile fitted before a jump in the noise follows the recent scores.
@@ -33,9 +33,9 @@ Conventions mirror ``SplitConformal``: the quantile at level ``p`` of ``n`` scor
 binary rounding of decimal levels), an infinite band when ``k > n``; ``σ`` is floored at
 ``sigma_floor = rel_floor * median(σ > 0)`` of the calibration split, and the same stored
 floor is applied to every later ``σ`` so that all scores come from one score function.
-A band covers ``y`` when ``lower <= y <= upper`` (as :mod:`levy_core.metrics`). Bad input
+A band covers ``y`` when ``lower <= y <= upper`` (as [`levy_core.metrics`][levy_core.metrics]). Bad input
 raises ``ValueError`` naming the argument; a step used before ``conformalize`` raises
-:class:`levy_core.calibration.calibrate.NotFittedError`. Everything is deterministic (no randomness).
+[`levy_core.calibration.calibrate.NotFittedError`][levy_core.calibration.calibrate.NotFittedError]. Everything is deterministic (no randomness).
 """
 
 from __future__ import annotations
@@ -79,13 +79,13 @@ def conformal_rank(n: int, level: float) -> int:
 
     ``k > n`` means the quantile is ``+inf`` (too few scores for that level). ``(n + 1)
     level`` is taken with a ``1e-12`` relative slack before the ceiling, exactly as
-    :meth:`levy_core.calibration.calibrate.SplitConformal.quantile`.
+    [`levy_core.calibration.calibrate.SplitConformal.quantile`][levy_core.calibration.calibrate.SplitConformal.quantile].
     """
     return _rank(checks.check_positive_int(n, "n"), checks.check_level(level))
 
 
 def _rank(n: int, p: float) -> int:
-    """:func:`conformal_rank` unchecked; ``p`` may round to 1.0 (``1 - α_t``, tiny ``α_t``)."""
+    """[`conformal_rank`][levy_core.calibration.adaptive.conformal_rank] unchecked; ``p`` may round to 1.0 (``1 - α_t``, tiny ``α_t``)."""
     x = (n + 1) * p
     return max(1, math.ceil(x - _CEIL_REL_TOL * x))
 
@@ -109,7 +109,7 @@ def normalised_scores(
 
     ``y_true``, ``mean``, ``sigma`` (shape (n,)): targets, predicted means, raw spreads
     ``>= 0`` (calibration: in time order). ``sigma_floor`` defaults to
-    :func:`relative_sigma_floor` of ``sigma`` with ``rel_floor``. Returns the scores, shape
+    [`relative_sigma_floor`][levy_core.calibration.adaptive.relative_sigma_floor] of ``sigma`` with ``rel_floor``. Returns the scores, shape
     (n,), and the floor used: pass it to ``conformalize`` so later ``σ`` get the same floor.
     """
     y, mu, s = checks.check_gaussian(y_true, mean, sigma)
@@ -125,7 +125,7 @@ def weighted_quantile(scores: ArrayLike, weights: ArrayLike, level: float, *,
     ``w̃_i = w_i / (sum_j w_j + test_weight)`` and ``w̃_{n+1} = test_weight / (sum_j w_j +
     test_weight)``: the test point's own mass sits at ``+inf``. The result is the smallest
     score ``s`` with ``sum_{i: s_i <= s} w_i >= level * (sum_j w_j + test_weight)`` (the
-    right side with the ``1e-12`` relative slack of :func:`conformal_rank`), ``+inf`` if no
+    right side with the ``1e-12`` relative slack of [`conformal_rank`][levy_core.calibration.adaptive.conformal_rank]), ``+inf`` if no
     score reaches it. With every weight 1 this is the ``ceil((n + 1) level)``-th smallest
     score: split conformal's quantile. ``scores`` (n,): finite, any order; ``weights`` (n,):
     finite, ``>= 0``, aligned; ``level`` in (0, 1); ``test_weight > 0``. Returns a float.
@@ -232,7 +232,7 @@ class _ScorePool:
 
 @dataclass(frozen=True)
 class AdaptiveResult:
-    """What :meth:`AdaptiveConformal.run` walked: the bands and the α and error paths.
+    """What [`AdaptiveConformal.run`][levy_core.calibration.adaptive.AdaptiveConformal.run] walked: the bands and the α and error paths.
 
     ``lower``, ``upper`` (n,): each query's band in the input order (infinite where
     ``α_t`` gave an infinite band; ``lower == upper == ŷ`` for the empty band of ``α_t >=
@@ -336,7 +336,7 @@ class AdaptiveConformal:
 
     @property
     def is_fitted(self) -> bool:
-        """Whether :meth:`conformalize` has been called (or the state loaded)."""
+        """Whether [`conformalize`][levy_core.calibration.adaptive.AdaptiveConformal.conformalize] has been called (or the state loaded)."""
         return self._pool is not None
 
     @property
@@ -352,7 +352,7 @@ class AdaptiveConformal:
 
     def conformalize(self, scores: ArrayLike, *, sigma_floor: float | None = None) -> AdaptiveConformal:
         """Start from the calibration scores (shape (n,), ``|y - ŷ| / max(σ, floor)`` in time
-        order, oldest first, finite, ``>= 0``; see :func:`normalised_scores`) and reset ``α_t``
+        order, oldest first, finite, ``>= 0``; see [`normalised_scores`][levy_core.calibration.adaptive.normalised_scores]) and reset ``α_t``
         to ``α = 1 - level``. ``sigma_floor``: the floor the scores were computed with,
         applied to every later ``σ``. Returns ``self``."""
         s = _scores_arg(scores)
@@ -439,7 +439,7 @@ class AdaptiveConformal:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AdaptiveConformal:
-        """Rebuild from :meth:`to_dict` output; ValueError naming the key on malformed input."""
+        """Rebuild from [`to_dict`][levy_core.calibration.adaptive.AdaptiveConformal.to_dict] output; ValueError naming the key on malformed input."""
         owner = "AdaptiveConformal"
         data = state.check_state(data, owner)
         _check_keys(data, {"type", "version", "level", "gamma", "window", "alpha", "n_steps",
@@ -489,7 +489,7 @@ class RecencyWeightedConformal:
     band is ``ŷ -+ q max(σ, floor)`` with ``q`` the level quantile of
     ``sum_i w̃_i δ_{s_i} + w̃_{n+1} δ_{+inf}``, ``w̃_i = w_i / (w_1 + ... + w_n + 1)``,
     ``w̃_{n+1} = 1 / (w_1 + ... + w_n + 1)`` (their nexCP split-conformal formula; see
-    :func:`weighted_quantile`). ``decay = 1`` is split conformal (``SplitConformal``
+    [`weighted_quantile`][levy_core.calibration.adaptive.weighted_quantile]). ``decay = 1`` is split conformal (``SplitConformal``
     pooled); ``decay < 1`` keeps an effective memory of about ``1 / (1 - decay)`` scores.
 
     Coverage without exchangeability (their Theorem 2, fixed weights and a fitted model
@@ -507,7 +507,7 @@ class RecencyWeightedConformal:
     Parameters
     ----------
     level : float, default 0.9
-        Target coverage in (0, 1), the default of :meth:`predict_interval`.
+        Target coverage in (0, 1), the default of [`predict_interval`][levy_core.calibration.adaptive.RecencyWeightedConformal.predict_interval].
     decay : float, default 0.99
         In (0, 1]; 1 gives equal weights.
 
@@ -529,7 +529,7 @@ class RecencyWeightedConformal:
 
     @property
     def is_fitted(self) -> bool:
-        """Whether :meth:`conformalize` has been called (or the state loaded)."""
+        """Whether [`conformalize`][levy_core.calibration.adaptive.RecencyWeightedConformal.conformalize] has been called (or the state loaded)."""
         return self._scores is not None
 
     def _require_fitted(self) -> FloatArray:
@@ -545,7 +545,7 @@ class RecencyWeightedConformal:
 
     @property
     def weights_(self) -> FloatArray:
-        """Recency weights ``decay^(n - i)``, shape (n,), aligned with :attr:`scores_`."""
+        """Recency weights ``decay^(n - i)``, shape (n,), aligned with [`scores_`][levy_core.calibration.adaptive.RecencyWeightedConformal.scores_]."""
         n = self._require_fitted().size
         return self.decay ** np.arange(n - 1, -1, -1, dtype=np.float64)
 
@@ -588,7 +588,7 @@ class RecencyWeightedConformal:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RecencyWeightedConformal:
-        """Rebuild from :meth:`to_dict` output; ValueError naming the key on malformed input."""
+        """Rebuild from [`to_dict`][levy_core.calibration.adaptive.RecencyWeightedConformal.to_dict] output; ValueError naming the key on malformed input."""
         owner = "RecencyWeightedConformal"
         data = state.check_state(data, owner)
         _check_keys(data, {"type", "version", "level", "decay", "sigma_floor", "scores"}, owner)

@@ -4,15 +4,15 @@
 predictive spread. Two explicit, MAPIE-style post-hoc steps turn it into one,
 both fitted on a held-out calibration split (see ``docs/levy-math.md``):
 
-- :class:`ScaledGaussian` -- ``y ~ N(ŷ, (c σ̂)^2)`` with ``c`` of minimum CRPS
-  (:mod:`levy_core.metrics.crps_scale`; ``estimator="mle"``: the closed-form MLE
+- [`ScaledGaussian`][levy_core.calibration.calibrate.ScaledGaussian] -- ``y ~ N(ŷ, (c σ̂)^2)`` with ``c`` of minimum CRPS
+  (`levy_core.metrics.crps_scale`; ``estimator="mle"``: the closed-form MLE
   ``c = sqrt(mean((y - ŷ)^2 / σ̂^2))``, which the largest errors rule);
-- :class:`SplitConformal` -- split conformal on the normalised score
+- [`SplitConformal`][levy_core.calibration.calibrate.SplitConformal] -- split conformal on the normalised score
   ``r = |y - ŷ| / σ̂``: for exchangeable calibration and test points the band
   ``ŷ -+ q σ̂`` covers with probability ``>= level`` at every level, where ``q`` is
   the ``ceil((n+1) level)``-th smallest calibration score (infinite band when
   that index exceeds ``n``);
-- :class:`Calibrator` -- both, fitted on the same split.
+- [`Calibrator`][levy_core.calibration.calibrate.Calibrator] -- both, fitted on the same split.
 
 Per-group ("Mondrian") conformal: pass ``groups`` (e.g. each query's channel) to
 ``conformalize`` and the quantile is taken among the calibration scores of the
@@ -28,7 +28,7 @@ Usage::
 
 All per-point arrays are 1-D of equal length and accept anything ``np.asarray``
 takes. Bad input raises ``ValueError``; using a step before fitting it raises
-:class:`NotFittedError`.
+[`NotFittedError`][levy_core.calibration.calibrate.NotFittedError].
 
 Zero sigma: a point with ``σ̂ = 0`` would give an infinite normalised score
 (or ``0/0``). Both classes floor ``σ̂`` at ``sigma_floor_ = rel_floor *
@@ -109,14 +109,14 @@ class ScaledGaussian:
         module docstring).
     estimator : {"crps", "mle"}, default "crps"
         How ``c`` is fitted: the minimum CRPS over the calibration points (the score the
-        predictive is judged by; :func:`~levy_core.metrics.crps_scale.crps_scale`), or
+        predictive is judged by; `crps_scale`), or
         the Gaussian maximum likelihood ``c² = mean(r²)``.
 
     Attributes
     ----------
     scale_ : float
         The fitted ``c``. 0 only if every calibration error is 0 (``"crps"``: or too
-        many of them, see :mod:`~levy_core.metrics.crps_scale`).
+        many of them, see `crps_scale`).
     sigma_floor_ : float
         Absolute sigma floor used in ``fit`` and at prediction.
     n_calibration_ : int
@@ -143,7 +143,7 @@ class ScaledGaussian:
 
     @property
     def is_fitted(self) -> bool:
-        """Whether :meth:`fit` has been called (or the state loaded)."""
+        """Whether [`fit`][levy_core.calibration.calibrate.ScaledGaussian.fit] has been called (or the state loaded)."""
         return self.scale_ is not None
 
     def _require_fitted(self) -> tuple[float, float]:
@@ -259,7 +259,7 @@ class ScaledGaussian:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScaledGaussian:
-        """Rebuild a fitted instance from :meth:`to_dict` output."""
+        """Rebuild a fitted instance from [`to_dict`][levy_core.calibration.calibrate.ScaledGaussian.to_dict] output."""
         data = state.check_state(data, "ScaledGaussian")
         estimator = data.get("estimator", "mle")  # states saved before minimum-CRPS scales hold MLE ones
         if estimator not in ("crps", "mle"):
@@ -313,7 +313,7 @@ class SplitConformal:
 
     @property
     def is_fitted(self) -> bool:
-        """Whether :meth:`conformalize` has been called (or the state loaded)."""
+        """Whether [`conformalize`][levy_core.calibration.calibrate.SplitConformal.conformalize] has been called (or the state loaded)."""
         return self.scores_ is not None
 
     @property
@@ -419,7 +419,7 @@ class SplitConformal:
         ----------
         mean, sigma : array-like, shape (n,)
             Test predictions; ``sigma`` on the same scale as in
-            :meth:`conformalize`.
+            [`conformalize`][levy_core.calibration.calibrate.SplitConformal.conformalize].
         level : float
             Target coverage in (0, 1); no refitting needed to change it.
         groups : array-like, shape (n,), optional
@@ -463,7 +463,7 @@ class SplitConformal:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SplitConformal:
-        """Rebuild a conformalized instance from :meth:`to_dict` output."""
+        """Rebuild a conformalized instance from [`to_dict`][levy_core.calibration.calibrate.SplitConformal.to_dict] output."""
         data = state.check_state(data, "SplitConformal")
         obj = cls(rel_floor=state.saved_float(data, "rel_floor"),
                   min_group_size=int(data.get("min_group_size", DEFAULT_MIN_GROUP_SIZE)))
@@ -589,7 +589,7 @@ class Calibrator:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Calibrator:
-        """Rebuild a fitted instance from :meth:`to_dict` output."""
+        """Rebuild a fitted instance from [`to_dict`][levy_core.calibration.calibrate.Calibrator.to_dict] output."""
         data = state.check_state(data, "Calibrator")
         obj = cls()
         try:

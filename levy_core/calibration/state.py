@@ -64,7 +64,7 @@ def saved_scores(values: Any, name: str) -> FloatArray:
 
 def saved_group_scores(groups: Any) -> dict[str, FloatArray]:
     """Saved per-group scores: a non-empty mapping of label to scores (each as in
-    :func:`saved_scores`), keys as strings."""
+    `saved_scores`), keys as strings."""
     if not isinstance(groups, dict) or not groups:
         raise ValueError("saved 'group_scores' must be a non-empty mapping of group to scores")
     return {str(g): saved_scores(v, f"group_scores[{g!r}]") for g, v in groups.items()}

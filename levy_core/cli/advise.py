@@ -1,8 +1,8 @@
 """``levy advise MODEL DATA``: which measurement would narrow the band most (issue 26).
 
-Wired into :mod:`levy_core.cli.main` by :func:`add_advise_command`; errors reach ``cli.main``,
+Wired into `levy_core.cli.main` by `add_advise_command`; errors reach ``cli.main``,
 which prints ``error: …`` and exits 2. The table is written atomically
-(:class:`~levy_core.serving.table_writer.TableWriter`); a plain-words line per top suggestion goes
+(`TableWriter`); a plain-words line per top suggestion goes
 to stdout.
 """
 
@@ -55,9 +55,9 @@ def _names(text: str | None) -> list[str] | None:
 
 
 def advice_table(advice: Advice, obs: Observations, unit: str = "hours") -> pd.DataFrame:
-    """:meth:`Advice.to_frame` in the user's clock (``time``: date-times or the data's unit;
+    """`Advice.to_frame` in the user's clock (``time``: date-times or the data's unit;
     ``ahead_<unit>``: how far after now, in ``unit``, a key of ``TIME_UNITS``: the columns
-    of :data:`ADVICE_COLUMNS` with ``ahead_hours`` so named)."""
+    of `ADVICE_COLUMNS` with ``ahead_hours`` so named)."""
     frame = advice.to_frame()
     frame["ahead"] = frame["ahead"].to_numpy(float) / TIME_UNITS[unit]
     frame = frame.rename(columns={"ahead": f"ahead_{unit}"})

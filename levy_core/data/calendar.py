@@ -6,12 +6,12 @@ data), business-day data on business days, at the data's time of day, as NeuralF
 StatsForecast users pass ``freq``. Irregular data (no dominant step) have no ``freq``:
 forecast times are spread evenly over the horizon, as before.
 
-* :func:`infer_freq` -- the ``freq`` of date-time observations, or None: a pandas alias
+* `infer_freq` -- the ``freq`` of date-time observations, or None: a pandas alias
   (``"W-SAT"``, ``"MS"``, ``"ME"``, ``"B"``, ``"D"``, ``"h"``, …) when every observation lies
   on it and most steps between a series' observations are one step of it (rows dropped
   at random still leave most steps whole);
-* :func:`check_freq` -- a ``freq`` given by the user (``--freq``, ``freq=``), checked;
-* :func:`calendar_steps` -- the times on the calendar within a horizon after a series' last
+* `check_freq` -- a ``freq`` given by the user (``--freq``, ``freq=``), checked;
+* `calendar_steps` -- the times on the calendar within a horizon after a series' last
   observation, as hours after it (the pipeline's clock).
 """
 
@@ -32,14 +32,14 @@ __all__ = ["AGREEING_SHARE", "MAX_CALENDAR_STEPS", "calendar_steps", "check_freq
 
 AGREEING_SHARE = 0.5
 """Share of the steps between consecutive observations that must be exactly one ``freq``
-step for :func:`infer_freq` to name it (weekly data with 30 % of rows dropped: ~70 %)."""
+step for `infer_freq` to name it (weekly data with 30 % of rows dropped: ~70 %)."""
 
 MAX_CALENDAR_STEPS = 100_000
-"""Most calendar times :func:`calendar_steps` lays out before thinning them."""
+"""Most calendar times `calendar_steps` lays out before thinning them."""
 
 _WEEKDAYS = ("MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN")
 _MIN_STEPS = 2
-"""Fewest steps between observations (over all series) :func:`infer_freq` needs."""
+"""Fewest steps between observations (over all series) `infer_freq` needs."""
 _US_PER_HOUR = 3_600_000_000
 
 
@@ -98,7 +98,7 @@ def infer_freq(obs: Observations) -> str | None:
     Parameters
     ----------
     obs : Observations
-        Read with date-times (:attr:`LoadReport.time_origin` set); numeric times have none.
+        Read with date-times (`LoadReport.time_origin` set); numeric times have none.
 
     Returns
     -------
@@ -107,7 +107,7 @@ def infer_freq(obs: Observations) -> str | None:
         s`` such that every observation lies on it (all at one time of day for a day or
         coarser: the first of the month for ``MS``, the weekday for ``W-…``, Monday to
         Friday for ``B``), every step between consecutive observations of a series is a
-        whole number of its steps, and at least :data:`AGREEING_SHARE` of them are exactly
+        whole number of its steps, and at least `AGREEING_SHARE` of them are exactly
         one; else a multiple of an hour, a minute or a second (``"15min"``, ``"2h"``) that
         most steps are. None for numeric times, fewer than two steps, or no such calendar
         (irregular data).
@@ -201,7 +201,7 @@ def calendar_steps(last: pd.Timestamp, horizon: float, freq: str, n_points: int)
     horizon : float
         Hours after it, > 0.
     freq : str
-        The calendar (:func:`check_freq`).
+        The calendar (`check_freq`).
     n_points : int
         Most times returned: when the horizon holds more steps, every ``k``-th step is kept
         (``k`` the smallest that fits), so every time stays on the calendar.

@@ -2,14 +2,14 @@
 
 The pipeline's clock is hours; people give and read durations in their own clock:
 
-* :func:`parse_duration` -- a horizon or a gap such as ``"36h"``, ``"2 weeks"`` or a bare
-  number in the data's own unit, to hours; :func:`duration_text` writes hours back in a
+* `parse_duration` -- a horizon or a gap such as ``"36h"``, ``"2 weeks"`` or a bare
+  number in the data's own unit, to hours; `duration_text` writes hours back in a
   form it reads ("36h", "2.5d", for a horizon to refit with);
-* :func:`say_duration` and :func:`say_time` -- a duration or a time of the pipeline's clock
+* `say_duration` and `say_time` -- a duration or a time of the pipeline's clock
   as the user reads it: in the data's unit for numeric times ("730.5 days"), as a calendar
   duration for date-times ("1 year", "6.9 months", "3 weeks"), never raw hours unless the
   data are in hours;
-* :func:`display_unit` -- the unit a column of durations is written in (``horizon_days``).
+* `display_unit` -- the unit a column of durations is written in (``horizon_days``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ DURATION_UNITS: dict[str, float] = {
     "mo": DAYS_PER_YEAR / 12 * TIME_UNITS["days"],
     "y": DAYS_PER_YEAR * TIME_UNITS["days"],
 }
-"""Unit suffix accepted by :func:`parse_duration` -> its length in hours."""
+"""Unit suffix accepted by `parse_duration` -> its length in hours."""
 
 _UNIT_NAMES: dict[str, str] = {
     **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), "s"),
@@ -60,7 +60,7 @@ _DURATION_RE = re.compile(
 # --------------------------------------------------------------------------------------
 def duration_text(hours: float, sep: str = "", *, at_least: bool = False) -> str:
     """A duration in the largest unit that keeps it readable ("36h", "2.5d"; ``sep=" "`` for
-    prose), to three significant digits; :func:`parse_duration` reads it back (``at_least``:
+    prose), to three significant digits; `parse_duration` reads it back (``at_least``:
     rounded up, so that it reads back as no shorter: a horizon to refit with)."""
     h = float(hours)
     if not np.isfinite(h) or h <= 0:
@@ -86,12 +86,12 @@ def parse_duration(text: str | float, input_time_unit: str) -> float:
     text : str or float
         A number with a unit: ``"36h"``, ``"36 hours"``, ``"2.5 d"``, ``"2 weeks"``,
         ``"5 years"`` (units, case-insensitive: s, min, h, d, w, mo, y, or their long
-        forms; a month is a twelfth of :data:`DAYS_PER_YEAR` days, a year
-        :data:`DAYS_PER_YEAR` days); or a bare number (or ``"36"``) in the data's own
+        forms; a month is a twelfth of `DAYS_PER_YEAR` days, a year
+        `DAYS_PER_YEAR` days); or a bare number (or ``"36"``) in the data's own
         unit.
     input_time_unit : str
-        The data's unit (:attr:`LoadReport.input_time_unit`, or :func:`user_time_unit`):
-        a key of :data:`~levy_core.data.TIME_UNITS`, or "datetime", for which a bare
+        The data's unit (`LoadReport.input_time_unit`, or `user_time_unit`):
+        a key of `TIME_UNITS`, or "datetime", for which a bare
         number is refused (its unit would be a guess).
 
     Returns
@@ -191,7 +191,7 @@ CALENDAR_UNITS: tuple[tuple[str, float], ...] = (
     ("minute", 1 / 60),
     ("second", 1 / 3600),
 )
-"""The units of a calendar duration (:func:`calendar_duration`), largest first, in hours."""
+"""The units of a calendar duration (`calendar_duration`), largest first, in hours."""
 
 _WHOLE = 1e-3
 """How close to a whole number of a unit a duration must be to be said in it below 2 of
@@ -223,9 +223,9 @@ def calendar_duration(hours: float) -> str:
     Returns
     -------
     str
-        In the largest unit of :data:`CALENDAR_UNITS` holding at least 2 of it, or exactly
+        In the largest unit of `CALENDAR_UNITS` holding at least 2 of it, or exactly
         a whole number of it (within 0.1 %), to three significant digits; a month is a
-        twelfth of :data:`DAYS_PER_YEAR` days. "" for a value that is not finite.
+        twelfth of `DAYS_PER_YEAR` days. "" for a value that is not finite.
     """
     h = float(hours)
     if not math.isfinite(h):
@@ -239,7 +239,7 @@ def calendar_duration(hours: float) -> str:
 
 
 def unit_duration(hours: float, unit: str, digits: int = 4) -> str:
-    """A duration in the numeric unit ``unit`` (a key of :data:`TIME_UNITS`): "730.5 days"
+    """A duration in the numeric unit ``unit`` (a key of `TIME_UNITS`): "730.5 days"
     (``digits`` significant digits; "1 day" for one)."""
     if unit not in TIME_UNITS:
         raise ValueError(f"unit must be one of {', '.join(TIME_UNITS)}, got {unit!r}")
@@ -254,8 +254,8 @@ def say_duration(hours: float, clock: str | None) -> str:
     hours : float
         The duration in hours.
     clock : str or None
-        The data's clock (``RecordedReading.clock``, :func:`~levy_core.data.user_time_unit`):
-        a key of :data:`TIME_UNITS` (the duration in that unit: "1460 days"), ``"datetime"``
+        The data's clock (``RecordedReading.clock``, `user_time_unit`):
+        a key of `TIME_UNITS` (the duration in that unit: "1460 days"), ``"datetime"``
         (a calendar duration: "4 years"), or None (unknown: a calendar duration).
 
     Returns
@@ -284,7 +284,7 @@ def display_unit(clock: str | None, step_hours: float | None = None) -> str:
     """The unit a column of durations (``horizon_<unit>``) is written in: the data's own for
     numeric times; for date-times, days when the data's step (``step_hours``: the ``freq``'s,
     or the typical gap) is a day or more, or unknown, hours for an hourly step, minutes below
-    (a key of :data:`TIME_UNITS`)."""
+    (a key of `TIME_UNITS`)."""
     if clock in TIME_UNITS:
         return str(clock)
     if step_hours is None or not math.isfinite(step_hours) or step_hours >= 24.0 * (1 - _WHOLE):

@@ -1,10 +1,10 @@
 """How a model's data were read, recorded in ``model.json`` at fit time and reused by every
-later command: :class:`RecordedReading` (the named columns, the mapping found, the clock's
+later command: [`RecordedReading`][levy_core.data.RecordedReading] (the named columns, the mapping found, the clock's
 unit, the date options).
 
 ``levy predict``, ``evaluate``, ``rank``, ``advise``, ``watch`` and
 ``LevyForecaster.load(...).predict`` read their data as the fit did unless told otherwise
-(:meth:`RecordedReading.resolve`): a column option names that column in the new file, a date
+([`RecordedReading.resolve`][levy_core.data.RecordedReading.resolve]): a column option names that column in the new file, a date
 option describes the new file's dates; a time unit other than the fit's is refused by name,
 since the model's clock is that unit. Models saved before it was recorded hold none, and read
 their data as before (everything found by name, hours unless told).
@@ -64,7 +64,7 @@ class RecordedReading:
         ``--date-format`` / ``date_format=`` at fit time.
     freq : str or None
         Date-time data: the calendar they are sampled on (a pandas alias such as ``W-SAT``,
-        ``MS``, ``B``: :func:`~levy_core.data.calendar.infer_freq`, or ``--freq`` /
+        ``MS``, ``B``: `infer_freq`, or ``--freq`` /
         ``freq=``), on which forecasts past each series' end fall; None: irregular, or
         numeric times.
     """
@@ -99,7 +99,7 @@ class RecordedReading:
         """How ``obs`` was read (``pipeline.fit``'s record): its mapping, every role of it named
         when it was given to the reader (the dashboard's column mapping), its clock's unit
         (date-times: the hours default) and, for date-times, its calendar (``freq``, else
-        inferred: :func:`~levy_core.data.calendar.infer_freq`)."""
+        inferred: `infer_freq`)."""
         unit, report = obs.report.input_time_unit, obs.report
         columns = ColumnNames.from_mapping(report.mapping) if report.mapping_given else ColumnNames()
         return cls(columns=columns, mapping=report.mapping, time_unit=unit if unit in TIME_UNITS else "hours",
@@ -148,7 +148,7 @@ class RecordedReading:
 
     @classmethod
     def from_dict(cls, data: Any) -> RecordedReading:
-        """The inverse of :meth:`to_dict`, validated (``model.json`` is input): ValueError naming
+        """The inverse of [`to_dict`][levy_core.data.RecordedReading.to_dict], validated (``model.json`` is input): ValueError naming
         the field for a wrong type, an unknown key, a name too long or a unit unknown."""
         if not isinstance(data, Mapping):
             raise ValueError(f"reading must be an object, got {type(data).__name__}")

@@ -1,4 +1,4 @@
 """The network around the operator: encoders, heads and read-out (``levy_model``:
-:class:`LevyModel`, :class:`Batch`), the MC-Dropout twin's layer (``dropout``) and the
+`LevyModel`, `Batch`), the MC-Dropout twin's layer (``dropout``) and the
 bounds a saved model's numbers must keep (``limits``).
 """

@@ -524,7 +524,7 @@ class SoftmaxTwin(nn.Module):
         from the global RNG in training mode. With one: an MC-Dropout pass, every mask drawn
         from ``generator``, in either mode (nothing of the model is changed). ``share``
         (B, M): the correction bound's share to apply (default: from this pass's own
-        correction; MC-Dropout passes the deterministic pass's, see :meth:`mc_dropout`)."""
+        correction; MC-Dropout passes the deterministic pass's, see [`mc_dropout`][levy_core.model.levy_model.SoftmaxTwin.mc_dropout])."""
         offset, correction = self._correction(batch, generator)
         if share is None:
             share = _bound_factor(correction, self.correction_bound[batch.qry_channel])

@@ -12,7 +12,7 @@ The candidates, per channel (times in hours; ``o`` the origin, ``t_q`` the query
   sampling intervals (simple exponential smoothing for irregular times);
 * ``drift`` — the last value plus the average slope of the past (the random walk with drift);
 * ``damped_trend`` — Holt's damped-trend exponential smoothing on a regular grid
-  (:mod:`levy_core.offsets.smoothing`; its parameters fitted once per channel);
+  (`levy_core.offsets.smoothing`; its parameters fitted once per channel);
 * ``holt`` — the same undamped (``φ = 1``): Holt's linear trend, ETS(A,A,N), which carries
   a steady trend over the whole horizon (a price index, a sector's employment);
 * ``seasonal`` — the value one season ``P`` before ``t_q`` (the latest such time at or before
@@ -32,16 +32,16 @@ The candidates, per channel (times in hours; ``o`` the origin, ``t_q`` the query
   by AIC at each origin); seasonal data only;
 * ``autoregressive`` — an AR(p) of the past on a regular grid of the median sampling
   interval, ``p`` picked by AIC;
-* ``gp`` — a Gaussian process's posterior mean (:mod:`levy_core.offsets.gp`; few series);
+* ``gp`` — a Gaussian process's posterior mean (`levy_core.offsets.gp`; few series);
 * ``combination`` — the mean of the ``COMBINED`` candidates that score best.
 
-Candidate periods: :func:`levy_core.offsets.seasonality.candidate_periods`. :func:`choose` scores
+Candidate periods: [`levy_core.offsets.seasonality.candidate_periods`][levy_core.offsets.base_forecast.candidate_periods]. [`choose`][levy_core.offsets.base_forecast.choose] scores
 every candidate on the later half of the training and calibration origins (the latest
-before the test ones). The rule (:func:`pick`) keeps the one with the smallest squared error
+before the test ones). The rule (``_pick``) keeps the one with the smallest squared error
 there, a candidate over a simpler one (``METHODS`` is in order of complexity) only when its
 error is lower by more than ``SIMPLER_MARGIN``, and the mean of the best ``COMBINED`` where
 that is better still. It is applied to bootstrap resamples of the scored origins
-(:mod:`levy_core.offsets.bagging`), and each channel's offset is the mean of the picks
+(`levy_core.offsets.bagging`), and each channel's offset is the mean of the picks
 weighted by how often each won: a clear winner alone, a close call a weighted combination.
 """
 
@@ -83,7 +83,7 @@ from levy_core.offsets.spec import (
 from levy_core.runtime.threads import single_threaded_blas
 
 __all__ = ["HARMONIC_AR", "METHODS", "BaseForecast", "BaseForecastSpec", "CandidateScores", "candidate_periods", "choose",
-           "false_alarm", "periodogram_peak", "pick", "residual_order", "score_candidates"]
+           "false_alarm", "periodogram_peak", "residual_order", "score_candidates"]
 
 MIN_SCORED_ORIGINS = 10  # candidates are scored on the later half of the origins from twice this many
 OFFSET_RANGE = 10.0  # an offset beyond this many data ranges from the data is clipped (an exploding AR, a trend)
@@ -277,7 +277,7 @@ def _harmonic_ar(method: str, t: np.ndarray, y: np.ndarray, origin: float, tq: n
                  harmonics: tuple[float, ...], gap: float) -> tuple[np.ndarray, np.ndarray]:
     """A ``HARMONIC`` candidate at ``tq`` (m,), without and with an AR(p) of its gridded
     residuals carried forward (regression with autoregressive errors; ``p`` by
-    :func:`aic_order` at this origin): one fit for both."""
+    `aic_order` at this origin): one fit for both."""
     out, z = _harmonic_residuals(method, t, y, origin, tq, harmonics, gap)
     ahead = None if z is None else ar_ahead(z, _residual_ar_order(z), origin, tq, gap)
     return out, (out if ahead is None else out + ahead)
@@ -295,7 +295,7 @@ def _harmonic_residuals(method: str, t: np.ndarray, y: np.ndarray, origin: float
 
 
 def _residual_ar_order(z: np.ndarray) -> int:
-    """The residual AR's order: :func:`aic_order` up to ``MAX_AR_ORDER``, a tenth of the points."""
+    """The residual AR's order: `aic_order` up to ``MAX_AR_ORDER``, a tenth of the points."""
     return aic_order(z, min(MAX_AR_ORDER, len(z) // 10))
 
 
@@ -410,7 +410,7 @@ def fitted_parameters(richest: dict[str, ChannelPast], first: float, periods: tu
 
 
 class CandidateScores(NamedTuple):
-    """Every candidate's forecasts on the scored episodes (:func:`score_candidates`): the
+    """Every candidate's forecasts on the scored episodes ([`score_candidates`][levy_core.offsets.base_forecast.score_candidates]): the
     candidate ``periods`` and the sampling ``gap`` (hours); per channel the AR order, GP kernel,
     damped-trend and Holt parameters (fitted before the first scored origin); ``records``, per
     channel and scored episode in time order, each candidate ``(method, period)``'s forecast at
@@ -459,7 +459,7 @@ def score_candidates(frame: pd.DataFrame, origins: dict[str, tuple[str, float]],
     """Every candidate's forecast at the queries of the episodes ``scored`` (ids of
     ``episodes``, in time order), from each one's past; parameters fitted once per channel,
     on its best-observed series' past before the first of them. Arguments as
-    :func:`choose_offsets`."""
+    [`choose_offsets`][levy_core.offsets.base_forecast.choose_offsets]."""
     periods = candidate_periods(frame) if season is None else ((float(season),) if season > 0 else ())
     gap = median_gap(frame["time"].to_numpy(np.float64)) or 1.0
     past = {key: ChannelPast(g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64))
@@ -488,7 +488,7 @@ def score_candidates(frame: pd.DataFrame, origins: dict[str, tuple[str, float]],
 
 def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes: dict[str, pd.DataFrame],
            *, season: float | None = None) -> BaseForecastSpec:
-    """:func:`choose_offsets` with NumPy's BLAS on one thread: the same choice whatever the
+    """[`choose_offsets`][levy_core.offsets.base_forecast.choose_offsets] with NumPy's BLAS on one thread: the same choice whatever the
     machine's cores or load."""
     with single_threaded_blas():
         return choose_offsets(frame, origins, episodes, season=season)
@@ -509,7 +509,7 @@ def choose_offsets(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], e
         Scored episode id → its queries (columns channel, time in the user's hours, value).
     season : float, optional
         A period the user asked for (hours; 0: no seasonal or harmonic candidates); None:
-        :func:`candidate_periods`.
+        [`candidate_periods`][levy_core.offsets.base_forecast.candidate_periods].
     """
     by_time = sorted(episodes, key=lambda m: (origins[m][1], m))
     # the later half of the origins: the nearest to what is forecast next, with the most past behind
@@ -527,7 +527,7 @@ def choose_offsets(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], e
         scores[channel] = {f"{m}" + (f"@{p:g}h" if p else ""): round(float(errors([(m, p)]).sum()) / total, 8)
                            for m, p in keys}
         # the rule on bootstrap resamples of the scored origins, each pick weighted by how often it won
-        won = bagged_weights(errors, counts, lag, lambda mse_of, keys=keys: pick(keys, mse_of))
+        won = bagged_weights(errors, counts, lag, lambda mse_of, keys=keys: _pick(keys, mse_of))
         if len(won) == 1:
             methods[channel], chosen_periods[channel] = next(iter(won))[0], float(next(iter(won))[1])
             continue
@@ -562,7 +562,7 @@ def _origin_errors(recs: Records) -> Callable[[Sequence[tuple[str, float]]], np.
     return errors
 
 
-def pick(keys: list[tuple[str, float]], mse_of: Callable[[Sequence[tuple[str, float]]], float]) -> list[tuple[str, float]]:
+def _pick(keys: list[tuple[str, float]], mse_of: Callable[[Sequence[tuple[str, float]]], float]) -> list[tuple[str, float]]:
     """The selection rule, given the mean squared error of any members: the simplest candidate
     (``METHODS`` order) unless a more complex one is ``SIMPLER_MARGIN`` better, then the mean of
     the best ``COMBINED`` where that is better still (forecasts combined often beat the best

@@ -1,6 +1,6 @@
 """What a fit records of its offset: which classical forecaster each channel's ``b(q)`` is, and
-its fitted parameters (:class:`BaseForecastSpec`, saved in the model file). The forecasters
-themselves and the choice between them: :mod:`levy_core.offsets.base_forecast`."""
+its fitted parameters ([`BaseForecastSpec`][levy_core.offsets.spec.BaseForecastSpec], saved in the model file). The forecasters
+themselves and the choice between them: [`levy_core.offsets.base_forecast`][levy_core.offsets.base_forecast]."""
 
 from __future__ import annotations
 
@@ -147,7 +147,7 @@ class BaseForecastSpec:
 
     def describe(self, clock: str | None = "hours") -> str:
         """One line per channel, e.g. ``co2: harmonic (1 year)``: periods in the data's
-        ``clock`` (:func:`~levy_core.data.durations.say_duration`; "days" says 365 days, None
+        ``clock`` (`say_duration`; "days" says 365 days, None
         or "datetime" calendar lengths)."""
         out = []
         for channel, method in sorted(self.methods.items()):

@@ -2,10 +2,10 @@
 
 The pipeline's clock is hours; what a user reads of a fitted model (the notes of ``levy
 fit``, ``predict`` and ``evaluate``, the columns of their files, the dashboard's captions)
-is in the unit the data came in (:attr:`RecordedReading.clock`: "days" for ``--time-unit
+is in the unit the data came in (`RecordedReading.clock`: "days" for ``--time-unit
 days``) or, for date-times, calendar durations ("1 year", "6.9 months"). These helpers read
-that clock off a :class:`~levy_core.pipeline.modelfile.FittedModel` and word hours in it
-(:func:`~levy_core.data.durations.say_duration`, :func:`~levy_core.data.durations.say_time`).
+that clock off a `FittedModel` and word hours in it
+(`say_duration`, `say_time`).
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from levy_core.data.durations import display_unit, duration_text, say_duration, 
 from levy_core.data.recorded import RecordedReading
 from levy_core.data.times import DATETIME, TIME_UNITS
 
-__all__ = ["clock_of", "duration_of", "horizon_column", "in_unit_of", "readable_summary", "refit_horizon", "time_of",
-           "unit_of"]
+__all__ = ["clock_of", "cutoff_of", "duration_of", "horizon_column", "in_unit_of", "readable_summary", "refit_horizon",
+           "time_of", "unit_of"]
 
 
 class FittedModel(Protocol):
-    """What these helpers read of a :class:`~levy_core.pipeline.modelfile.FittedModel` (which
+    """What these helpers read of a `FittedModel` (which
     imports this module: named here by its shape, not imported)."""
 
     reading: RecordedReading | None
@@ -40,7 +40,7 @@ class FittedModel(Protocol):
 
 
 def clock_of(fitted: FittedModel) -> str | None:
-    """The clock of the data ``fitted`` was fitted on: a key of :data:`TIME_UNITS`, or
+    """The clock of the data ``fitted`` was fitted on: a key of `TIME_UNITS`, or
     "datetime"; None for a model saved before it was recorded."""
     reading = getattr(fitted, "reading", None)
     return None if reading is None else reading.clock
@@ -78,7 +78,7 @@ def horizon_column(fitted: FittedModel) -> str:
 
 
 def in_unit_of(fitted: FittedModel, hours: np.ndarray) -> np.ndarray:
-    """Durations (hours) in :func:`unit_of`'s unit, for a ``horizon_<unit>`` column."""
+    """Durations (hours) in `unit_of`'s unit, for a ``horizon_<unit>`` column."""
     return np.asarray(hours, np.float64) / TIME_UNITS[unit_of(fitted)]
 
 
@@ -106,6 +106,12 @@ def refit_horizon(fitted: FittedModel, hours: float) -> str:
     return duration_text(hours, at_least=True)
 
 
+def cutoff_of(fitted: FittedModel) -> str:
+    """A forecast's cut-off in words and the data's clock, to follow "cut-off": one time
+    ("1458.33 days") or each series' own ("at 50 % of each series' own span")."""
+    return fitted.task.cutoff_text(lambda hours: time_of(fitted, hours))
+
+
 def readable_summary(fitted: FittedModel) -> dict[str, str | None]:
     """``model.json``'s ``summary``: the fit in words and in the data's clock, for a person
     reading the file (never read back: the numbers beside it, in hours, are the model's).
@@ -116,8 +122,8 @@ def readable_summary(fitted: FittedModel) -> dict[str, str | None]:
         ``clock`` (the data's: "days", "datetime", …), ``calendar`` (date-times: the
         ``freq`` forecasts fall on, else None), ``task`` ("forecast, cut-off 1458.33 days";
         "forecast from rolling origins, horizon 1 year"; "interpolation"), ``season`` (the
-        seasonal offset's period, or None), ``offset`` (:meth:`FittedModel.offset_description`)
-        and ``left_out`` (:meth:`FittedModel.left_out_note`, or None).
+        seasonal offset's period, or None), ``offset`` (`FittedModel.offset_description`)
+        and ``left_out`` (`FittedModel.left_out_note`, or None).
     """
     task = fitted.task
     plan = fitted.split.origin_plan if fitted.split.mode == "origin" else None
@@ -127,7 +133,8 @@ def readable_summary(fitted: FittedModel) -> dict[str, str | None]:
         what = (f"forecast from rolling origins, horizon {duration_of(fitted, float(plan['horizon']))}, "
                 f"history {duration_of(fitted, float(plan['history']))}")
     else:
-        what = f"forecast, cut-off {time_of(fitted, task.cutoff)}" if task.cutoff is not None else "forecast"
+        resolved = task.cutoff is not None or getattr(task, "cutoff_fraction", None) is not None
+        what = f"forecast, cut-off {cutoff_of(fitted)}" if resolved else "forecast"
     season = fitted.model_config.season
     return {"clock": clock_of(fitted), "calendar": getattr(fitted.reading, "freq", None), "task": what,
             "season": duration_of(fitted, season) if season > 0 else None,
