@@ -91,8 +91,9 @@ def test_model_json_records_the_clock_in_days(capsys: pytest.CaptureFixture[str]
     meta = json.loads((Path(str(pbc["model"])) / "model.json").read_text())
     assert meta["reading"]["clock"] == "days" and meta["reading"]["freq"] is None  # numbers have no calendar
     summary = meta["summary"]  # the human-readable fields: in days
-    cutoff_days = meta["task"]["cutoff"] / 24.0
-    assert summary["clock"] == "days" and summary["task"] == f"forecast, cut-off {cutoff_days:g} days"
+    share, cutoff = meta["task"].get("cutoff_fraction"), meta["task"]["cutoff"]
+    said = f"at {100 * share:g} % of each series' own span" if share else f"{cutoff / 24.0:g} days"
+    assert summary["clock"] == "days" and summary["task"] == f"forecast, cut-off {said}"
     assert "half-life" in summary["offset"] and "days" in summary["offset"]
     assert hour_units("\n".join(str(v) for v in summary.values())) == []
 
@@ -163,3 +164,13 @@ def test_levy_forecaster_weekly_and_monthly_on_the_calendar() -> None:
     assert ends.dt.is_month_end.all()
     with pytest.raises(ValueError, match="freq"):
         LevyForecaster(freq="fortnightly-ish")
+
+
+def test_one_cut_off_for_all_is_said_in_days(capsys: pytest.CaptureFixture[str], pbc: dict) -> None:
+    model = Path(str(pbc["root"])) / "one_cutoff"
+    code, out, err = run(capsys, "fit", pbc["csv"], "--time", "day", "--time-unit", "days", "--cutoff", "1000",
+                         "--out", model, *FIT)
+    assert code == 0, err
+    assert "cut-off 1000 days" in err and hour_units(out + err) == []
+    meta = json.loads((model / "model.json").read_text())
+    assert meta["task"]["cutoff"] == 24000.0 and meta["summary"]["task"] == "forecast, cut-off 1000 days"

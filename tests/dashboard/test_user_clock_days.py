@@ -39,7 +39,8 @@ def test_the_band_of_a_panel_in_days_is_drawn_in_days(days_fit) -> None:
     assert inputs.time_axis == "time (days)"
     np.testing.assert_allclose(inputs.grid["when"].to_numpy(float), inputs.grid["time"].to_numpy() / 24.0)
     np.testing.assert_allclose(inputs.points["when"].to_numpy(float), inputs.points["time"].to_numpy() / 24.0)
-    assert inputs.cutoff == pytest.approx(res.fitted.task.cutoff / 24.0)
+    times = obs.frame.loc[obs.frame["series_id"] == sid, "time"].to_numpy()  # hours
+    assert inputs.cutoff == pytest.approx(res.fitted.task.series_cutoff(times) / 24.0)  # its cut-off, in days
     fig = charts.band_figure(inputs.grid, inputs.points, **inputs.figure_arguments())
     assert fig.layout.xaxis4.title.text == "time (days)"
     band = next(t for t in fig.data if t.name and "band" in t.name)
