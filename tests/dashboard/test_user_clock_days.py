@@ -6,15 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from follow_up import pbc_like
 from levy_dashboard import charts, fits, services
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from test_cli_columns import pbc_like  # noqa: E402 - the PBC-like panel of the CLI tests
 
 
 @pytest.fixture(scope="module")
