@@ -46,7 +46,7 @@ from sklearn.model_selection import train_test_split
 from validity import print_channel_comparison, print_validity
 
 from levy_core import metrics, pipeline
-from levy_core.calibration.calibrate import SplitConformal
+from levy_core.calibration.split_conformal import SplitConformal
 from levy_core.episodes.baselines import LastValueForecaster, last_values
 from levy_core.episodes.scaling import ChannelScaler
 from levy_core.episodes.tasks import EpisodeBuilder, Split, TaskConfig

@@ -1,4 +1,4 @@
-"""Argument checks shared by :mod:`levy_core.metrics`, :mod:`levy_core.calibration.calibrate` and
+"""Argument checks shared by :mod:`levy_core.metrics`, the calibration steps (:mod:`levy_core.calibration`) and
 :mod:`levy_core.calibration.coverage`.
 
 Every check returns the validated value (converted to ``float64`` where it is

@@ -11,15 +11,16 @@ import warnings
 import numpy as np
 import pytest
 
-from levy_core.calibration.adaptive import (
-    AdaptiveConformal,
-    RecencyWeightedConformal,
+from levy_core.calibration.adaptive import AdaptiveConformal
+from levy_core.calibration.recency import RecencyWeightedConformal
+from levy_core.calibration.scores import (
+    NotFittedError,
     conformal_rank,
     normalised_scores,
     relative_sigma_floor,
     weighted_quantile,
 )
-from levy_core.calibration.calibrate import NotFittedError, SplitConformal
+from levy_core.calibration.split_conformal import SplitConformal
 
 N_CAL, N_TEST = 1000, 5000
 

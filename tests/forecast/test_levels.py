@@ -14,9 +14,10 @@ import pandas as pd
 import pytest
 
 from levy_core import LevyForecaster, metrics, pipeline
-from levy_core.calibration.adaptive import AdaptiveConformal, weighted_quantile
-from levy_core.calibration.calibrate import SplitConformal
+from levy_core.calibration.adaptive import AdaptiveConformal
 from levy_core.calibration.coverage import coverage_check, group_resplit_coverage
+from levy_core.calibration.scores import weighted_quantile
+from levy_core.calibration.split_conformal import SplitConformal
 from levy_core.data import Observations
 from levy_core.serving.monitoring import monitor_coverage
 
