@@ -54,7 +54,7 @@ from levy_core.data import DataError, Observations, duration_text
 from levy_core.decisions.advise_bands import band_extent, evidence_spread, original_values
 from levy_core.decisions.defaults import DEFAULT_DRAWS, DEFAULT_POINTS
 from levy_core.episodes.origins import OriginClock
-from levy_core.model.levy_model import Batch
+from levy_core.model.batch import Batch
 from levy_core.offsets.base_forecast import BaseForecast
 from levy_core.operator.phi import log_phi
 from levy_core.pipeline.modelfile import FittedModel

@@ -43,7 +43,9 @@ from levy_core.data.recorded import RecordedReading
 from levy_core.episodes.baselines import LastValueForecaster
 from levy_core.episodes.scaling import ChannelScaler
 from levy_core.episodes.tasks import Split, TaskConfig
-from levy_core.model.levy_model import Batch, LevyModel, ModelConfig, ModelOutput, SoftmaxTwin
+from levy_core.model.batch import Batch, ModelOutput
+from levy_core.model.config import ModelConfig
+from levy_core.model.levy_model import LevyModel
 from levy_core.model.limits import (
     LimitError,
     check_json_shape,
@@ -53,6 +55,7 @@ from levy_core.model.limits import (
     read_header,
 )
 from levy_core.model.reversion import MAX_RATE
+from levy_core.model.softmax_twin import SoftmaxTwin
 from levy_core.offsets.base_forecast import BaseForecastSpec
 from levy_core.pipeline.left_out import left_out_note
 from levy_core.pipeline.predictive import Predictive, predictives
@@ -71,7 +74,7 @@ __all__ = ["FORMAT", "MAX_JSON_DEPTH", "MAX_MC_PASSES", "MAX_MODEL_JSON_BYTES", 
 FORMAT = "levy-model/2"  # 2: offset + channel tokens + time decay + query read-out + prior
 
 # A model directory is input: bounded before it is parsed or anything is built (sizes and
-# depths of the networks: levy_core.model.levy_model.CONFIG_BOUNDS).
+# depths of the networks: levy_core.model.config.CONFIG_BOUNDS).
 MAX_MODEL_JSON_BYTES = 64 * 2**20  # a split of two million series ids fits
 MAX_JSON_DEPTH = 32  # model.json nests 6 deep; json.loads recurses once per level
 MAX_MC_PASSES = 10_000  # the prediction runs this many passes of the twin

@@ -155,7 +155,9 @@ def _expected_weights(meta_path: Path) -> dict[str, dict[str, tuple[int, ...]]]:
     meta device: shapes only, no memory)."""
     import torch
 
-    from levy_core.model.levy_model import LevyModel, ModelConfig, SoftmaxTwin
+    from levy_core.model.config import ModelConfig
+    from levy_core.model.levy_model import LevyModel
+    from levy_core.model.softmax_twin import SoftmaxTwin
 
     raw = meta_path.read_bytes()  # at most MAX_MODEL_JSON_BYTES: checked from the zip's entry
     try:  # depth, objects and values bounded before parsing

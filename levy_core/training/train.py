@@ -23,7 +23,8 @@ from torch import Tensor, nn
 from levy_core.episodes.tasks import EpisodeBuilder
 from levy_core.metrics.crps_scale import crps_scale
 from levy_core.metrics.scoring_rules import crps_gaussian_per_point
-from levy_core.model.levy_model import Batch, ModelOutput, channel_state
+from levy_core.model.batch import Batch, ModelOutput
+from levy_core.model.encoder import channel_state
 from levy_core.training.adam import Adam, CosineSchedule
 from levy_core.training.reversion import ReversionFit
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from levy_core.model.levy_model import ModelConfig, SoftmaxTwin
+from levy_core.model.config import ModelConfig
+from levy_core.model.softmax_twin import SoftmaxTwin
 
 _PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "uncertainty_cost.py"
 _spec = importlib.util.spec_from_file_location("benchmark_uncertainty_cost", _PATH)
