@@ -56,7 +56,7 @@ from levy_core.model.limits import (
 )
 from levy_core.model.reversion import MAX_RATE
 from levy_core.model.softmax_twin import SoftmaxTwin
-from levy_core.offsets.base_forecast import BaseForecastSpec
+from levy_core.offsets.spec import BaseForecastSpec
 from levy_core.pipeline.left_out import left_out_note
 from levy_core.pipeline.predictive import Predictive, predictives
 from levy_core.runtime.atomic import (

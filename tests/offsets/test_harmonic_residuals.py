@@ -10,14 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core.offsets.base_forecast import (
-    HARMONIC_AR,
-    METHODS,
-    BaseForecastSpec,
-    choose,
-    forecast,
-    residual_order,
-)
+from levy_core.offsets.base_forecast import choose
+from levy_core.offsets.candidates import forecast
+from levy_core.offsets.harmonic import residual_order
+from levy_core.offsets.spec import HARMONIC_AR, METHODS, BaseForecastSpec
 
 
 def ar1(n: int, rho: float, seed: int) -> np.ndarray:
