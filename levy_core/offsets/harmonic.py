@@ -41,6 +41,7 @@ def harmonics_of(period: float, gap: float) -> int:
 
 
 def harmonic_design(t: np.ndarray, periods: Iterable[float], gap: float) -> np.ndarray:
+    """The ``sin/cos`` columns of every period's harmonics at ``t`` (n,): shape (n, 2 Σ_p k_p)."""
     cols = []
     for p in periods:
         for k in range(1, harmonics_of(p, gap) + 1):
