@@ -18,7 +18,7 @@ from dash_helpers import SAMPLE_DIR, figure, show, start
 from levy_dashboard import fits, services
 from streamlit.testing.v1 import AppTest
 
-from levy_core.pipeline.modelfile import MAX_MODEL_JSON_BYTES
+from levy_core.pipeline.model_loading import MAX_MODEL_JSON_BYTES
 from levy_core.serving.modelzip import load_model_zip
 
 

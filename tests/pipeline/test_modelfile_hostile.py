@@ -22,14 +22,13 @@ from levy_core.episodes.scaling import ChannelScaler
 from levy_core.model.config import CONFIG_BOUNDS, ModelConfig
 from levy_core.model.levy_model import LevyModel
 from levy_core.model.softmax_twin import SoftmaxTwin
-from levy_core.pipeline.modelfile import (
+from levy_core.pipeline.model_loading import (
     MAX_JSON_DEPTH,
     MAX_MC_PASSES,
     MAX_MODEL_JSON_BYTES,
-    ModelLoadError,
     json_depth,
-    load_model,
 )
+from levy_core.pipeline.modelfile import ModelLoadError, load_model
 
 
 def edit_meta(change: Callable[[dict], None]) -> Callable[[Path], None]:

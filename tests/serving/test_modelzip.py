@@ -20,7 +20,8 @@ import pytest
 import torch
 
 from levy_core import pipeline
-from levy_core.pipeline.modelfile import MAX_MODEL_JSON_BYTES, ModelLoadError
+from levy_core.pipeline.model_loading import MAX_MODEL_JSON_BYTES
+from levy_core.pipeline.modelfile import ModelLoadError
 from levy_core.serving import modelzip
 from levy_core.serving.modelzip import load_model_zip, model_zip_bytes
 
