@@ -11,7 +11,7 @@ NeuralForecast and StatsForecast do.
 >>> LevyForecaster(time_col="day", time_unit="days").fit(pbc)        # name the columns, once: recorded
 
 A thin layer over :mod:`levy_core.pipeline` (``fit``, ``predict_future``,
-``predict_user_queries``, ``evaluate``, ``predict_after_end``) and :mod:`levy_core.pipeline.nixtla`
+``predict_user_queries``, ``evaluate``, ``predict_after_end``) and :mod:`levy_core.pipeline.bands`
 (the output convention): the numbers are those of ``levy fit`` / ``levy predict --format
 nixtla`` / ``levy evaluate`` on the same model and data. Levels are percents
 (``level=[80, 90]``). Nothing is printed; progress only through the ``progress`` callback.
@@ -44,7 +44,7 @@ from levy_core.episodes.tasks import TaskConfig
 from levy_core.episodes.transforms import KINDS, TransformSpec, parse_transform
 from levy_core.forecast import windows as forecast_windows
 from levy_core.forecast.results import Backtest, Evaluation, fraction
-from levy_core.pipeline.nixtla import (
+from levy_core.pipeline.bands import (
     BAND_KINDS,
     level_bands,
     nixtla_frame,

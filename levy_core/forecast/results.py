@@ -20,7 +20,7 @@ import pandas as pd
 
 from levy_core import metrics
 from levy_core.data import duration_text
-from levy_core.pipeline.nixtla import fraction, percent_levels
+from levy_core.pipeline.bands import fraction, percent_levels
 from levy_core.pipeline.predictive import Predictive
 
 __all__ = ["DATA_UNIT_COLUMNS", "Backtest", "Evaluation", "Scores", "WindowScores", "band_scores", "fraction"]
@@ -40,7 +40,7 @@ def band_scores(y: np.ndarray, p: Predictive, levels: Sequence[float],
     p : Predictive
         One method's predictive at the same ``n`` queries.
     levels : sequence of float
-        Percents (a fraction is refused, as :func:`~levy_core.pipeline.nixtla.percent_levels` does).
+        Percents (a fraction is refused, as :func:`~levy_core.pipeline.bands.percent_levels` does).
     kinds : sequence of str
         ``"gaussian"``, ``"conformal"`` or ``"adaptive"``, one per level.
 

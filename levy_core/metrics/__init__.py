@@ -36,7 +36,7 @@ Layout (one module per metric family; every public name is re-exported here, so
 - :mod:`levy_core.metrics.accuracy` -- :func:`mean_squared_error`, :func:`mean_absolute_error`;
 - :mod:`levy_core.metrics.scoring_rules` -- Gaussian and ensemble CRPS, :func:`gaussian_nll`,
   :func:`interval_score`;
-- :mod:`levy_core.metrics.calibration` -- :func:`central_interval`, :func:`covered` (the one coverage rule),
+- :mod:`levy_core.metrics.coverage` -- :func:`central_interval`, :func:`covered` (the one coverage rule),
   interval coverage, its standard error and mean width, reliability curves, :func:`pit_values`, :func:`sharpness`;
 - :mod:`levy_core.metrics.selective` -- :func:`spearman_sigma_abs_error` and the
   risk-coverage curve and area;
@@ -47,7 +47,8 @@ The input checks live in :mod:`levy_core.metrics.checks`.
 """
 
 from levy_core.metrics.accuracy import mean_absolute_error, mean_squared_error
-from levy_core.metrics.calibration import (
+from levy_core.metrics.checks import FloatArray as FloatArray
+from levy_core.metrics.coverage import (
     DEFAULT_LEVELS,
     calibration_curve,
     central_interval,
@@ -59,7 +60,6 @@ from levy_core.metrics.calibration import (
     pit_values,
     sharpness,
 )
-from levy_core.metrics.checks import FloatArray as FloatArray
 from levy_core.metrics.crps_scale import crps_scale
 from levy_core.metrics.scoring_rules import (
     NLL_SIGMA_FLOOR,

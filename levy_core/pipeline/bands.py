@@ -1,4 +1,9 @@
-"""Bands at several levels, and predictions in NeuralForecast / StatsForecast's convention.
+"""The band's levels and kinds for every front end, and predictions in NeuralForecast /
+StatsForecast's convention.
+
+Levels are read as fractions or percents (:func:`band_levels`, :func:`percent_levels`; the one
+conversion, :func:`fraction`), each level gets its band of the kind asked for (:func:`band_kind`,
+:func:`level_bands`) and an infinite band is explained (:func:`unbounded_note`).
 
 NeuralForecast and StatsForecast return one row per ``(unique_id, ds)`` with the point
 forecast in a column named after the model and each band in ``<model>-lo-<level>`` /
