@@ -1,4 +1,4 @@
-"""levy_core.calibration.adaptive: ACI's deterministic long-run bound on drifting data (and split conformal
+"""levy_core.calibration.adaptive, recency and scores: ACI's deterministic long-run bound on drifting data (and split conformal
 failing it), MAPIE 1.6's ACI as a reference, recency-weighted conformal against split conformal
 and a brute-force weighted quantile, the saved state, and argument checks."""
 

@@ -1,4 +1,4 @@
-"""levy_core.calibration.calibrate: scale MLE, conformal quantile rule, coverage, state handling, and the
+"""levy_core.calibration.calibrate, scaled_gaussian and split_conformal: scale MLE, conformal quantile rule, coverage, state handling, and the
 normalised (per-group) split conformal against crepes."""
 
 from __future__ import annotations

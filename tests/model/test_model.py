@@ -1,4 +1,4 @@
-"""levy_core.model.levy_model: output shapes, the linear read-out identity, padding and batch
+"""levy_core.model (levy_model, softmax_twin, encoder, cross_heads): output shapes, the linear read-out identity, padding and batch
 independence, the softmax twin's MC-Dropout, and gradient flow."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""levy_core.offsets.base_forecast: each classical forecaster on signals whose answer is known, the
+"""levy_core.offsets.base_forecast and candidates: each classical forecaster on signals whose answer is known, the
 periods it looks for, the choice on training origins, the record, and that an offset never
 sees past its origin."""
 

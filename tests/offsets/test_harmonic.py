@@ -1,4 +1,4 @@
-"""levy_core.offsets.base_forecast, the ``HARMONIC_AR`` candidates: a harmonic fit plus an AR(p) of
+"""levy_core.offsets.harmonic, the ``HARMONIC_AR`` candidates: a harmonic fit plus an AR(p) of
 its residuals (regression with autoregressive errors). The AR path against statsmodels' AutoReg
 (the reference), the order AIC picks (against a brute-force least-squares search, and on residuals
 whose memory is known), the gain at short leads on a season with persistent deviations, and the
