@@ -39,7 +39,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from physionet import STATIC, load_protocol_frame
 from scipy.stats import spearmanr
 
 from levy_core import pipeline
@@ -48,6 +47,10 @@ from levy_core.data.synthetic import make_synthetic
 from levy_core.decisions.advise import advise
 from levy_core.episodes.tasks import TaskConfig
 from levy_core.training.train import TrainConfig
+
+if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.physionet import STATIC, load_protocol_frame  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 

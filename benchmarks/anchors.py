@@ -237,7 +237,7 @@ CASES: dict[str, tuple[Callable[[], Case], tuple[str, ...]]] = {  # name: (build
 
 # A development set: other series of the same kinds, never scored by the must-show. A change
 # to the offset's candidates or its selection rule is judged here first (``--set dev``, and
-# ``benchmarks/offset_study.py --set dev``), so that the anchors above stay a test of it, not
+# ``benchmarks/studies/offset_study.py --set dev``), so that the anchors above stay a test of it, not
 # the data it was tuned on.
 
 

@@ -34,16 +34,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
-from intervals import print_table, stay_bootstrap
-from signals import far_from_data, print_far_from_data, signal_table, within_channel_spearman
 from sklearn.model_selection import train_test_split
-from validity import print_channel_comparison, print_validity
 
 from levy_core import metrics, pipeline
 from levy_core.calibration.split_conformal import SplitConformal
@@ -53,6 +51,17 @@ from levy_core.episodes.tasks import EpisodeBuilder, Split, TaskConfig
 from levy_core.pipeline import recipe
 from levy_core.pipeline.predict import observed_queries
 from levy_core.training.train import TrainConfig
+
+if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common.intervals import print_table, stay_bootstrap  # noqa: E402
+from benchmarks.common.signals import (  # noqa: E402
+    far_from_data,
+    print_far_from_data,
+    signal_table,
+    within_channel_spearman,
+)
+from benchmarks.common.validity import print_channel_comparison, print_validity  # noqa: E402
 
 STATIC = ["Age", "Gender", "Height", "ICUType"]
 HISTORY_HOURS = 24.0

@@ -18,7 +18,6 @@ Usage (the anchors extras; one DIR per set)::
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,10 +25,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-_spec = importlib.util.spec_from_file_location("benchmark_anchors", Path(__file__).with_name("anchors.py"))
-anchors = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = anchors
-_spec.loader.exec_module(anchors)
+if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import anchors  # noqa: E402
 
 ROWS = ("gp", "prophet", "ets", "seasonal_naive", "last")
 

@@ -52,7 +52,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-from rank import model_on_the_sample, unseen_stays
+
+if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.rank import model_on_the_sample, unseen_stays  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 LEVY = [sys.executable, "-m", "levy_core"]

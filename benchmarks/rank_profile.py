@@ -29,14 +29,18 @@ import argparse
 import cProfile
 import pstats
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 
 import torch
-from rank import model_on_the_sample, unseen_stays
 
 from levy_core import pipeline
 from levy_core.data import read_csv
+
+if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.rank import model_on_the_sample, unseen_stays  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_data" / "physionet2012_sample.csv.gz"

@@ -35,8 +35,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from intervals import print_table, stay_bootstrap
-from physionet import (
+
+if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common.intervals import print_table, stay_bootstrap  # noqa: E402
+from benchmarks.physionet import (  # noqa: E402
     HISTORY_HOURS,
     last_value_frame,
     load_protocol_frame,

@@ -25,17 +25,21 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from validity import print_channel_comparison, print_validity
 
 from levy_core import metrics, pipeline
 from levy_core.data import load_sample, read_csv
 from levy_core.episodes.tasks import TaskConfig
 from levy_core.training.train import TrainConfig
+
+if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common.validity import print_channel_comparison, print_validity  # noqa: E402
 
 LEVELS = ("0.5", "0.8", "0.9", "0.95")
 validity: list[tuple] = []  # (data set, fitted, calibration predictions, test predictions)

@@ -57,13 +57,16 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from physionet import load_protocol_frame, protocol_split
 
 from levy_core import metrics
 from levy_core.calibration.split_conformal import SplitConformal
 from levy_core.data import read_csv
 from levy_core.pipeline import MODEL_SIZES, load_model, predict_user_queries, size_name
 from levy_core.pipeline.evaluation import crps_data_units_per_point
+
+if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.physionet import load_protocol_frame, protocol_split  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 HISTORY = 24.0  # PhysioNet: hours of context; --panel pbc: 730.5 days

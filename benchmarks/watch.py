@@ -68,7 +68,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from physionet import load_protocol_frame
 from scipy.stats import norm
 
 from levy_core import pipeline
@@ -76,6 +75,10 @@ from levy_core.data import from_frame
 from levy_core.data.synthetic import make_synthetic
 from levy_core.decisions.watch import WatchCalibration, WatchTally, calibrate_watch, watch
 from levy_core.training.train import TrainConfig
+
+if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.physionet import load_protocol_frame  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 STATIC = ["Age", "Gender", "Height", "ICUType"]

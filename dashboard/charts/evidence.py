@@ -14,13 +14,28 @@ import pandas as pd
 import plotly.graph_objects as go
 from levy_dashboard.charts.style import CONTEXT, ERROR_SCALE, HELDOUT, apply_layout, rgba
 
+CUSTOMDATA_FIELDS: tuple[str, ...] = ("series_id", "channel", "time", "y_true", "mean", "pred_std", "log_evidence",
+                                      "abs_error_norm", "time_text", "origin")
+"""The columns of a scatter point's ``customdata``, in order: read them by name
+(:func:`customdata_field`), never by position."""
+_AT = {name: i for i, name in enumerate(CUSTOMDATA_FIELDS)}
+_FROM_FRAME = CUSTOMDATA_FIELDS[2:8]  # the prediction frame's own columns
+
 HOVER = (
-    "series %{customdata[0]}, %{customdata[1]}<br>%{customdata[8]}<br>"
-    "y %{customdata[3]:.4g} · ŷ %{customdata[4]:.4g} ± %{customdata[5]:.3g}<br>"
-    "n_eff %{x:.3g} (log Λ %{customdata[6]:.2f}) · tr Σ %{y:.3g}<br>"
-    "|error| %{customdata[7]:.3f} (normalised)<extra></extra>"
+    f"series %{{customdata[{_AT['series_id']}]}}, %{{customdata[{_AT['channel']}]}}<br>"
+    f"%{{customdata[{_AT['time_text']}]}}<br>"
+    f"y %{{customdata[{_AT['y_true']}]:.4g}} · ŷ %{{customdata[{_AT['mean']}]:.4g}} "
+    f"± %{{customdata[{_AT['pred_std']}]:.3g}}<br>"
+    f"n_eff %{{x:.3g}} (log Λ %{{customdata[{_AT['log_evidence']}]:.2f}}) · tr Σ %{{y:.3g}}<br>"
+    f"|error| %{{customdata[{_AT['abs_error_norm']}]:.3f}} (normalised)<extra></extra>"
 )
-_CUSTOM = ["time", "y_true", "mean", "pred_std", "log_evidence", "abs_error_norm"]
+
+
+def customdata_field(point: list | tuple, name: str) -> object | None:
+    """One field of a clicked point's ``customdata`` (as the browser sends it back) by its name
+    in :data:`CUSTOMDATA_FIELDS`; None where the point carries fewer fields."""
+    i = _AT[name]
+    return point[i] if len(point) > i else None
 
 
 def scatter_xy(pred: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -41,11 +56,11 @@ def _time_texts(pred: pd.DataFrame) -> list[str]:
 
 
 def scatter_customdata(pred: pd.DataFrame) -> np.ndarray:
-    """``[series_id, channel, time, y_true, mean, pred_std, log_evidence, abs_error_norm,
-    time text, origin]`` (``origin``: the forecast origin on rolling origins, else NaN)."""
+    """One row of :data:`CUSTOMDATA_FIELDS` per query, shape (n, 10) (``origin``: the forecast
+    origin on rolling origins, else NaN)."""
     origin = pred["origin"] if "origin" in pred.columns else np.full(len(pred), np.nan)
     return np.column_stack(
-        [pred["series_id"].astype(str), pred["channel"].astype(str)] + [pred[c] for c in _CUSTOM]
+        [pred["series_id"].astype(str), pred["channel"].astype(str)] + [pred[c] for c in _FROM_FRAME]
         + [np.array(_time_texts(pred), dtype=object), origin]
     )
 

@@ -7,6 +7,8 @@ explanation of one query.
 
 from __future__ import annotations
 
+import functools
+
 import pandas as pd
 import streamlit as st
 from levy_dashboard import charts, services, state, widgets
@@ -18,7 +20,8 @@ from levy_dashboard.widgets import View
 def _origin_of(cd: list | tuple) -> float | None:
     """The forecast origin in a scatter point's customdata (rolling origins), else None."""
     try:
-        value = float(cd[9]) if len(cd) > 9 and cd[9] is not None else None
+        raw = charts.evidence.customdata_field(cd, "origin")
+        value = float(raw) if raw is not None else None
     except (TypeError, ValueError):
         return None
     return value if value is not None and value == value else None  # NaN: no origin
@@ -31,9 +34,10 @@ def _on_scatter_select() -> None:
     for p in points:
         cd = p.get("customdata")
         if isinstance(cd, (list, tuple)) and len(cd) >= 3:
+            field = functools.partial(charts.evidence.customdata_field, cd)
             try:
-                err = float(cd[7]) if len(cd) > 7 else 0.0
-                hits.append((err, str(cd[0]), str(cd[1]), float(cd[2]), _origin_of(cd)))
+                err = float(field("abs_error_norm") or 0.0)
+                hits.append((err, str(field("series_id")), str(field("channel")), float(field("time")), _origin_of(cd)))
             except (TypeError, ValueError):
                 continue
     if hits:  # a box may hold many: explain the worst-predicted one

@@ -200,7 +200,7 @@ def _transform_input(d: FitSettings) -> tuple[str, str | None]:
         "Value transform",
         value=d.transform,
         key=state.FIT_TRANSFORM,
-        help="auto: log for channels whose values are all > 0 and skewed (skewness > 1), log1p for skewed "
+        help="auto: log for channels whose values are all > 0 and skewed (skewness > 1) or within 3 s.d. of 0, log1p for skewed "
         "non-negative ones with zeros; or none, log, log1p for every channel, or per channel, e.g. "
         "bili=log,albumin=none. The model is fitted and calibrated on the transformed values and the band "
         "mapped back: asymmetric, never below zero.",

@@ -10,8 +10,11 @@ below −1).
 
 The automatic rule (:func:`choose_transform`), per channel:
 
-* ``log`` when every value of the file is > 0, the training values' sample skewness is
-  > :data:`SKEW_THRESHOLD` and ``|skewness of log v|`` is smaller than ``|skewness of v|``;
+* ``log`` when every value of the file is > 0, ``|skewness of log v|`` is smaller than
+  ``|skewness of v|`` on the training values, and either their sample skewness is
+  > :data:`SKEW_THRESHOLD` or their mean is within :data:`NEAR_ZERO_SDS` standard deviations
+  of zero (a Gaussian band of such a channel reaches below zero: PBC's platelets, mean 2.4
+  s.d. from zero with skewness 0.95 on one draw, got bounds below zero without it);
 * ``log1p`` when every value is ≥ 0, some are 0, and the same holds with ``log1p``;
 * ``none`` otherwise (and for channels with fewer than :data:`MIN_VALUES` training values).
 """
@@ -26,12 +29,15 @@ import pandas as pd
 from levy_core.data.errors import DataError
 from levy_core.data.messages import quote_list
 
-__all__ = ["KINDS", "MIN_VALUES", "SKEW_THRESHOLD", "TransformSpec", "choose_transform", "forward", "inverse",
+__all__ = ["KINDS", "MIN_VALUES", "NEAR_ZERO_SDS", "SKEW_THRESHOLD", "TransformSpec", "choose_transform", "forward", "inverse",
            "inverse_slope", "parse_transform", "resolve_transforms"]
 
 KINDS: tuple[str, ...] = ("none", "log", "log1p")
 SKEW_THRESHOLD: float = 1.0
 """A channel is transformed automatically only when its values' skewness exceeds this."""
+NEAR_ZERO_SDS: float = 3.0
+"""A positive channel whose training mean is fewer standard deviations than this from zero is
+transformed even when its skewness is small (when the transform reduces it)."""
 MIN_VALUES: int = 8
 """Fewer training values than this: no skewness to trust, no automatic transform."""
 
@@ -69,7 +75,8 @@ def choose_transform(values: np.ndarray, training: np.ndarray | None = None) -> 
         return "none"
     kind = "log" if v.min() > 0 else "log1p"
     raw = _skew(t)
-    if raw <= SKEW_THRESHOLD:
+    near_zero = kind == "log" and t.mean() < NEAR_ZERO_SDS * t.std()  # zeros in the data: skewness alone
+    if raw <= SKEW_THRESHOLD and not near_zero:
         return "none"
     return kind if abs(_skew(forward(t, kind))) < abs(raw) else "none"
 

@@ -37,7 +37,7 @@ The candidates, per channel (times in hours; ``o`` the origin, ``t_q`` the query
 
 Candidate periods: :func:`levy_core.offsets.seasonality.candidate_periods`. :func:`choose` scores
 every candidate on the later half of the training and calibration origins (the latest
-before the test ones). The rule (:func:`pick`) keeps the one with the smallest squared error
+before the test ones). The rule (``_pick``) keeps the one with the smallest squared error
 there, a candidate over a simpler one (``METHODS`` is in order of complexity) only when its
 error is lower by more than ``SIMPLER_MARGIN``, and the mean of the best ``COMBINED`` where
 that is better still. It is applied to bootstrap resamples of the scored origins
@@ -71,7 +71,7 @@ from levy_core.offsets.spec import (
 )
 from levy_core.runtime.threads import single_threaded_blas
 
-__all__ = ["BaseForecast", "CandidateScores", "choose", "choose_offsets", "fitted_parameters", "pick",
+__all__ = ["BaseForecast", "CandidateScores", "choose", "choose_offsets", "fitted_parameters",
            "score_candidates"]
 
 MIN_SCORED_ORIGINS = 10  # candidates are scored on the later half of the origins from twice this many
@@ -290,7 +290,7 @@ def choose_offsets(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], e
         scores[channel] = {f"{m}" + (f"@{p:g}h" if p else ""): round(float(errors([(m, p)]).sum()) / total, 8)
                            for m, p in keys}
         # the rule on bootstrap resamples of the scored origins, each pick weighted by how often it won
-        won = bagged_weights(errors, counts, lag, lambda mse_of, keys=keys: pick(keys, mse_of))
+        won = bagged_weights(errors, counts, lag, lambda mse_of, keys=keys: _pick(keys, mse_of))
         if len(won) == 1:
             methods[channel], chosen_periods[channel] = next(iter(won))[0], float(next(iter(won))[1])
             continue
@@ -325,7 +325,7 @@ def _origin_errors(recs: Records) -> Callable[[Sequence[tuple[str, float]]], np.
     return errors
 
 
-def pick(keys: list[tuple[str, float]], mse_of: Callable[[Sequence[tuple[str, float]]], float]) -> list[tuple[str, float]]:
+def _pick(keys: list[tuple[str, float]], mse_of: Callable[[Sequence[tuple[str, float]]], float]) -> list[tuple[str, float]]:
     """The selection rule, given the mean squared error of any members: the simplest candidate
     (``METHODS`` order) unless a more complex one is ``SIMPLER_MARGIN`` better, then the mean of
     the best ``COMBINED`` where that is better still (forecasts combined often beat the best

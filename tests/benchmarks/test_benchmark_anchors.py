@@ -6,19 +6,13 @@ the anchors."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "anchors.py"
-_spec = importlib.util.spec_from_file_location("benchmark_anchors", _PATH)
-anchors = importlib.util.module_from_spec(_spec)
-sys.modules["benchmark_anchors"] = anchors  # dataclasses look the module up by name
-_spec.loader.exec_module(anchors)
+from benchmarks import anchors
 
 
 def test_gaussian_crps_matches_properscoring() -> None:

@@ -1,20 +1,12 @@
-"""benchmarks/band_by_persistence.py: the fit's rule for its band note, applied to a training
+"""benchmarks/studies/band_by_persistence.py: the fit's rule for its band note, applied to a training
 part, and the table by third."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "band_by_persistence.py"
-_spec = importlib.util.spec_from_file_location("benchmark_band_by_persistence", _PATH)
-bp = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = bp
-_spec.loader.exec_module(bp)
+from benchmarks.studies import band_by_persistence as bp
 
 
 def _train(values: np.ndarray) -> pd.DataFrame:

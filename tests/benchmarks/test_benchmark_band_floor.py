@@ -1,20 +1,12 @@
-"""benchmarks/band_floor.py: the thirds of the horizon and each screened band, on widths and
+"""benchmarks/studies/band_floor.py: the thirds of the horizon and each screened band, on widths and
 history errors whose answer is known."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "band_floor.py"
-_spec = importlib.util.spec_from_file_location("benchmark_band_floor", _PATH)
-band_floor = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = band_floor
-_spec.loader.exec_module(band_floor)
+from benchmarks.studies import band_floor
 
 WIDTH = np.array([1.0, 1.0, 2.0, 2.0, 3.0, 3.0])  # a band that grows 2× and 3× by third
 WHICH = np.array([0, 0, 1, 1, 2, 2])

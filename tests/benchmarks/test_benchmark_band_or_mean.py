@@ -1,20 +1,12 @@
-"""benchmarks/band_or_mean.py: Lévy's CRPS ÷ another row's with the band or the mean swapped."""
+"""benchmarks/studies/band_or_mean.py: Lévy's CRPS ÷ another row's with the band or the mean swapped."""
 
 from __future__ import annotations
-
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "band_or_mean.py"
-_spec = importlib.util.spec_from_file_location("benchmark_band_or_mean", _PATH)
-bm = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = bm
-_spec.loader.exec_module(bm)
+from benchmarks.studies import band_or_mean as bm
 
 
 def _rows(series: str, method: str, mean: np.ndarray, half: np.ndarray, y: np.ndarray) -> pd.DataFrame:

@@ -3,23 +3,11 @@ context before the cut-off, every later value a query) and the deep ensemble's c
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "band_per_query.py"
-_spec = importlib.util.spec_from_file_location("benchmark_band_per_query", _PATH)
-bench = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = bench  # its dataclass looks its module up by name
-sys.path.insert(0, str(_PATH.parent))  # the script imports its sibling benchmarks by name
-try:
-    _spec.loader.exec_module(bench)
-finally:
-    sys.path.remove(str(_PATH.parent))
+from benchmarks import band_per_query as bench
 
 
 @pytest.mark.parametrize("panel", ["pbc", "framingham"])

@@ -1,18 +1,12 @@
-"""benchmarks/intervals.py: the accuracy table's stay bootstrap (a benchmark helper, tested
+"""benchmarks/common/intervals.py: the accuracy table's stay bootstrap (a benchmark helper, tested
 because the PhysioNet benchmark page's intervals come from it)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "intervals.py"
-_spec = importlib.util.spec_from_file_location("benchmark_intervals", _PATH)
-intervals = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(intervals)
+from benchmarks.common import intervals
 
 
 def queries(n_stays: int = 40, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

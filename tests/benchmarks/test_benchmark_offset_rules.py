@@ -1,20 +1,12 @@
-"""benchmarks/offset_rules.py: the selection rules behind the 2026-12-04 and 2026-12-05 logs, on
+"""benchmarks/studies/offset_rules.py: the selection rules behind the 2026-12-04 and 2026-12-05 logs, on
 records whose right pick is known."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "offset_rules.py"
-_spec = importlib.util.spec_from_file_location("benchmark_offset_rules", _PATH)
-rules = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = rules
-_spec.loader.exec_module(rules)
+from benchmarks.studies import offset_rules as rules
 
 LAST, LEVEL, HARM, AR = ("last", 0.0), ("level", 0.0), ("harmonic", 0.0), ("autoregressive", 0.0)
 

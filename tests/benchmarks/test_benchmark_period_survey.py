@@ -1,19 +1,11 @@
-"""benchmarks/period_survey.py: the survey's marks and the synthetic table (the series the
+"""benchmarks/studies/period_survey.py: the survey's marks and the synthetic table (the series the
 2026-12-04 log's false alarms and power come from)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "period_survey.py"
-_spec = importlib.util.spec_from_file_location("benchmark_period_survey", _PATH)
-ps = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = ps
-_spec.loader.exec_module(ps)
+from benchmarks.studies import period_survey as ps
 
 
 def test_only_the_series_whose_periods_moved_are_marked() -> None:

@@ -3,19 +3,11 @@ paired two-level bootstrap, per set and pooled."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "pooled.py"
-_spec = importlib.util.spec_from_file_location("benchmark_pooled", _PATH)
-pooled = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = pooled
-_spec.loader.exec_module(pooled)
+from benchmarks import pooled
 
 
 def _predictions(half_widths: dict[tuple[str, str], list[float]]) -> pd.DataFrame:

@@ -5,7 +5,6 @@ mapping of their outputs back to our query order, the stubs and the pairing chec
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,17 +13,11 @@ import torch
 
 from levy_core.episodes.tasks import EpisodeBuilder, TaskConfig
 
-_BENCHMARKS = str(Path(__file__).resolve().parents[2] / "benchmarks")
-
 
 @pytest.fixture(scope="module")
 def adapter():
-    sys.path.insert(0, _BENCHMARKS)  # the benchmark imports its sibling modules by name
-    try:
-        import tpatchgnn
-        yield tpatchgnn
-    finally:
-        sys.path.remove(_BENCHMARKS)
+    from benchmarks import tpatchgnn
+    return tpatchgnn
 
 
 def small_builder() -> EpisodeBuilder:

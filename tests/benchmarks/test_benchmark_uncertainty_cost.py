@@ -4,22 +4,14 @@ runs and refuses a device it cannot see."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
+from benchmarks import uncertainty_cost as cost
 from levy_core.model.config import ModelConfig
 from levy_core.model.softmax_twin import SoftmaxTwin
-
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "uncertainty_cost.py"
-_spec = importlib.util.spec_from_file_location("benchmark_uncertainty_cost", _PATH)
-cost = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = cost
-_spec.loader.exec_module(cost)
 
 
 def test_batched_mc_dropout_matches_the_passes_in_turn_in_distribution() -> None:

@@ -3,22 +3,12 @@ channel's training mean), each forecast and its per-channel spread, written out 
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "unseen.py"
-_spec = importlib.util.spec_from_file_location("benchmark_unseen", _PATH)
-unseen = importlib.util.module_from_spec(_spec)
-sys.path.insert(0, str(_PATH.parent))  # the script imports its sibling benchmarks/physionet.py by name
-try:
-    _spec.loader.exec_module(unseen)
-finally:
-    sys.path.remove(str(_PATH.parent))
+from benchmarks import unseen
 
 
 def frame(rows: list[tuple[str, str, float, float]]) -> pd.DataFrame:

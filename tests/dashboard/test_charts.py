@@ -204,6 +204,13 @@ def test_heldout_scatter_customdata_and_selection():
     main = fig.data[0]
     assert main.marker.colorscale and list(main.marker.color) == [0.1, 0.5, 0.3]
     assert tuple(main.customdata[2, :3]) == ("b", "x", 3.0)
+    # a clicked point is read back by field name, whatever the order of the columns
+    from levy_dashboard.charts.evidence import CUSTOMDATA_FIELDS, customdata_field
+    point = list(main.customdata[1])
+    assert len(point) == len(CUSTOMDATA_FIELDS)
+    assert {name: customdata_field(point, name) for name in ("series_id", "channel", "abs_error_norm")} == {
+        "series_id": "a", "channel": "y", "abs_error_norm": 0.5}
+    assert customdata_field(point[:3], "origin") is None  # a point with fewer fields
     assert min(main.y) > 0  # zero disagreement is clamped for the log axis
     assert len(_by_name(fig, "series a").x) == 2
     assert _by_name(fig, "selected query").x == (5.0,)

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import skew
 
 from levy_core.calibration.calibrate import Calibrator
 from levy_core.data import DataError
@@ -43,6 +44,12 @@ def test_the_automatic_rule(mixed: pd.DataFrame) -> None:
     # positive but symmetric (skewness ≤ 1): none; too few values: none
     assert tf.choose_transform(np.random.default_rng(1).uniform(10, 20, 500)) == "none"
     assert tf.choose_transform(np.array([1.0, 2.0, 100.0])) == "none"
+    # mildly skewed but within 3 s.d. of zero (a Gaussian band would cross it): log, when the
+    # log makes it more symmetric; a left-skewed one near zero (the log skews it more): none
+    gamma = np.random.default_rng(3).gamma(6.0, 40.0, 2000)  # skewness ~0.8, mean 2.4 s.d. from 0
+    assert skew(gamma) < tf.SKEW_THRESHOLD and gamma.mean() < tf.NEAR_ZERO_SDS * gamma.std()
+    assert tf.choose_transform(gamma) == "log"
+    assert tf.choose_transform(gamma.max() + 1.0 - gamma) == "none"
     # the skewness is measured on the training values, the sign on every value
     skewed = np.exp(np.random.default_rng(2).normal(0, 1, 300))
     assert tf.choose_transform(np.append(skewed, 0.0), skewed) == "log1p"

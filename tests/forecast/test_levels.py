@@ -1,4 +1,4 @@
-"""Levels: fractions below the forecast layer, percents in it (docs/guides/python-api.md,
+"""Levels: fractions below the forecast layer, percents in it (docs/guides/python-pipeline.md,
 "Levels: fractions and percents"). Every public function that takes a level refuses the
 other kind with a ValueError that names it; the typed results load from ``levy_core``."""
 

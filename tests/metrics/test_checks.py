@@ -79,7 +79,7 @@ def test_check_level() -> None:
         checks.check_level("high")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="confidence must lie"):
         checks.check_level(2.0, "confidence")
-    # a percent is named as such (docs/guides/python-api.md, "Levels: fractions and percents")
+    # a percent is named as such (docs/guides/python-pipeline.md, "Levels: fractions and percents")
     with pytest.raises(ValueError, match=r"got 90: 90 looks like a percent; this function takes fractions "
                                          r"\(write 0\.9 for a 90 % band\)"):
         checks.check_level(90)

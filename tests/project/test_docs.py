@@ -131,7 +131,7 @@ def test_an_included_readme_has_its_links_repointed_at_the_page() -> None:
     text = hooks.include("dashboard/README.md", page_dir)
     assert not text.startswith("# "), "the included file's title stays out"
     targets = [t for t in LINK.findall(text) if not re.match(r"^[a-z]+:|^#", t)]
-    assert targets, "dashboard/README.md's screenshots should come through"
+    assert targets, "dashboard/README.md's links into docs/ should come through"
     for target in targets:
         assert (page_dir / target.split("#")[0]).resolve().is_relative_to(DOCS), target
         assert (page_dir / target.split("#")[0]).exists(), target

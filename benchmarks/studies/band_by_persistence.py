@@ -10,13 +10,12 @@ the mean over windows), flagged and not. Log: ``benchmarks/results/band_by_persi
 
 Usage (the anchors extras; DIRs from ``anchors.py --save-predictions``, one per set)::
 
-    python benchmarks/band_by_persistence.py --anchors DIR --dev DIR --fresh DIR [--ends-anchors 6]
+    python benchmarks/studies/band_by_persistence.py --anchors DIR --dev DIR --fresh DIR [--ends-anchors 6]
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,10 +26,9 @@ import pandas as pd
 from levy_core.offsets.seasonality import candidate_periods, lag_one_autocorrelation, median_gap
 from levy_core.pipeline.modelfile import PERSISTENT_AUTOCORRELATION
 
-_spec = importlib.util.spec_from_file_location("benchmark_anchors", Path(__file__).with_name("anchors.py"))
-anchors = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = anchors
-_spec.loader.exec_module(anchors)
+if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks import anchors  # noqa: E402
 
 
 def flagged(train: pd.DataFrame) -> bool:

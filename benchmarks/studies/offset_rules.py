@@ -63,14 +63,13 @@ predict the fit.
 
 Usage (single-threaded; the anchors extras)::
 
-    OMP_NUM_THREADS=1 python benchmarks/offset_rules.py [--set dev] [--only nile] [--ends 6] [--out FILE]
+    OMP_NUM_THREADS=1 python benchmarks/studies/offset_rules.py [--set dev] [--only nile] [--ends 6] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import importlib.util
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -82,11 +81,11 @@ from levy_core.offsets import base_forecast as bf
 from levy_core.offsets.bagging import bagged_weights, overlap_lag
 from levy_core.offsets.spec import COMBINED, HARMONIC_AR, METHODS, SEASONAL
 
+if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks.studies import offset_study  # noqa: E402
+
 # the fit stopped at its offset choice: offset_study's capture (and the anchors it loads)
-_spec = importlib.util.spec_from_file_location("benchmark_offset_study", Path(__file__).with_name("offset_study.py"))
-offset_study = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = offset_study
-_spec.loader.exec_module(offset_study)
 anchors, capture = offset_study.anchors, offset_study.capture
 
 Key = tuple[str, float]
@@ -164,8 +163,25 @@ def median_mse(records: Sequence[Record], members: Sequence[Key]) -> float:
 def margin(records: Sequence[Record], loss: Callable[[Sequence[Record], Sequence[Key]], float] = mse) -> list[Key]:
     """The rule ``choose_offsets`` applied once to every scored origin until 2026-12-05, and since
     then to each bootstrap resample (``loss``: the squared error it scores with, or another):
-    the library's own :func:`~levy_core.offsets.base_forecast.pick`."""
-    return bf.pick(list(records[0][0]), lambda members: loss(records, members))
+    a copy of the library's private ``levy_core.offsets.base_forecast._pick`` as of 2026-12-05
+    (:func:`pick`)."""
+    return pick(list(records[0][0]), lambda members: loss(records, members))
+
+
+def pick(keys: list[Key], mse_of: Callable[[Sequence[Key]], float]) -> list[Key]:
+    """The selection rule, given the mean squared error of any members (copied from the library,
+    which keeps it private): the simplest candidate (``METHODS`` order) unless a more complex one
+    is ``SIMPLER_MARGIN`` better, then the mean of the best ``COMBINED`` where that is better still."""
+    each = {key: mse_of([key]) for key in keys}
+    ordered = sorted(keys, key=lambda key: (METHODS.index(key[0]), key[1]))
+    best = ordered[0]
+    for key in ordered[1:]:  # a more complex candidate must be clearly better
+        if each[key] < (1 - bf.SIMPLER_MARGIN) * each[best]:
+            best = key
+    top = sorted(keys, key=lambda key: each[key])[:COMBINED]
+    if len(top) >= 2 and mse_of(top) < (1 - bf.SIMPLER_MARGIN) * each[best]:
+        return top
+    return [best]
 
 
 def _per_origin_se(records: Sequence[Record], members: Sequence[Key]) -> np.ndarray:
@@ -285,7 +301,7 @@ def bagged(records: Sequence[Record], lag: int, argmin: bool = False) -> dict[Ke
     counts = np.array([len(y) for _, y, _ in records], np.float64)
 
     def rule(mse_of: Callable[[Sequence[Key]], float]) -> list[Key]:
-        return [min(keys, key=lambda key: mse_of([key]))] if argmin else bf.pick(keys, mse_of)
+        return [min(keys, key=lambda key: mse_of([key]))] if argmin else pick(keys, mse_of)
 
     return bagged_weights(functools.partial(_per_origin_se, records), counts, lag, rule)
 

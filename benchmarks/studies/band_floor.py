@@ -41,13 +41,12 @@ series with their geometric mean. Log of the 2026-12-04 run:
 
 Usage (single-threaded; the anchors extras; DIR from ``anchors.py --save-predictions``)::
 
-    OMP_NUM_THREADS=1 python benchmarks/band_floor.py --set fresh --predictions DIR [--ends 3] [--out FILE]
+    OMP_NUM_THREADS=1 python benchmarks/studies/band_floor.py --set fresh --predictions DIR [--ends 3] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -57,10 +56,10 @@ import pandas as pd
 
 from levy_core.offsets import base_forecast as bf
 
-_spec = importlib.util.spec_from_file_location("benchmark_offset_study", Path(__file__).with_name("offset_study.py"))
-offset_study = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = offset_study
-_spec.loader.exec_module(offset_study)
+if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks.studies import offset_study  # noqa: E402
+
 anchors, capture = offset_study.anchors, offset_study.capture
 
 ORIGINS = 40  # history origins the chosen offset is scored from

@@ -14,7 +14,7 @@ it) unless ``--spin`` (OpenMP's default, as before).
 
 Usage::
 
-    python benchmarks/rank_threads.py --data-dir PATH/TO/physionet2012 [--model DIR] [--reps 5] [--threads 2] [--spin]
+    python benchmarks/studies/rank_threads.py --data-dir PATH/TO/physionet2012 [--model DIR] [--reps 5] [--threads 2] [--spin]
 """
 
 from __future__ import annotations
@@ -32,11 +32,14 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
-from rank import model_on_the_sample, unseen_stays  # noqa: E402
 
 from levy_core import pipeline  # noqa: E402
 from levy_core.data import read_csv  # noqa: E402
 from levy_core.pipeline import ranking  # noqa: E402
+
+if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks.rank import model_on_the_sample, unseen_stays  # noqa: E402
 
 
 def main() -> None:
@@ -60,7 +63,7 @@ def main() -> None:
     frames = {}
     ranking.warm_up(fitted)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"python benchmarks/rank_threads.py --reps {args.reps} --threads {n}{' --spin' if args.spin else ''} "
+    print(f"python benchmarks/studies/rank_threads.py --reps {args.reps} --threads {n}{' --spin' if args.spin else ''} "
           f"(OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')}); load average {load} before", flush=True)
     for _ in range(args.reps):
         for name, (threads, workers) in variants.items():

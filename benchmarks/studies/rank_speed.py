@@ -11,7 +11,7 @@ other processes on a shared machine disturb far less than the wall time.
 
 Usage::
 
-    python benchmarks/rank_speed.py --data-dir PATH/TO/physionet2012 --rev REV [--model DIR] [--reps 7]
+    python benchmarks/studies/rank_speed.py --data-dir PATH/TO/physionet2012 --rev REV [--model DIR] [--reps 7]
         [--threads 1] [--batch-series 128]
 """
 
@@ -30,11 +30,14 @@ from types import MethodType
 
 import numpy as np
 import torch
-from rank import model_on_the_sample, unseen_stays
 
 from levy_core import pipeline
 from levy_core.data import read_csv
 from levy_core.pipeline import ranking
+
+if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks.rank import model_on_the_sample, unseen_stays  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -90,7 +93,7 @@ def main() -> None:
     times: dict[str, list[float]] = {args.rev: [], "this revision": []}
     cpu: dict[str, list[float]] = {args.rev: [], "this revision": []}
     scores = {}
-    print(f"python benchmarks/rank_speed.py --rev {args.rev} --reps {args.reps} --threads {args.threads}"
+    print(f"python benchmarks/studies/rank_speed.py --rev {args.rev} --reps {args.reps} --threads {args.threads}"
           + (f" --batch-series {args.batch_series}" if args.batch_series else "")
           + f"; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} before", flush=True)
     for _ in range(args.reps):

@@ -4,7 +4,7 @@ scored on the held-out windows of ``benchmarks/anchors.py``.
 (Written on 2026-12-03, before Holt's trend was shipped and the residual-AR candidates
 ``harmonic*_ar`` were added: it re-implements the scoring of that day. For selection rules
 over the current candidates, through the library's own scoring, see
-``benchmarks/offset_rules.py``.)
+``benchmarks/studies/offset_rules.py``.)
 
 On one series the forecast is almost exactly the classical offset that
 :func:`levy_core.offsets.base_forecast.choose_offsets` picks per channel (the Lévy layer on
@@ -63,14 +63,13 @@ Dates over more than 292 years (sunspots) need pandas 3: under pandas 2 the libr
 
 Usage (single-threaded; the anchors extras, for ``vega_datasets`` and ``statsmodels``)::
 
-    OMP_NUM_THREADS=1 python benchmarks/offset_study.py [--only nile sunspots] [--ends 3]
+    OMP_NUM_THREADS=1 python benchmarks/studies/offset_study.py [--only nile sunspots] [--ends 3]
         [--out benchmarks/results/offset_study.txt] [--rows rows.csv] [--header "# ..."]
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import itertools
 import sys
 import time
@@ -86,10 +85,9 @@ from levy_core.offsets import base_forecast as bf
 from levy_core.offsets import harmonic, smoothing
 from levy_core.offsets.seasonality import candidate_periods, median_gap
 
-_spec = importlib.util.spec_from_file_location("benchmark_anchors", Path(__file__).with_name("anchors.py"))
-anchors = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = anchors  # its dataclasses look their module up
-_spec.loader.exec_module(anchors)
+if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks import anchors  # noqa: E402
 
 NEW = ("ses", "ses_origin", "theta", "holt", "seasonal_mean", "gp_sk")
 CAPS = ("o2", "o3", "o5", "u10")  # ``harmonic~oK``: at most K sine-cosine pairs per period; ``~uK``: at least K

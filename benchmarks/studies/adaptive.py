@@ -11,7 +11,7 @@ A second table does the same on a series whose noise jumps x1 -> x3 late in the 
 part (at 80 %) and stays there: the case recency weights are for. On the drifting series
 their calibration part is all pre-drift, so they cannot help there (they take no test scores).
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/adaptive.py [--seed 0] [--gamma 0.005]``.
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/adaptive.py [--seed 0] [--gamma 0.005]``.
 Takes about a second.
 """
 

@@ -20,13 +20,12 @@ Log of 2026-12-04 (the harmonics tested together as well as one at a time):
 
 Usage (the anchors extras)::
 
-    OMP_NUM_THREADS=1 python benchmarks/period_survey.py [--ends 6] [--draws 200] [--baseline FILE] [--out FILE]
+    OMP_NUM_THREADS=1 python benchmarks/studies/period_survey.py [--ends 6] [--draws 200] [--baseline FILE] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -36,10 +35,10 @@ import pandas as pd
 
 from levy_core.offsets.seasonality import candidate_periods
 
-_spec = importlib.util.spec_from_file_location("benchmark_offset_study", Path(__file__).with_name("offset_study.py"))
-offset_study = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = offset_study
-_spec.loader.exec_module(offset_study)
+if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks.studies import offset_study  # noqa: E402
+
 anchors, capture = offset_study.anchors, offset_study.capture
 
 YEAR = 365.2425 * 24  # hours

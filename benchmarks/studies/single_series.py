@@ -20,7 +20,7 @@ missing weeks), each run:
 
 Usage::
 
-    python benchmarks/single_series.py [--epochs 40] [--max-seconds 120] [--only nile co2]
+    python benchmarks/studies/single_series.py [--epochs 40] [--max-seconds 120] [--only nile co2]
 """
 
 from __future__ import annotations

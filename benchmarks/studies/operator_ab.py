@@ -9,7 +9,7 @@ much faster this revision is.
 
 Usage::
 
-    python benchmarks/operator_ab.py --data-dir PATH/TO/physionet2012 --rev 45ecd7f [--model DIR] [--reps 7]
+    python benchmarks/studies/operator_ab.py --data-dir PATH/TO/physionet2012 --rev 45ecd7f [--model DIR] [--reps 7]
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from rank import model_on_the_sample, unseen_stays
 
 import levy_core.model.levy_model as model_module
 from levy_core import pipeline
@@ -33,6 +32,10 @@ from levy_core.data import read_csv
 from levy_core.operator import attention
 from levy_core.pipeline import ranking
 from levy_core.pipeline.prepared import as_model_data
+
+if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks.rank import model_on_the_sample, unseen_stays  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_data" / "physionet2012_sample.csv.gz"

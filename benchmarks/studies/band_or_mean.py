@@ -20,13 +20,12 @@ Log of the 2026-12-04 run: ``benchmarks/results/band_or_mean_2026-12-04.txt``.
 
 Usage (the anchors extras; DIRs from ``anchors.py --save-predictions``)::
 
-    python benchmarks/band_or_mean.py DIR [DIR ...] [--against gp] [--out FILE]
+    python benchmarks/studies/band_or_mean.py DIR [DIR ...] [--against gp] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,10 +33,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-_spec = importlib.util.spec_from_file_location("benchmark_anchors", Path(__file__).with_name("anchors.py"))
-anchors = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = anchors
-_spec.loader.exec_module(anchors)
+if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks import anchors  # noqa: E402
 
 SCALES = np.round(np.arange(0.5, 1.51, 0.05), 2)  # factors on Lévy's half-width tried by the oracle
 COLUMNS = ("as run", "best scale", "its band", "its mean")
