@@ -254,7 +254,7 @@ def physionet(args: argparse.Namespace) -> None:
                           train=TrainConfig(seed=args.seed, max_seconds=args.max_seconds), mc_passes=args.mc_passes)
     print(f"PhysioNet: fitted on the bundled sample ({sample['series_id'].nunique()} stays) in "
           f"{time.perf_counter() - t0:.0f} s ({pipeline.size_name(fitted.model_config)}, cut-off "
-          f"{fitted.task.cutoff:g} h)")
+          f"{fitted.task.cutoff_text()})")
     pool = sorted(set(full["series_id"]) - set(sample["series_id"]))
     drawn = np.random.default_rng([args.seed, 3]).choice(pool, size=args.n_cal + args.n_test, replace=False).tolist()
     keep = full[full["channel"].isin(set(fitted.channels))]
@@ -271,7 +271,7 @@ def synthetic(args: argparse.Namespace, tmp: Path) -> tuple[Path, Path]:
     fitted = pipeline.fit(from_frame(fit_frame), train=TrainConfig(seed=args.seed, max_seconds=args.max_seconds),
                           mc_passes=args.mc_passes)
     print(f"\nSynthetic: fitted on 60 series in {time.perf_counter() - t0:.0f} s "
-          f"({pipeline.size_name(fitted.model_config)}, cut-off {fitted.task.cutoff:g} h)")
+          f"({pipeline.size_name(fitted.model_config)}, cut-off {fitted.task.cutoff_text()})")
     cal = data[data["series_id"].isin(set(ids[60:120]))]
     if "synthetic" not in args.skip:
         evaluate("Synthetic (levy_core.data.synthetic), held-out series", fitted, cal,

@@ -186,7 +186,7 @@ class FitResult:
             return (f"forecast up to {plan.get('horizon', 0.0):.3g} h ahead from rolling origins every "
                     f"{plan.get('stride', 0.0):.3g} h, each with {plan.get('history', 0.0):.3g} h of history")
         if f.task.kind == "forecast":
-            return f"forecast after the cut-off {f.task.cutoff:g} h"
+            return f"forecast after the cut-off {f.task.cutoff_text()}"
         return f"interpolation of {100 * f.task.holdout_fraction:.0f} % held-out observations"
 
     def cap_note(self) -> str:

@@ -52,6 +52,7 @@ FIT_TASK = "fit_task"
 FIT_TASK_FEW = "fit_task_few"  # the task radio for data with few series (forecast by default)
 FIT_HORIZON = "fit_horizon"  # prefix: + "_" + the data's hash; few series: forecast horizon (a duration)
 FIT_CUTOFF = "fit_cutoff"  # prefix: + "_" + the data's hash (the range depends on the data)
+FIT_OWN_CUTOFF = "fit_own_cutoff"  # prefix: + "_" + the data's hash: each series its own cut-off (a checkbox)
 FIT_HOLDOUT = "fit_holdout"
 FIT_SIZE = "fit_size"
 FIT_EPOCHS = "fit_epochs"

@@ -2,7 +2,7 @@
 
 The public names load on first use (PEP 562), so ``import levy_core.runtime.threads`` and the
 ``levy`` command's entry do not load torch: OpenMP's wait policy can still be chosen
-before its runtime starts (:mod:`levy_core.runtime.threads`).
+before its runtime starts (`levy_core.runtime.threads`).
 """
 
 from __future__ import annotations

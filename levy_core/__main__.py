@@ -7,7 +7,7 @@ from levy_core.runtime.threads import prefer_passive_wait
 
 def main() -> int:
     """Run the ``levy`` command: OpenMP's waiting threads set to sleep before torch loads
-    (:func:`levy_core.runtime.threads.prefer_passive_wait`), then :func:`levy_core.cli.main.main`."""
+    (`levy_core.runtime.threads.prefer_passive_wait`), then `levy_core.cli.main.main`."""
     prefer_passive_wait()
     from levy_core.cli.main import main as levy
 

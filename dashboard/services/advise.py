@@ -79,15 +79,17 @@ def advice_data(res: FitResult, series_id: str) -> tuple[Observations, Observati
     where it starts, in words."""
     obs = res.obs.subset([series_id])
     f = res.fitted
-    if res.on_origins or f.task.kind != "forecast" or f.task.cutoff is None:
+    if res.on_origins or f.task.kind != "forecast" or (f.task.cutoff is None and not f.task.per_series) \
+            or obs.frame.empty:
         return obs, None, "the series' last observation"
-    cutoff = float(f.task.cutoff)
+    cutoff = f.task.series_cutoff(obs.frame["time"].to_numpy())  # one for all, or this series' own
     seen = obs.frame["time"] <= cutoff
     if not seen.any():
         return obs, None, "the series' last observation"
     before = Observations(frame=obs.frame[seen].reset_index(drop=True), report=obs.report)
     after = Observations(frame=obs.frame[~seen].reset_index(drop=True), report=obs.report) if (~seen).any() else None
-    return before, after, f"the forecast cut-off ({cutoff:g} h): the observations up to it"
+    where = f"{cutoff:g} h, {f.task.cutoff_text()}" if f.task.per_series else f"{cutoff:g} h"
+    return before, after, f"the forecast cut-off ({where}): the observations up to it"
 
 
 @st.cache_data(show_spinner="Weighing every measurement…", max_entries=32)

@@ -155,6 +155,9 @@ def band_inputs(key: str, res: FitResult, series_id: str, channel: str, level: f
     here = pts[(pts["series_id"] == series_id) & (pts["channel"] == channel) & (pts["role"] != "unused")]
     f = res.fitted
     cutoff = f.task.cutoff if f.task.kind == "forecast" and not windows else None
+    if f.task.per_series and not windows:  # this series' own cut-off, from all its observations
+        times = pts.loc[pts["series_id"] == series_id, "time"].to_numpy()
+        cutoff = f.task.series_cutoff(times) if len(times) else None
     return BandInputs(g, here, series_id, channel, level, BAND_LABELS[kind], show_mc, cutoff, time_axis(res))
 
 

@@ -52,7 +52,7 @@ from levy_core.data import DataError, Observations
 from levy_core.serving.modelzip import model_zip_bytes
 
 __all__ = ["MODEL_SIZES", "FitResult", "FitSettings", "JobView", "OpenedModel", "SessionLimits", "add_twin",
-           "apply_model", "cached_fit", "cutoff_range", "default_mc_passes", "default_settings", "fast",
+           "apply_model", "cached_fit", "cutoff_range", "own_cutoffs_by_default", "default_mc_passes", "default_settings", "fast",
            "final_key", "fit_key", "fit_model", "fit_workers", "for_this_session", "job_models", "job_result",
            "job_view", "levy_key", "model_zip", "open_model", "opened_key", "preview_result", "release_job", "session_fit",
            "session_limits", "settings_summary", "shipped_fit", "shipped_model", "size_help", "size_options",
@@ -134,6 +134,12 @@ def shipped_fit(source: DataSource, obs: Observations, obs_hash: str) -> FitResu
 def cutoff_range(obs_hash: str, _obs: Observations, seed: int = 0) -> tuple[float, float, float]:
     """``pipeline.cutoff_range``: (min, max, default) forecast cut-off in the model's time."""
     return pipeline.cutoff_range(_obs, seed)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def own_cutoffs_by_default(obs_hash: str, _obs: Observations, seed: int = 0) -> bool:
+    """``pipeline.own_cutoffs_by_default``: a forecast fit of these data gives each series its own cut-off."""
+    return pipeline.own_cutoffs_by_default(_obs, seed)
 
 
 def size_options(limits: SessionLimits) -> list[str]:

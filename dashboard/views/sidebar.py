@@ -117,8 +117,21 @@ def _horizon_input(obs: Observations, obs_hash: str) -> tuple[float | None, str 
 def _cutoff_slider(
     obs: Observations | None, obs_hash: str | None, d: FitSettings
 ) -> float | None:
-    """The forecast cut-off (None: no data yet, or the data leave no range to choose)."""
+    """The forecast cut-off (None: no data yet, the data leave no range to choose, or each
+    series its own: on a panel with different follow-ups, where one would leave series out)."""
     if obs is None or obs_hash is None:
+        return None
+    try:
+        own = services.fit.own_cutoffs_by_default(obs_hash, obs, d.seed)
+    except DataError:
+        own = False
+    if own and st.sidebar.checkbox(
+        "Each series its own cut-off",
+        value=True,
+        key=state.keyed(state.FIT_OWN_CUTOFF, obs_hash[:12]),
+        help="The series are followed for different lengths: one cut-off for all would leave out those that end "
+        "before it or start after it. Each series' history ends at the midpoint of its own span instead.",
+    ):
         return None
     lo = hi = default = 0.0
     try:

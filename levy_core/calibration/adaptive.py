@@ -1,12 +1,12 @@
 """Calibration that holds over time where exchangeability fails: adaptive conformal inference (ACI).
 
-Split conformal (:class:`levy_core.calibration.split_conformal.SplitConformal`) needs exchangeable
+Split conformal (`levy_core.calibration.split_conformal.SplitConformal`) needs exchangeable
 calibration and test points; one drifting series forecast from rolling origins is not,
 and a quantile fitted on its early part under- or over-covers later. Two MAPIE-style
 steps for that case, on ``SplitConformal``'s score ``s = |y - ŷ| / max(σ, floor)`` (``σ``
-a method's raw spread, e.g. ``σ̂``; :mod:`levy_core.calibration.scores`):
+a method's raw spread, e.g. ``σ̂``; `levy_core.calibration.scores`):
 
-- :class:`AdaptiveConformal` (here) -- adaptive conformal inference (ACI; Gibbs & Candès,
+- `AdaptiveConformal` (here) -- adaptive conformal inference (ACI; Gibbs & Candès,
   "Adaptive Conformal Inference Under Distribution Shift", NeurIPS 2021; what MAPIE's
   ``TimeSeriesRegressor(method="aci")`` implements). Walking the test queries in time
   order, step ``t`` predicts ``ŷ -+ q_t σ`` with ``q_t`` the conformal quantile at level
@@ -15,8 +15,8 @@ a method's raw spread, e.g. ``σ̂``; :mod:`levy_core.calibration.scores`):
   the data -- no exchangeability, no stationarity -- the long-run miscoverage obeys the
   deterministic bound of their Proposition 4.1,
   ``|mean_t(err_t) - α| <= (max(α_1, 1 - α_1) + γ) / (γ T)``.
-- :class:`~levy_core.calibration.recency.RecencyWeightedConformal` -- weighted split
-  conformal with recency weights (:mod:`levy_core.calibration.recency`).
+- `RecencyWeightedConformal` -- weighted split
+  conformal with recency weights (`levy_core.calibration.recency`).
 
 Usage::
 
@@ -31,9 +31,9 @@ Conventions mirror ``SplitConformal``: the quantile at level ``p`` of ``n`` scor
 binary rounding of decimal levels), an infinite band when ``k > n``; ``σ`` is floored at
 ``sigma_floor = rel_floor * median(σ > 0)`` of the calibration split, and the same stored
 floor is applied to every later ``σ`` so that all scores come from one score function.
-A band covers ``y`` when ``lower <= y <= upper`` (as :mod:`levy_core.metrics`). Bad input
+A band covers ``y`` when ``lower <= y <= upper`` (as [`levy_core.metrics`][levy_core.metrics]). Bad input
 raises ``ValueError`` naming the argument; a step used before ``conformalize`` raises
-:class:`levy_core.calibration.scores.NotFittedError`. Everything is deterministic (no randomness).
+`levy_core.calibration.scores.NotFittedError`. Everything is deterministic (no randomness).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ class _ScorePool:
 
 @dataclass(frozen=True)
 class AdaptiveResult:
-    """What :meth:`AdaptiveConformal.run` walked: the bands and the α and error paths.
+    """What [`AdaptiveConformal.run`][levy_core.calibration.adaptive.AdaptiveConformal.run] walked: the bands and the α and error paths.
 
     ``lower``, ``upper`` (n,): each query's band in the input order (infinite where
     ``α_t`` gave an infinite band; ``lower == upper == ŷ`` for the empty band of ``α_t >=
@@ -205,7 +205,7 @@ class AdaptiveConformal:
 
     @property
     def is_fitted(self) -> bool:
-        """Whether :meth:`conformalize` has been called (or the state loaded)."""
+        """Whether [`conformalize`][levy_core.calibration.adaptive.AdaptiveConformal.conformalize] has been called (or the state loaded)."""
         return self._pool is not None
 
     @property
@@ -221,7 +221,7 @@ class AdaptiveConformal:
 
     def conformalize(self, scores: ArrayLike, *, sigma_floor: float | None = None) -> AdaptiveConformal:
         """Start from the calibration scores (shape (n,), ``|y - ŷ| / max(σ, floor)`` in time
-        order, oldest first, finite, ``>= 0``; see :func:`normalised_scores`) and reset ``α_t``
+        order, oldest first, finite, ``>= 0``; see [`normalised_scores`][levy_core.calibration.scores.normalised_scores]) and reset ``α_t``
         to ``α = 1 - level``. ``sigma_floor``: the floor the scores were computed with,
         applied to every later ``σ``. Returns ``self``."""
         s = check_scores(scores)
@@ -308,7 +308,7 @@ class AdaptiveConformal:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AdaptiveConformal:
-        """Rebuild from :meth:`to_dict` output; ValueError naming the key on malformed input."""
+        """Rebuild from [`to_dict`][levy_core.calibration.adaptive.AdaptiveConformal.to_dict] output; ValueError naming the key on malformed input."""
         owner = "AdaptiveConformal"
         data = saved_checks.check_state(data, owner)
         saved_checks.check_keys(data, {"type", "version", "level", "gamma", "window", "alpha", "n_steps",

@@ -4,15 +4,15 @@
 predictive spread. Two explicit, MAPIE-style post-hoc steps turn it into one,
 both fitted on a held-out calibration split (see ``docs/levy-math.md``):
 
-- :class:`~levy_core.calibration.scaled_gaussian.ScaledGaussian` -- ``y ~ N(ŷ, (c σ̂)^2)`` with ``c`` of minimum CRPS
-  (:mod:`levy_core.metrics.crps_scale`; ``estimator="mle"``: the closed-form MLE
+- `ScaledGaussian` -- ``y ~ N(ŷ, (c σ̂)^2)`` with ``c`` of minimum CRPS
+  (`levy_core.metrics.crps_scale`; ``estimator="mle"``: the closed-form MLE
   ``c = sqrt(mean((y - ŷ)^2 / σ̂^2))``, which the largest errors rule);
-- :class:`~levy_core.calibration.split_conformal.SplitConformal` -- split conformal on the normalised score
+- `SplitConformal` -- split conformal on the normalised score
   ``r = |y - ŷ| / σ̂``: for exchangeable calibration and test points the band
   ``ŷ -+ q σ̂`` covers with probability ``>= level`` at every level, where ``q`` is
   the ``ceil((n+1) level)``-th smallest calibration score (infinite band when
   that index exceeds ``n``);
-- :class:`Calibrator` -- both, fitted on the same split.
+- [`Calibrator`][levy_core.calibration.calibrate.Calibrator] -- both, fitted on the same split.
 
 Per-group ("Mondrian") conformal: pass ``groups`` (e.g. each query's channel) to
 ``conformalize`` and the quantile is taken among the calibration scores of the
@@ -28,10 +28,10 @@ Usage::
 
 All per-point arrays are 1-D of equal length and accept anything ``np.asarray``
 takes. Bad input raises ``ValueError``; using a step before fitting it raises
-:class:`~levy_core.calibration.scores.NotFittedError`.
+`NotFittedError`.
 
 Zero sigma: both floor ``σ̂`` at ``rel_floor * median(σ̂ > 0)`` of the calibration split and
-apply the same stored floor at prediction time (:mod:`levy_core.calibration.scores`).
+apply the same stored floor at prediction time (`levy_core.calibration.scores`).
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ class Calibrator:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Calibrator:
-        """Rebuild a fitted instance from :meth:`to_dict` output."""
+        """Rebuild a fitted instance from [`to_dict`][levy_core.calibration.calibrate.Calibrator.to_dict] output."""
         data = saved_checks.check_state(data, "Calibrator")
         obj = cls()
         try:

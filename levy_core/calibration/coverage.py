@@ -1,13 +1,13 @@
 """Does the conformal guarantee hold on this data? The coverage family, and the checks that
 respect series.
 
-**The coverage family.** One rule, :func:`levy_core.metrics.covered` (``lower <= y <= upper``,
+**The coverage family.** One rule, [`levy_core.metrics.covered`][levy_core.metrics.covered] (``lower <= y <= upper``,
 bounds inclusive); every coverage number of the library is a share of it. Names follow one
 scheme: ``<scope>_coverage`` is the coverage over a scope, ``coverage_<statistic>`` a
 statistic of it. Signatures follow one convention: the data first (arrays ``y_true, lower,
 upper`` or ``y_true, mean, sigma``; or a fitted model and its prediction frame), then the
 level, a fraction in (0, 1) (``level=0.9``; several: ``levels=(0.8, 0.9)``). A percent
-(``90``) is refused with a ValueError that says so; only :class:`levy_core.LevyForecaster`
+(``90``) is refused with a ValueError that says so; only [`levy_core.LevyForecaster`][levy_core.forecast.forecaster.LevyForecaster]
 and its results take percents (docs/guides/python-api.md, "Levels: fractions and percents").
 
 | function | the coverage of |
@@ -32,14 +32,14 @@ is hard to forecast), so what is exchangeable is the *series*, not the single qu
 Two consequences, both measured here:
 
 - the coverage of one fixed test split scatters around its level with the
-  *per-series* standard error (:func:`levy_core.metrics.coverage_standard_error`
+  *per-series* standard error ([`levy_core.metrics.coverage_standard_error`][levy_core.metrics.coverage_standard_error]
   with ``groups``), often several times the binomial one -- a window built from
   the binomial s.e. rejects a valid band far more often than its nominal rate;
 - the guarantee itself is checked by re-drawing the split at the series level
-  (:func:`group_resplit_coverage`): the mean coverage over many random series-level
+  ([`group_resplit_coverage`][levy_core.calibration.coverage.group_resplit_coverage]): the mean coverage over many random series-level
   calibration/test splits sits at the level.
 
-:func:`coverage_check` gives, for one band on one test split, the coverage, its
+[`coverage_check`][levy_core.calibration.coverage.coverage_check] gives, for one band on one test split, the coverage, its
 standard error (binomial, or per series when ``groups`` is given; the calibration
 draw's share included) and the window ``[level - z se, level + 1/(n_cal + 1) + z se]``
 a valid conformal band falls in.
@@ -70,7 +70,7 @@ WATCH_Z = 2.0
 @dataclass(frozen=True)
 class CoverageCheck:
     """The coverage of one band on one test split against its acceptance window
-    (:func:`coverage_check`)."""
+    ([`coverage_check`][levy_core.calibration.coverage.coverage_check])."""
 
     level: float
     coverage: float
@@ -186,7 +186,7 @@ def group_resplit_coverage(
 
     Each split sends a random ``calibration_fraction`` of the groups to calibration,
     conformalizes on their points (the same score ``|y - ŷ| / σ̂`` as
-    :class:`~levy_core.calibration.split_conformal.SplitConformal`) and measures the coverage of the other
+    [`SplitConformal`][levy_core.calibration.split_conformal.SplitConformal]) and measures the coverage of the other
     groups' points. Under series-level exchangeability the mean over splits sits at
     (or, by at most about ``1/(n_cal + 1)``, above) each level; ``sd`` is how far a
     single split strays.
@@ -245,7 +245,7 @@ def group_resplit_coverage(
 @dataclass(frozen=True)
 class CoverageNote:
     """How far one band's coverage lies from its level, in standard errors over series
-    (:func:`coverage_note`); ``text`` is the sentence to show, None when within chance."""
+    ([`coverage_note`][levy_core.calibration.coverage.coverage_note]); ``text`` is the sentence to show, None when within chance."""
 
     level: float
     coverage: float

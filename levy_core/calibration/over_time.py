@@ -81,7 +81,7 @@ def walk(calibrator: Calibrator, level: float, y: np.ndarray, mean: np.ndarray, 
     """ACI at ``level`` from ``calibrator``'s pooled split-conformal scores (and σ floor),
     walked over queries ``y, mean, spread`` (n,) in the order of their forecast ``origin``
     (n,); the queries of one origin form one step. With ``channels`` (n,), scores and σ are
-    each channel's calibrated ones (:func:`channel_sigma`): what a fit walks. Returns the
+    each channel's calibrated ones (`channel_sigma`): what a fit walks. Returns the
     state after the walk and the walk itself (bands in input order)."""
     conformal = calibrator.conformal
     if channels is None:
@@ -99,7 +99,7 @@ def fit_adaptive(calibrators: dict[str, Calibrator | None], frame: pd.DataFrame,
     """The post-walk ACI state of every method (``{"levy": …, "mc": …}``, keyed by level as
     text) over the test predictions ``frame`` (normalised columns, see
     ``levy_core.pipeline.predictive.METHODS``) whose forecast origins are ``origin`` (n,),
-    walked at step ``gamma`` (required: a fit passes :func:`origin_gamma` of its plan)."""
+    walked at step ``gamma`` (required: a fit passes `origin_gamma` of its plan)."""
     from_columns = {"levy": ("mean_norm", "spread_norm"), "mc": ("mc_mean_norm", "mc_std_norm")}
     out: dict[str, dict[str, AdaptiveConformal]] = {}
     y = frame["y_norm"].to_numpy(np.float64)
@@ -146,7 +146,7 @@ def rolling_coverage(pred: pd.DataFrame, *, window: int = 10) -> pd.DataFrame:
     """Coverage over time of each method's 90 % bands in a backtest frame (``evaluate``'s
     per-query frame on rolling origins: ``origin``, ``y_true`` and the original-unit
     ``lower_adaptive_90`` / ``lower_conf_90`` … columns): per test origin, oldest first, the
-    share of queries inside each band (:func:`levy_core.metrics.covered`) over the last
+    share of queries inside each band ([`levy_core.metrics.covered`][levy_core.metrics.covered]) over the last
     ``window`` origins.
 
     Returns columns ``origin, method, band, coverage, n_queries`` (one row per origin, method

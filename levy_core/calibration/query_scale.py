@@ -13,10 +13,10 @@ with ``a_c`` one intercept per channel (shrunk towards the pooled one); ``G`` an
 distance from the query to the nearest context observation of any channel and of its own
 channel (``log(1 + d/u)``, ``u`` the median distance on the fit set); ``N`` 1 where the
 channel was never observed in the context; ``L`` the nearest own value; ``S`` and ``Δ`` the
-log spread and log mean step of the channel's values in the series (:func:`query_context`).
+log spread and log mean step of the channel's values in the series ([`query_context`][levy_core.calibration.query_scale.query_context]).
 With ``a = 0``, ``β_E = β_D = 1`` and the rest 0 the map is ``σ̂`` itself. The coefficients
 are fitted by minimum CRPS of the Gaussian ``N(ŷ, s²)``, each channel and each series weighing
-alike (:func:`query_weights`), with a ridge towards that point whose strength is chosen on
+alike ([`query_weights`][levy_core.calibration.query_scale.query_weights]), with a ridge towards that point whose strength is chosen on
 held-out series (``inf``, σ̂'s own terms, wins unless a map does better on series it did not
 see).
 
@@ -72,7 +72,7 @@ def query_context(qry_time: np.ndarray, qry_channel: np.ndarray, qry_mask: np.nd
 
     Returns
     -------
-    dict of ndarray, shape (B, M) each, named as :data:`CONTEXT_COLUMNS`
+    dict of ndarray, shape (B, M) each, named as `CONTEXT_COLUMNS`
         ``gap_any`` / ``gap_channel``: hours to the nearest context observation of any channel /
         of the query's channel (``inf`` where there is none); ``near_value``: the value of that
         nearest own-channel observation; ``own_spread``: the standard deviation of the channel's
@@ -136,7 +136,7 @@ def _nearest_in_group(keys: np.ndarray, groups: np.ndarray, at: np.ndarray, at_g
 def query_features(evidence: np.ndarray, disagreement: np.ndarray, context: dict[str, np.ndarray],
                    unit: float) -> np.ndarray:
     """The map's design matrix, shape (n, len(FEATURES)): the evidence and disagreement terms
-    of ``log σ̂`` (n,) each, the context summaries of :func:`query_context` (1-D, n each) and the
+    of ``log σ̂`` (n,) each, the context summaries of [`query_context`][levy_core.calibration.query_scale.query_context] (1-D, n each) and the
     distance unit ``u`` (hours, > 0). A channel never observed in the series is flagged and
     takes the series' nearest distance, level 0 and the floor's spread."""
     gap_any, gap_channel = (np.asarray(context[k], np.float64) for k in ("gap_any", "gap_channel"))
@@ -154,14 +154,14 @@ def query_features(evidence: np.ndarray, disagreement: np.ndarray, context: dict
 
 @dataclass(frozen=True)
 class QueryScale:
-    """``log s(q) = a_c + Σ_j β_j x_j(q)`` over :data:`FEATURES` (module docstring).
+    """``log s(q) = a_c + Σ_j β_j x_j(q)`` over `FEATURES` (module docstring).
 
     Attributes
     ----------
     intercepts : tuple of float
         ``a_c``, one per channel of the model, in the model's channel order.
     coefficients : tuple of float
-        ``β`` in the order of :data:`FEATURES`.
+        ``β`` in the order of `FEATURES`.
     unit : float
         The distances' unit ``u``, hours.
     n_queries : int
@@ -191,14 +191,14 @@ class QueryScale:
 
     def log_spread(self, channel: np.ndarray, features: np.ndarray) -> np.ndarray:
         """``log s(q)``, shape (n,): ``channel`` (n,) the model's channel indices, ``features``
-        (n, len(FEATURES)) from :func:`query_features`."""
+        (n, len(FEATURES)) from [`query_features`][levy_core.calibration.query_scale.query_features]."""
         a = np.asarray(self.intercepts, np.float64)[np.asarray(channel, np.int64)]
         return a + np.asarray(features, np.float64) @ np.asarray(self.coefficients, np.float64)
 
     def spread(self, channel: np.ndarray, evidence: np.ndarray, disagreement: np.ndarray,
                context: dict[str, np.ndarray]) -> np.ndarray:
         """``s(q)`` at queries given as arrays of one shape (any: ``channel``, the two terms and
-        each of :data:`CONTEXT_COLUMNS` in ``context``), that shape; finite and > 0 wherever the
+        each of `CONTEXT_COLUMNS` in ``context``), that shape; finite and > 0 wherever the
         evidence and disagreement terms are finite."""
         shape = np.shape(evidence)
         x = query_features(np.ravel(evidence), np.ravel(disagreement),
@@ -256,7 +256,7 @@ def fit_query_scale(channel: np.ndarray, y: np.ndarray, mean: np.ndarray, eviden
                     disagreement: np.ndarray, context: dict[str, np.ndarray], *,
                     n_channels: int, series: Sequence[object] | np.ndarray | None = None) -> QueryScale | None:
     """The map of minimum CRPS on held-out queries, or None with fewer than
-    :data:`MIN_QUERIES` usable ones.
+    `MIN_QUERIES` usable ones.
 
     Parameters
     ----------
@@ -267,7 +267,7 @@ def fit_query_scale(channel: np.ndarray, y: np.ndarray, mean: np.ndarray, eviden
     evidence, disagreement : ndarray, shape (n,)
         The two terms of ``log σ̂`` at each query.
     context : dict of ndarray, shape (n,) each
-        :func:`query_context`'s summaries, named as :data:`CONTEXT_COLUMNS`.
+        [`query_context`][levy_core.calibration.query_scale.query_context]'s summaries, named as `CONTEXT_COLUMNS`.
     n_channels : int
     series : array-like, shape (n,), optional
         Each query's series: every series weighs alike in the fit (one long stay does not
@@ -358,7 +358,7 @@ def _solve(x: np.ndarray, error: np.ndarray, c: np.ndarray, code: np.ndarray, n_
 
 def _choose_ridge(x: np.ndarray, error: np.ndarray, c: np.ndarray, code: np.ndarray, n_channels: int) -> float:
     """The ridge's strength of least CRPS on held-out series: ``CV_FOLDS`` folds of whole
-    series, each strength of :data:`RIDGE_STRENGTHS` fitted on the others and scored on it
+    series, each strength of `RIDGE_STRENGTHS` fitted on the others and scored on it
     (each series weighing alike). ``inf`` (σ̂'s own terms, channel intercepts only) wins unless
     a map does better on series it did not see."""
     fold = np.random.default_rng(0).permutation(int(code.max()) + 1)[code] % CV_FOLDS

@@ -1,15 +1,15 @@
 """Weighted split conformal with recency weights, for bands that hold when the noise drifts.
 
-Split conformal (:mod:`levy_core.calibration.split_conformal`) needs exchangeable calibration
-and test points; one drifting series is not. :class:`RecencyWeightedConformal` weighs the
+Split conformal (`levy_core.calibration.split_conformal`) needs exchangeable calibration
+and test points; one drifting series is not. `RecencyWeightedConformal` weighs the
 calibration scores with recency weights ``w_i = decay^(n - i)`` (Barber, Candès, Ramdas &
 Tibshirani, "Conformal prediction beyond exchangeability", Ann. Statist. 2023, "nexCP"): old
 scores count less, so a quantile fitted before a jump in the noise follows the recent scores.
 Its companion for the same case is adaptive conformal inference
-(:mod:`levy_core.calibration.adaptive`).
+(`levy_core.calibration.adaptive`).
 
-Scores and floors follow :mod:`levy_core.calibration.scores` (see
-:func:`~levy_core.calibration.scores.normalised_scores`).
+Scores and floors follow `levy_core.calibration.scores` (see
+`normalised_scores`).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class RecencyWeightedConformal:
     band is ``ŷ -+ q max(σ, floor)`` with ``q`` the level quantile of
     ``sum_i w̃_i δ_{s_i} + w̃_{n+1} δ_{+inf}``, ``w̃_i = w_i / (w_1 + ... + w_n + 1)``,
     ``w̃_{n+1} = 1 / (w_1 + ... + w_n + 1)`` (their nexCP split-conformal formula; see
-    :func:`weighted_quantile`). ``decay = 1`` is split conformal (``SplitConformal``
+    [`weighted_quantile`][levy_core.calibration.scores.weighted_quantile]). ``decay = 1`` is split conformal (``SplitConformal``
     pooled); ``decay < 1`` keeps an effective memory of about ``1 / (1 - decay)`` scores.
 
     Coverage without exchangeability (their Theorem 2, fixed weights and a fitted model
@@ -68,7 +68,7 @@ class RecencyWeightedConformal:
     Parameters
     ----------
     level : float, default 0.9
-        Target coverage in (0, 1), the default of :meth:`predict_interval`.
+        Target coverage in (0, 1), the default of [`predict_interval`][levy_core.calibration.recency.RecencyWeightedConformal.predict_interval].
     decay : float, default 0.99
         In (0, 1]; 1 gives equal weights.
 
@@ -90,7 +90,7 @@ class RecencyWeightedConformal:
 
     @property
     def is_fitted(self) -> bool:
-        """Whether :meth:`conformalize` has been called (or the state loaded)."""
+        """Whether [`conformalize`][levy_core.calibration.recency.RecencyWeightedConformal.conformalize] has been called (or the state loaded)."""
         return self._scores is not None
 
     def _require_fitted(self) -> FloatArray:
@@ -106,7 +106,7 @@ class RecencyWeightedConformal:
 
     @property
     def weights_(self) -> FloatArray:
-        """Recency weights ``decay^(n - i)``, shape (n,), aligned with :attr:`scores_`."""
+        """Recency weights ``decay^(n - i)``, shape (n,), aligned with [`scores_`][levy_core.calibration.recency.RecencyWeightedConformal.scores_]."""
         n = self._require_fitted().size
         return self.decay ** np.arange(n - 1, -1, -1, dtype=np.float64)
 
@@ -149,7 +149,7 @@ class RecencyWeightedConformal:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RecencyWeightedConformal:
-        """Rebuild from :meth:`to_dict` output; ValueError naming the key on malformed input."""
+        """Rebuild from [`to_dict`][levy_core.calibration.recency.RecencyWeightedConformal.to_dict] output; ValueError naming the key on malformed input."""
         owner = "RecencyWeightedConformal"
         data = saved_checks.check_state(data, owner)
         saved_checks.check_keys(data, {"type", "version", "level", "decay", "sigma_floor", "scores"}, owner)

@@ -19,7 +19,7 @@ from levy_core.metrics.checks import FloatArray, as_1d
 __all__ = ["FORMAT_VERSION", "check_keys", "check_state", "saved_float", "saved_group_scores", "saved_level",
            "saved_optional_floor", "saved_scores", "saved_time_scores", "saved_value"]
 
-#: Format version written by every ``to_dict`` of the calibration steps (:mod:`levy_core.calibration`).
+#: Format version written by every ``to_dict`` of the calibration steps ([`levy_core.calibration`][levy_core.calibration]).
 FORMAT_VERSION = 1
 
 
@@ -67,7 +67,7 @@ def saved_scores(values: Any, name: str) -> FloatArray:
 
 def saved_group_scores(groups: Any) -> dict[str, FloatArray]:
     """Saved per-group scores: a non-empty mapping of label to scores (each as in
-    :func:`saved_scores`), keys as strings."""
+    `saved_scores`), keys as strings."""
     if not isinstance(groups, dict) or not groups:
         raise ValueError("saved 'group_scores' must be a non-empty mapping of group to scores")
     return {str(g): saved_scores(v, f"group_scores[{g!r}]") for g, v in groups.items()}

@@ -1,11 +1,11 @@
 """The scaled Gaussian predictive ``y ~ N(ŷ, (c σ̂)^2)``: one global scale ``c`` (and one per group).
 
 ``sigma`` (the operator's RMS deviation ``σ̂``) is not yet a calibrated predictive spread;
-:class:`ScaledGaussian` fits the scale ``c`` that makes it one, on a held-out calibration
+`ScaledGaussian` fits the scale ``c`` that makes it one, on a held-out calibration
 split (see ``docs/levy-math.md``): ``c`` of minimum CRPS
-(:mod:`levy_core.metrics.crps_scale`; ``estimator="mle"``: the closed-form MLE
+(`levy_core.metrics.crps_scale`; ``estimator="mle"``: the closed-form MLE
 ``c = sqrt(mean((y - ŷ)^2 / σ̂^2))``, which the largest errors rule). ``σ̂`` is floored
-as every calibration step floors it (:mod:`levy_core.calibration.scores`). With ``groups``
+as every calibration step floors it (`levy_core.calibration.scores`). With ``groups``
 (e.g. each query's channel) each group also gets its own scale, shrunk towards the global
 one.
 """
@@ -42,14 +42,14 @@ class ScaledGaussian:
         module docstring).
     estimator : {"crps", "mle"}, default "crps"
         How ``c`` is fitted: the minimum CRPS over the calibration points (the score the
-        predictive is judged by; :func:`~levy_core.metrics.crps_scale.crps_scale`), or
+        predictive is judged by; `crps_scale`), or
         the Gaussian maximum likelihood ``c² = mean(r²)``.
 
     Attributes
     ----------
     scale_ : float
         The fitted ``c``. 0 only if every calibration error is 0 (``"crps"``: or too
-        many of them, see :mod:`~levy_core.metrics.crps_scale`).
+        many of them, see `crps_scale`).
     sigma_floor_ : float
         Absolute sigma floor used in ``fit`` and at prediction.
     n_calibration_ : int
@@ -76,7 +76,7 @@ class ScaledGaussian:
 
     @property
     def is_fitted(self) -> bool:
-        """Whether :meth:`fit` has been called (or the state loaded)."""
+        """Whether [`fit`][levy_core.calibration.scaled_gaussian.ScaledGaussian.fit] has been called (or the state loaded)."""
         return self.scale_ is not None
 
     def _require_fitted(self) -> tuple[float, float]:
@@ -192,7 +192,7 @@ class ScaledGaussian:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScaledGaussian:
-        """Rebuild a fitted instance from :meth:`to_dict` output."""
+        """Rebuild a fitted instance from [`to_dict`][levy_core.calibration.scaled_gaussian.ScaledGaussian.to_dict] output."""
         data = saved_checks.check_state(data, "ScaledGaussian")
         estimator = data.get("estimator", "mle")  # states saved before minimum-CRPS scales hold MLE ones
         if estimator not in ("crps", "mle"):

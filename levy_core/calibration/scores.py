@@ -1,11 +1,11 @@
 """The normalised score every conformal step of the band ranks: ``|y - ŷ| / max(σ, floor)``.
 
-Split conformal (:mod:`levy_core.calibration.split_conformal`), adaptive conformal
-(:mod:`levy_core.calibration.adaptive`) and recency-weighted conformal
-(:mod:`levy_core.calibration.recency`) all take quantiles of calibration scores of that one
+Split conformal (`levy_core.calibration.split_conformal`), adaptive conformal
+(`levy_core.calibration.adaptive`) and recency-weighted conformal
+(`levy_core.calibration.recency`) all take quantiles of calibration scores of that one
 shape. This module holds what they share: the floor on ``σ``, the rank of the conformal
 quantile (``k = ceil((n + 1) level)`` with a ``1e-12`` relative slack against binary
-rounding of decimal levels), the weighted quantile of nexCP, and :class:`NotFittedError`,
+rounding of decimal levels), the weighted quantile of nexCP, and `NotFittedError`,
 which every calibration step raises when used before it is fitted.
 
 Zero sigma: a point with ``σ̂ = 0`` would give an infinite normalised score
@@ -78,13 +78,13 @@ def conformal_rank(n: int, level: float) -> int:
 
     ``k > n`` means the quantile is ``+inf`` (too few scores for that level). ``(n + 1)
     level`` is taken with a ``1e-12`` relative slack before the ceiling, exactly as
-    :meth:`levy_core.calibration.split_conformal.SplitConformal.quantile`.
+    `levy_core.calibration.split_conformal.SplitConformal.quantile`.
     """
     return unchecked_rank(checks.check_positive_int(n, "n"), checks.check_level(level))
 
 
 def unchecked_rank(n: int, p: float) -> int:
-    """:func:`conformal_rank` unchecked; ``p`` may round to 1.0 (``1 - α_t``, tiny ``α_t``)."""
+    """[`conformal_rank`][levy_core.calibration.scores.conformal_rank] unchecked; ``p`` may round to 1.0 (``1 - α_t``, tiny ``α_t``)."""
     x = (n + 1) * p
     return max(1, math.ceil(x - _CEIL_REL_TOL * x))
 
@@ -108,7 +108,7 @@ def normalised_scores(
 
     ``y_true``, ``mean``, ``sigma`` (shape (n,)): targets, predicted means, raw spreads
     ``>= 0`` (calibration: in time order). ``sigma_floor`` defaults to
-    :func:`relative_sigma_floor` of ``sigma`` with ``rel_floor``. Returns the scores, shape
+    [`relative_sigma_floor`][levy_core.calibration.scores.relative_sigma_floor] of ``sigma`` with ``rel_floor``. Returns the scores, shape
     (n,), and the floor used: pass it to ``conformalize`` so later ``σ`` get the same floor.
     """
     y, mu, s = checks.check_gaussian(y_true, mean, sigma)
@@ -124,7 +124,7 @@ def weighted_quantile(scores: ArrayLike, weights: ArrayLike, level: float, *,
     ``w̃_i = w_i / (sum_j w_j + test_weight)`` and ``w̃_{n+1} = test_weight / (sum_j w_j +
     test_weight)``: the test point's own mass sits at ``+inf``. The result is the smallest
     score ``s`` with ``sum_{i: s_i <= s} w_i >= level * (sum_j w_j + test_weight)`` (the
-    right side with the ``1e-12`` relative slack of :func:`conformal_rank`), ``+inf`` if no
+    right side with the ``1e-12`` relative slack of [`conformal_rank`][levy_core.calibration.scores.conformal_rank]), ``+inf`` if no
     score reaches it. With every weight 1 this is the ``ceil((n + 1) level)``-th smallest
     score: split conformal's quantile. ``scores`` (n,): finite, any order; ``weights`` (n,):
     finite, ``>= 0``, aligned; ``level`` in (0, 1); ``test_weight > 0``. Returns a float.

@@ -3,7 +3,7 @@
 For exchangeable calibration and test points the band ``ŷ -+ q σ̂`` covers with probability
 ``>= level`` at every level, where ``q`` is the ``ceil((n+1) level)``-th smallest
 calibration score (infinite band when that index exceeds ``n``). ``σ̂`` is floored as every
-calibration step floors it (:mod:`levy_core.calibration.scores`).
+calibration step floors it (`levy_core.calibration.scores`).
 
 Per-group ("Mondrian") conformal: pass ``groups`` (e.g. each query's channel) to
 ``conformalize`` and the quantile is taken among the calibration scores of the
@@ -80,7 +80,7 @@ class SplitConformal:
 
     @property
     def is_fitted(self) -> bool:
-        """Whether :meth:`conformalize` has been called (or the state loaded)."""
+        """Whether [`conformalize`][levy_core.calibration.split_conformal.SplitConformal.conformalize] has been called (or the state loaded)."""
         return self.scores_ is not None
 
     @property
@@ -186,7 +186,7 @@ class SplitConformal:
         ----------
         mean, sigma : array-like, shape (n,)
             Test predictions; ``sigma`` on the same scale as in
-            :meth:`conformalize`.
+            [`conformalize`][levy_core.calibration.split_conformal.SplitConformal.conformalize].
         level : float
             Target coverage in (0, 1); no refitting needed to change it.
         groups : array-like, shape (n,), optional
@@ -230,7 +230,7 @@ class SplitConformal:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SplitConformal:
-        """Rebuild a conformalized instance from :meth:`to_dict` output."""
+        """Rebuild a conformalized instance from [`to_dict`][levy_core.calibration.split_conformal.SplitConformal.to_dict] output."""
         data = saved_checks.check_state(data, "SplitConformal")
         obj = cls(rel_floor=saved_checks.saved_float(data, "rel_floor"),
                   min_group_size=int(data.get("min_group_size", DEFAULT_MIN_GROUP_SIZE)))

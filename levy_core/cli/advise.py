@@ -1,8 +1,8 @@
 """``levy advise MODEL DATA``: which measurement would narrow the band most (issue 26).
 
-Wired into :mod:`levy_core.cli.main` by :func:`add_advise_command`; errors reach ``cli.main``,
+Wired into `levy_core.cli.main` by `add_advise_command`; errors reach ``cli.main``,
 which prints ``error: …`` and exits 2. The table is written atomically
-(:class:`~levy_core.serving.table_writer.TableWriter`); a plain-words line per top suggestion goes
+(`TableWriter`); a plain-words line per top suggestion goes
 to stdout.
 """
 
@@ -55,7 +55,7 @@ def _names(text: str | None) -> list[str] | None:
 
 
 def advice_table(advice: Advice, obs: Observations) -> pd.DataFrame:
-    """:meth:`Advice.to_frame` in the user's clock (``time``: date-times or the data's unit)."""
+    """`Advice.to_frame` in the user's clock (``time``: date-times or the data's unit)."""
     frame = advice.to_frame().rename(columns={"ahead": "ahead_hours"})
     frame["time"] = to_user_time(frame["series_id"], frame["time"], obs).to_numpy()
     return frame[ADVICE_COLUMNS]

@@ -48,7 +48,7 @@ def add_column_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_model_and_data(parser: argparse.ArgumentParser) -> None:
-    """MODEL DATA and how DATA is read (:func:`add_data`)."""
+    """MODEL DATA and how DATA is read (`add_data`)."""
     parser.add_argument("model", help="model directory written by `levy fit`")
     add_data(parser)
 

@@ -1,7 +1,7 @@
 """``levy fit DATA --out MODEL``: train the Lévy model (and its twin), calibrate, save.
 
 The columns (``--id``, ``--time``, ``--value``/``--channel`` or ``--channels``), the time
-unit and the date options are recorded in ``model.json`` (:class:`~levy_core.data.RecordedReading`)
+unit and the date options are recorded in ``model.json`` ([`RecordedReading`][levy_core.data.RecordedReading])
 and reused by every later command.
 """
 
@@ -87,12 +87,13 @@ def in_unit(hours: float, unit: str) -> str:
 
 def run_fit(args: argparse.Namespace) -> int:
     """The ``fit`` subcommand."""
-    from levy_core.episodes.tasks import TaskConfig
+    from levy_core.episodes.tasks import TaskConfig, cutoff_fraction_of
     from levy_core.episodes.transforms import parse_transform
     from levy_core.pipeline.modelfile import check_save_target, file_sha256
     from levy_core.training.train import TrainConfig
 
     transform = parse_transform(args.transform)  # ValueError naming a bad kind, before any work
+    fraction = cutoff_fraction_of(args.cutoff)  # "auto", "60%": each series' own cut-off (a bad share: refused now)
     refuse_overwriting(args, out=args.out)
     options = read_options(args)  # bad column names, --dayfirst with --date-format: before the fit
     check_save_target(args.out)  # a link, a file, a folder that is not a model: refused before the fit
@@ -104,7 +105,8 @@ def run_fit(args: argparse.Namespace) -> int:
     horizon = parse_duration(args.horizon, unit) if args.horizon else None
     season = {"auto": None, "none": 0.0}.get(args.season.lower()) if args.season.lower() in ("auto", "none") \
         else parse_duration(args.season, unit)
-    task = TaskConfig(args.task, cutoff=cutoff_hours(args.cutoff, unit), horizon=horizon, season=season)
+    task = TaskConfig(args.task, cutoff=None if fraction is not None else cutoff_hours(args.cutoff, unit),
+                      horizon=horizon, season=season, cutoff_fraction=fraction)
     train = TrainConfig(epochs=args.epochs, seed=args.seed, max_seconds=args.max_seconds)
     t0 = time.perf_counter()
     fitted = pipeline.fit(obs, task=task, train=train, size=args.size, train_twin=not args.no_twin,
@@ -117,7 +119,7 @@ def run_fit(args: argparse.Namespace) -> int:
           f"split {fitted.split.mode} "
           f"({tr['n_series']['train']}/{tr['n_series']['stopping']}/{tr['n_series']['calibration']}/"
           f"{tr['n_series']['test']} train/early-stopping/calibration/test series), task {fitted.task.kind}"
-          + (f" (cut-off {in_unit(fitted.task.cutoff, unit)})" if fitted.task.kind == "forecast" else "")
+          + (f" (cut-off {fitted.task.cutoff_text(lambda h: in_unit(h, unit))})" if fitted.task.kind == "forecast" else "")
           + f", calibration scale c = {fitted.levy_calibration.scale_:.3g}; saved to {out}", file=sys.stderr)
     print(f"offset: {fitted.offset_description()}", file=sys.stderr)
     print(f"transform: {fitted.scaler.transform_note()}", file=sys.stderr)
@@ -135,9 +137,11 @@ def add_fit_command(sub: argparse._SubParsersAction) -> None:
     add_data(f)
     f.add_argument("--out", required=True, help="model directory to write")
     f.add_argument("--task", choices=["forecast", "interpolate"], default="forecast")
-    f.add_argument("--cutoff", default=None, help="forecast: history ends here, a bare number in the data's time "
-                   "unit (hours since each series' first observation for date-time data) or with a unit, e.g. 24h, "
-                   "730d, 2y (default: the median series midpoint, rounded)")
+    f.add_argument("--cutoff", default=None, help="forecast: history ends here: one time for every series, a bare "
+                   "number in the data's time unit (hours since each series' first observation for date-time data) or "
+                   "with a unit, e.g. 24h, 730d, 2y; or each series' own, a share of its span, e.g. 60%%, or auto "
+                   "(50%%) (default: the median series midpoint, rounded; on a panel where it would leave series out "
+                   "that their own midpoints keep in, each series' own midpoint)")
     f.add_argument("--horizon", default=None, help="forecast: how far ahead to predict after the cut-off (few "
                    "series: after each forecast origin), e.g. 36h, 2w, 5y; a bare number is in the data's unit")
     f.add_argument("--season", default="auto", help="few series: the seasonal offset's period (e.g. 24h, 1y), "

@@ -34,7 +34,7 @@ def column_names(args: argparse.Namespace) -> ColumnNames:
 def read_options(args: argparse.Namespace, recorded: RecordedReading | None = None) -> ReadOptions:
     """How this command reads its data: its options over what the fit recorded (``recorded``;
     None: a model saved before it was recorded, or ``levy fit``). A ``--time-unit`` other than
-    the fit's is refused by name (:class:`~levy_core.data.recorded.TimeUnitConflict`)."""
+    the fit's is refused by name (`TimeUnitConflict`)."""
     opts = dates(args)
     if recorded is None:
         return ReadOptions(column_names(args), args.time_unit or "hours", **opts)

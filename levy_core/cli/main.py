@@ -1,8 +1,8 @@
 """``levy``: fit, predict, evaluate, rank and the dashboard from the command line.
 
-Each subcommand lives in its own module (:mod:`levy_core.cli.fit`, ``predict``, ``evaluate``,
+Each subcommand lives in its own module (`levy_core.cli.fit`, ``predict``, ``evaluate``,
 ``rank``, ``advise``, ``watch``, ``server``); their shared options in
-:mod:`levy_core.cli.arguments` and how they read their inputs in :mod:`levy_core.cli.inputs`.
+`levy_core.cli.arguments` and how they read their inputs in `levy_core.cli.inputs`.
 Every parser is built with ``allow_abbrev=False``: an option is read only when written in full
 (``--time`` is never taken for ``--time-unit``).
 

@@ -1,6 +1,6 @@
 """``levy predict MODEL DATA --out PRED``: predictions with σ̂ and bands on a grid, past each
 series' end (``--horizon``) or at given queries, in the user's ids and clock; DATA read as the fit
-read its data (its columns, time unit and dates: :class:`~levy_core.data.RecordedReading`) unless
+read its data (its columns, time unit and dates: [`RecordedReading`][levy_core.data.RecordedReading]) unless
 told otherwise."""
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def run_predict(args: argparse.Namespace) -> int:
 
 def _prediction_table(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Observations,
                       levels: list[float], options: ReadOptions) -> pd.DataFrame:
-    """The rows ``levy predict`` writes for ``obs`` (:func:`_prediction_rows`), refused when a
+    """The rows ``levy predict`` writes for ``obs`` (`_prediction_rows`), refused when a
     band is infinite (a level the calibration split has too few scores for)."""
     table = _prediction_rows(args, fitted, obs, levels, options)
     refuse_infinite_bands(table, fitted, levels)

@@ -111,7 +111,7 @@ def streamlit_command(port: int, *, headless: bool = True, host: str = "localhos
     ``host`` is the address Streamlit listens on (``--server.address``): ``localhost`` by
     default, so only this machine can reach the app; ``0.0.0.0`` opens it to every network
     interface, that is to anyone who can reach the port, with no authentication. The
-    :data:`DASHBOARD_SETTINGS` follow as flags (the upload cap, errors shown by type only,
+    `DASHBOARD_SETTINGS` follow as flags (the upload cap, errors shown by type only,
     the theme): the command needs no particular working directory."""
     settings = [part for name, value in DASHBOARD_SETTINGS.items() for part in (f"--{name}", value)]
     return [sys.executable, "-m", "levy_dashboard.serve", "run", str(dashboard_app()),

@@ -1,12 +1,12 @@
 """``levy watch MODEL DATA --alpha 0.01 --out FLAGS.csv``: a replay that flags surprises (issue 26).
 
 Every observation of DATA is scored against the band the model issued from the observations
-before it in its series (:func:`levy_core.decisions.watch.iter_watch`), chunk of whole series by
+before it in its series ([`levy_core.decisions.watch.iter_watch`][levy_core.decisions.watch.iter_watch]), chunk of whole series by
 chunk, with a tqdm bar of series on stderr; the scored rows (or, with ``--only-flagged``,
-the flagged ones) go to ``--out`` atomically (:class:`~levy_core.serving.table_writer.TableWriter`
-through :func:`levy_core.serving.chunked.predict_file`). The last line says the flag rate against
-the nominal α with its between-series window. Wired into :mod:`levy_core.cli.main` by
-:func:`add_watch_command`; errors reach ``cli.main`` (``error: …``, exit 2).
+the flagged ones) go to ``--out`` atomically (`TableWriter`
+through [`levy_core.serving.chunked.predict_file`][levy_core.serving.chunked.predict_file]). The last line says the flag rate against
+the nominal α with its between-series window. Wired into `levy_core.cli.main` by
+`add_watch_command`; errors reach ``cli.main`` (``error: …``, exit 2).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Reading irregularly sampled, multichannel time series from CSV.
 
-The data layer turns a user's CSV (or a :class:`pandas.DataFrame`) into
-:class:`Observations`: one long table with exactly the columns ``series_id`` (str),
+The data layer turns a user's CSV (or a `pandas.DataFrame`) into
+[`Observations`][levy_core.data.Observations]: one long table with exactly the columns ``series_id`` (str),
 ``channel`` (str), ``time`` (float64, hours) and ``value`` (float64), sorted by
 ``(series_id, time, channel)``.
 
@@ -13,8 +13,8 @@ Two layouts are understood:
   numeric column per channel; blank cells are unobserved.
 
 Column names are matched case-insensitively against common aliases (see
-:data:`TIME_ALIASES` and friends); :func:`detect_mapping` shows what was found and a
-:class:`ColumnMapping` passed explicitly overrides it.
+`TIME_ALIASES` and friends); [`detect_mapping`][levy_core.data.detect_mapping] shows what was found and a
+[`ColumnMapping`][levy_core.data.ColumnMapping] passed explicitly overrides it.
 
 Time
 ----
@@ -23,15 +23,15 @@ Time
 * Elapsed clock times ``HH:MM`` or ``HH:MM:SS`` (e.g. PhysioNet's raw "47:30") are read
   as hours since zero.
 * Date-times (ISO 8601 with or without a time-zone offset, mixed precision, mixed
-  offsets; anything else :func:`pandas.to_datetime` understands) are converted to UTC
+  offsets; anything else `pandas.to_datetime` understands) are converted to UTC
   (times without an offset are taken as UTC) and then to hours since each series' first
   observation; the first observation of each series is kept in
-  :attr:`LoadReport.time_origin`.
+  `LoadReport.time_origin`.
 
-Every user mistake raises :class:`DataError` (a :class:`ValueError`) whose message names
+Every user mistake raises [`DataError`][levy_core.data.DataError] (a `ValueError`) whose message names
 the column, the first offending CSV lines (header = line 1, as a spreadsheet shows them)
 and what to do. Blank values are not mistakes: they are dropped and counted in the
-:class:`LoadReport`, as are exact duplicates of ``(series, channel, time)``, which are
+[`LoadReport`][levy_core.data.LoadReport], as are exact duplicates of ``(series, channel, time)``, which are
 averaged. A column that the header names twice is refused when the mapping uses it.
 
 Separators and decimal marks
@@ -41,39 +41,39 @@ semicolon or tab separated file, numbers written with decimal commas (``0,5;1,25
 CSV a spreadsheet writes where the decimal mark is a comma) are read as 0.5 and 1.25;
 a file that mixes decimal commas with decimal points is refused ("decimal commas and
 decimal points mixed"), and so are decimal commas in a comma-separated file, never
-read as anything else (see :mod:`levy_core.data.decimals`).
+read as anything else (see `levy_core.data.decimals`).
 
 Limits
 ------
 Hostile or mistaken input costs bounded time and memory and gets a message:
 
-* gzip is unpacked as a stream and refused past :data:`MAX_DECOMPRESSED_BYTES` (200 MB);
-* before parsing: at most :data:`MAX_COLUMNS` header fields, lines of at most
-  :data:`MAX_LINE_CHARS` characters and :data:`MAX_CELLS` cells (rows × fields);
-* at most :data:`MAX_ROWS` observations: rows of a long table, rows × channel columns
+* gzip is unpacked as a stream and refused past [`MAX_DECOMPRESSED_BYTES`][levy_core.data.MAX_DECOMPRESSED_BYTES] (200 MB);
+* before parsing: at most [`MAX_COLUMNS`][levy_core.data.MAX_COLUMNS] header fields, lines of at most
+  [`MAX_LINE_CHARS`][levy_core.data.MAX_LINE_CHARS] characters and [`MAX_CELLS`][levy_core.data.MAX_CELLS] cells (rows × fields);
+* at most [`MAX_ROWS`][levy_core.data.MAX_ROWS] observations: rows of a long table, rows × channel columns
   of a wide one;
-* values within ``±``:data:`MAX_ABS_VALUE` (3.4e38, float32's range; their squares, summed over every
+* values within ``±``[`MAX_ABS_VALUE`][levy_core.data.MAX_ABS_VALUE] (3.4e38, float32's range; their squares, summed over every
   observation, stay finite), and times that the model's 32-bit arithmetic can resolve
-  at the series' spacing (see :mod:`levy_core.data.ranges`).
+  at the series' spacing (see `levy_core.data.ranges`).
 
 The user's own clock
 --------------------
-:attr:`LoadReport.input_time_unit` keeps the input's unit ("hours", "minutes", "seconds",
-"days", or "datetime") and :attr:`LoadReport.input_has_offsets` whether date-times carried
-time-zone offsets. :mod:`levy_core.data.clock` reads durations (:func:`parse_duration`:
+`LoadReport.input_time_unit` keeps the input's unit ("hours", "minutes", "seconds",
+"days", or "datetime") and `LoadReport.input_has_offsets` whether date-times carried
+time-zone offsets. `levy_core.data.clock` reads durations ([`parse_duration`][levy_core.data.parse_duration]:
 "36h", "2 weeks", or a bare number in the data's unit) and query tables
-(:func:`read_queries`: date-times, or numbers in the data's unit) into hours, and writes
-hours back in the user's clock (:func:`to_user_time`, :func:`user_time_label`).
+([`read_queries`][levy_core.data.read_queries]: date-times, or numbers in the data's unit) into hours, and writes
+hours back in the user's clock ([`to_user_time`][levy_core.data.to_user_time], [`user_time_label`][levy_core.data.user_time_label]).
 
-:func:`preview_table` reads the first rows of an upload through the same decoding, with
+[`preview_table`][levy_core.data.preview_table] reads the first rows of an upload through the same decoding, with
 the cells left as text, for choosing a column mapping before the data are read.
 
 The package's modules, in the order the data pass through them: ``decode`` (bytes to
 text), ``reading`` (text to a table; the samples), ``decimals`` (decimal commas),
 ``columns`` (the mapping), ``cells`` and ``times`` (parsing cells), ``frame``
-(:func:`from_frame`), ``ranges`` (values and times too large), ``observations`` (the
+([`from_frame`][levy_core.data.from_frame]), ``ranges`` (values and times too large), ``observations`` (the
 result), ``clock`` (the user's clock, both ways); ``messages`` and ``errors`` serve
-them all. :class:`ChannelScaler` lives in :mod:`levy_core.episodes.scaling` and is re-exported
+them all. `ChannelScaler` lives in `levy_core.episodes.scaling` and is re-exported
 here for existing imports.
 """
 

@@ -29,7 +29,7 @@ class ParsedNumbers(NamedTuple):
 
 
 def missing_mask(col: pd.Series) -> np.ndarray:
-    """True where a value cell is empty: NaN/None or a token of :data:`MISSING_TOKENS`."""
+    """True where a value cell is empty: NaN/None or a token of `MISSING_TOKENS`."""
     isna = col.isna().to_numpy()
     if (
         pd.api.types.is_numeric_dtype(col)
@@ -48,7 +48,7 @@ def missing_mask(col: pd.Series) -> np.ndarray:
 def blank_mask(col: pd.Series) -> np.ndarray:
     """True where an id cell is empty: NaN/None or blank text.
 
-    Unlike :func:`missing_mask`, tokens such as ``"NA"`` count as names here (sodium).
+    Unlike `missing_mask`, tokens such as ``"NA"`` count as names here (sodium).
     """
     isna = col.isna().to_numpy()
     if pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col):
@@ -113,7 +113,7 @@ def _read_exactly(col: pd.Series, values: np.ndarray) -> None:
 
 
 def _parse_text_numbers(col: pd.Series) -> ParsedNumbers:
-    """:func:`parse_numbers` for a column of text (or mixed objects)."""
+    """`parse_numbers` for a column of text (or mixed objects)."""
     parsed = pd.to_numeric(col, errors="coerce")
     values = np.array(parsed.to_numpy(dtype="float64", na_value=np.nan))  # writable copy
     nan = np.isnan(values)

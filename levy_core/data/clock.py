@@ -1,21 +1,21 @@
 """The user's own clock: durations, query times read in, result times written out.
 
-:attr:`Observations.frame` keeps time in hours: numbers converted from the input's unit,
+`Observations.frame` keeps time in hours: numbers converted from the input's unit,
 date-times as hours since each series' first observation
-(:attr:`LoadReport.time_origin`). People think in their own clock, so this module
+(`LoadReport.time_origin`). People think in their own clock, so this module
 translates both ways:
 
-* :func:`parse_duration` -- a horizon or a gap such as ``"36h"``, ``"2 weeks"`` or a bare
+* [`parse_duration`][levy_core.data.parse_duration] -- a horizon or a gap such as ``"36h"``, ``"2 weeks"`` or a bare
   number in the data's own unit, to hours;
-* :func:`read_queries` -- a table of (series, channel, time) to forecast at, the times in
+* [`read_queries`][levy_core.data.read_queries] -- a table of (series, channel, time) to forecast at, the times in
   the data's own clock (date-times for date-time data, numbers in the input unit
   otherwise), to hours on the frame's clock;
-* :func:`to_user_time` and :func:`user_time_label` -- hours back to the user's clock
+* [`to_user_time`][levy_core.data.to_user_time] and [`user_time_label`][levy_core.data.user_time_label] -- hours back to the user's clock
   (UTC date-times, or numbers in the input unit) and an axis title for them.
 
-The unit factors are :data:`~levy_core.data.times.TIME_UNITS`, the ones
-:func:`~levy_core.data.read_csv` converts with; date-times are read as
-:func:`~levy_core.data.read_csv` reads them (ISO 8601 or anything pandas understands, no
+The unit factors are `TIME_UNITS`, the ones
+[`read_csv`][levy_core.data.read_csv] converts with; date-times are read as
+[`read_csv`][levy_core.data.read_csv] reads them (ISO 8601 or anything pandas understands, no
 offset meaning UTC).
 """
 
@@ -60,10 +60,10 @@ DURATION_UNITS: dict[str, float] = {
     "mo": DAYS_PER_YEAR / 12 * TIME_UNITS["days"],
     "y": DAYS_PER_YEAR * TIME_UNITS["days"],
 }
-"""Unit suffix accepted by :func:`parse_duration` -> its length in hours."""
+"""Unit suffix accepted by [`parse_duration`][levy_core.data.parse_duration] -> its length in hours."""
 
 MAX_DATETIME_HOURS = 1e8
-"""Largest distance (hours) from a series' start that :func:`to_user_time` writes as a
+"""Largest distance (hours) from a series' start that [`to_user_time`][levy_core.data.to_user_time] writes as a
 date-time; beyond it a time is surely a mistake (and pandas date-times would overflow)."""
 
 _UNIT_NAMES: dict[str, str] = {
@@ -98,14 +98,14 @@ def user_time_unit(obs: Observations) -> str:
     -------
     str
         "datetime" when the data had date-times (the report has a ``time_origin``),
-        otherwise :attr:`LoadReport.input_time_unit`, a key of
-        :data:`~levy_core.data.TIME_UNITS`.
+        otherwise `LoadReport.input_time_unit`, a key of
+        [`TIME_UNITS`][levy_core.data.TIME_UNITS].
 
     Raises
     ------
     DataError
         A report that says "datetime" without a time origin, or an unknown unit (an
-        :class:`Observations` built by hand: read data with ``read_csv``/``from_frame``).
+        [`Observations`][levy_core.data.Observations] built by hand: read data with ``read_csv``/``from_frame``).
     """
     report = obs.report
     if report.time_origin is not None:
@@ -140,7 +140,7 @@ def user_time_label(obs: Observations) -> str:
 # --------------------------------------------------------------------------------------
 def duration_text(hours: float, sep: str = "", *, at_least: bool = False) -> str:
     """A duration in the largest unit that keeps it readable ("36h", "2.5d"; ``sep=" "`` for
-    prose), to three significant digits; :func:`parse_duration` reads it back (``at_least``:
+    prose), to three significant digits; [`parse_duration`][levy_core.data.parse_duration] reads it back (``at_least``:
     rounded up, so that it reads back as no shorter: a horizon to refit with)."""
     h = float(hours)
     if not np.isfinite(h) or h <= 0:
@@ -166,12 +166,12 @@ def parse_duration(text: str | float, input_time_unit: str) -> float:
     text : str or float
         A number with a unit: ``"36h"``, ``"36 hours"``, ``"2.5 d"``, ``"2 weeks"``,
         ``"5 years"`` (units, case-insensitive: s, min, h, d, w, mo, y, or their long
-        forms; a month is a twelfth of :data:`DAYS_PER_YEAR` days, a year
-        :data:`DAYS_PER_YEAR` days); or a bare number (or ``"36"``) in the data's own
+        forms; a month is a twelfth of [`DAYS_PER_YEAR`][levy_core.data.DAYS_PER_YEAR] days, a year
+        [`DAYS_PER_YEAR`][levy_core.data.DAYS_PER_YEAR] days); or a bare number (or ``"36"``) in the data's own
         unit.
     input_time_unit : str
-        The data's unit (:attr:`LoadReport.input_time_unit`, or :func:`user_time_unit`):
-        a key of :data:`~levy_core.data.TIME_UNITS`, or "datetime", for which a bare
+        The data's unit (`LoadReport.input_time_unit`, or [`user_time_unit`][levy_core.data.user_time_unit]):
+        a key of [`TIME_UNITS`][levy_core.data.TIME_UNITS], or "datetime", for which a bare
         number is refused (its unit would be a guess).
 
     Returns
@@ -264,7 +264,7 @@ def _positive_hours(value: float, hours_per_unit: float, text: str | float) -> f
 # --------------------------------------------------------------------------------------
 def to_user_time(series_id: ArrayLike, hours: ArrayLike, obs: Observations) -> pd.Series:
     """Hours on the frame's clock back to the user's clock (the inverse of
-    :func:`read_queries`).
+    [`read_queries`][levy_core.data.read_queries]).
 
     Parameters
     ----------
@@ -272,7 +272,7 @@ def to_user_time(series_id: ArrayLike, hours: ArrayLike, obs: Observations) -> p
         The series of each time (one id is used for all); only needed for date-time data,
         whose clock starts at each series' first observation.
     hours : array-like of float
-        Times in hours, as in :attr:`Observations.frame` ``time``; NaN gives NaT / NaN.
+        Times in hours, as in `Observations.frame` ``time``; NaN gives NaT / NaN.
     obs : Observations
         The data the hours belong to.
 
@@ -280,7 +280,7 @@ def to_user_time(series_id: ArrayLike, hours: ArrayLike, obs: Observations) -> p
     -------
     pandas.Series
         Named "time": UTC date-times (``pandas.Timestamp``, rounded to the microsecond)
-        for date-time data, float numbers in :attr:`LoadReport.input_time_unit`
+        for date-time data, float numbers in `LoadReport.input_time_unit`
         otherwise. Index: that of ``hours`` (or of ``series_id``) when it is a Series,
         else ``0..n-1``.
 
@@ -288,7 +288,7 @@ def to_user_time(series_id: ArrayLike, hours: ArrayLike, obs: Observations) -> p
     ------
     DataError
         ``series_id`` and ``hours`` of different lengths; for date-time data, a series id
-        that is not in the data, or a time more than :data:`MAX_DATETIME_HOURS` from its
+        that is not in the data, or a time more than [`MAX_DATETIME_HOURS`][levy_core.data.MAX_DATETIME_HOURS] from its
         series' start.
     """
     unit = user_time_unit(obs)
@@ -344,25 +344,25 @@ def read_queries(
 ) -> pd.DataFrame:
     """Read the (series, channel, time) points to forecast at, in the user's clock.
 
-    One query per row. Columns are found by name, as :func:`detect_mapping` finds them
-    (case-insensitive, :data:`TIME_ALIASES`, :data:`SERIES_ALIASES`,
-    :data:`CHANNEL_ALIASES`); other columns (a value column, notes) are ignored. The
+    One query per row. Columns are found by name, as [`detect_mapping`][levy_core.data.detect_mapping] finds them
+    (case-insensitive, `TIME_ALIASES`, `SERIES_ALIASES`,
+    `CHANNEL_ALIASES`); other columns (a value column, notes) are ignored. The
     series column may be left out when the data have one series, the channel column
     when they have one channel.
 
-    Times are in the data's own clock (:func:`user_time_unit`):
+    Times are in the data's own clock ([`user_time_unit`][levy_core.data.user_time_unit]):
 
-    * date-time data: date-times, read as :func:`read_csv` reads them and converted to
-      hours since the query's series' first observation (:attr:`LoadReport.time_origin`).
+    * date-time data: date-times, read as [`read_csv`][levy_core.data.read_csv] reads them and converted to
+      hours since the query's series' first observation (`LoadReport.time_origin`).
       When the data's date-times carried time-zone offsets, every query date-time must
       carry one too (``Z`` for UTC), so that a local time is not silently taken as UTC;
       otherwise times without an offset are UTC, as in the data;
-    * numeric data: numbers in :attr:`LoadReport.input_time_unit`, converted to hours with
-      :data:`~levy_core.data.TIME_UNITS`.
+    * numeric data: numbers in `LoadReport.input_time_unit`, converted to hours with
+      [`TIME_UNITS`][levy_core.data.TIME_UNITS].
 
     Date-times written as numbers (``02/01/2024``) are read in one order for the whole
-    column, inferred from its rows (see :mod:`levy_core.data.dates`); when they cannot
-    tell, in the order the data's dates showed (:attr:`LoadReport.day_order`), else
+    column, inferred from its rows (see `levy_core.data.dates`); when they cannot
+    tell, in the order the data's dates showed (`LoadReport.day_order`), else
     refused as ambiguous unless ``dayfirst`` or ``date_format`` says.
 
     Whether the channels exist is not checked here (the model checks them); for
@@ -372,7 +372,7 @@ def read_queries(
     Parameters
     ----------
     source : str, path-like, file-like or pandas.DataFrame
-        A CSV file (as :func:`read_csv` accepts: plain or gzipped, comma, semicolon or
+        A CSV file (as [`read_csv`][levy_core.data.read_csv] accepts: plain or gzipped, comma, semicolon or
         tab separated) or a table (row ``i`` is reported as line ``i + 2``).
     obs : Observations
         The data the queries are about.
@@ -461,7 +461,7 @@ def _refuse_repeated_columns(header: list[str], name: str) -> None:
 
 def _query_columns(table: pd.DataFrame) -> tuple[Any, tuple[Any, Any]]:
     """The time column and the (series, channel) columns (None where absent), found as
-    :func:`detect_mapping` finds them."""
+    [`detect_mapping`][levy_core.data.detect_mapping] finds them."""
     columns = list(table.columns)
     taken: set[str] = set()
     time_col = find_alias(columns, TIME_ALIASES, taken)

@@ -1,4 +1,4 @@
-"""Which column is which: the name aliases, :class:`ColumnMapping` and its detection."""
+"""Which column is which: the name aliases, [`ColumnMapping`][levy_core.data.ColumnMapping] and its detection."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ TIME_ALIASES: tuple[str, ...] = (
     "visit",
 )
 FALLBACK_TIME_ALIASES: tuple[str, ...] = ("age", "age_days", "age_years")
-"""Names taken as the time only when no column is named one of :data:`TIME_ALIASES`: an
+"""Names taken as the time only when no column is named one of `TIME_ALIASES`: an
 ``age`` column may as well be a measurement (a covariate), so a table with ``age`` and
 ``day`` reads ``day`` as the time and ``age`` as a channel; the report notes the choice."""
 SERIES_ALIASES: tuple[str, ...] = (
@@ -56,16 +56,16 @@ VALUE_ALIASES: tuple[str, ...] = ("value", "y", "measurement", "valuenum")
 
 
 MAX_COLUMN_NAME_CHARS = 256
-"""Longest column name a :class:`ColumnNames` (and a model's recorded mapping) holds."""
+"""Longest column name a [`ColumnNames`][levy_core.data.ColumnNames] (and a model's recorded mapping) holds."""
 MAX_NAMED_CHANNELS = 10_000
-"""Most wide channel columns a :class:`ColumnNames` names."""
+"""Most wide channel columns a [`ColumnNames`][levy_core.data.ColumnNames] names."""
 
 
 @dataclass(frozen=True)
 class ColumnNames:
     """The columns a user named (``levy --id/--time/--value/--channel/--channels``,
     ``LevyForecaster(id_col=..., time_col=..., value_col=..., channel_col=..., channels=...)``);
-    each role left None is found by its name (:func:`detect_mapping`).
+    each role left None is found by its name ([`detect_mapping`][levy_core.data.detect_mapping]).
 
     Attributes
     ----------
@@ -127,7 +127,7 @@ class ColumnNames:
 
     @classmethod
     def from_dict(cls, data: Any) -> ColumnNames:
-        """The inverse of :meth:`to_dict`; ValueError for unknown keys or bad names."""
+        """The inverse of [`to_dict`][levy_core.data.ColumnNames.to_dict]; ValueError for unknown keys or bad names."""
         if not isinstance(data, Mapping):
             raise ValueError(f"column names must be an object, got {type(data).__name__}")
         unknown = sorted(str(k) for k in set(data) - {f.name for f in fields(cls)})
@@ -140,7 +140,7 @@ class ColumnNames:
 
 
 def _check_name(name: Any, role: str) -> None:
-    """A named column: None or a non-empty string of at most :data:`MAX_COLUMN_NAME_CHARS`."""
+    """A named column: None or a non-empty string of at most `MAX_COLUMN_NAME_CHARS`."""
     if name is None:
         return
     if not isinstance(name, str) or not name.strip():
@@ -224,8 +224,8 @@ def detect_mapping(df: pd.DataFrame, named: ColumnNames | None = None) -> Column
     """Guess which columns hold time, series, channel and value.
 
     Names are matched case-insensitively (surrounding blanks ignored) against
-    :data:`TIME_ALIASES`, :data:`SERIES_ALIASES`, :data:`CHANNEL_ALIASES` and
-    :data:`VALUE_ALIASES`; the earliest alias in each list wins.
+    `TIME_ALIASES`, `SERIES_ALIASES`, `CHANNEL_ALIASES` and
+    `VALUE_ALIASES`; the earliest alias in each list wins.
 
     The table is **long** when a value column is found (the channel column is optional:
     without it everything is one channel, "value"). Otherwise it is **wide**: a time
@@ -313,7 +313,7 @@ def find_alias(
         Column names, in table order (the first of equal names wins).
     aliases : sequence of str
         Lower-case names accepted for the role, most specific first (e.g.
-        :data:`TIME_ALIASES`).
+        `TIME_ALIASES`).
     taken : set of str, optional
         Columns already given another role, skipped.
 
@@ -335,7 +335,7 @@ def find_alias(
 
 
 def _claim_alias(columns: Sequence[str], aliases: Sequence[str], taken: set[str]) -> str | None:
-    """:func:`find_alias`, adding the column found to ``taken`` (one role per column)."""
+    """`find_alias`, adding the column found to ``taken`` (one role per column)."""
     found = find_alias(columns, aliases, taken)
     if found is not None:
         taken.add(found)

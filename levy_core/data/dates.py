@@ -12,8 +12,8 @@ written with the day and the month as numbers in another order (``02/01/2024``,
   same file (or the data, for a queries file) has already shown the order.
 
 Other text dates (``Jan 31, 2024``) name their month and are read by pandas as before.
-Date-times outside the range pandas holds them in (:data:`MIN_STAMP` to
-:data:`MAX_STAMP`: years 1677 to 2262) are refused by name, and so is a column that
+Date-times outside the range pandas holds them in (`MIN_STAMP` to
+`MAX_STAMP`: years 1677 to 2262) are refused by name, and so is a column that
 mixes times with a time-zone offset and times without one (the latter would silently be
 taken as UTC).
 """
@@ -43,7 +43,7 @@ _RANGE = f"{MIN_STAMP:%Y-%m-%d %H:%M:%S} to {MAX_STAMP:%Y-%m-%d %H:%M:%S} (UTC)"
 _NUMERIC_DATE = r"^(\d{1,2})([/.\-])(\d{1,2})\2(\d{4}|\d{2})(?![\d/.\-])"
 _ISO_EXAMPLE = "2024-01-31 14:05 or 2024-01-31T14:05:00+01:00"
 GIVEN_ORDER = "the order given"
-""":attr:`DayOrder.evidence` of an order the caller gave (``dayfirst=``)."""
+"""`DayOrder.evidence` of an order the caller gave (``dayfirst=``)."""
 # a time zone at the end of a date-time: Z, UTC/GMT or an offset +01:00 / -0500 (plain
 # strings, not compiled patterns, so that Arrow-backed text is searched natively)
 _ZONE_END = r"(?:[+-]\d\d:?\d\d|[zZ]|[uU][tT][cC]|[gG][mM][tT])$"
@@ -63,7 +63,7 @@ class DayOrder(NamedTuple):
 
 
 class DateTimes(NamedTuple):
-    """What :func:`read_datetimes` read."""
+    """What `read_datetimes` read."""
 
     stamps: pd.Series
     """UTC date-times (NaT where empty or unreadable), the index of the cells given."""
@@ -102,7 +102,7 @@ def read_datetimes(
         Numeric dates are day first (True) or month first (False); None: inferred from
         the column (or ``known``), refused when it cannot be told.
     date_format : str, optional
-        A :meth:`datetime.strptime` format every cell must match (e.g. ``%d/%m/%Y %H:%M``);
+        A `datetime.strptime` format every cell must match (e.g. ``%d/%m/%Y %H:%M``);
         overrides the inference.
     known : DayOrder, optional
         The order shown by other rows of the same file (earlier chunks) or by the data a
@@ -127,7 +127,7 @@ def read_datetimes(
     DataError
         Numeric dates whose order cannot be told, or that show both orders; dates
         contradicting ``dayfirst``; cells that do not match ``date_format``; date-times
-        outside :data:`MIN_STAMP` .. :data:`MAX_STAMP`; offsets on some cells only.
+        outside `MIN_STAMP` .. `MAX_STAMP`; offsets on some cells only.
     """
     raw = raw.reset_index(drop=True)
     if pd.api.types.is_datetime64_any_dtype(raw):
@@ -302,14 +302,14 @@ def _refuse_years_out_of_range(text: pd.Series, failed: np.ndarray, name: str, l
 
 def refuse_out_of_range_stamps(col: pd.Series, name: str, lines: np.ndarray, what: str = "time") -> None:
     """Refuse a typed date-time column (e.g. Parquet microseconds) with stamps outside
-    :data:`MIN_STAMP` .. :data:`MAX_STAMP`.
+    `MIN_STAMP` .. `MAX_STAMP`.
 
     Parameters
     ----------
     col : pandas.Series
         A ``datetime64`` column (any unit, naive or time-zone aware).
     name, lines, what
-        As for :func:`read_datetimes`.
+        As for `read_datetimes`.
 
     Raises
     ------
@@ -348,7 +348,7 @@ def refuse_mixed_offsets(raw: pd.Series, present: np.ndarray, name: str, lines: 
     present : numpy.ndarray
         bool, the cells that are not empty.
     name, lines, what
-        As for :func:`read_datetimes`.
+        As for `read_datetimes`.
 
     Raises
     ------

@@ -3,12 +3,12 @@
 Where the decimal mark is a comma, spreadsheet programs separate fields with semicolons
 (or tabs) and write ``0,5;1,25``. In such a file (separator ``;`` or tab) the numeric
 columns whose numbers use commas consistently are read with decimal points
-(:func:`read_decimal_commas`); thousands separators in the same style (``1.234,5``) are
+(`read_decimal_commas`); thousands separators in the same style (``1.234,5``) are
 understood. When the same file also holds numbers with a decimal point (``1.5``), a
 point could be a decimal mark or a thousands separator, so the file is refused by name
 instead of guessed at. In a comma-separated file a comma can only be part of a number
 when the cell is quoted; such cells are refused with a message naming decimal commas
-(:func:`decimal_comma_mask`), never read as dates.
+(`decimal_comma_mask`), never read as dates.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def read_decimal_commas(
         ``df`` itself when nothing was rewritten, otherwise a copy with the rewritten
         columns.
     notes : list of str
-        One note per rewritten column, for the :class:`LoadReport`.
+        One note per rewritten column, for the [`LoadReport`][levy_core.data.LoadReport].
 
     Raises
     ------

@@ -4,8 +4,8 @@ Users upload what their spreadsheet program wrote, so this is where a gzipped CS
 unpacked, "Unicode text" (UTF-16) and Latin-1 files are decoded, and Excel workbooks and
 other binary files are refused with a message saying how to export CSV instead.
 
-A gzipped file is unpacked as a stream, :data:`GZIP_CHUNK_BYTES` at a time, and refused
-as soon as its unpacked text passes :data:`MAX_DECOMPRESSED_BYTES`: a small upload that
+A gzipped file is unpacked as a stream, `GZIP_CHUNK_BYTES` at a time, and refused
+as soon as its unpacked text passes [`MAX_DECOMPRESSED_BYTES`][levy_core.data.MAX_DECOMPRESSED_BYTES]: a small upload that
 expands to gigabytes ("gzip bomb") costs at most that much memory and a fraction of a
 second, never the whole expansion.
 """
@@ -30,7 +30,7 @@ _BINARY_SNIFF_BYTES = 4096  # a NUL byte this early means binary, not 8-bit text
 
 MAX_DECOMPRESSED_BYTES: int = 200_000_000
 """Most bytes a gzipped file may unpack to (200 MB). The largest table accepted
-(:data:`~levy_core.data.frame.MAX_ROWS` rows of a long CSV with ids, ISO date-times
+(`MAX_ROWS` rows of a long CSV with ids, ISO date-times
 with offsets and values, about 65 bytes a row) is about 130 MB of text; a bigger
 expansion is refused before any of it is parsed."""
 
@@ -129,9 +129,9 @@ def decode_text(data: bytes | str, name: str) -> str:
 
 
 def _gunzip(data: bytes, name: str) -> bytes:
-    """Unpack gzipped bytes as a stream, at most :data:`MAX_DECOMPRESSED_BYTES` of them.
+    """Unpack gzipped bytes as a stream, at most [`MAX_DECOMPRESSED_BYTES`][levy_core.data.MAX_DECOMPRESSED_BYTES] of them.
 
-    Several gzip members one after the other are read as one file, as :mod:`gzip`
+    Several gzip members one after the other are read as one file, as `gzip`
     reads them. DataError when the stream is truncated or corrupt (bad header, bad
     deflate data, bad CRC or length) or unpacks to more than the limit.
     """

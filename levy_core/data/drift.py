@@ -1,30 +1,30 @@
 """Is new data like the data the model was fitted on? Drift, per channel, said plainly.
 
 The band's guarantee (split conformal, adaptive conformal) assumes the new series are like
-the calibration series. At fit time :func:`reference_from` records, per channel and in the
-data's own units, what the model learned from (:class:`DriftReference`, saved in
-``model.json``); :func:`check_drift` compares new observations with it and returns a
-:class:`DriftReport`: a table of flags and plain-English messages.
+the calibration series. At fit time [`reference_from`][levy_core.data.drift.reference_from] records, per channel and in the
+data's own units, what the model learned from ([`DriftReference`][levy_core.data.drift.DriftReference], saved in
+``model.json``); [`check_drift`][levy_core.data.drift.check_drift] compares new observations with it and returns a
+[`DriftReport`][levy_core.data.drift.DriftReport]: a table of flags and plain-English messages.
 
 The rules, measured on random 60 % / 20 % splits of the bundled samples by series (the figures:
 docs/benchmarks/drift.md):
 
 * **values** — a new series' *typical* (median) value of a channel beyond the training
-  range ``[min, max]`` by more than :data:`RANGE_MARGIN` of its width (outside ``[-0.1,
+  range ``[min, max]`` by more than [`RANGE_MARGIN`][levy_core.data.drift.RANGE_MARGIN] of its width (outside ``[-0.1,
   1.1]`` on the model's min-max normalised scale) lies beyond every value the model
   learned from. Values within one
   series are correlated (one ICU stay with a high bilirubin gives many high values), so
   the unit counted is the series, not the value: the channel is flagged when more than
-  :data:`VALUE_SHARE` of the new series observing it sit outside the range (and at least
-  one does). Checked for channels with at least :data:`MIN_VALUES` training values.
+  [`VALUE_SHARE`][levy_core.data.drift.VALUE_SHARE] of the new series observing it sit outside the range (and at least
+  one does). Checked for channels with at least [`MIN_VALUES`][levy_core.data.drift.MIN_VALUES] training values.
 * **sampling** — observations of the channel per hour of series span, pooled over the
   series (thinning a data set to a fraction ``f`` of its observations divides it by
-  ``1/f`` on average); flagged when the new data are :data:`DENSITY_FACTOR` times sparser
-  or denser than the training data, with at least :data:`MIN_VALUES` observations on both
+  ``1/f`` on average); flagged when the new data are [`DENSITY_FACTOR`][levy_core.data.drift.DENSITY_FACTOR] times sparser
+  or denser than the training data, with at least [`MIN_VALUES`][levy_core.data.drift.MIN_VALUES] observations on both
   sides. The median gap between consecutive observations is reported beside it.
 
-Channels the model never saw are not drift but an error: :func:`refuse_unknown_channels`
-raises a :class:`~levy_core.data.DataError` naming them and the channels the model knows.
+Channels the model never saw are not drift but an error: [`refuse_unknown_channels`][levy_core.data.drift.refuse_unknown_channels]
+raises a [`DataError`][levy_core.data.DataError] naming them and the channels the model knows.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ MIN_VALUES = 20
 """Observations a channel needs (in training; for sampling, also in the new data) to be checked."""
 NOT_RECORDED = "not checked: the model predates drift statistics (re-fit it to record them)"
 FLAG_COLUMNS = ["channel", "kind", "figure", "training", "new", "message"]
-"""Columns of :attr:`DriftReport.flags`."""
+"""Columns of `DriftReport.flags`."""
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def _number(value: Any, name: str, *, optional: bool = False) -> float:
 
 @dataclass(frozen=True)
 class DriftReference:
-    """Per-channel training statistics (:class:`ChannelReference`), saved with the model."""
+    """Per-channel training statistics ([`ChannelReference`][levy_core.data.drift.ChannelReference]), saved with the model."""
 
     channels: dict[str, ChannelReference] = field(default_factory=dict)
 
@@ -123,7 +123,7 @@ class DriftReference:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], known: Sequence[str]) -> DriftReference:
-        """Read back what :meth:`to_dict` wrote; ``known``: the model's channels (no other
+        """Read back what `to_dict` wrote; ``known``: the model's channels (no other
         channel may appear). ``ValueError`` for anything else."""
         if not isinstance(data, Mapping) or set(data) != {"channels"} or not isinstance(data["channels"], Mapping):
             raise ValueError("drift statistics must be an object {'channels': {...}}")
@@ -135,12 +135,12 @@ class DriftReference:
 
 @dataclass(frozen=True)
 class DriftReport:
-    """What :func:`check_drift` found.
+    """What [`check_drift`][levy_core.data.drift.check_drift] found.
 
     Attributes
     ----------
     flags : pandas.DataFrame
-        One row per flag, columns :data:`FLAG_COLUMNS`: ``channel``; ``kind`` ("values
+        One row per flag, columns [`FLAG_COLUMNS`][levy_core.data.drift.FLAG_COLUMNS]: ``channel``; ``kind`` ("values
         above the range", "values below the range", "sparser", "denser"); ``figure`` (what
         ``training`` and ``new`` measure); ``training`` and ``new`` (floats); ``message``.
         Empty when nothing is flagged or nothing was checked.
@@ -173,7 +173,7 @@ def refuse_unknown_channels(channels: Sequence[str], known: Sequence[str]) -> No
 
 def reference_from(frame: pd.DataFrame) -> DriftReference:
     """The per-channel statistics of ``frame`` (columns ``series_id, channel, time, value``,
-    as :attr:`Observations.frame`, sorted by series and time): what the model learned from."""
+    as `Observations.frame`, sorted by series and time): what the model learned from."""
     stats = _channel_stats(frame)
     return DriftReference({str(c): ChannelReference(int(r.n_values), float(r.minimum), float(r.maximum),
                                                     float(r.rate), float(r.median_gap))
@@ -213,8 +213,8 @@ def check_drift(reference: DriftReference | None, obs: Observations) -> DriftRep
 
 
 class DriftTally:
-    """:func:`check_drift` over data seen in chunks of whole series (``levy predict`` and
-    ``levy rank`` on big files): :meth:`add` each chunk, then :meth:`report`. What it keeps
+    """[`check_drift`][levy_core.data.drift.check_drift] over data seen in chunks of whole series (``levy predict`` and
+    ``levy rank`` on big files): [`add`][levy_core.data.drift.DriftTally.add] each chunk, then [`report`][levy_core.data.drift.DriftTally.report]. What it keeps
     per channel is a few counts — new series, series far above / below the range, the
     extreme medians, observations, the summed series spans — so memory does not grow with
     the series and the flags equal those of the whole data at once. Only the median gap,
@@ -272,7 +272,7 @@ class DriftTally:
 
 def _value_flags(channel: str, ref: ChannelReference, counts: Mapping[str, float]) -> list[dict[str, Any]]:
     """Series whose median value lies far above / below the training range, if too many
-    (``counts``: a :class:`DriftTally`'s of the channel)."""
+    (``counts``: a [`DriftTally`][levy_core.data.drift.DriftTally]'s of the channel)."""
     if ref.n_values < MIN_VALUES:
         return []
     out = []

@@ -1,7 +1,7 @@
-"""From a table to :class:`Observations`: :func:`from_frame` and its steps.
+"""From a table to [`Observations`][levy_core.data.Observations]: [`from_frame`][levy_core.data.from_frame] and its steps.
 
-Each step either raises a :class:`DataError` that names the column and the CSV lines,
-or hands the next step what it needs and adds its notes to the :class:`LoadReport`.
+Each step either raises a [`DataError`][levy_core.data.DataError] that names the column and the CSV lines,
+or hands the next step what it needs and adds its notes to the [`LoadReport`][levy_core.data.LoadReport].
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from levy_core.data.times import TIME_UNITS, ParsedTime, hours_since_first, pars
 logger = logging.getLogger(__name__)
 
 MAX_ROWS: int = 2_000_000
-"""Largest number of data rows :func:`read_csv` / :func:`from_frame` accept."""
+"""Largest number of data rows [`read_csv`][levy_core.data.read_csv] / [`from_frame`][levy_core.data.from_frame] accept."""
 
 SINGLE_CHANNEL = "value"
 """Channel name used when a long table has no channel column."""
@@ -59,7 +59,7 @@ def from_frame(
     date_format: str | None = None,
     known_day_order: DayOrder | None = None,
 ) -> Observations:
-    """Turn a table into :class:`Observations` (the work behind :func:`read_csv`).
+    """Turn a table into [`Observations`][levy_core.data.Observations] (the work behind [`read_csv`][levy_core.data.read_csv]).
 
     Parameters
     ----------
@@ -67,7 +67,7 @@ def from_frame(
         The table, one row per CSV data line (row ``i`` is reported as line ``i + 2``).
         Cells may be text (as read with ``dtype=str``) or already typed.
     mapping : ColumnMapping, optional
-        Which column is which; detected with :func:`detect_mapping` when omitted.
+        Which column is which; detected with [`detect_mapping`][levy_core.data.detect_mapping] when omitted.
     time_unit : {"hours", "minutes", "seconds", "days"}
         Unit of a numeric time column; converted to hours. Ignored for date-times.
     max_rows : int
@@ -78,7 +78,7 @@ def from_frame(
     dayfirst : bool, optional
         Dates written as numbers (``02/01/2024``) are day first (True) or month first
         (False); None (default): inferred from all the column's rows, refused when no day
-        or month exceeds 12 (see :mod:`levy_core.data.dates`).
+        or month exceeds 12 (see `levy_core.data.dates`).
     date_format : str, optional
         A strptime format every date-time must match (``%d/%m/%Y %H:%M``), instead.
     known_day_order : DayOrder, optional
@@ -87,7 +87,7 @@ def from_frame(
     Returns
     -------
     Observations
-        Sorted, de-duplicated observations and a :class:`LoadReport`.
+        Sorted, de-duplicated observations and a [`LoadReport`][levy_core.data.LoadReport].
 
     Raises
     ------
@@ -354,7 +354,7 @@ def _drop_blanks(
 def _observation_frame(
     cells: _Cells, keep: np.ndarray, series: np.ndarray, time: ParsedTime, notes: list[str]
 ) -> tuple[pd.DataFrame, dict[str, pd.Timestamp] | None]:
-    """The kept cells as a frame of :data:`COLUMNS`, time in hours, and the time origin
+    """The kept cells as a frame of [`COLUMNS`][levy_core.data.COLUMNS], time in hours, and the time origin
     of each series (date-times only)."""
     rows = cells.row[keep]
     series_kept = series[rows]

@@ -1,6 +1,6 @@
 """Pieces of the data layer's error messages and report notes.
 
-Every message quotes at most :data:`MAX_QUOTED` names or CSV lines, so that a file with
+Every message quotes at most `MAX_QUOTED` names or CSV lines, so that a file with
 thousands of bad rows still gives a readable message; the rest are counted.
 """
 

@@ -1,4 +1,4 @@
-"""The result of reading: :class:`Observations` and the :class:`LoadReport` beside them."""
+"""The result of reading: [`Observations`][levy_core.data.Observations] and the [`LoadReport`][levy_core.data.LoadReport] beside them."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from levy_core.data.errors import DataError
 from levy_core.data.messages import quote_list
 
 COLUMNS: tuple[str, ...] = ("series_id", "channel", "time", "value")
-"""The columns of :attr:`Observations.frame`, in order."""
+"""The columns of `Observations.frame`, in order."""
 
 
 @dataclass
@@ -38,9 +38,9 @@ class LoadReport:
         Observations merged away: rows repeating a ``(series, channel, time)`` were
         averaged into one.
     time_unit : str
-        Unit of :attr:`Observations.frame` ``time`` (always "hours").
+        Unit of `Observations.frame` ``time`` (always "hours").
     time_origin : dict or None
-        For date-time input, series id -> UTC :class:`pandas.Timestamp` of that series'
+        For date-time input, series id -> UTC `pandas.Timestamp` of that series'
         first observation (time 0); None for numeric time.
     messages : list of str
         Human-readable notes (dropped rows, ignored columns, conversions).
@@ -48,7 +48,7 @@ class LoadReport:
         The unit of the input's time column: "hours", "minutes", "seconds" or "days" for
         numbers (the ``time_unit`` they were read with; elapsed ``HH:MM`` clocks are
         "hours"), "datetime" for date-times. The user's own clock, for reading query
-        times and writing results back (:mod:`levy_core.data.clock`).
+        times and writing results back (`levy_core.data.clock`).
     input_has_offsets : bool or None
         For date-time input, whether any time cell carried a time-zone designation (an
         offset such as ``+01:00``, ``Z`` or ``UTC``; cells without one were taken as
@@ -94,7 +94,7 @@ class Observations:
     report: LoadReport
 
     def __post_init__(self) -> None:
-        """Refuse a frame without exactly the :data:`COLUMNS` (use ``from_frame``)."""
+        """Refuse a frame without exactly the [`COLUMNS`][levy_core.data.COLUMNS] (use ``from_frame``)."""
         if list(self.frame.columns) != list(COLUMNS):
             raise DataError(
                 f"Observations need exactly the columns {list(COLUMNS)}, got "
@@ -165,7 +165,7 @@ class Observations:
         return Observations(frame=frame, report=self.report)
 
     def median_gap(self) -> float | None:
-        """Median of :meth:`gaps` in hours (None when no series has two distinct times)."""
+        """Median of [`gaps`][levy_core.data.Observations.gaps] in hours (None when no series has two distinct times)."""
         gaps = self.gaps()
         return float(np.median(gaps)) if gaps.size else None
 

@@ -1,18 +1,18 @@
 """Reading observations from Parquet (pyarrow), with the checks a CSV gets.
 
 A Parquet file is hostile input like any upload. Before a value is decoded the file's
-footer is checked: it must be Parquet, have at most :data:`MAX_COLUMNS` columns, only
+footer is checked: it must be Parquet, have at most [`MAX_COLUMNS`][levy_core.data.MAX_COLUMNS] columns, only
 columns of flat types (numbers, booleans, text, date-times; no lists, structs, maps or
 raw bytes), a row count that is the sum of its row groups' and of every column chunk's
-values, and row groups of at most :data:`MAX_ROW_GROUP_BYTES` decoded (numbers: values ×
+values, and row groups of at most `MAX_ROW_GROUP_BYTES` decoded (numbers: values ×
 width, whatever their encoding). Text is read as dictionary references, and before a
 string is decoded its length and the bytes the batch would decode to are checked from the
-dictionary and the references: a cell longer than :data:`MAX_TEXT_CHARS` (a series id or
-channel name longer than :data:`MAX_ID_CHARS`) or a row group decoding to more than
-:data:`MAX_ROW_GROUP_BYTES` is refused (a 33 MB file of one 9,999-character id repeated
+dictionary and the references: a cell longer than `MAX_TEXT_CHARS` (a series id or
+channel name longer than `MAX_ID_CHARS`) or a row group decoding to more than
+`MAX_ROW_GROUP_BYTES` is refused (a 33 MB file of one 9,999-character id repeated
 would decode to 24 GB). So reading one batch costs bounded memory whatever the file
 claims. Each batch, row group by row group, is then handed to
-:func:`~levy_core.data.frame.from_frame`, the decoder behind :func:`read_csv`: the same
+[`from_frame`][levy_core.data.from_frame], the decoder behind [`read_csv`][levy_core.data.read_csv]: the same
 column aliases, value checks (``inf`` refused, ``NaN`` and nulls dropped as blanks, like
 an empty CSV cell), time parsing and messages. Messages count rows as the lines of the
 same table written as CSV (header = line 1), so the first row is line 2.
@@ -44,7 +44,7 @@ values × width, and text as its dictionary and references decode (checked befor
 MAX_TEXT_CHARS: int = 10_000
 """Longest text cell accepted in any column (a date-time, a note), in characters."""
 MAX_ID_CHARS: int = 256
-"""Longest series id or channel name accepted (in a column named as :func:`detect_mapping`
+"""Longest series id or channel name accepted (in a column named as [`detect_mapping`][levy_core.data.detect_mapping]
 recognises them), in characters."""
 BATCH_ROWS: int = 256_000
 """Rows decoded from Parquet at a time."""
@@ -52,12 +52,12 @@ _MAGIC = b"PAR1"
 
 
 def is_parquet(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` names a Parquet file (by its ending: :data:`PARQUET_SUFFIXES`)."""
+    """Whether ``path`` names a Parquet file (by its ending: `PARQUET_SUFFIXES`)."""
     return str(path).lower().endswith(PARQUET_SUFFIXES)
 
 
 def _open(path: str | os.PathLike[str]):
-    """The checked :class:`pyarrow.parquet.ParquetFile` (import deferred: pyarrow is large)."""
+    """The checked `pyarrow.parquet.ParquetFile` (import deferred: pyarrow is large)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -135,7 +135,7 @@ def _most_bytes(rows: int, width: int, size: int) -> int:
 
 def _check_row_groups(metadata, schema, name: str) -> None:
     """Refuse a footer whose row count is not the sum of its row groups' and of each column
-    chunk's values, and a row group that would take more than :data:`MAX_ROW_GROUP_BYTES` to
+    chunk's values, and a row group that would take more than `MAX_ROW_GROUP_BYTES` to
     decode: its uncompressed size, or its numbers' values × width (a dictionary or run-length
     encoding of one repeated number is small on disk, not in memory)."""
     import pyarrow.types as t
@@ -182,7 +182,7 @@ def parquet_rows(path: str | os.PathLike[str]) -> int:
 
 class _TextBudget:
     """The text one row group decodes to, counted from dictionaries and references before
-    anything is decoded; refuses long cells and row groups past :data:`MAX_ROW_GROUP_BYTES`."""
+    anything is decoded; refuses long cells and row groups past `MAX_ROW_GROUP_BYTES`."""
 
     def __init__(self, metadata, name: str) -> None:
         self.metadata, self.name = metadata, name
@@ -235,7 +235,7 @@ class _TextBudget:
 
 def _batches(file, name: str, batch_rows: int, columns: list[str] | None = None) -> Iterator[tuple[object, int]]:
     """``(record batch, line of its first row)`` row group by row group, each batch's text
-    checked (:class:`_TextBudget`) before it is decoded, the rows of each group counted."""
+    checked (`_TextBudget`) before it is decoded, the rows of each group counted."""
     budget = _TextBudget(file.metadata, name)
     line = 2
     for group in range(file.metadata.num_row_groups):
@@ -255,7 +255,7 @@ def check_parquet(path: str | os.PathLike[str]) -> int:
     Raises
     ------
     DataError
-        What :func:`iter_parquet_tables` would refuse on the way (times and values aside).
+        What `iter_parquet_tables` would refuse on the way (times and values aside).
     """
     import pyarrow as pa
 
@@ -273,7 +273,7 @@ def check_parquet(path: str | os.PathLike[str]) -> int:
 
 def _to_frame(batch, name: str, first_line: int) -> pd.DataFrame:
     """One record batch as a pandas table: dictionaries decoded, decimals as floats, text
-    cells no longer than :data:`MAX_TEXT_CHARS`."""
+    cells no longer than `MAX_TEXT_CHARS`."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.types as t
@@ -326,7 +326,7 @@ def iter_parquet_tables(path: str | os.PathLike[str], *, batch_rows: int = BATCH
     DataError
         Not Parquet, a corrupt file, too many columns, nested or binary columns, a row
         count the row groups do not hold, too large a row group (decoded), a text cell over
-        :data:`MAX_TEXT_CHARS` (:data:`MAX_ID_CHARS` for series ids and channel names), or
+        `MAX_TEXT_CHARS` (`MAX_ID_CHARS` for series ids and channel names), or
         times out of range.
     """
     import pyarrow as pa
@@ -344,14 +344,14 @@ def iter_parquet_tables(path: str | os.PathLike[str], *, batch_rows: int = BATCH
 def read_parquet(path: str | os.PathLike[str], *, mapping: ColumnMapping | None = None,
                  time_unit: str = "hours", max_rows: int = MAX_ROWS, dayfirst: bool | None = None,
                  date_format: str | None = None) -> Observations:
-    """Read a whole Parquet file into :class:`Observations` (as :func:`read_csv` reads a CSV).
+    """Read a whole Parquet file into [`Observations`][levy_core.data.Observations] (as [`read_csv`][levy_core.data.read_csv] reads a CSV).
 
     Parameters
     ----------
     path : str or path-like
         A ``.parquet`` file, long or wide layout, columns named as in a CSV.
     mapping : ColumnMapping, optional
-        Which column is which; detected with :func:`detect_mapping` when omitted.
+        Which column is which; detected with [`detect_mapping`][levy_core.data.detect_mapping] when omitted.
     time_unit : {"hours", "minutes", "seconds", "days"}
         Unit of a numeric time column. Ignored for date-times.
     max_rows : int
@@ -369,7 +369,7 @@ def read_parquet(path: str | os.PathLike[str], *, mapping: ColumnMapping | None 
     Raises
     ------
     DataError
-        Everything :func:`iter_parquet_tables` and :func:`from_frame` refuse, and a file of
+        Everything `iter_parquet_tables` and [`from_frame`][levy_core.data.from_frame] refuse, and a file of
         more than ``max_rows`` rows (``levy rank`` and ``levy predict`` read such files in
         chunks of whole series instead).
     """

@@ -8,20 +8,20 @@ their sums over all observations. Values are bounded by ``±MAX_ABS_VALUE``, flo
 largest number (``3.4e38``): a value beyond it cannot be held by the model at all (a
 decimal of 9.99e69 in Parquet, 1e50 in a CSV), and is refused as it is read, naming the
 column, the value and the range. Within it, a squared difference of two values is at
-most ``(6.8e38)² = 4.6e77`` and a sum of :data:`~levy_core.data.frame.MAX_ROWS` of them
+most ``(6.8e38)² = 4.6e77`` and a sum of `MAX_ROWS` of them
 ``9.3e83``: far below float64's largest number (``1.8e308``). No measurement in any unit
 comes near 1e38, so a bigger value is a mistake or a placeholder. (Data that a model
 meets are also checked against the range it was trained on, once scaled:
-:meth:`levy_core.episodes.scaling.ChannelScaler.transform`.)
+`levy_core.episodes.scaling.ChannelScaler.transform`.)
 
 **Times.** The model works in 32-bit floating point on times in hours as the
-:class:`~levy_core.data.Observations` hold them (numbers as given, date-times as hours
+[`Observations`][levy_core.data.Observations] hold them (numbers as given, date-times as hours
 since each series' first observation). A float32 has 24 significant bits: next to a
 time ``t`` the nearest other float32 is about ``t / 8,400,000`` away. A series whose
 times are so large (far from 0) that this step exceeds half the typical gap between
 its observations (the median gap between consecutive distinct times) loses the order
 and spacing of its observations: gaps become 0 or a multiple of the step. Such series
-are refused (:func:`refuse_unresolvable_times`), with what to do: subtract an offset so
+are refused (`refuse_unresolvable_times`), with what to do: subtract an offset so
 that times start near 0 (numbers), or split a series that spans too many orders of
 magnitude (date-times). Smaller rounding is harmless next to the model's own length
 scales and is not mentioned.

@@ -1,9 +1,9 @@
-"""The entry points that start from a file: :func:`read_csv`, :func:`preview_table` and
-the bundled samples (:func:`load_sample`).
+"""The entry points that start from a file: [`read_csv`][levy_core.data.read_csv], [`preview_table`][levy_core.data.preview_table] and
+the bundled samples ([`load_sample`][levy_core.data.load_sample]).
 
-Before the text is parsed, its shape is bounded (:func:`check_text_shape`): at most
-:data:`MAX_COLUMNS` header fields, no line longer than :data:`MAX_LINE_CHARS`, and at
-most :data:`MAX_CELLS` cells (data rows × header fields) parsed, so that the memory a
+Before the text is parsed, its shape is bounded (`check_text_shape`): at most
+[`MAX_COLUMNS`][levy_core.data.MAX_COLUMNS] header fields, no line longer than [`MAX_LINE_CHARS`][levy_core.data.MAX_LINE_CHARS], and at
+most [`MAX_CELLS`][levy_core.data.MAX_CELLS] cells (data rows × header fields) parsed, so that the memory a
 file costs stays proportional to what can be accepted, whatever its shape.
 """
 
@@ -34,7 +34,7 @@ MAX_LINE_CHARS: int = 1_000_000
 """Longest line accepted, in characters (10,000 fields of 100 characters each)."""
 MAX_CELLS: int = 10 * MAX_ROWS
 """Most text cells (data rows × header fields) parsed from one CSV: 20 million, so that
-a long table of :data:`MAX_ROWS` rows may carry up to ten columns. Parsed text costs
+a long table of [`MAX_ROWS`][levy_core.data.MAX_ROWS] rows may carry up to ten columns. Parsed text costs
 about 17 bytes a cell, so this bounds parsing at a few hundred MB."""
 
 def _sample_dir() -> Path:
@@ -66,7 +66,7 @@ def read_csv(
     dayfirst: bool | None = None,
     date_format: str | None = None,
 ) -> Observations:
-    """Read a CSV file into :class:`Observations`.
+    """Read a CSV file into [`Observations`][levy_core.data.Observations].
 
     Parameters
     ----------
@@ -74,11 +74,11 @@ def read_csv(
         A ``.csv`` or ``.csv.gz`` path, or an open file (text or bytes, e.g. Streamlit's
         ``UploadedFile``; gzipped bytes are recognised). Comma, semicolon or tab separated.
     mapping : ColumnMapping, optional
-        Which column is which; detected with :func:`detect_mapping` when omitted.
+        Which column is which; detected with [`detect_mapping`][levy_core.data.detect_mapping] when omitted.
     time_unit : {"hours", "minutes", "seconds", "days"}
         Unit of a numeric time column; converted to hours. Ignored for date-times.
     max_rows : int
-        Largest number of data rows accepted (default :data:`MAX_ROWS`).
+        Largest number of data rows accepted (default [`MAX_ROWS`][levy_core.data.MAX_ROWS]).
     dayfirst : bool, optional
         Dates written as numbers (``02/01/2024``): day first (True) or month first
         (False); None: inferred from the column, refused when it cannot tell.
@@ -92,7 +92,7 @@ def read_csv(
     Raises
     ------
     DataError
-        For any problem with the file or its content (see :func:`from_frame`).
+        For any problem with the file or its content (see [`from_frame`][levy_core.data.from_frame]).
     """
     data, name = read_source(source)
     text = decode_text(data, name)
@@ -120,7 +120,7 @@ def read_csv(
 def preview_table(data: bytes, name: str, nrows: int = 500) -> pd.DataFrame:
     """Read the first rows of an upload for a preview.
 
-    The bytes are decoded exactly as :func:`read_csv` decodes them (gzip, UTF-8 / UTF-16
+    The bytes are decoded exactly as [`read_csv`][levy_core.data.read_csv] decodes them (gzip, UTF-8 / UTF-16
     / Latin-1, Excel and binary files refused, separator sniffed), but the cells are
     left as they are, so that a column mapping can be chosen before anything is parsed.
 
@@ -142,7 +142,7 @@ def preview_table(data: bytes, name: str, nrows: int = 500) -> pd.DataFrame:
     Raises
     ------
     DataError
-        The same problems :func:`read_csv` refuses: broken gzip data, a spreadsheet or
+        The same problems [`read_csv`][levy_core.data.read_csv] refuses: broken gzip data, a spreadsheet or
         binary file, invalid UTF-16, an empty or malformed CSV.
     ValueError
         A negative ``nrows``.
@@ -160,7 +160,7 @@ def parse_csv_text(text: str, name: str, nrows: int, sep: str | None = None) -> 
     """The first ``nrows`` data rows of CSV text, every cell kept as str.
 
     Cells stay text (no NA guessing): from_frame decides what is blank, per role. The
-    separator is sniffed (:func:`~levy_core.data.decode.sniff_separator`), blank lines
+    separator is sniffed (`sniff_separator`), blank lines
     are skipped, column names are stripped of surrounding blanks.
 
     Parameters
@@ -231,7 +231,7 @@ def _decimal_comma_hint(sep: str) -> str:
 
 
 class _TextSource(io.TextIOBase):
-    """A str read in pieces, for :func:`pandas.read_csv`, without copying it whole."""
+    """A str read in pieces, for `pandas.read_csv`, without copying it whole."""
 
     def __init__(self, text: str) -> None:
         self._text = text
@@ -269,8 +269,8 @@ def check_text_shape(text: str, name: str, sep: str) -> list[str]:
     Raises
     ------
     DataError
-        More than :data:`MAX_COLUMNS` header fields, or a line longer than
-        :data:`MAX_LINE_CHARS` characters.
+        More than [`MAX_COLUMNS`][levy_core.data.MAX_COLUMNS] header fields, or a line longer than
+        [`MAX_LINE_CHARS`][levy_core.data.MAX_LINE_CHARS] characters.
     """
     if _has_long_line(text, MAX_LINE_CHARS):
         raise DataError(
@@ -312,7 +312,7 @@ def _has_long_line(text: str, limit: int) -> bool:
 def restore_duplicate_names(table: pd.DataFrame, header: list[str]) -> pd.DataFrame:
     """Give repeated header names back to the columns pandas renamed ``value.1``, ...
 
-    So that :func:`~levy_core.data.frame.from_frame` sees, and refuses when the mapping
+    So that [`from_frame`][levy_core.data.from_frame] sees, and refuses when the mapping
     uses it, a column that the header names twice.
 
     Parameters
@@ -320,7 +320,7 @@ def restore_duplicate_names(table: pd.DataFrame, header: list[str]) -> pd.DataFr
     table : pandas.DataFrame
         The table as parsed (column names stripped).
     header : list of str
-        The header's fields as written (:func:`check_text_shape`).
+        The header's fields as written (`check_text_shape`).
 
     Returns
     -------
@@ -351,7 +351,7 @@ def load_sample(name: str) -> Observations:
     Parameters
     ----------
     name : str
-        A key of :data:`SAMPLES`.
+        A key of [`SAMPLES`][levy_core.data.SAMPLES].
 
     Returns
     -------

@@ -1,10 +1,10 @@
 """How a model's data were read, recorded in ``model.json`` at fit time and reused by every
-later command: :class:`RecordedReading` (the named columns, the mapping found, the clock's
+later command: [`RecordedReading`][levy_core.data.RecordedReading] (the named columns, the mapping found, the clock's
 unit, the date options).
 
 ``levy predict``, ``evaluate``, ``rank``, ``advise``, ``watch`` and
 ``LevyForecaster.load(...).predict`` read their data as the fit did unless told otherwise
-(:meth:`RecordedReading.resolve`): a column option names that column in the new file, a date
+([`RecordedReading.resolve`][levy_core.data.RecordedReading.resolve]): a column option names that column in the new file, a date
 option describes the new file's dates; a time unit other than the fit's is refused by name,
 since the model's clock is that unit. Models saved before it was recorded hold none, and read
 their data as before (everything found by name, hours unless told).
@@ -132,7 +132,7 @@ class RecordedReading:
 
     @classmethod
     def from_dict(cls, data: Any) -> RecordedReading:
-        """The inverse of :meth:`to_dict`, validated (``model.json`` is input): ValueError naming
+        """The inverse of [`to_dict`][levy_core.data.RecordedReading.to_dict], validated (``model.json`` is input): ValueError naming
         the field for a wrong type, an unknown key, a name too long or a unit unknown."""
         if not isinstance(data, Mapping):
             raise ValueError(f"reading must be an object, got {type(data).__name__}")

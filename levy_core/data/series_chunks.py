@@ -1,9 +1,9 @@
 """A file of observations as chunks of whole series, in bounded memory.
 
-:func:`iter_series_chunks` reads a CSV (plain or gzipped, as a stream) or a Parquet file a
-batch of rows at a time and hands out :class:`Observations` of ``chunk_series`` whole
-series each, decoded by :func:`~levy_core.data.frame.from_frame` exactly as
-:func:`read_csv` decodes a whole file (messages name the lines of the whole file). Memory
+`iter_series_chunks` reads a CSV (plain or gzipped, as a stream) or a Parquet file a
+batch of rows at a time and hands out [`Observations`][levy_core.data.Observations] of ``chunk_series`` whole
+series each, decoded by [`from_frame`][levy_core.data.from_frame] exactly as
+[`read_csv`][levy_core.data.read_csv] decodes a whole file (messages name the lines of the whole file). Memory
 holds one chunk and one batch, whatever the file's length.
 
 This needs the rows of each series together (any order of the series, any order within
@@ -54,8 +54,8 @@ class UngroupedSeriesError(DataError):
 def read_observations(path: str | os.PathLike[str], *, mapping: ColumnMapping | None = None,
                       time_unit: str = "hours", dayfirst: bool | None = None,
                       date_format: str | None = None) -> Observations:
-    """A whole CSV or Parquet file (by its name's ending) as :class:`Observations`, within
-    the limits of :func:`read_csv` / :func:`read_parquet` (``dayfirst``, ``date_format``:
+    """A whole CSV or Parquet file (by its name's ending) as [`Observations`][levy_core.data.Observations], within
+    the limits of [`read_csv`][levy_core.data.read_csv] / `read_parquet` (``dayfirst``, ``date_format``:
     how dates written as numbers are read, as there)."""
     if is_parquet(path):
         return read_parquet(path, mapping=mapping, time_unit=time_unit, dayfirst=dayfirst, date_format=date_format)
@@ -89,7 +89,7 @@ class ChunkTotals:
 
 
 class _BoundedLines(io.TextIOBase):
-    """A text stream read in pieces, refused as soon as a line exceeds :data:`MAX_LINE_CHARS`
+    """A text stream read in pieces, refused as soon as a line exceeds [`MAX_LINE_CHARS`][levy_core.data.MAX_LINE_CHARS]
     (so that a file without line breaks costs bounded memory, not its length)."""
 
     def __init__(self, stream: io.TextIOBase, name: str) -> None:
@@ -120,7 +120,7 @@ class _BoundedLines(io.TextIOBase):
 
 def _has_long_line(text: str, pos: int) -> bool:
     """Whether a line of ``text`` from ``pos`` on (the last one excepted: it may go on) is
-    longer than :data:`MAX_LINE_CHARS`: about ``len(text) / MAX_LINE_CHARS`` jumps."""
+    longer than [`MAX_LINE_CHARS`][levy_core.data.MAX_LINE_CHARS]: about ``len(text) / MAX_LINE_CHARS`` jumps."""
     end = text.rfind("\n") + 1
     while end - pos > MAX_LINE_CHARS:
         last = text.rfind("\n", pos, pos + MAX_LINE_CHARS + 1)
@@ -133,7 +133,7 @@ def _has_long_line(text: str, pos: int) -> bool:
 def _open_text(path: Path) -> tuple[io.TextIOBase, str, list[str]]:
     """The file as a text stream (gzip unpacked on the fly), its separator and header
     fields (as written; empty if the header is longer than the sniffed bytes); the first
-    bytes are decoded as :func:`decode_text` decodes a whole file, so Excel and binary
+    bytes are decoded as `decode_text` decodes a whole file, so Excel and binary
     files are refused the same way."""
     with path.open("rb") as f:
         head = f.read(_SNIFF_BYTES)
@@ -179,7 +179,7 @@ def iter_csv_tables(path: str | os.PathLike[str], *, batch_rows: int = BATCH_ROW
     Raises
     ------
     DataError
-        A spreadsheet or binary file, a line over :data:`MAX_LINE_CHARS`, too many
+        A spreadsheet or binary file, a line over [`MAX_LINE_CHARS`][levy_core.data.MAX_LINE_CHARS], too many
         columns, or malformed CSV.
     """
     p = Path(path)
@@ -210,7 +210,7 @@ def head_table(path: str | os.PathLike[str], rows: int = 2_000) -> pd.DataFrame:
     Raises
     ------
     DataError
-        No such file, no rows, or whatever :func:`iter_csv_tables` refuses.
+        No such file, no rows, or whatever `iter_csv_tables` refuses.
     """
     p = Path(path)
     if not p.is_file():
@@ -343,19 +343,19 @@ def iter_series_chunks(path: str | os.PathLike[str], *, chunk_series: int = DEFA
     totals : ChunkTotals, optional
         Updated with each chunk handed out (rows, series, what was dropped).
     dayfirst, date_format
-        How dates written as numbers are read (as :func:`read_csv`); when neither is
+        How dates written as numbers are read (as [`read_csv`][levy_core.data.read_csv]); when neither is
         given, the order of day and month a chunk shows holds for the chunks after it
         (a chunk showing the other order is refused).
 
     Yields
     ------
     Observations
-        One chunk: whole series, decoded as :func:`read_csv` decodes a file.
+        One chunk: whole series, decoded as [`read_csv`][levy_core.data.read_csv] decodes a file.
 
     Raises
     ------
     DataError
-        Whatever :func:`read_csv` / :func:`read_parquet` refuse, a series that reappears
+        Whatever [`read_csv`][levy_core.data.read_csv] / `read_parquet` refuse, a series that reappears
         after other series, an empty file, or a ``chunk_series`` under 1.
     """
     if chunk_series < 1:

@@ -2,7 +2,7 @@
 
 Every series ``i`` is drawn from its own generator, ``numpy.random.default_rng([seed, i])``,
 so a series does not change when ``n_series`` does, and its noiseless signal can be
-recomputed at any time with :func:`synthetic_truth_at`.
+recomputed at any time with `synthetic_truth_at`.
 
 The process, over ``0 <= t <= 48`` hours (``U`` uniform)
 ---------------------------------------------------------
@@ -56,7 +56,7 @@ _TIME_DECIMALS = 4  # event times rounded to 1e-4 h (0.36 s)
 
 
 class SyntheticData(NamedTuple):
-    """What :func:`make_synthetic` returns (unpacks as ``obs, truth, gaps``).
+    """What `make_synthetic` returns (unpacks as ``obs, truth, gaps``).
 
     Attributes
     ----------
@@ -127,11 +127,11 @@ def synthetic_truth_at(
     series_id : str
         A synthetic series id such as ``"s07"``.
     channel : str
-        One of :data:`CHANNELS`.
+        One of `CHANNELS`.
     times : ndarray of float, shape (n,)
         Hours.
     seed : int
-        The seed passed to :func:`make_synthetic`.
+        The seed passed to `make_synthetic`.
 
     Returns
     -------

@@ -2,8 +2,8 @@
 
 Numbers are converted to hours and never shifted. Date-times are kept as UTC stamps
 until the series are known, because they become hours since each series' first
-observation (:func:`hours_since_first`). :func:`to_utc_stamps` also serves :mod:`levy_core.data.clock`, which reads query times
-the way data times are read (which cells carry a time zone: :func:`levy_core.data.dates.time_zone_mask`).
+observation (`hours_since_first`). `to_utc_stamps` also serves `levy_core.data.clock`, which reads query times
+the way data times are read (which cells carry a time zone: `levy_core.data.dates.time_zone_mask`).
 """
 
 from __future__ import annotations
@@ -35,14 +35,14 @@ TIME_UNITS: dict[str, float] = {
 """Accepted ``time_unit`` values and their length in hours."""
 
 DATETIME = "datetime"
-"""The input unit (:attr:`LoadReport.input_time_unit`) of a date-time column."""
+"""The input unit (`LoadReport.input_time_unit`) of a date-time column."""
 
 CLOCK_RE: re.Pattern[str] = re.compile(r"^\d+:\d{1,2}(:\d{1,2}(\.\d+)?)?$")
 """An elapsed clock time ``HH:MM`` or ``HH:MM:SS`` (hours may exceed 23), stripped text."""
 
 
 class ParsedTime(NamedTuple):
-    """A time column as read by :func:`parse_time`."""
+    """A time column as read by `parse_time`."""
 
     hours: np.ndarray
     """float64 hours (NaN where missing); all NaN for date-times."""
@@ -51,9 +51,9 @@ class ParsedTime(NamedTuple):
     missing: np.ndarray
     """bool; empty time cells."""
     notes: list[str]
-    """Messages for the :class:`LoadReport`."""
+    """Messages for the [`LoadReport`][levy_core.data.LoadReport]."""
     input_unit: str = "hours"
-    """The column's own unit: a key of :data:`TIME_UNITS`, or "datetime" for date-times
+    """The column's own unit: a key of [`TIME_UNITS`][levy_core.data.TIME_UNITS], or "datetime" for date-times
     (elapsed ``HH:MM`` clocks are "hours")."""
     has_offsets: bool | None = None
     """Date-times only: whether any cell carried a time-zone designation (an offset, Z or
@@ -68,7 +68,7 @@ EPOCH_SECONDS: tuple[float, float] = (3e8, 4.2e9)
 range times 1e3 and 1e9 are epoch milliseconds and nanoseconds (``int64`` pandas
 date-times). As hours, minutes or days they would be tens of thousands of years.
 (Microseconds, 3e14 to 4.2e15, are not recognised: such large numbers of hours are
-refused anyway unless their gaps are as large, see :mod:`levy_core.data.ranges`.)"""
+refused anyway unless their gaps are as large, see `levy_core.data.ranges`.)"""
 _EPOCH_UNITS = (("seconds", 1.0, "s"), ("milliseconds", 1e3, "ms"), ("nanoseconds", 1e9, "ns"))
 
 
@@ -85,10 +85,10 @@ def parse_time(col: pd.Series, name: str, lines: np.ndarray, time_unit: str, *, 
     lines : numpy.ndarray
         CSV line number of each cell, for messages.
     time_unit : str
-        A key of :data:`TIME_UNITS`: the unit of numeric time.
+        A key of [`TIME_UNITS`][levy_core.data.TIME_UNITS]: the unit of numeric time.
     dayfirst, date_format, known
         How dates written as numbers are read (see
-        :func:`~levy_core.data.dates.read_datetimes`): inferred from the column when
+        `read_datetimes`): inferred from the column when
         neither is given.
 
     Returns
@@ -101,7 +101,7 @@ def parse_time(col: pd.Series, name: str, lines: np.ndarray, time_unit: str, *, 
         Every cell empty; a mostly numeric column with a non-number; numbers that are
         Unix epoch times (unless read as seconds); cells that are neither numbers nor
         date-times; or date-times refused by
-        :func:`~levy_core.data.dates.read_datetimes`.
+        `read_datetimes`.
     """
     if pd.api.types.is_datetime64_any_dtype(col):
         refuse_out_of_range_stamps(col, name, lines)
@@ -225,7 +225,7 @@ def to_utc_stamps(raw: pd.Series) -> pd.Series:
     """Cells read as UTC date-times, NaT where empty or unreadable (never raises).
 
     ISO 8601 first (fast, and mixed offsets and precisions), then anything else
-    :func:`pandas.to_datetime` understands, cell by cell; times without an offset are
+    `pandas.to_datetime` understands, cell by cell; times without an offset are
     taken as UTC.
 
     Parameters
@@ -250,7 +250,7 @@ def to_utc_stamps(raw: pd.Series) -> pd.Series:
 
 
 def has_time_zone(col: pd.Series) -> bool:
-    """Whether any date-time cell carries a time zone (see :func:`time_zone_mask`).
+    """Whether any date-time cell carries a time zone (see `time_zone_mask`).
 
     Parameters
     ----------

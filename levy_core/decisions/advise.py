@@ -6,7 +6,7 @@ measurements** (a channel at a time from "now", the series' last observation, on
 module predicts the calibrated band width the targets would have if that measurement were
 taken, and splits the narrowing into two parts:
 
-* **Evidence (exact, value-free).** In :class:`~levy_core.model.levy_model.LevyModel` an observation's
+* **Evidence (exact, value-free).** In [`LevyModel`][levy_core.model.levy_model.LevyModel] an observation's
   intensity at a query, ``λ_i(q) = w_i e^{κ_h(cos(P c_q, P c_i) − 1)} e^{−(t_q − t_i)²/(2ℓ_h²)}``,
   is built from its channel code ``c_i`` (``Backbone.index_channel``), its time ``t_i`` and
   the padding mask (``LevyModel.operator``: ``q``, ``k``, ``key_weight`` and ``decay``); the
@@ -18,7 +18,7 @@ taken, and splits the narrowing into two parts:
 * **Value (an expectation).** The values enter the disagreement ``trΣ_h`` (the atoms'
   values, the channel tokens, the query's read-out, the prior's variance), the mean, and
   the deterministic offset ``b(q)`` — the last value of the channel, or on rolling origins
-  the classical forecaster of :mod:`levy_core.offsets.base_forecast` refitted to the past with the
+  the classical forecaster of [`levy_core.offsets.base_forecast`][levy_core.offsets.base_forecast] refitted to the past with the
   new observation in it. That part is an expectation over the candidate's own calibrated
   predictive ``N(ŷ, (c·spread)²)`` at its time: ``draws`` values per candidate (antithetic
   pairs from a seeded generator), **all candidates × draws in one batched model pass**.
@@ -198,7 +198,7 @@ class Advice:
 
     def band(self, candidate: int | None = None) -> pd.DataFrame:
         """The targets' band today (``candidate=None``) or as it would be with candidate
-        ``candidate`` (an index into :attr:`candidates`, expected over its draws): columns
+        ``candidate`` (an index into `candidates`, expected over its draws): columns
         ``channel, time, mean, lower, upper``, data units."""
         if candidate is None:
             mean, width = self.mean_before, self.width_before

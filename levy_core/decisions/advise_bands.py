@@ -1,4 +1,4 @@
-"""The calibrated band of :func:`levy_core.decisions.advise.advise` in the data's units.
+"""The calibrated band of [`levy_core.decisions.advise.advise`][levy_core.decisions.advise.advise] in the data's units.
 
 A band is computed in the model's normalised (and, for a log / log1p channel, transformed)
 space and its ends mapped back with the channel's inverse map: on a transformed channel the

@@ -1,4 +1,4 @@
-"""The arguments of :func:`levy_core.decisions.advise.advise`, checked and resolved: the series
+"""The arguments of `levy_core.decisions.advise.advise`, checked and resolved: the series
 (its end episode), the horizon, the target channels, the candidate measurements and the
 seeded draws; unknown names and times outside ``[now, now + horizon]`` raise ``DataError``.
 """

@@ -1,10 +1,10 @@
-"""The scenarios of :func:`levy_core.decisions.advise.advise` and the one model pass over them.
+"""The scenarios of `levy_core.decisions.advise.advise` and the one model pass over them.
 
 A scenario is the series' end episode with one candidate measurement added (its channel,
 its time, one drawn or given value) and the target queries; on rolling origins the forecast
 origin moves to the measurement and the classical offset is refitted with the value in its
-past (:func:`base_offsets`). All scenarios are padded into one batch (:func:`collate`) and run
-through the Lévy model in one pass (:func:`run_pass`).
+past (`base_offsets`). All scenarios are padded into one batch (`collate`) and run
+through the Lévy model in one pass (`run_pass`).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ the observation is exchangeable with the calibration points, ``P(p ≤ α) ≤ �
 ``p ≤ α`` raises false alarms at rate at most α. ``p ≤ α`` exactly when the observation
 lies outside the split-conformal band at level ``1 − α`` that is reported beside it
 (``lower``, ``upper``, data units). Exchangeable means calibration scores made the same way:
-:func:`calibrate_watch` replays held-out series one step ahead exactly as the watch does
+[`calibrate_watch`][levy_core.decisions.watch.calibrate_watch] replays held-out series one step ahead exactly as the watch does
 (the fit's own calibration scores come from forecasts over the fitted horizon and flag 8 to
 10 % of observations at α = 0.01; ``benchmarks/watch.py``, ``docs/guides/watch.md``).
 
@@ -190,7 +190,7 @@ def _check_frame(obs: Observations | pd.DataFrame) -> pd.DataFrame:
 def _score_chunk(fitted: FittedModel, frame: pd.DataFrame, alpha: float, span: tuple[float, float],
                  max_context: int, calibration: WatchCalibration, mc_passes: int = 0,
                  progress: Callable[[int], object] | None = None) -> tuple[pd.DataFrame, int]:
-    """The scored rows (:data:`WATCH_COLUMNS`) of one chunk of whole series, and how many
+    """The scored rows (`WATCH_COLUMNS`) of one chunk of whole series, and how many
     observations were not scored; ``progress`` is told how many more series are done after
     every batch of steps (a chunk of thousands of series shows its progress as it goes)."""
     refuse_unknown_channels(pd.unique(frame["channel"]).tolist(), fitted.channels)
@@ -277,7 +277,7 @@ class WatchTally:
     calibration_se: float = 0.0  # the calibration's share (WatchCalibration.standard_error)
 
     def add(self, rows: pd.DataFrame, skipped: int = 0) -> None:
-        """Count one chunk's scored ``rows`` (:data:`WATCH_COLUMNS`) and its unscored observations."""
+        """Count one chunk's scored ``rows`` (`WATCH_COLUMNS`) and its unscored observations."""
         self.skipped += int(skipped)
         if rows.empty:
             return
@@ -308,11 +308,11 @@ class WatchTally:
         return self.n_flagged / self.n_scored if self.n_scored else 0.0
 
     def standard_error(self) -> float:
-        """Standard error of :attr:`flag_rate`. Two independent parts: the watched series' —
+        """Standard error of [`flag_rate`][levy_core.decisions.watch.WatchTally.flag_rate]. Two independent parts: the watched series' —
         flags within a series are correlated (neighbouring steps share their context),
         series independent, so the ratio estimator's between-series s.e.
-        (:func:`~levy_core.decisions.watch_calibration.between_series_se`) — and the calibration's
-        (:attr:`calibration_se`: the threshold is set on a finite sample of series);
+        (`between_series_se`) — and the calibration's
+        (`calibration_se`: the threshold is set on a finite sample of series);
         ``sqrt(test² + calibration²)``. ``inf`` with fewer than two watched series."""
         n = np.array([self.scored[s] for s in self.scored], np.float64)
         f = np.array([self.flags[s] for s in self.scored], np.float64)
@@ -331,7 +331,7 @@ class WatchTally:
 
 @dataclass(frozen=True)
 class WatchResult:
-    """A replay's scored observations (:data:`WATCH_COLUMNS`; user ids, hours and units)
+    """A replay's scored observations (`WATCH_COLUMNS`; user ids, hours and units)
     and its tally."""
 
     frame: pd.DataFrame
@@ -385,10 +385,10 @@ def iter_watch(fitted: FittedModel, chunks: Iterable[Observations | pd.DataFrame
                calibration: WatchCalibration | None = None, start: float | None = None, end: float | None = None,
                max_context: int = DEFAULT_MAX_CONTEXT, tally: WatchTally | None = None,
                mc_passes: int = 0, progress: Callable[[int], object] | None = None) -> Iterator[pd.DataFrame]:
-    """The streaming form of :func:`watch`: one frame of scored rows per chunk of whole
+    """The streaming form of [`watch`][levy_core.decisions.watch.watch]: one frame of scored rows per chunk of whole
     series (e.g. ``levy_core.data.series_chunks.iter_series_chunks``), memory that of one
     chunk and one batch; ``tally`` (optional) is given every chunk; ``progress`` (optional)
-    the number of series done, as they are done. Arguments as :func:`watch`."""
+    the number of series done, as they are done. Arguments as [`watch`][levy_core.decisions.watch.watch]."""
     a = check_alpha(alpha)
     span = _span(start, end)
     _check_max_context(max_context)
@@ -417,7 +417,7 @@ def watch(fitted: FittedModel, data: Observations | pd.DataFrame, *, alpha: floa
         The false-alarm rate: an observation is flagged when its p-value is ≤ ``alpha``
         (it lies outside the split-conformal band at level ``1 − alpha``). In (0, 1).
     calibration : WatchCalibration, optional
-        The scores p-values are taken against: :func:`calibrate_watch` on held-out series
+        The scores p-values are taken against: [`calibrate_watch`][levy_core.decisions.watch.calibrate_watch] on held-out series
         (valid p-values). Default: the fit's own calibration scores, which come from
         forecasts over the fitted horizon, not one step ahead (the flag rate then need not
         be α).
@@ -434,7 +434,7 @@ def watch(fitted: FittedModel, data: Observations | pd.DataFrame, *, alpha: floa
     Returns
     -------
     WatchResult
-        ``frame``: one row per scored observation, :data:`WATCH_COLUMNS` (series order,
+        ``frame``: one row per scored observation, `WATCH_COLUMNS` (series order,
         then time) — the band ``lower, upper`` at ``1 − alpha`` and ``mean`` (data units)
         issued before it, its ``score`` (normalised), ``p_value``, ``flagged``, ``lead``
         (hours since the last context time) and ``n_context``; ``tally``: the flag rate
@@ -459,7 +459,7 @@ def watch(fitted: FittedModel, data: Observations | pd.DataFrame, *, alpha: floa
 
 def calibrate_watch(fitted: FittedModel, data: Observations, *,
                     max_context: int = DEFAULT_MAX_CONTEXT, mc_passes: int = 0) -> WatchCalibration:
-    """One-step-ahead scores of held-out series, replayed exactly as :func:`watch` does:
+    """One-step-ahead scores of held-out series, replayed exactly as [`watch`][levy_core.decisions.watch.watch] does:
     what valid p-values are taken against.
 
     Parameters
@@ -470,7 +470,7 @@ def calibrate_watch(fitted: FittedModel, data: Observations, *,
         calibration series, or the span of the calibration origins), or series the model
         never trained on (replayed whole). Never the training series of another file.
     max_context, mc_passes : int
-        As for :func:`watch` (the same ``mc_passes`` as the watch it calibrates).
+        As for [`watch`][levy_core.decisions.watch.watch] (the same ``mc_passes`` as the watch it calibrates).
 
     Returns
     -------

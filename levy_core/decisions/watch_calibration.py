@@ -6,7 +6,7 @@ before it: a forecast one step ahead. The fit's own calibration scores
 horizon, from the cut-off's context: another score distribution, so p-values taken against
 them are not uniform, and the flag rate is not α (measured in ``benchmarks/watch.py``). A
 p-value is valid when the watched observation is exchangeable with the calibration points:
-:func:`calibrate_watch` replays series the model never trained on *exactly as the watch
+`calibrate_watch` replays series the model never trained on *exactly as the watch
 does* and keeps their scores per channel — the calibration split of the data the model was
 fitted on (recognised by its content hash), or any other held-out series.
 """

@@ -13,7 +13,7 @@ Each series also has an **end** episode, at its last observation: the context a 
 beyond the end of the data starts from.
 
 In the model's series space an episode is the pseudo-series ``"<id>@<k>"`` (``k`` the
-origin's index along the series) or ``"<id>@end"``; :class:`OriginClock` maps them back to
+origin's index along the series) or ``"<id>@end"``; `OriginClock` maps them back to
 the user's ids and clock and is the only code that knows the naming.
 """
 
@@ -95,7 +95,7 @@ def plan_origins(frame: pd.DataFrame, horizon: float | None = None,
 
 @dataclass(frozen=True)
 class OriginClock:
-    """Model-space episodes of the user's series under one :class:`OriginPlan`.
+    """Model-space episodes of the user's series under one `OriginPlan`.
 
     ``origins`` maps each model id to (user series id, origin time in the user's hours);
     it is rebuilt from the data and the plan, so the same data always gives the same ids.

@@ -1,13 +1,13 @@
-"""Per-channel normalisation of the model's inputs and outputs (:class:`ChannelScaler`).
+"""Per-channel normalisation of the model's inputs and outputs (`ChannelScaler`).
 
 Fitted on the training series only, saved with the model as plain JSON (no pickle), and
 used to put predictions and their spreads back into each channel's original units.
 
 A channel may carry a monotone transform ``g`` (``log``, ``log1p``:
-:mod:`levy_core.episodes.transforms`), applied before the min-max scaling: the model sees
+`levy_core.episodes.transforms`), applied before the min-max scaling: the model sees
 ``(g(v) - min) / (max - min)`` with ``min``/``max`` of ``g(v)``. Values and band ends go
 back exactly with ``g⁻¹``; a spread goes back by the delta method at the point prediction
-(:meth:`ChannelScaler.scale_at`), since for a log channel a spread in data units is not
+(`ChannelScaler.scale_at`), since for a log channel a spread in data units is not
 ``(max - min)`` × the normalised spread.
 """
 
@@ -54,14 +54,14 @@ class ChannelScaler:
     @classmethod
     def fit(cls, frame: pd.DataFrame, series_ids: Iterable[str] | None = None,
             transform: tf.TransformSpec = "none") -> ChannelScaler:
-        """Transform (see :func:`~levy_core.episodes.transforms.resolve_transforms`), then
+        """Transform (see `resolve_transforms`), then
         min and max of each channel's transformed values over some series.
 
         Parameters
         ----------
         frame : pandas.DataFrame
             Long frame with ``series_id``, ``channel`` and ``value`` (e.g.
-            :attr:`Observations.frame`).
+            `Observations.frame`).
         series_ids : iterable of str, optional
             Series to fit on (e.g. the training split); all when omitted.
         transform : str or mapping of str to str
@@ -165,7 +165,7 @@ class ChannelScaler:
         Raises
         ------
         DataError
-            A channel the scaler does not know, or a value more than :data:`MAX_SCALED`
+            A channel the scaler does not know, or a value more than `MAX_SCALED`
             training ranges away (the model's 32-bit arithmetic would overflow).
         """
         out = frame.copy(deep=False)  # copy-on-write: only the value column is new
@@ -174,7 +174,7 @@ class ChannelScaler:
 
     def check_range(self, frame: pd.DataFrame) -> np.ndarray:
         """The scaled values of ``frame`` (``channel``, ``value``, ``series_id``), after
-        refusing any more than :data:`MAX_SCALED` training ranges away.
+        refusing any more than `MAX_SCALED` training ranges away.
 
         Raises
         ------
@@ -235,7 +235,7 @@ class ChannelScaler:
         return (self._warp(values, kind) - lo) / rng
 
     def normalise_codes(self, values: np.ndarray, codes: np.ndarray, channels: Sequence[str]) -> np.ndarray:
-        """:meth:`normalise` with each row's channel given as an index into ``channels``, (n,)."""
+        """`normalise` with each row's channel given as an index into ``channels``, (n,)."""
         lo = np.array([self.minimum[c] for c in channels], np.float64)[codes]
         span = np.array([self.maximum[c] - self.minimum[c] for c in channels], np.float64)[codes]
         kind = np.array([self.transform_of(c) for c in channels], dtype=object)[codes]
@@ -264,7 +264,7 @@ class ChannelScaler:
         """The local scale at a scaled value ``v``: ``(max - min) · dg⁻¹/du`` at
         ``u = v (max - min) + min``; multiply a scaled spread centred at ``v`` by it to get
         original units (the delta method: ``(max - min) · exp(u)`` for a log or log1p
-        channel, ``max - min`` — :meth:`scale_of` — otherwise).
+        channel, ``max - min`` — `scale_of` — otherwise).
 
         Parameters
         ----------
@@ -287,7 +287,7 @@ class ChannelScaler:
 
     def scale_of(self, channels: np.ndarray) -> np.ndarray:
         """``max - min`` per row: multiply a scaled spread by it to get the transformed
-        units (original units for a channel without transform; see :meth:`scale_at`).
+        units (original units for a channel without transform; see `scale_at`).
 
         Parameters
         ----------
@@ -310,7 +310,7 @@ class ChannelScaler:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Mapping[str, float] | Mapping[str, str]]) -> ChannelScaler:
-        """Inverse of :meth:`to_dict`; a scaling saved before transforms existed (no
+        """Inverse of `to_dict`; a scaling saved before transforms existed (no
         ``"transform"``) has none on every channel."""
         try:
             lo = {str(k): float(v) for k, v in d["minimum"].items()}

@@ -15,16 +15,22 @@ by any choice made on them.
 Tasks inside a (pseudo-)series:
 
 * ``forecast``: observations at ``time ≤ cutoff`` are context; those in
-  ``(cutoff, cutoff + horizon]`` are the queries.
+  ``(cutoff, cutoff + horizon]`` are the queries. The cut-off is one time for every series
+  (``TaskConfig.cutoff``) or each series' own, at a fraction of its observed span
+  (``TaskConfig.cutoff_fraction``): a panel whose series are followed for different lengths
+  (PBC: a single visit to 14 years) keeps every series with observations at two times in the fit,
+  where one time would leave out those that end before it or start after it. Without either,
+  :func:`resolve_task` takes the median series midpoint, or on a panel split by series each
+  series' own midpoint when that keeps more series in.
 * ``interpolate``: a seeded ``holdout_fraction`` of the observations is held out as queries;
   the rest is context. Training draws a fresh hold-out every epoch.
 """
 
 from __future__ import annotations
 
-import math
 import zlib
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Literal
 
 import numpy as np
@@ -32,6 +38,12 @@ import pandas as pd
 import torch
 
 from levy_core.data import DataError
+from levy_core.episodes.cutoffs import (
+    PER_SERIES_DEFAULT,
+    cutoff_fraction_of,
+    median_midpoint,
+    taking_part,
+)
 from levy_core.episodes.origins import OriginClock, OriginPlan, plan_origins
 from levy_core.episodes.scaling import ChannelScaler
 from levy_core.model.batch import Batch
@@ -39,15 +51,18 @@ from levy_core.offsets.base_forecast import BaseForecast
 
 __all__ = [
     "MIN_SERIES_FOR_SERIES_SPLIT",
+    "PER_SERIES_DEFAULT",
     "STOPPING_SHARE",
     "EpisodeBuilder",
     "SeriesClock",
     "Split",
     "TaskConfig",
+    "cutoff_fraction_of",
     "make_origin_split",
     "training_frame",
     "make_split",
     "resolve_task",
+    "taking_part",
     "to_windows",
 ]
 
@@ -65,9 +80,36 @@ class TaskConfig:
     horizon: float | None = None  # forecast: queries up to cutoff + horizon; None → to the end
     holdout_fraction: float = 0.2  # interpolate: share of observations held out as queries
     season: float | None = None  # rolling origins: hours of the seasonal offset; None → detected, 0 → none
+    # forecast: each series' history ends at this fraction of its own observed span (its first
+    # to its last observation), instead of one ``cutoff`` for all (which is then None)
+    cutoff_fraction: float | None = None
+
+    @property
+    def per_series(self) -> bool:
+        """A forecast whose cut-off is each series' own (``cutoff_fraction``)."""
+        return self.kind == "forecast" and self.cutoff_fraction is not None
+
+    def series_cutoff(self, times: np.ndarray) -> float:
+        """The forecast cut-off (hours) of one series whose observation times are ``times``
+        ((n,) hours, n ≥ 1 for a per-series cut-off): ``cutoff`` itself, or the point at
+        ``cutoff_fraction`` of the series' span."""
+        if self.cutoff_fraction is None:
+            return float(self.cutoff)  # type: ignore[arg-type]  # resolved
+        lo, hi = float(np.min(times)), float(np.max(times))
+        return lo + float(self.cutoff_fraction) * (hi - lo)
+
+    def cutoff_text(self, fmt: Callable[[float], str] | None = None) -> str:
+        """The cut-off in words, to follow "cut-off": one time ("667 days"; ``fmt`` writes a
+        time in hours, default ``"24 h"``) or each series' own ("at 50 % of each series' own span")."""
+        if self.cutoff_fraction is not None:
+            return f"at {100 * self.cutoff_fraction:g} % of each series' own span"
+        return (fmt or _hours_text)(float(self.cutoff))  # type: ignore[arg-type]
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        if out["cutoff_fraction"] is None:  # a global cut-off: the layout of models saved before it
+            del out["cutoff_fraction"]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict) -> TaskConfig:
@@ -75,7 +117,26 @@ class TaskConfig:
         if unknown:
             raise ValueError(f"unknown task settings {unknown}; expected some of "
                              f"{[f.name for f in fields(cls)]}")
-        return cls(**data)
+        task = cls(**data)
+        _check_fraction(task)
+        return task
+
+
+def _hours_text(hours: float) -> str:
+    return f"{hours:g} h"
+
+
+def _check_fraction(task: TaskConfig) -> None:
+    """ValueError for a per-series cut-off outside (0, 1) or given beside a global one."""
+    f = task.cutoff_fraction
+    if f is None:
+        return
+    if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f < 1:
+        raise ValueError(f"cutoff_fraction must lie strictly between 0 and 1 (a share of each series' span), "
+                         f"got {f!r}")
+    if task.cutoff is not None:
+        raise ValueError(f"give one forecast cut-off: a time for all series (cutoff={task.cutoff!r}) or a share of "
+                         f"each series' span (cutoff_fraction={f!r}), not both")
 
 
 @dataclass
@@ -281,23 +342,23 @@ def make_origin_split(frame: pd.DataFrame, task: TaskConfig, *, seed: int = 0) -
     return model_frame, split, model_task
 
 
-def resolve_task(task: TaskConfig, frame: pd.DataFrame) -> TaskConfig:
-    """Fill the defaults that depend on the data (the forecast cut-off)."""
+def resolve_task(task: TaskConfig, frame: pd.DataFrame, *, by_series: bool = False) -> TaskConfig:
+    """Fill the defaults that depend on the data (the forecast cut-off). ``frame``: the
+    model-space observations (columns series_id, time). Without a cut-off, the median series
+    midpoint (rounded) for every series; with ``by_series`` (a panel split by series) each
+    series' own midpoint instead when that keeps more series in the fit (some end before the
+    common one or start after it). ValueError for settings out of range."""
     if task.kind not in ("forecast", "interpolate"):
         raise ValueError(f"task must be 'forecast' or 'interpolate', got {task.kind!r}")
     if not 0 < task.holdout_fraction < 1:
         raise ValueError("holdout_fraction must lie in (0, 1)")
-    if task.kind == "forecast" and task.cutoff is None:
-        times = frame.groupby("series_id")["time"]
-        start, end = times.min(), times.max()
-        half_span = float((end - start).median()) / 2
-        middle = float(((start + end) / 2).median())
-        if not half_span > 0:
-            return TaskConfig("forecast", middle, task.horizon, task.holdout_fraction, task.season)
-        # the median series midpoint, rounded as a person would pick it (23.78 h → 24 h)
-        step = 10.0 ** (math.floor(math.log10(half_span)) - 1)
-        return TaskConfig("forecast", round(round(middle / step) * step, 10), task.horizon, task.holdout_fraction,
-                          task.season)
+    _check_fraction(task)
+    if task.kind == "forecast" and task.cutoff is None and task.cutoff_fraction is None:
+        common = median_midpoint(frame)
+        if by_series and taking_part(frame, cutoff_fraction=PER_SERIES_DEFAULT, horizon=task.horizon) > \
+                taking_part(frame, cutoff=common, horizon=task.horizon):  # some series end before it, or start after
+            return replace(task, cutoff_fraction=PER_SERIES_DEFAULT)
+        return replace(task, cutoff=common)
     return task
 
 
@@ -368,7 +429,7 @@ class EpisodeBuilder:
         s = self.series[series_id]
         n = len(s.time)
         if self.task.kind == "forecast":
-            cutoff = float(self.task.cutoff)  # resolved
+            cutoff = self.task.series_cutoff(s.time) if n else 0.0  # resolved: one for all, or this series' own
             ctx = np.flatnonzero(s.time <= cutoff)
             end = np.inf if self.task.horizon is None else cutoff + self.task.horizon
             qry = np.flatnonzero((s.time > cutoff) & (s.time <= end))
@@ -409,7 +470,7 @@ class EpisodeBuilder:
         """Episodes with arbitrary queries: items of (series_id, query times, query channel codes);
         the context is the series' fixed-episode context (the held-out split's: evaluation,
         calibration, the band chart's grid). A user's queries, which see every observation
-        before them, are built by ``levy_core.pipeline.query_context`` with :meth:`collate`."""
+        before them, are built by ``levy_core.pipeline.query_context`` with `collate`."""
         return self.collate([(sid, self.split_indices(sid)[0], t, c) for sid, t, c in items])
 
     def collate(self, parts: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]],

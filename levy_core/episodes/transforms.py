@@ -1,22 +1,22 @@
 """Per-channel value transforms for positive and skewed quantities (``log``, ``log1p``).
 
 A channel's values ``v`` are mapped by ``g`` before the min-max scaling of
-:class:`~levy_core.episodes.scaling.ChannelScaler`; the model is fitted and calibrated on
+`ChannelScaler`; the model is fitted and calibrated on
 ``g(v)`` and every band is mapped back with ``g⁻¹``. ``g`` is strictly increasing, so a
 band that holds for ``g(y)`` holds for ``y`` with the same probability (the conformal
 guarantee is kept) and the band never leaves ``g``'s range: ``(0, ∞)`` for ``log``,
 ``(-1, ∞)`` for ``log1p`` (it never goes below the data's zero in practice, and never
 below −1).
 
-The automatic rule (:func:`choose_transform`), per channel:
+The automatic rule (`choose_transform`), per channel:
 
 * ``log`` when every value of the file is > 0, ``|skewness of log v|`` is smaller than
   ``|skewness of v|`` on the training values, and either their sample skewness is
-  > :data:`SKEW_THRESHOLD` or their mean is within :data:`NEAR_ZERO_SDS` standard deviations
+  > `SKEW_THRESHOLD` or their mean is within `NEAR_ZERO_SDS` standard deviations
   of zero (a Gaussian band of such a channel reaches below zero: PBC's platelets, mean 2.4
   s.d. from zero with skewness 0.95 on one draw, got bounds below zero without it);
 * ``log1p`` when every value is ≥ 0, some are 0, and the same holds with ``log1p``;
-* ``none`` otherwise (and for channels with fewer than :data:`MIN_VALUES` training values).
+* ``none`` otherwise (and for channels with fewer than `MIN_VALUES` training values).
 """
 
 from __future__ import annotations

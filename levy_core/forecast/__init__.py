@@ -1,3 +1,3 @@
-"""The one way in from Python: :class:`~levy_core.forecast.forecaster.LevyForecaster` (fit,
+"""The one way in from Python: [`LevyForecaster`][levy_core.forecast.forecaster.LevyForecaster] (fit,
 predict, evaluate, backtest, save, load) and its typed results (``results``, ``windows``).
 """

@@ -10,8 +10,8 @@ NeuralForecast and StatsForecast do.
 >>> f.save("model_dir"); LevyForecaster.load("model_dir").predict(h="36h", df=df)   # or "model.zip"
 >>> LevyForecaster(time_col="day", time_unit="days").fit(pbc)        # name the columns, once: recorded
 
-A thin layer over :mod:`levy_core.pipeline` (``fit``, ``predict_future``,
-``predict_user_queries``, ``evaluate``, ``predict_after_end``) and :mod:`levy_core.pipeline.bands`
+A thin layer over [`levy_core.pipeline`][levy_core.pipeline] (``fit``, ``predict_future``,
+``predict_user_queries``, ``evaluate``, ``predict_after_end``) and `levy_core.pipeline.bands`
 (the output convention): the numbers are those of ``levy fit`` / ``levy predict --format
 nixtla`` / ``levy evaluate`` on the same model and data. Levels are percents
 (``level=[80, 90]``). Nothing is printed; progress only through the ``progress`` callback.
@@ -40,7 +40,7 @@ from levy_core.data import (
     read_queries,
 )
 from levy_core.data.drift import DriftReport
-from levy_core.episodes.tasks import TaskConfig
+from levy_core.episodes.tasks import TaskConfig, cutoff_fraction_of
 from levy_core.episodes.transforms import KINDS, TransformSpec, parse_transform
 from levy_core.forecast import windows as forecast_windows
 from levy_core.forecast.results import Backtest, Evaluation, fraction
@@ -90,8 +90,14 @@ class LevyForecaster:
     horizon : str or float, optional
         Forecast: how far ahead each training episode predicts ("36h", or a number in the
         data's unit); default as ``levy fit``.
-    cutoff : float, optional
-        Many series, forecast: where each series' history ends (hours).
+    cutoff : float or str, optional
+        Many series, forecast: where each series' history ends. One time for every series: a
+        number (hours) or a duration text (``"730d"``, or a number in the data's unit as
+        ``"667"``); or each series' own, at a share of its observed span: ``"60%"``, or
+        ``"auto"`` (``"50%"``). Default (None): the median series midpoint, or each series'
+        own midpoint where one time would leave series out that it keeps in (a panel with
+        different follow-ups). The rule is recorded in the model (``task.cutoff_fraction``)
+        and used again by :meth:`evaluate` and the predictions' held-out split.
     max_seconds : float, optional
         Training time budget per model.
     twin : bool
@@ -105,7 +111,7 @@ class LevyForecaster:
         values; means and bands come back mapped with the inverse (the mean is the median).
     time_unit : {"hours", "minutes", "seconds", "days"}
         Unit of numeric times (date-times are read as such). Recorded in the saved model:
-        :meth:`load` reads later frames in it.
+        [`load`][levy_core.forecast.forecaster.LevyForecaster.load] reads later frames in it.
     id_col, time_col, value_col, channel_col : str, optional
         The columns of series ids, times, values and channel names (NeuralForecast's
         ``id_col``, ``time_col``, ``target_col``); each left out is found by its name
@@ -114,7 +120,7 @@ class LevyForecaster:
     channels : sequence of str, optional
         The wide form: the columns that hold measurements, one channel each (instead of
         ``value_col``/``channel_col``). The columns named are recorded in the saved model and
-        reused for every later frame (:meth:`predict`'s ``df=``, after :meth:`load` too).
+        reused for every later frame ([`predict`][levy_core.forecast.forecaster.LevyForecaster.predict]'s ``df=``, after [`load`][levy_core.forecast.forecaster.LevyForecaster.load] too).
     dayfirst : bool, optional
         Dates written as numbers (``02/01/2024``) in the frames and queries are day first
         (True) or month first (False); None: told from each column (a day over 12), refused
@@ -122,24 +128,24 @@ class LevyForecaster:
     date_format : str, optional
         The strptime format of every date-time text cell (``%d/%m/%Y %H:%M``), instead.
     progress : callable, optional
-        Called with a :class:`~levy_core.training.train.Progress` after every epoch.
+        Called with a [`Progress`][levy_core.training.train.Progress] after every epoch.
 
     Attributes
     ----------
     fitted : FittedModel or None
-        The fitted model (None before :meth:`fit` or :meth:`load`); :meth:`save` writes it
+        The fitted model (None before [`fit`][levy_core.forecast.forecaster.LevyForecaster.fit] or [`load`][levy_core.forecast.forecaster.LevyForecaster.load]); [`save`][levy_core.forecast.forecaster.LevyForecaster.save] writes it
         as a directory or a zip of the same files.
     observations : Observations or None
-        The data it was fitted on (None after :meth:`load`: pass ``df=`` to predict).
+        The data it was fitted on (None after [`load`][levy_core.forecast.forecaster.LevyForecaster.load]: pass ``df=`` to predict).
     mapping : ColumnMapping or None
-        The column mapping given to :meth:`fit` (None: detected on each frame).
+        The column mapping given to [`fit`][levy_core.forecast.forecaster.LevyForecaster.fit] (None: detected on each frame).
     columns : ColumnNames
         The columns named (``id_col=``, ``time_col=``, ...; a loaded model's recorded ones).
     """
 
     def __init__(self, *, size: str = "auto", epochs: int = 40, seed: int = 0, season: str | float = "auto",
                  task: Literal["forecast", "interpolate"] = "forecast", horizon: str | float | None = None,
-                 cutoff: float | None = None, max_seconds: float | None = None, twin: bool = False,
+                 cutoff: float | str | None = None, max_seconds: float | None = None, twin: bool = False,
                  phi: Literal["rate", "count"] = "rate", time_unit: str = "hours",
                  progress: Callable[[Progress], None] | None = None, dayfirst: bool | None = None,
                  date_format: str | None = None, transform: TransformSpec = "auto", id_col: str | None = None,
@@ -157,6 +163,7 @@ class LevyForecaster:
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
             raise ValueError(f"epochs must be a whole number of at least 1, got {epochs!r}")
         self.size, self.epochs, self.seed, self.season, self.task = size, epochs, seed, season, task
+        cutoff_fraction_of(cutoff)  # DataError for a share out of range, before any data is read
         self.horizon, self.cutoff, self.max_seconds, self.twin, self.phi = horizon, cutoff, max_seconds, twin, phi
         self.time_unit, self.progress = time_unit, progress
         self.transform = parse_transform(transform) if isinstance(transform, str) else dict(transform)
@@ -173,11 +180,11 @@ class LevyForecaster:
         """Fit (split, train, calibrate) on ``df`` and return ``self``.
 
         ``df``: long (``unique_id, ds, y`` or ``series_id, time, channel, value`` and the
-        other aliases of :mod:`levy_core.data`) or wide, ``ds`` date-times or numbers;
+        other aliases of [`levy_core.data`][levy_core.data]) or wide, ``ds`` date-times or numbers;
         ``mapping`` overrides the detected columns (and is kept for the frames given to
-        :meth:`predict` and :meth:`drift`), instead of ``id_col=``/``time_col=``/...; how the
+        [`predict`][levy_core.forecast.forecaster.LevyForecaster.predict] and [`drift`][levy_core.forecast.forecaster.LevyForecaster.drift]), instead of ``id_col=``/``time_col=``/...; how the
         data were read (columns, ``time_unit``, dates) is recorded in the model
-        (``model.json``'s ``reading``) and reused after :meth:`load`. ``DataError`` for
+        (``model.json``'s ``reading``) and reused after [`load`][levy_core.forecast.forecaster.LevyForecaster.load]. ``DataError`` for
         unusable data; ValueError for a ``mapping`` beside named columns.
         """
         if mapping is not None and not self.columns.empty:
@@ -262,7 +269,7 @@ class LevyForecaster:
 
     def drift(self, df: pd.DataFrame | None = None) -> DriftReport:
         """How ``df`` (default: the fitted data) differs from what the model learned from, per
-        channel (:mod:`levy_core.data.drift`): ``.flags`` (a DataFrame) and ``.messages``."""
+        channel ([`levy_core.data.drift`][levy_core.data.drift]): ``.flags`` (a DataFrame) and ``.messages``."""
         return pipeline.drift_report(self._require_fitted(), self._observations(df))
 
     def evaluate(self, df: pd.DataFrame, *, level: Sequence[float] | float = (80, 90), band: str = "auto",
@@ -272,7 +279,7 @@ class LevyForecaster:
         Parameters
         ----------
         df : pandas.DataFrame
-            Observations in the format :meth:`fit` reads. The frame the model was fitted on
+            Observations in the format [`fit`][levy_core.forecast.forecaster.LevyForecaster.fit] reads. The frame the model was fitted on
             is scored on its test split (the series, or on a fit of few series the forecast
             origins, held out from training and calibration); any other frame on every
             series with context and queries (the task's split of each series: its cut-off,
@@ -317,7 +324,7 @@ class LevyForecaster:
         Per series, window ``w`` (0 the earliest) cuts at ``end - h - (n_windows - 1 - w)
         · step`` (``end`` the series' last observation): the model forecasts every
         observation within ``h`` after the cut-off from the observations up to it, as
-        :meth:`predict` with ``h=`` forecasts past a series' end. Series with fewer than
+        [`predict`][levy_core.forecast.forecaster.LevyForecaster.predict] with ``h=`` forecasts past a series' end. Series with fewer than
         two observations before a cut-off sit that window out.
 
         What is fitted: with ``refit=True`` (the default) a new model per window, with this
@@ -331,7 +338,7 @@ class LevyForecaster:
         Parameters
         ----------
         df : pandas.DataFrame
-            Observations in the format :meth:`fit` reads.
+            Observations in the format [`fit`][levy_core.forecast.forecaster.LevyForecaster.fit] reads.
         n_windows : int
             Windows, at least 1.
         h : str or float, optional
@@ -343,7 +350,7 @@ class LevyForecaster:
         level : float or sequence of float
             Band levels, percents (``[80, 90]``).
         band : {"auto", "gaussian", "conformal", "adaptive"}
-            As :meth:`predict`.
+            As [`predict`][levy_core.forecast.forecaster.LevyForecaster.predict].
         refit : bool
 
         Returns
@@ -413,18 +420,18 @@ class LevyForecaster:
         Parameters
         ----------
         path : str, Path or bytes
-            A model directory (:meth:`save`, ``FittedModel.save``, ``levy fit --out``), its
-            ``model.json``, a model zip (:meth:`save` to ``….zip``,
+            A model directory ([`save`][levy_core.forecast.forecaster.LevyForecaster.save], ``FittedModel.save``, ``levy fit --out``), its
+            ``model.json``, a model zip ([`save`][levy_core.forecast.forecaster.LevyForecaster.save] to ``….zip``,
             ``modelzip.model_zip_bytes``, the dashboard's download), or a zip's bytes.
-            Validated as :func:`~levy_core.pipeline.load_model` and
-            :func:`~levy_core.serving.modelzip.load_model_zip` do (safetensors and bounded JSON
+            Validated as [`load_model`][levy_core.pipeline.load_model] and
+            [`load_model_zip`][levy_core.serving.modelzip.load_model_zip] do (safetensors and bounded JSON
             only; nothing executable is loaded).
 
         Returns
         -------
         LevyForecaster
             Its settings (size, epochs, seed, task, phi, twin, max_seconds, transform) those the model
-            was fitted with, so that :meth:`backtest` refits alike; the columns, ``time_unit`` and
+            was fitted with, so that [`backtest`][levy_core.forecast.forecaster.LevyForecaster.backtest] refits alike; the columns, ``time_unit`` and
             date options those it recorded (a model saved before they were recorded: found by
             name, hours); ``observations`` None.
 
@@ -437,6 +444,23 @@ class LevyForecaster:
         forecaster = cls(**_settings(fitted), **_reading_settings(fitted.reading))
         forecaster.fitted = fitted
         return forecaster
+
+    def plot(self, unique_id: object = None, *, channel: str | None = None, h: str | float | None = None,
+             level: float = 90, df: pd.DataFrame | None = None, points: int = 100, band: str = "auto",
+             signals: bool = True) -> Any:
+        """A plotly figure of one series (default: the first) and channel (default: its first):
+        its history, the forecast over ``h`` (default: the forecaster's ``horizon=``) with its
+        ``level`` percent band, the numbers [`predict`][levy_core.forecast.forecaster.LevyForecaster.predict]
+        gives; with ``signals``, log evidence and disagreement beneath. Needs plotly (the
+        ``dashboard`` extra); traces and errors: [`levy_core.forecast.plot`][levy_core.forecast.plot]."""
+        from levy_core.forecast.plot import forecast_figure  # plotly is optional: imported here
+
+        if h is None and self.horizon is None:
+            raise ValueError("give h=, how far past the series' end to forecast (e.g. h='6h' or a number in "
+                             "the data's unit)")
+        return forecast_figure(self._require_fitted(), self._observations(df), unique_id=unique_id, channel=channel,
+                               h=self.horizon if h is None else h, level=level, points=points, band=band,
+                               signals=signals)
 
     def _read(self, df: pd.DataFrame) -> Observations:
         """``df`` as observations, read with the fit's column mapping (detected when none)."""
@@ -470,8 +494,11 @@ class LevyForecaster:
     def _fit_observations(self, obs: Observations) -> pipeline.FittedModel:
         """Split, train and calibrate on ``obs`` with this forecaster's settings."""
         unit = obs.report.input_time_unit
-        task = TaskConfig(self.task, cutoff=self.cutoff, horizon=self._hours(self.horizon, unit),
-                          season=_season_hours(self.season, unit))
+        fraction = cutoff_fraction_of(self.cutoff)  # "auto", "60%": each series' own cut-off
+        cutoff = self._hours(self.cutoff, unit) if isinstance(self.cutoff, str) and fraction is None else self.cutoff
+        task = TaskConfig(self.task, cutoff=None if fraction is not None else cutoff,
+                          horizon=self._hours(self.horizon, unit), season=_season_hours(self.season, unit),
+                          cutoff_fraction=fraction)
         train = TrainConfig(epochs=self.epochs, seed=self.seed, max_seconds=self.max_seconds)
         return pipeline.fit(obs, task=task, train=train, size=self.size, train_twin=self.twin, phi=self.phi,
                             progress=self.progress, transform=self.transform)

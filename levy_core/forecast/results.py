@@ -1,8 +1,8 @@
-"""What :meth:`LevyForecaster.evaluate <levy_core.forecast.forecaster.LevyForecaster.evaluate>` and
-:meth:`~levy_core.forecast.forecaster.LevyForecaster.backtest` return: typed, frozen results, each with
+"""What [`LevyForecaster.evaluate`][levy_core.forecast.forecaster.LevyForecaster.evaluate] and
+[`backtest`][levy_core.forecast.forecaster.LevyForecaster.backtest] return: typed, frozen results, each with
 ``.to_frame()`` and a readable ``summary()`` (also its ``str``).
 
-Scores are those of ``levy evaluate`` (:func:`levy_core.pipeline.evaluate`): MSE, MAE, CRPS
+Scores are those of ``levy evaluate`` ([`levy_core.pipeline.evaluate`][levy_core.pipeline.evaluate]): MSE, MAE, CRPS
 and the Gaussian NLL on the model's per-channel min-max normalised scale (as t-PatchGNN
 reports them, so channels of different units average), each band's coverage (scale-free)
 and its mean width on the same normalised scale. Levels are percents (``{80: 0.81, 90:
@@ -40,7 +40,7 @@ def band_scores(y: np.ndarray, p: Predictive, levels: Sequence[float],
     p : Predictive
         One method's predictive at the same ``n`` queries.
     levels : sequence of float
-        Percents (a fraction is refused, as :func:`~levy_core.pipeline.bands.percent_levels` does).
+        Percents (a fraction is refused, as `percent_levels` does).
     kinds : sequence of str
         ``"gaussian"``, ``"conformal"`` or ``"adaptive"``, one per level.
 
@@ -83,7 +83,7 @@ class Scores:
         ``"last value"`` (the last observation carried forward, with its own calibrated band).
     n_queries : int
     mse, mae, crps, nll : float
-        Normalised scale (:data:`SCALE_NOTE`).
+        Normalised scale (`SCALE_NOTE`).
     coverage : dict of float to float
         Percent -> the share of the queries inside the band.
     width : dict of float to float
@@ -109,14 +109,14 @@ class Scores:
         return {"method": self.method, **self._score_columns()}
 
     def _score_columns(self) -> dict[str, Any]:
-        """``n_queries, mse, mae, crps, nll`` and the per-level columns, as :meth:`row` has them."""
+        """``n_queries, mse, mae, crps, nll`` and the per-level columns, as [`row`][levy_core.forecast.results.Scores.row] has them."""
         return {"n_queries": self.n_queries, "mse": self.mse, "mae": self.mae, "crps": self.crps, "nll": self.nll,
                 **_level_columns(self, list(self.coverage))}
 
 
 @dataclass(frozen=True)
 class Evaluation:
-    """A fitted forecaster scored on held-out data (:meth:`LevyForecaster.evaluate`).
+    """A fitted forecaster scored on held-out data ([`LevyForecaster.evaluate`][levy_core.forecast.forecaster.LevyForecaster.evaluate]).
 
     Attributes
     ----------
@@ -144,7 +144,7 @@ class Evaluation:
         row per (method, channel): ``method, channel, n_queries, mae, rmse, crps`` (the CRPS
         of the log-normal predictive on a log / log1p channel;
         ``levy_core.pipeline.evaluation.per_channel_data_units``, ``levy evaluate --json``'s
-        ``per_channel_data_units``); also :meth:`data_unit_frame`.
+        ``per_channel_data_units``); also [`data_unit_frame`][levy_core.forecast.results.Evaluation.data_unit_frame].
     """
 
     n_queries: int
@@ -198,7 +198,7 @@ class Evaluation:
 
     def data_unit_frame(self) -> pd.DataFrame:
         """One row per (method, channel): ``method, channel, n_queries, mae, rmse, crps``, each
-        channel in its own units (a copy of :attr:`data_units`)."""
+        channel in its own units (a copy of `data_units`)."""
         return self.data_units.copy()
 
     def summary(self) -> str:
@@ -218,7 +218,7 @@ class Evaluation:
 @dataclass(frozen=True, kw_only=True)
 class WindowScores(Scores):
     """One method's forecasts of one backtest window, scored (the Lévy model's, or a
-    baseline's): the attributes of :class:`Scores`, on the window's queries, and where they
+    baseline's): the attributes of [`Scores`][levy_core.forecast.results.Scores], on the window's queries, and where they
     lie (``window``, ``n_series`` and ``method`` given by keyword).
 
     Attributes
@@ -232,7 +232,7 @@ class WindowScores(Scores):
     mse, mae, crps, nll : float
         Normalised scale of the model that forecast the window.
     coverage, width, band : dict
-        Per percent level, as :class:`Scores`.
+        Per percent level, as [`Scores`][levy_core.forecast.results.Scores].
     method : str
         ``"Lévy"`` (the default), or ``"last value"`` (the baseline: each channel's last
         observation before the cut-off carried forward, with its own calibrated band).
@@ -249,7 +249,7 @@ class WindowScores(Scores):
 
 @dataclass(frozen=True)
 class Backtest:
-    """Forecasts from rolling cut-offs, scored window by window (:meth:`LevyForecaster.backtest`),
+    """Forecasts from rolling cut-offs, scored window by window ([`LevyForecaster.backtest`][levy_core.forecast.forecaster.LevyForecaster.backtest]),
     beside the trivial baseline scored on the same queries the same way.
 
     Attributes
@@ -264,7 +264,7 @@ class Backtest:
     windows : tuple of WindowScores
         The Lévy model's, earliest cut-off first.
     forecasts : pandas.DataFrame
-        The forecasts, one row per held-out observation (see :meth:`to_frame`).
+        The forecasts, one row per held-out observation (see [`to_frame`][levy_core.forecast.results.Backtest.to_frame]).
     baselines : tuple of WindowScores
         The last-value baseline's scores per window (``method == "last value"``), on each
         window's queries: each channel's last observation before the cut-off (in the
@@ -273,8 +273,8 @@ class Backtest:
         model's kind at each level, split conformal where the model's is the adaptive
         walk, which the baseline has not). Empty for a model saved without it.
     baseline_forecasts : pandas.DataFrame
-        The baseline's forecasts, row by row beside :attr:`forecasts` (``last value,
-        last value-lo-<L>, …, last value-hi-<L>``; see :meth:`to_frame`).
+        The baseline's forecasts, row by row beside `forecasts` (``last value,
+        last value-lo-<L>, …, last value-hi-<L>``; see [`to_frame`][levy_core.forecast.results.Backtest.to_frame]).
     notes : tuple of str
         In plain words, each Lévy band whose coverage over every window's queries lies
         further from its level than its per-series standard error allows (or is worth
@@ -323,7 +323,7 @@ class Backtest:
     def overall(self, method: str = "Lévy") -> dict[str, float]:
         """Every window's queries together: each score of ``method`` (default the Lévy
         model's) as its mean over all of them (the windows' scores weighted by their
-        queries), keyed as :meth:`scores`' columns."""
+        queries), keyed as [`scores`][levy_core.forecast.results.Backtest.scores]' columns."""
         table = self.scores(method)
         weights = table["n_queries"].to_numpy(np.float64)
         numbers = [c for c in table.columns if c not in ("window", "n_series", "n_queries")
@@ -334,7 +334,7 @@ class Backtest:
 
     def comparison(self) -> pd.DataFrame:
         """The accuracy and uncertainty table, the trivial baseline beside the model: one row
-        per method over every window's queries (:meth:`overall`), ``method, n_queries, mse,
+        per method over every window's queries ([`overall`][levy_core.forecast.results.Backtest.overall]), ``method, n_queries, mse,
         mae, crps, nll, coverage_<L>, …, width_<L>, …, band_<L>, …`` (each band as the
         first window scored it)."""
         rows = []

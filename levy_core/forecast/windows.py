@@ -1,12 +1,12 @@
-"""The work behind :meth:`LevyForecaster.evaluate <levy_core.forecast.forecaster.LevyForecaster.evaluate>`
-and :meth:`~levy_core.forecast.forecaster.LevyForecaster.backtest`: the pipeline's evaluation as an
-:class:`~levy_core.forecast.results.Evaluation`, and the backtest's cut-offs, histories and
+"""The work behind [`LevyForecaster.evaluate`][levy_core.forecast.forecaster.LevyForecaster.evaluate]
+and [`backtest`][levy_core.forecast.forecaster.LevyForecaster.backtest]: the pipeline's evaluation as an
+[`Evaluation`][levy_core.forecast.results.Evaluation], and the backtest's cut-offs, histories and
 scored windows.
 
 Nothing here fits a model (the forecaster does, with its own settings); every score comes
-from :func:`levy_core.pipeline.evaluation.method_metrics` and :mod:`levy_core.metrics`. Each
+from `levy_core.pipeline.evaluation.method_metrics` and [`levy_core.metrics`][levy_core.metrics]. Each
 window scores the last-value baseline beside the model, on the same queries and the same way
-(the model's own :class:`~levy_core.episodes.baselines.LastValueForecaster`, fitted with it).
+(the model's own `LastValueForecaster`, fitted with it).
 
 A backtest window, per series: the cut-off ``c = end - h - (n_windows - 1 - w) · step``
 (``end`` the series' last observation, ``w = 0`` the earliest window), the history every
@@ -60,8 +60,8 @@ def user_times(series_id: pd.Series | np.ndarray, hours: pd.Series | np.ndarray,
 
 def evaluation(fitted: FittedModel, obs: Observations, levels: Sequence[float], band: str,
                mc_passes: int | None) -> Evaluation:
-    """``pipeline.evaluate`` (without the sampler's draws) as an :class:`Evaluation` at the
-    percent ``levels``; ``band`` one of :data:`EVALUATED_BANDS`."""
+    """``pipeline.evaluate`` (without the sampler's draws) as an [`Evaluation`][levy_core.forecast.results.Evaluation] at the
+    percent ``levels``; ``band`` one of `EVALUATED_BANDS`."""
     if band not in EVALUATED_BANDS:
         raise ValueError(f"band must be one of {', '.join(EVALUATED_BANDS)} (auto scores the adaptive walk where "
                          f"the fit has one), got {band!r}")
@@ -78,7 +78,7 @@ def evaluation(fitted: FittedModel, obs: Observations, levels: Sequence[float], 
 
 
 def data_unit_table(fitted: FittedModel, pred: pd.DataFrame, result: Mapping) -> pd.DataFrame:
-    """:attr:`Evaluation.data_units`: each method's ``per_channel_data_units`` of ``result``
+    """`Evaluation.data_units`: each method's ``per_channel_data_units`` of ``result``
     (``pipeline.evaluate``'s dict) as rows ``method, channel, n_queries, mae, rmse, crps``."""
     rows = [{"method": p.name, "channel": channel, "n_queries": s["n"], "mae": s["mae"], "rmse": s["rmse"],
              "crps": s["crps"]}
@@ -197,7 +197,7 @@ def window(obs: Observations, index: int, cut: pd.Series, h: float, n_windows: i
 
 @dataclass(frozen=True)
 class ScoredWindow:
-    """One backtest window, forecast and scored: what :func:`score_window` returns.
+    """One backtest window, forecast and scored: what `score_window` returns.
 
     Attributes
     ----------
@@ -207,7 +207,7 @@ class ScoredWindow:
         The trivial forecasters' scores on the same queries (the last value carried
         forward, when the model has its baseline).
     forecasts : pandas.DataFrame
-        The window's rows of :meth:`Backtest.to_frame`.
+        The window's rows of [`Backtest.to_frame`][levy_core.forecast.results.Backtest.to_frame].
     baseline_forecasts : pandas.DataFrame
         The baselines' forecasts on the same rows: ``last value, last value-lo-<L>, …,
         last value-hi-<L>`` (no columns when there is no baseline).
@@ -226,7 +226,7 @@ def score_window(fitted: FittedModel, win: Window, obs: Observations, levels: Se
                  band: str) -> ScoredWindow:
     """``fitted``'s forecasts of ``win``'s queries from its history, scored, with the
     last-value baseline's forecasts of the same queries from the same history, scored the
-    same way (:func:`with_last_value`)."""
+    same way (`with_last_value`)."""
     queries = win.queries
     data = pipeline.prepare(fitted, win.history)
     pred = with_last_value(fitted, data, pipeline.predict_after_end(fitted, data, queries[["series_id", "channel",
@@ -259,7 +259,7 @@ def with_last_value(fitted: FittedModel, data: ModelData, pred: pd.DataFrame) ->
     baseline's ``lv_mean_norm, lv_std_norm`` at its queries: each query's channel's last
     value in the context the model forecast from (the series' end episode; the channel's
     training mean where it holds none) and the spread the baseline fitted on the training
-    part's own errors (:class:`~levy_core.episodes.baselines.LastValueForecaster`). ``pred``
+    part's own errors (`LastValueForecaster`). ``pred``
     itself where the model has no baseline."""
     if fitted.last_value is None or fitted.last_value_calibration is None:
         return pred

@@ -27,23 +27,23 @@ predictive as ``sigma -> 0``, i.e. a point mass at ``mean``:
   only when ``y == mean`` exactly);
 - the PIT is ``0`` below the mean, ``1`` above it and ``0.5`` at it;
 - the Gaussian NLL, whose limit is infinite, floors ``sigma`` at
-  :data:`NLL_SIGMA_FLOOR` (documented on :func:`gaussian_nll`).
+  `NLL_SIGMA_FLOOR` (documented on [`gaussian_nll`][levy_core.metrics.gaussian_nll]).
 
 Layout (one module per metric family; every public name is re-exported here, so
 ``from levy_core import metrics; metrics.crps_gaussian(...)`` and
 ``from levy_core.metrics import crps_gaussian`` both work):
 
-- :mod:`levy_core.metrics.accuracy` -- :func:`mean_squared_error`, :func:`mean_absolute_error`;
-- :mod:`levy_core.metrics.scoring_rules` -- Gaussian and ensemble CRPS, :func:`gaussian_nll`,
-  :func:`interval_score`;
-- :mod:`levy_core.metrics.coverage` -- :func:`central_interval`, :func:`covered` (the one coverage rule),
-  interval coverage, its standard error and mean width, reliability curves, :func:`pit_values`, :func:`sharpness`;
-- :mod:`levy_core.metrics.selective` -- :func:`spearman_sigma_abs_error` and the
+- `levy_core.metrics.accuracy` -- [`mean_squared_error`][levy_core.metrics.mean_squared_error], [`mean_absolute_error`][levy_core.metrics.mean_absolute_error];
+- `levy_core.metrics.scoring_rules` -- Gaussian and ensemble CRPS, [`gaussian_nll`][levy_core.metrics.gaussian_nll],
+  [`interval_score`][levy_core.metrics.interval_score];
+- `levy_core.metrics.coverage` -- [`central_interval`][levy_core.metrics.central_interval], [`covered`][levy_core.metrics.covered] (the one coverage rule),
+  interval coverage, its standard error and mean width, reliability curves, [`pit_values`][levy_core.metrics.pit_values], [`sharpness`][levy_core.metrics.sharpness];
+- `levy_core.metrics.selective` -- [`spearman_sigma_abs_error`][levy_core.metrics.spearman_sigma_abs_error] and the
   risk-coverage curve and area;
-- :mod:`levy_core.metrics.crps_scale` -- :func:`crps_scale`, the Gaussian spread's scale of
+- `levy_core.metrics.crps_scale` -- `crps_scale`, the Gaussian spread's scale of
   minimum CRPS (the calibration's and early stopping's).
 
-The input checks live in :mod:`levy_core.metrics.checks`.
+The input checks live in `levy_core.metrics.checks`.
 """
 
 from levy_core.metrics.accuracy import mean_absolute_error, mean_squared_error

@@ -1,6 +1,6 @@
 """Accuracy of the point prediction: errors of ``mean`` alone, ``sigma`` unused.
 
-``metric(y_true, mean)``; inputs as in :mod:`levy_core.metrics`.
+``metric(y_true, mean)``; inputs as in [`levy_core.metrics`][levy_core.metrics].
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Argument checks shared by :mod:`levy_core.metrics`, the calibration steps (:mod:`levy_core.calibration`) and
-:mod:`levy_core.calibration.coverage`.
+"""Argument checks shared by [`levy_core.metrics`][levy_core.metrics], the calibration steps (`levy_core.calibration`) and
+[`levy_core.calibration.coverage`][levy_core.calibration.coverage].
 
 Every check returns the validated value (converted to ``float64`` where it is
 numeric) and raises ``ValueError`` whose message starts with the argument's name,
@@ -132,7 +132,7 @@ def _percent_hint(value: float) -> str:
 def check_levels(levels: ArrayLike, name: str = "levels") -> FloatArray:
     """A scalar or 1-D array of levels, shape (L,), each strictly between 0 and 1 ->
     float64 array of shape (L,) (a scalar gives L = 1); a percent is refused as by
-    :func:`check_level`."""
+    `check_level`."""
     try:
         raw = np.atleast_1d(np.asarray(levels, dtype=np.float64))
     except (TypeError, ValueError) as exc:
@@ -183,7 +183,7 @@ def check_bounds(lower: ArrayLike, upper: ArrayLike) -> tuple[FloatArray, FloatA
 def check_interval(
     y_true: ArrayLike, lower: ArrayLike, upper: ArrayLike
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Finite ``y_true`` and bounds as in :func:`check_bounds`, all of shape (n,): three
+    """Finite ``y_true`` and bounds as in `check_bounds`, all of shape (n,): three
     float64 arrays of shape (n,)."""
     y = as_1d(y_true, "y_true")
     lo, hi = check_bounds(lower, upper)
@@ -228,7 +228,7 @@ def group_codes(
 def gaussian_half_width(sigma: FloatArray, level: float) -> FloatArray:
     """Half width ``z_{(1+level)/2} * sigma`` of the central Gaussian interval, shape of
     ``sigma`` (n,); exactly 0 where ``sigma`` is 0. Inputs are not checked: pass the output
-    of :func:`check_sigma` and :func:`check_level`."""
+    of `check_sigma` and `check_level`."""
     z = special.ndtri(0.5 + 0.5 * level)
     return z * sigma
 

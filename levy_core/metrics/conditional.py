@@ -1,14 +1,14 @@
 """Does the band hold per query, not only on average? Coverage within groups of queries and
 how well a spread ranks errors against knowing the channel alone.
 
-- :func:`coverage_by_quantile` -- coverage of a band within the quantile bins of any per-query
+- [`coverage_by_quantile`][levy_core.metrics.conditional.coverage_by_quantile] -- coverage of a band within the quantile bins of any per-query
   key (the band's own width: "size-stratified coverage", Angelopoulos & Bates 2021; the
   evidence; the lead), each with its standard error over series (the correlated queries of
   one series count once) and the worst bin's distance from the level in those errors;
-- :func:`risk_coverage_ratio` -- the area under the risk–coverage curve of a spread
+- [`risk_coverage_ratio`][levy_core.metrics.conditional.risk_coverage_ratio] -- the area under the risk–coverage curve of a spread
   (Geifman & El-Yaniv 2017) divided by that of a reference spread on the same errors, e.g. a
   per-channel constant: below 1, the spread ranks errors better than the reference does;
-- :func:`within_group_spearman` -- the rank correlation of spread and absolute error inside
+- [`within_group_spearman`][levy_core.metrics.conditional.within_group_spearman] -- the rank correlation of spread and absolute error inside
   each group (channel), averaged with the groups' sizes as weights.
 """
 

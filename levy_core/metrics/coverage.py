@@ -1,14 +1,14 @@
 """Calibration and sharpness: central intervals, their coverage (with standard errors) and
 width, reliability curves, PIT values, and the sharpness of the spread.
 
-Coverage has one rule, :func:`covered` (``lower <= y <= upper``, bounds inclusive, as
-MAPIE), and every coverage number of the library is a share of it: :func:`interval_coverage`
-here, and above it the coverage family of :mod:`levy_core.calibration.coverage` (the
+Coverage has one rule, [`covered`][levy_core.metrics.covered] (``lower <= y <= upper``, bounds inclusive, as
+MAPIE), and every coverage number of the library is a share of it: [`interval_coverage`][levy_core.metrics.interval_coverage]
+here, and above it the coverage family of [`levy_core.calibration.coverage`][levy_core.calibration.coverage] (the
 family's table is there). Levels are fractions in (0, 1); a percent is refused.
 
 Like uncertainty-toolbox's ``metrics_calibration`` this module also holds
-:func:`sharpness`, the spread measure that calibration is read together with.
-Inputs and the ``sigma = 0`` conventions are those of :mod:`levy_core.metrics`.
+[`sharpness`][levy_core.metrics.sharpness], the spread measure that calibration is read together with.
+Inputs and the ``sigma = 0`` conventions are those of [`levy_core.metrics`][levy_core.metrics].
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ __all__ = [
     "sharpness",
 ]
 
-#: Grid of central-interval levels used by :func:`miscalibration_area` and
-#: :func:`calibration_curve` by default: 0.01, 0.02, ..., 0.99.
+#: Grid of central-interval levels used by [`miscalibration_area`][levy_core.metrics.coverage.miscalibration_area] and
+#: [`calibration_curve`][levy_core.metrics.coverage.calibration_curve] by default: 0.01, 0.02, ..., 0.99.
 DEFAULT_LEVELS: FloatArray = np.linspace(0.01, 0.99, 99)
 
 
@@ -93,7 +93,7 @@ def covered(y_true: ArrayLike, lower: ArrayLike, upper: ArrayLike) -> NDArray[np
 
 def interval_coverage(y_true: ArrayLike, lower: ArrayLike, upper: ArrayLike) -> float:
     """Fraction of points with ``lower <= y <= upper`` (bounds inclusive): the mean of
-    :func:`covered`.
+    [`covered`][levy_core.metrics.covered].
 
     Same definition as MAPIE's ``regression_coverage_score``. Bounds may be
     infinite.
@@ -113,7 +113,7 @@ def interval_coverage(y_true: ArrayLike, lower: ArrayLike, upper: ArrayLike) -> 
 def coverage_standard_error(
     y_true: ArrayLike, lower: ArrayLike, upper: ArrayLike, *, groups: ArrayLike | None = None
 ) -> float:
-    """Standard error of :func:`interval_coverage`.
+    """Standard error of [`interval_coverage`][levy_core.metrics.interval_coverage].
 
     Without ``groups`` the points are taken as independent: the binomial
     ``sqrt(p (1 - p) / n)``. With ``groups`` (e.g. the series each query belongs
@@ -176,7 +176,7 @@ def calibration_curve(
 
     For each nominal level ``p`` the observed coverage is the fraction of
     points with ``|y - mean| <= z_{(1+p)/2} * sigma`` (inclusive, as in
-    :func:`covered`; all levels in one vectorised pass). ``dict(zip(*calibration_curve(...)))``
+    [`covered`][levy_core.metrics.covered]; all levels in one vectorised pass). ``dict(zip(*calibration_curve(...)))``
     is the coverage by level.
 
     Parameters
@@ -212,7 +212,7 @@ def miscalibration_area(
     """Average absolute calibration error over central intervals.
 
     ``mean_p |observed(p) - p|`` over the grid of central-interval levels ``p``
-    (default 0.01, ..., 0.99), with ``observed`` from :func:`calibration_curve`.
+    (default 0.01, ..., 0.99), with ``observed`` from [`calibration_curve`][levy_core.metrics.calibration_curve].
     On a uniform grid this approximates the area between the reliability curve
     and the diagonal. 0 is perfect calibration, lower is better.
 

@@ -1,7 +1,7 @@
 """Proper scoring rules: Gaussian and ensemble CRPS, Gaussian NLL, interval (Winkler) score.
 
 Lower is better for all of them. Inputs and the ``sigma = 0`` conventions are those of
-:mod:`levy_core.metrics`.
+[`levy_core.metrics`][levy_core.metrics].
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def _normal_pdf(z: FloatArray) -> FloatArray:
 def crps_gaussian(y_true: ArrayLike, mean: ArrayLike, sigma: ArrayLike) -> float:
     """Mean closed-form Gaussian CRPS over the points.
 
-    See :func:`crps_gaussian_per_point` for the formula and the ``sigma = 0``
+    See [`crps_gaussian_per_point`][levy_core.metrics.crps_gaussian_per_point] for the formula and the ``sigma = 0``
     convention.
 
     Parameters
@@ -191,7 +191,7 @@ def crps_ensemble_per_point(
 def crps_ensemble(y_true: ArrayLike, draws: ArrayLike, *, fair: bool = True) -> float:
     """Mean ensemble CRPS over the points.
 
-    See :func:`crps_ensemble_per_point`.
+    See [`crps_ensemble_per_point`][levy_core.metrics.crps_ensemble_per_point].
 
     Parameters
     ----------

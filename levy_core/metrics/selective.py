@@ -1,7 +1,7 @@
 """Selective prediction: does ``sigma`` order the errors? Rank correlation of ``sigma``
 with the absolute error, and the risk when only the most trusted points are kept.
 
-Inputs as in :mod:`levy_core.metrics`.
+Inputs as in [`levy_core.metrics`][levy_core.metrics].
 """
 
 from __future__ import annotations

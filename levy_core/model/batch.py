@@ -1,6 +1,6 @@
-"""What goes into a model and what comes out: padded episodes (:class:`Batch`), the
-per-query prediction (:class:`ModelOutput`) and the Lévy layer's inputs
-(:class:`OperatorInputs`), shapes in each field's comment."""
+"""What goes into a model and what comes out: padded episodes ([`Batch`][levy_core.model.batch.Batch]), the
+per-query prediction ([`ModelOutput`][levy_core.model.batch.ModelOutput]) and the Lévy layer's inputs
+([`OperatorInputs`][levy_core.model.batch.OperatorInputs]), shapes in each field's comment."""
 
 from __future__ import annotations
 

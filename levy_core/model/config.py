@@ -1,4 +1,4 @@
-"""The model's hyper-parameters (:class:`ModelConfig`), shared by the Lévy model and its twin,
+"""The model's hyper-parameters ([`ModelConfig`][levy_core.model.config.ModelConfig]), shared by the Lévy model and its twin,
 and the bounds every size is checked against before anything is built (a ``model.json`` is input)."""
 
 from __future__ import annotations

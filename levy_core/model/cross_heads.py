@@ -1,6 +1,6 @@
-"""The per-head projections of the cross-attention (:class:`CrossHeads`), shared in shape by
+"""The per-head projections of the cross-attention ([`CrossHeads`][levy_core.model.cross_heads.CrossHeads]), shared in shape by
 the Lévy model and its twin: the index-space codes, values, query read-outs, length scales and
-the prior tables; and the correction bound's share (:func:`bound_factor`) both apply."""
+the prior tables; and the correction bound's share ([`bound_factor`][levy_core.model.cross_heads.bound_factor]) both apply."""
 
 from __future__ import annotations
 

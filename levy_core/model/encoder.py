@@ -1,13 +1,13 @@
-"""The encoder both models share (:class:`Backbone`): channel state, the offset ``b(q)``,
+"""The encoder both models share ([`Backbone`][levy_core.model.encoder.Backbone]): channel state, the offset ``b(q)``,
 observation and channel tokens, and the query's features.
 
-Per (series, channel) the context gives deterministic summaries (:func:`channel_state`): the
+Per (series, channel) the context gives deterministic summaries ([`channel_state`][levy_core.model.encoder.channel_state]): the
 last observed value and its time, the mean, the count. The offset of a query is the last
 observed value of its channel (decayed towards its level where the fit found mean reversion;
-the value one season back with a season, :func:`seasonal_offset`). Observation tokens encode
+the value one season back with a season, [`seasonal_offset`][levy_core.model.encoder.seasonal_offset]). Observation tokens encode
 (lag, channel, value, value relative to its channel's last value and mean); channel tokens pool
 them per channel and pass through self-attention across channels. What the cross-attention
-reads is :class:`Encoded`.
+reads is [`Encoded`][levy_core.model.encoder.Encoded].
 """
 
 from __future__ import annotations

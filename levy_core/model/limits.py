@@ -1,14 +1,14 @@
 """Bounds on a saved model's ``model.json`` and weights, checked before anything is built.
 
-A model directory or zip is input (issue 27). Besides what :mod:`levy_core.pipeline.modelfile`
+A model directory or zip is input (issue 27). Besides what `levy_core.pipeline.modelfile`
 checks (size, nesting, formats, finite numbers), everything here is bounded so that a
 hostile file is refused by name instead of costing memory or failing inside a pass:
 
-- the parsed JSON's size: at most :data:`MAX_JSON_CONTAINERS` objects and arrays and
-  :data:`MAX_JSON_ELEMENTS` values, counted on the raw bytes before ``json.loads``
+- the parsed JSON's size: at most `MAX_JSON_CONTAINERS` objects and arrays and
+  `MAX_JSON_ELEMENTS` values, counted on the raw bytes before ``json.loads``
   (64 MiB of ``{}`` would take 1.7 GB parsed);
-- every number: within ``±``:data:`MAX_ABS_NUMBER` anywhere, and within the ranges of
-  :data:`NUMBER_BOUNDS` where it reaches the float32 pass or the bands (the time scale,
+- every number: within ``±```MAX_ABS_NUMBER` anywhere, and within the ranges of
+  `NUMBER_BOUNDS` where it reaches the float32 pass or the bands (the time scale,
   length scales, season, cut-off, horizon, calibration scale and scores);
 - the weights: read from the safetensors header (JSON at the file's start) before a tensor
   is loaded; only float32 (``F32``) tensors whose names and shapes are the architecture's.
@@ -124,8 +124,8 @@ def _depth(structure: bytes) -> int:
 
 
 def check_json_shape(text: bytes, where: str, max_depth: int) -> None:
-    """:class:`LimitError` for JSON holding more than :data:`MAX_JSON_CONTAINERS` objects and
-    arrays or :data:`MAX_JSON_ELEMENTS` values (counted first: a byte count refuses a bomb
+    """`LimitError` for JSON holding more than `MAX_JSON_CONTAINERS` objects and
+    arrays or `MAX_JSON_ELEMENTS` values (counted first: a byte count refuses a bomb
     of empty objects at once) or nesting deeper than ``max_depth``."""
     structure = _structure(text)
     containers, elements = _counts(structure)
@@ -149,7 +149,7 @@ _Patterns = dict[tuple[int, str], list[tuple[tuple[str, ...], tuple[float, float
 
 
 def _patterns() -> _Patterns:
-    """:data:`NUMBER_BOUNDS` as step tuples, by (number of steps, first step): a saved model
+    """`NUMBER_BOUNDS` as step tuples, by (number of steps, first step): a saved model
     holds tens of thousands of numbers (conformal scores), each one looked up."""
     out: _Patterns = {}
     for pattern, bound in NUMBER_BOUNDS.items():
@@ -169,8 +169,8 @@ def _bound_of(path: tuple[str, ...], patterns: _Patterns) -> tuple[float, float,
 
 
 def check_numbers(meta: Mapping[str, Any]) -> None:
-    """:class:`LimitError` naming the first number of ``model.json`` outside its bounds:
-    :data:`NUMBER_BOUNDS` where it has one, ``±``:data:`MAX_ABS_NUMBER` everywhere."""
+    """`LimitError` naming the first number of ``model.json`` outside its bounds:
+    `NUMBER_BOUNDS` where it has one, ``±```MAX_ABS_NUMBER` everywhere."""
     _check_tree(meta, (), _patterns())
 
 
@@ -246,7 +246,7 @@ def read_header(stream: BinaryIO, size: int, where: str) -> tuple[dict[str, Any]
 
 def check_weights_header(header: Mapping[str, Any], header_bytes: int, size: int,
                          expected: Mapping[str, tuple[int, ...]], where: str) -> None:
-    """:class:`LimitError` unless every tensor the header lists is float32 (``F32``), is one
+    """`LimitError` unless every tensor the header lists is float32 (``F32``), is one
     of ``expected`` with its shape, and the data offsets tile the file's ``size`` exactly."""
     end = header_bytes
     spans = []

@@ -9,7 +9,7 @@ population's (GRU-D's decay, Che et al. 2018, in closed form). For a query ``q``
     m(q) = w_c · (the series' context mean of c) + (1 − w_c) · (the channel's training mean)
 
 with ``r_c ≥ 0`` and ``w_c ∈ [0, 1]`` fitted per channel before training
-(:func:`levy_core.training.reversion.fit_mean_reversion`). ``r_c = 0`` is the last value
+(`levy_core.training.reversion.fit_mean_reversion`). ``r_c = 0`` is the last value
 carried forward, exactly. ``b(q)`` is a function of the query and the context, never of the
 Poisson draw, so the Lévy layer's ``σ̂`` stays exact (``docs/levy-math.md``, the offset).
 """

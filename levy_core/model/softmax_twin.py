@@ -1,7 +1,7 @@
 """The softmax twin: the Lévy model's backbone, offset, read-out and prior atom with a
 scaled-dot-product softmax over the same (decayed) index space and dropout. In eval mode it
 is the deterministic "softmax" baseline; with dropout active, ``T`` passes give MC-Dropout
-(:meth:`SoftmaxTwin.mc_dropout`)."""
+(`SoftmaxTwin.mc_dropout`)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ class SoftmaxTwin(nn.Module):
         from the global RNG in training mode. With one: an MC-Dropout pass, every mask drawn
         from ``generator``, in either mode (nothing of the model is changed). ``share``
         (B, M): the correction bound's share to apply (default: from this pass's own
-        correction; MC-Dropout passes the deterministic pass's, see :meth:`mc_dropout`)."""
+        correction; MC-Dropout passes the deterministic pass's, see [`mc_dropout`][levy_core.model.softmax_twin.SoftmaxTwin.mc_dropout])."""
         offset, correction = self._correction(batch, generator)
         if share is None:
             share = bound_factor(correction, self.correction_bound[batch.qry_channel])

@@ -1,5 +1,5 @@
 """Autoregressions on a regular grid: the ``autoregressive`` offset candidate, and the AR of
-a harmonic candidate's residuals (:mod:`levy_core.offsets.base_forecast`).
+a harmonic candidate's residuals ([`levy_core.offsets.base_forecast`][levy_core.offsets.base_forecast]).
 
 An irregular past is first put on a regular grid of its median sampling interval (linear
 interpolation across missing points); an AR(p) with intercept is fitted to it by least

@@ -10,7 +10,7 @@ whole, an unstable one becomes the weighted mean of the candidates it wavers bet
 Rolling origins closer together than the horizon forecast overlapping windows, so their
 errors are correlated; the resamples are moving blocks (Künsch 1989) of ``lag + 1``
 consecutive origins, ``lag`` being how many later origins fall inside an origin's window
-(:func:`overlap_lag`). The draws come from a fixed seed: the same data give the same choice.
+(`overlap_lag`). The draws come from a fixed seed: the same data give the same choice.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def bagged_weights(errors: Callable[[Sequence[Key]], np.ndarray], counts: np.nda
     counts : ndarray
         Queries scored at each origin, (n,).
     lag : int
-        The origins' overlap (:func:`overlap_lag`).
+        The origins' overlap (`overlap_lag`).
     rule : callable
         The selection rule: given the mean squared error of any members (a callable), the
         members it picks (their mean is the pick).

@@ -12,7 +12,7 @@ The candidates, per channel (times in hours; ``o`` the origin, ``t_q`` the query
   sampling intervals (simple exponential smoothing for irregular times);
 * ``drift`` — the last value plus the average slope of the past (the random walk with drift);
 * ``damped_trend`` — Holt's damped-trend exponential smoothing on a regular grid
-  (:mod:`levy_core.offsets.smoothing`; its parameters fitted once per channel);
+  (`levy_core.offsets.smoothing`; its parameters fitted once per channel);
 * ``holt`` — the same undamped (``φ = 1``): Holt's linear trend, ETS(A,A,N), which carries
   a steady trend over the whole horizon (a price index, a sector's employment);
 * ``seasonal`` — the value one season ``P`` before ``t_q`` (the latest such time at or before
@@ -32,16 +32,16 @@ The candidates, per channel (times in hours; ``o`` the origin, ``t_q`` the query
   by AIC at each origin); seasonal data only;
 * ``autoregressive`` — an AR(p) of the past on a regular grid of the median sampling
   interval, ``p`` picked by AIC;
-* ``gp`` — a Gaussian process's posterior mean (:mod:`levy_core.offsets.gp`; few series);
+* ``gp`` — a Gaussian process's posterior mean (`levy_core.offsets.gp`; few series);
 * ``combination`` — the mean of the ``COMBINED`` candidates that score best.
 
-Candidate periods: :func:`levy_core.offsets.seasonality.candidate_periods`. :func:`choose` scores
+Candidate periods: [`levy_core.offsets.seasonality.candidate_periods`][levy_core.offsets.seasonality.candidate_periods]. [`choose`][levy_core.offsets.base_forecast.choose] scores
 every candidate on the later half of the training and calibration origins (the latest
 before the test ones). The rule (``_pick``) keeps the one with the smallest squared error
 there, a candidate over a simpler one (``METHODS`` is in order of complexity) only when its
 error is lower by more than ``SIMPLER_MARGIN``, and the mean of the best ``COMBINED`` where
 that is better still. It is applied to bootstrap resamples of the scored origins
-(:mod:`levy_core.offsets.bagging`), and each channel's offset is the mean of the picks
+(`levy_core.offsets.bagging`), and each channel's offset is the mean of the picks
 weighted by how often each won: a clear winner alone, a close call a weighted combination.
 """
 
@@ -173,7 +173,7 @@ def fitted_parameters(richest: dict[str, ChannelPast], first: float, periods: tu
 
 
 class CandidateScores(NamedTuple):
-    """Every candidate's forecasts on the scored episodes (:func:`score_candidates`): the
+    """Every candidate's forecasts on the scored episodes ([`score_candidates`][levy_core.offsets.base_forecast.score_candidates]): the
     candidate ``periods`` and the sampling ``gap`` (hours); per channel the AR order, GP kernel,
     damped-trend and Holt parameters (fitted before the first scored origin); ``records``, per
     channel and scored episode in time order, each candidate ``(method, period)``'s forecast at
@@ -222,7 +222,7 @@ def score_candidates(frame: pd.DataFrame, origins: dict[str, tuple[str, float]],
     """Every candidate's forecast at the queries of the episodes ``scored`` (ids of
     ``episodes``, in time order), from each one's past; parameters fitted once per channel,
     on its best-observed series' past before the first of them. Arguments as
-    :func:`choose_offsets`."""
+    [`choose_offsets`][levy_core.offsets.base_forecast.choose_offsets]."""
     periods = candidate_periods(frame) if season is None else ((float(season),) if season > 0 else ())
     gap = median_gap(frame["time"].to_numpy(np.float64)) or 1.0
     past = {key: ChannelPast(g["time"].to_numpy(np.float64), g["value"].to_numpy(np.float64))
@@ -251,7 +251,7 @@ def score_candidates(frame: pd.DataFrame, origins: dict[str, tuple[str, float]],
 
 def choose(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], episodes: dict[str, pd.DataFrame],
            *, season: float | None = None) -> BaseForecastSpec:
-    """:func:`choose_offsets` with NumPy's BLAS on one thread: the same choice whatever the
+    """[`choose_offsets`][levy_core.offsets.base_forecast.choose_offsets] with NumPy's BLAS on one thread: the same choice whatever the
     machine's cores or load."""
     with single_threaded_blas():
         return choose_offsets(frame, origins, episodes, season=season)
@@ -272,7 +272,7 @@ def choose_offsets(frame: pd.DataFrame, origins: dict[str, tuple[str, float]], e
         Scored episode id → its queries (columns channel, time in the user's hours, value).
     season : float, optional
         A period the user asked for (hours; 0: no seasonal or harmonic candidates); None:
-        :func:`candidate_periods`.
+        [`candidate_periods`][levy_core.offsets.seasonality.candidate_periods].
     """
     by_time = sorted(episodes, key=lambda m: (origins[m][1], m))
     # the later half of the origins: the nearest to what is forecast next, with the most past behind

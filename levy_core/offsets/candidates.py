@@ -1,9 +1,9 @@
 """The candidate forecasters of the base forecast, one channel's past at a time.
 
 Each maps one channel's past ``(t, y)`` (times ≤ origin, sorted) to values at query times
-``t_q`` (queries inside the past get the same formula): :func:`forecast` runs one candidate
-by name (the list: :mod:`levy_core.offsets.base_forecast`), :func:`bounded` keeps a forecast
-within ``OFFSET_RANGE`` data ranges of the past, and :class:`ChannelPast` holds the past of
+``t_q`` (queries inside the past get the same formula): [`forecast`][levy_core.offsets.candidates.forecast] runs one candidate
+by name (the list: [`levy_core.offsets.base_forecast`][levy_core.offsets.base_forecast]), [`bounded`][levy_core.offsets.candidates.bounded] keeps a forecast
+within ``OFFSET_RANGE`` data ranges of the past, and [`ChannelPast`][levy_core.offsets.candidates.ChannelPast] holds the past of
 one (series, channel).
 """
 

@@ -48,7 +48,7 @@ class GPSpec:
         The periods (hours) of the locally periodic terms (fixed, not fitted).
     theta : tuple of float
         The fitted kernel's log-hyperparameters, in scikit-learn's order for the kernel
-        :func:`kernel_for` builds with these periods.
+        `kernel_for` builds with these periods.
     """
 
     unit: float
@@ -139,7 +139,7 @@ def fit(t: np.ndarray, y: np.ndarray, periods: tuple[float, ...], gap: float) ->
 
 def gram(theta: np.ndarray, periods_in_units: tuple[float, ...], x: np.ndarray,
          xq: np.ndarray | None = None) -> np.ndarray:
-    """The kernel of :func:`kernel_for` with log-hyperparameters ``theta``, evaluated in numpy.
+    """The kernel of `kernel_for` with log-hyperparameters ``theta``, evaluated in numpy.
 
     Parameters
     ----------

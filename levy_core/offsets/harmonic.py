@@ -7,7 +7,7 @@ without a trend, re-levelled by the weighted level of its residuals; ``harmonic_
 fits the last ``RECENT_PERIODS`` longest periods only. The ``_ar`` variants add an AR(p) of
 the gridded residuals carried forward from the origin (regression with autoregressive
 errors, ``p`` by AIC at each origin). The candidates are listed in
-:mod:`levy_core.offsets.base_forecast`.
+[`levy_core.offsets.base_forecast`][levy_core.offsets.base_forecast].
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def harmonic_ar(method: str, t: np.ndarray, y: np.ndarray, origin: float, tq: np
                  harmonics: tuple[float, ...], gap: float) -> tuple[np.ndarray, np.ndarray]:
     """A ``HARMONIC`` candidate at ``tq`` (m,), without and with an AR(p) of its gridded
     residuals carried forward (regression with autoregressive errors; ``p`` by
-    :func:`aic_order` at this origin): one fit for both."""
+    `aic_order` at this origin): one fit for both."""
     out, z = harmonic_residuals(method, t, y, origin, tq, harmonics, gap)
     ahead = None if z is None else ar_ahead(z, residual_ar_order(z), origin, tq, gap)
     return out, (out if ahead is None else out + ahead)
@@ -138,7 +138,7 @@ def harmonic_residuals(method: str, t: np.ndarray, y: np.ndarray, origin: float,
 
 
 def residual_ar_order(z: np.ndarray) -> int:
-    """The residual AR's order: :func:`aic_order` up to ``MAX_AR_ORDER``, a tenth of the points."""
+    """The residual AR's order: `aic_order` up to ``MAX_AR_ORDER``, a tenth of the points."""
     return aic_order(z, min(MAX_AR_ORDER, len(z) // 10))
 
 

@@ -2,7 +2,7 @@
 
 A fit on rolling origins (one series or a few) may carry a season in its deterministic
 offset (``ModelConfig.season``: the value one season before the query, the seasonal naive
-forecast, in place of the last value). :func:`detect_season` finds it from the training
+forecast, in place of the last value). `detect_season` finds it from the training
 part: each channel is put on a regular grid at the median sampling interval, differenced
 (a trend would otherwise dominate the autocorrelation; cells are at least a hundredth of the
 longest period looked for, so that each averages several noisy observations) and its autocorrelation averaged
@@ -70,7 +70,7 @@ def _gridded(times: np.ndarray, values: np.ndarray, step: float) -> np.ndarray:
 
 
 def _gridded_changes(times: np.ndarray, values: np.ndarray, step: float) -> np.ndarray:
-    """First differences of ``values`` on a regular grid of ``step`` (:func:`_gridded`)."""
+    """First differences of ``values`` on a regular grid of ``step`` (`_gridded`)."""
     return np.diff(_gridded(times, values, step))
 
 
@@ -177,8 +177,8 @@ def calendar_power(times: np.ndarray, values: np.ndarray, period: float,
     at a calendar ``period`` (hours) fixed in advance, or None when neither it nor its
     first ``CALENDAR_HARMONICS − 1`` harmonics rise above what white noise gives with
     probability ``FALSE_ALARM`` (Bonferroni over the harmonics tried), nor do they together
-    (:func:`harmonics_f_test`), and, given the channel's red-noise null ``red``
-    (:func:`red_noise`), above what red noise gives there with that probability too (one of
+    (`harmonics_f_test`), and, given the channel's red-noise null ``red``
+    (`red_noise`), above what red noise gives there with that probability too (one of
     them, or their sum).
 
     A calendar period is a hypothesis, not a finding: a week in daily temperatures or a
@@ -253,7 +253,7 @@ def lag_one_autocorrelation(times: np.ndarray, values: np.ndarray, step: float) 
 
 
 class RedNoise(NamedTuple):
-    """One channel's red-noise null (:func:`red_noise`): the AR(1) coefficient ``rho`` on the
+    """One channel's red-noise null (`red_noise`): the AR(1) coefficient ``rho`` on the
     grid of ``step`` hours and the ``scale`` that makes the periodogram over its spectrum a
     unit exponential on the searched periods."""
 
@@ -271,12 +271,12 @@ class RedNoise(NamedTuple):
 def red_noise(times: np.ndarray, values: np.ndarray, gap: float) -> tuple[RedNoise, np.ndarray, np.ndarray] | None:
     """The red-noise null of one channel, with the periods searched (hours, from
     ``MIN_SAMPLES_PER_PERIOD`` sampling intervals to the span over ``MIN_CYCLES``) and the
-    normalised periodogram there; None as :func:`periodogram_peak`.
+    normalised periodogram there; None as [`periodogram_peak`][levy_core.offsets.seasonality.periodogram_peak].
 
     A persistent series -- a share price, an interest rate, employment through a business
     cycle -- has most of its variance at low frequencies with no period at all, and the
     strongest periodogram peak of such a series clears the white-noise test
-    (:func:`false_alarm`) almost always: at one of the first three end points of
+    ([`false_alarm`][levy_core.offsets.seasonality.false_alarm]) almost always: at one of the first three end points of
     ``benchmarks/anchors.py`` it proposed "periods" of 2.5 to 24 years (2 to 5 cycles in the
     history) on all 20 economic series of the development and fresh sets, and a harmonic
     fitted at one of them (6.7 years in a monthly equipment index) forecast 4× worse than
@@ -300,12 +300,12 @@ def red_noise(times: np.ndarray, values: np.ndarray, gap: float) -> tuple[RedNoi
 
 def red_noise_peak(times: np.ndarray, values: np.ndarray, gap: float,
                    null: tuple[RedNoise, np.ndarray, np.ndarray] | None = None) -> tuple[float, float, float] | None:
-    """The period (hours) that stands out most from a red-noise background (:func:`red_noise`),
+    """The period (hours) that stands out most from a red-noise background (`red_noise`),
     with its normalised Lomb–Scargle power and the probability that red noise rises that far
     above its own spectrum at some searched frequency, ``1 − (1 − e^{−z})^M`` over the
-    ``M ≈ span / shortest`` independent frequencies; None as :func:`periodogram_peak`. The
+    ``M ≈ span / shortest`` independent frequencies; None as [`periodogram_peak`][levy_core.offsets.seasonality.periodogram_peak]. The
     periods searched repeat at least ``MIN_CYCLES`` times in the history (``null``: what
-    :func:`red_noise` gave for this channel, to spare computing it again)."""
+    `red_noise` gave for this channel, to spare computing it again)."""
     found = null if null is not None else red_noise(times, values, gap)
     if found is None:
         return None
@@ -320,10 +320,10 @@ def red_noise_peak(times: np.ndarray, values: np.ndarray, gap: float,
 def candidate_periods(frame: pd.DataFrame) -> tuple[float, ...]:
     """The periods (hours) worth trying on ``frame`` (columns series_id, channel, time,
     value): the calendar periods its sampling and span resolve and its values show above
-    white and red noise (:func:`calendar_power`, or a shown shorter period divides them), and each channel's
-    periodogram peak that stands out from a red-noise background (:func:`red_noise_peak`)
+    white and red noise (`calendar_power`, or a shown shorter period divides them), and each channel's
+    periodogram peak that stands out from a red-noise background (`red_noise_peak`)
     and explains a share of the variance white noise reaches with probability below
-    ``FALSE_ALARM`` (:func:`false_alarm`), snapped to the calendar; at most ``MAX_PERIODS``,
+    ``FALSE_ALARM`` ([`false_alarm`][levy_core.offsets.seasonality.false_alarm]), snapped to the calendar; at most ``MAX_PERIODS``,
     the strongest evidence first."""
     found: dict[float, float] = {}
     unshown: set[float] = set()  # calendar periods resolved but not shown by the values

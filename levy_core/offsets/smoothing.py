@@ -1,5 +1,5 @@
 """Exponential smoothing for the base-forecast candidates: a weighted level for irregular times
-(:func:`weighted_level`) and Holt's damped trend on a regular grid.
+([`weighted_level`][levy_core.offsets.smoothing.weighted_level]) and Holt's damped trend on a regular grid.
 
 The additive damped trend (Gardner & McKenzie 1985; ETS(A,Ad,N) without its noise model):
 

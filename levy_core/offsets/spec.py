@@ -1,6 +1,6 @@
 """What a fit records of its offset: which classical forecaster each channel's ``b(q)`` is, and
-its fitted parameters (:class:`BaseForecastSpec`, saved in the model file). The forecasters
-themselves and the choice between them: :mod:`levy_core.offsets.base_forecast`."""
+its fitted parameters ([`BaseForecastSpec`][levy_core.offsets.spec.BaseForecastSpec], saved in the model file). The forecasters
+themselves and the choice between them: [`levy_core.offsets.base_forecast`][levy_core.offsets.base_forecast]."""
 
 from __future__ import annotations
 

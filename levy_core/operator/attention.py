@@ -26,7 +26,7 @@ superposed on the data's (``LevyPrior``).
 
 Why a band is wide: ``log σ̂ = ½ log φ(Λ) + ½ log trΣ`` splits it into an evidence term and a
 disagreement term (``log_sigma_terms``, ``LevyOutput.evidence_term``/``disagreement_term``);
-:mod:`levy_core.operator.types` is the only place that split is computed.
+[`levy_core.operator.types`][levy_core.operator.types] is the only place that split is computed.
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ def check_options(q: Tensor, k: Tensor, v: Tensor, decay: TimeDecay | None, read
 
 
 def broadcast_shapes(*shapes: tuple[int, ...] | torch.Size) -> torch.Size:
-    """The shape ``shapes`` broadcast to, as :func:`torch.broadcast_shapes` gives it for
+    """The shape ``shapes`` broadcast to, as `torch.broadcast_shapes` gives it for
     concrete shapes (``RuntimeError`` if they do not broadcast).
 
     The passes call this for every batch; ``torch.broadcast_shapes`` imports PyTorch's

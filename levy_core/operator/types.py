@@ -1,9 +1,9 @@
-"""The operator's types: what a pass returns (:class:`LevyOutput`), the prior measure and
-time decay it accepts (:class:`LevyPrior`, :class:`TimeDecay`), the bounds of the learned
+"""The operator's types: what a pass returns ([`LevyOutput`][levy_core.operator.types.LevyOutput]), the prior measure and
+time decay it accepts ([`LevyPrior`][levy_core.operator.types.LevyPrior], [`TimeDecay`][levy_core.operator.types.TimeDecay]), the bounds of the learned
 compatibility scale, and the split of ``log σ̂`` into its evidence and disagreement terms
-(:func:`log_sigma_terms`, the only place that split is computed).
+([`log_sigma_terms`][levy_core.operator.types.log_sigma_terms], the only place that split is computed).
 
-Kept apart from :mod:`levy_core.operator.attention` so that the fused inputs and the
+Kept apart from [`levy_core.operator.attention`][levy_core.operator.attention] so that the fused inputs and the
 argument checks can name these types without importing the pass (no import cycle).
 """
 

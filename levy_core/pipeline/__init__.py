@@ -3,8 +3,8 @@
 A thin facade over the modules that do the work (see ``docs/architecture.md``):
 
 * ``recipe`` — the fit in steps (prepare → train → calibrate), ``add_twin``;
-* ``modelfile`` — :class:`FittedModel`, its save and :func:`load_model`;
-* ``prepared`` — the data in the model's series space, prepared once (:func:`prepare`);
+* ``modelfile`` — [`FittedModel`][levy_core.pipeline.FittedModel], its save and [`load_model`][levy_core.pipeline.load_model];
+* ``prepared`` — the data in the model's series space, prepared once ([`prepare`][levy_core.pipeline.prepare]);
 * ``predict`` — at a split's observed queries, on a grid, at given queries, past each series' end;
 * ``predictive`` — one method's predictive as an object (std, intervals, original units);
 * ``evaluation`` — every method scored the same way, the coverage guarantee;
@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         calibrate,
         cutoff_range,
         fit,
+        own_cutoffs_by_default,
         resolve_size,
         size_name,
     )
@@ -98,6 +99,7 @@ __all__ = [
     "fit",
     "load_model",
     "operator_draws",
+    "own_cutoffs_by_default",
     "predict_after_end",
     "predict_from_past",
     "predict_future",
@@ -132,6 +134,7 @@ _HOME = {  # the public names, and the others the module used to import (pipelin
     "check_drift": "data.drift",
     "coverage_checks": "pipeline.evaluation",
     "cutoff_range": "pipeline.recipe",
+    "own_cutoffs_by_default": "pipeline.recipe",
     "DataError": "data",
     "drift_report": "pipeline.user_frames",
     "DriftReport": "data.drift",

@@ -3,11 +3,11 @@
 Two views of a normalised prediction frame (``pipeline.evaluate``'s test split) that a
 stakeholder is shown beside the overall reliability curve:
 
-- :func:`coverage_by_group` -- coverage of each method's conformal band within the quintiles
+- `coverage_by_group` -- coverage of each method's conformal band within the quintiles
   of its own width (cut within each channel), of the evidence ``n_eff`` and of the lead
   (``gap_any``: hours from the query to its nearest context observation), each bin with its
   standard error over series (``metrics.coverage_by_quantile``);
-- :func:`selective_risk` -- the risk–coverage curves (mean squared error kept when keeping
+- `selective_risk` -- the risk–coverage curves (mean squared error kept when keeping
   the most confident share) of each method ranked by its own conformal band's half-width,
   and of the *per-channel constant* spread (``lv_std_norm``: knowing the channel alone)
   ranking the Lévy model's errors: the reference line a spread has to beat; with each
@@ -75,8 +75,8 @@ def coverage_by_group(fitted: FittedModel, pred: pd.DataFrame, level: float = 0.
     Returns
     -------
     pandas.DataFrame
-        One row per (grouping, method, bin), groupings in :data:`GROUPINGS`' order:
-        ``grouping, method`` and :class:`~levy_core.metrics.conditional.CoverageBins`' columns
+        One row per (grouping, method, bin), groupings in `GROUPINGS`' order:
+        ``grouping, method`` and [`CoverageBins`][levy_core.metrics.conditional.CoverageBins]' columns
         ``bin, key_low, key_high, n, n_series, coverage, se, z`` (keys: normalised width,
         ``n_eff``, hours).
     """
@@ -105,7 +105,7 @@ def coverage_by_group(fitted: FittedModel, pred: pd.DataFrame, level: float = 0.
 
 
 def off_bins(table: pd.DataFrame, level: float, *, tolerance: float = 0.03, z: float = 3.0) -> pd.DataFrame:
-    """The rows of :func:`coverage_by_group`'s table whose coverage is farther than
+    """The rows of `coverage_by_group`'s table whose coverage is farther than
     ``tolerance`` from ``level`` *and* more than ``z`` standard errors from it (the bins that
     do not hold; ``CoverageBins.within``'s rule, bin by bin)."""
     gap = (table["coverage"] - level).abs()

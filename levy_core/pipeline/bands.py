@@ -1,17 +1,17 @@
 """The band's levels and kinds for every front end, and predictions in NeuralForecast /
 StatsForecast's convention.
 
-Levels are read as fractions or percents (:func:`band_levels`, :func:`percent_levels`; the one
-conversion, :func:`fraction`), each level gets its band of the kind asked for (:func:`band_kind`,
-:func:`level_bands`) and an infinite band is explained (:func:`unbounded_note`).
+Levels are read as fractions or percents ([`band_levels`][levy_core.pipeline.bands.band_levels], [`percent_levels`][levy_core.pipeline.bands.percent_levels]; the one
+conversion, [`fraction`][levy_core.pipeline.bands.fraction]), each level gets its band of the kind asked for ([`band_kind`][levy_core.pipeline.bands.band_kind],
+[`level_bands`][levy_core.pipeline.bands.level_bands]) and an infinite band is explained ([`unbounded_note`][levy_core.pipeline.bands.unbounded_note]).
 
 NeuralForecast and StatsForecast return one row per ``(unique_id, ds)`` with the point
 forecast in a column named after the model and each band in ``<model>-lo-<level>`` /
 ``<model>-hi-<level>``, levels in percent (``level=[80, 90]``), the lower bounds from the
-widest band in, the upper bounds from the narrowest out. :func:`nixtla_frame` writes a
-prediction frame that way, with the model named :data:`MODEL_NAME` and a ``channel`` column
+widest band in, the upper bounds from the narrowest out. `nixtla_frame` writes a
+prediction frame that way, with the model named `MODEL_NAME` and a ``channel`` column
 for a model of several channels; ``levy predict --format nixtla`` and
-:class:`levy_core.forecast.forecaster.LevyForecaster` both use it.
+[`levy_core.forecast.forecaster.LevyForecaster`][levy_core.forecast.forecaster.LevyForecaster] both use it.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ conformal otherwise."""
 
 
 def fraction(percent: float) -> float:
-    """A percent level (as :func:`percent_levels` returns them) as the fraction the
+    """A percent level (as `percent_levels` returns them) as the fraction the
     calibrators key their bands by: 90 -> 0.9, exactly as written (``round(p / 100, 10)``),
     the one conversion from percents to fractions."""
     return round(float(percent) / 100, 10)
@@ -89,7 +89,7 @@ def percent_levels(values: Sequence[float] | float) -> list[int | float]:
     Returns
     -------
     list of int or float
-        The percents (``[80, 90]``, ``[97.5]``); :func:`fraction` gives each band's fraction.
+        The percents (``[80, 90]``, ``[97.5]``); [`fraction`][levy_core.forecast.results.fraction] gives each band's fraction.
 
     Raises
     ------
@@ -138,13 +138,13 @@ def level_bands(pred: pd.DataFrame, fitted: FittedModel, levels: Sequence[float]
         ``pipeline.predict_*`` return).
     fitted : FittedModel
     levels : sequence of float
-        Fractions, as :func:`band_levels` returns them.
+        Fractions, as `band_levels` returns them.
     band : {"auto", "gaussian", "conformal", "adaptive"}
 
     Returns
     -------
     (pandas.DataFrame, list of str)
-        Columns ``lower_<L>, upper_<L>`` per level (``L`` = :func:`level_label`), ``n`` rows
+        Columns ``lower_<L>, upper_<L>`` per level (``L`` = `level_label`), ``n`` rows
         on ``pred``'s index; and the band kind used at each level.
     """
     levy = next(p for p in fitted.predictives(pred) if p.method.key == "levy")
@@ -159,7 +159,7 @@ def level_bands(pred: pd.DataFrame, fitted: FittedModel, levels: Sequence[float]
 
 
 def unbounded_note(bands: pd.DataFrame, levels: Sequence[float], n_scores: int = 0) -> str | None:
-    """Plain words for bands that came out infinite (``bands``: :func:`level_bands`' columns
+    """Plain words for bands that came out infinite (``bands``: `level_bands`' columns
     ``lower_<L>, upper_<L>`` for ``levels``, fractions; ``n_scores``: the calibration split's
     errors, 0 when unknown); None when every band is finite. (``levy predict`` refuses to
     write such a band: ``levy_core.cli.predict.refuse_infinite_bands``.)
@@ -200,7 +200,7 @@ def nixtla_frame(pred: pd.DataFrame, times: pd.Series | np.ndarray, bands: pd.Da
     times : array-like, shape (n,)
         Their times in the user's clock (date-times or numbers).
     bands : pandas.DataFrame
-        :func:`level_bands`' frame for ``levels``.
+        `level_bands`' frame for ``levels``.
     levels : sequence of float
     fitted : FittedModel
         Its channels decide the ``channel`` column (present when it has several).

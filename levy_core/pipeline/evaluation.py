@@ -1,9 +1,9 @@
 """Scoring a fitted model on held-out queries: every method side by side, scored the same way.
 
-The methods are the :class:`~levy_core.pipeline.predictive.Predictive` objects of a prediction frame
+The methods are the [`Predictive`][levy_core.pipeline.predictive.Predictive] objects of a prediction frame
 (Lévy, MC-Dropout, the last-value baseline); metrics are on the normalised scale (as
 t-PatchGNN reports), coverage is scale-free; beside them, each method's per-channel MAE, RMSE
-and CRPS in the channel's own units (:func:`per_channel_data_units`).
+and CRPS in the channel's own units (`per_channel_data_units`).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def method_metrics(y: np.ndarray, p: Predictive, seconds: float) -> dict[str, An
 def crps_data_units_per_point(y: np.ndarray, mean: np.ndarray, std: np.ndarray, kinds: np.ndarray) -> np.ndarray:
     """Each query's CRPS in the data's units, (n,): the Gaussian CRPS of ``(mean, std)`` on a
     channel without transform, the log-normal predictive's closed form
-    (:func:`levy_core.metrics.crps_lognormal_per_point`) on a ``log`` / ``log1p`` channel.
+    ([`levy_core.metrics.crps_lognormal_per_point`][levy_core.metrics.crps_lognormal_per_point]) on a ``log`` / ``log1p`` channel.
 
     ``y, mean, std``: (n,) data units (``mean`` the point prediction ``g⁻¹(μ)``, ``std`` the
     delta method's ``σ · dg⁻¹/du`` at ``μ``, as the prediction frame's ``mean`` and
@@ -90,7 +90,7 @@ def crps_data_units_per_point(y: np.ndarray, mean: np.ndarray, std: np.ndarray, 
 def per_channel_data_units(fitted: FittedModel, pred: pd.DataFrame, p: Predictive) -> dict[str, dict[str, Any]]:
     """One method's scores per channel in the channel's own units: ``{channel: {"n", "mae",
     "rmse", "crps"}}`` (channels sorted), from ``pred``'s ``y_true`` and ``p``'s point
-    prediction and calibrated std in data units (:func:`crps_data_units_per_point`)."""
+    prediction and calibrated std in data units (`crps_data_units_per_point`)."""
     channels = np.asarray(p.channels).astype(str)
     y, mean = pred["y_true"].to_numpy(np.float64), p.original_mean()
     kinds = np.array([fitted.scaler.transform_of(c) for c in channels], dtype=object)
@@ -173,7 +173,7 @@ def calibration_curves(fitted: FittedModel, pred: pd.DataFrame,
 def channel_coverage(fitted: FittedModel, pred: pd.DataFrame, level: float) -> pd.DataFrame:
     """Coverage of the Lévy and MC-Dropout conformal bands at ``level`` (a fraction), per
     channel: columns ``channel, method, coverage, n`` (each coverage the share of
-    :func:`levy_core.metrics.covered` over the channel's queries)."""
+    [`levy_core.metrics.covered`][levy_core.metrics.covered] over the channel's queries)."""
     y = pred["y_norm"].to_numpy(np.float64)
     parts = []
     for p in fitted.predictives(pred):
@@ -240,7 +240,7 @@ def _sampler_crps(fitted: FittedModel, batches: list[tuple[Batch, list[np.ndarra
 
 def timed(work: Callable[[], Any], *, min_total: float | None = None, max_runs: int = 15) -> tuple[Any, float]:
     """``work()`` and its wall time. A run shorter than ``min_total`` (default
-    :data:`TIMING_MIN_SECONDS`, 0.25 s) is repeated (up to ``max_runs``, same seeded result) and
+    `TIMING_MIN_SECONDS`, 0.25 s) is repeated (up to ``max_runs``, same seeded result) and
     the median reported: a split of a few hundred queries takes milliseconds, where one timing
     is mostly scheduler noise."""
     min_total = TIMING_MIN_SECONDS if min_total is None else min_total
@@ -263,7 +263,7 @@ def evaluate(fitted: FittedModel, data: Observations | ModelData, *, mc_passes: 
     ``guarantee``; ``levy_core.calibration.over_time.backtest``).
 
     Returns the ``evaluate`` JSON dict and the per-query frame (normalised and original units).
-    The dict's ``coverage_note`` is :func:`evaluation_note`'s ``CoverageNote.to_dict()``: its
+    The dict's ``coverage_note`` is [`evaluation_note`][levy_core.pipeline.evaluation_note]'s ``CoverageNote.to_dict()``: its
     ``text`` says in plain words when the Lévy 90 % band's coverage lies outside its
     per-series standard-error window (None within it).
     """
@@ -291,7 +291,7 @@ def evaluate(fitted: FittedModel, data: Observations | ModelData, *, mc_passes: 
 
 def evaluation_note(data: ModelData, pred: pd.DataFrame, level: float = 0.9,
                     band: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> CoverageNote:
-    """:func:`~levy_core.calibration.coverage.coverage_note` of the Lévy band at ``level`` on
+    """[`coverage_note`][levy_core.calibration.coverage.coverage_note] of the Lévy band at ``level`` on
     ``evaluate``'s per-query frame ``pred`` (``n`` rows, ``series_id`` in model space): by
     default its 90 % band in data units against ``y_true`` — the adaptive walk's on rolling
     origins, split conformal's otherwise — or ``band = (y, lower, upper)``, each (n,), in
@@ -312,7 +312,7 @@ def evaluation_note(data: ModelData, pred: pd.DataFrame, level: float = 0.9,
 def walked_gamma(fitted: FittedModel) -> float:
     """The step the fit walked its test origins at (recorded in its ACI state): ``evaluate``
     re-walks at it, so a model saved before the step was scaled by the origins' overlap
-    reports the walk its own band came from; :func:`origin_gamma` of its plan otherwise."""
+    reports the walk its own band came from; `origin_gamma` of its plan otherwise."""
     for by_level in fitted.adaptive.values():
         for state in by_level.values():
             return float(state.gamma)
@@ -321,7 +321,7 @@ def walked_gamma(fitted: FittedModel) -> float:
 
 def sampler_check(fitted: FittedModel, data: Observations | ModelData, *, n_draws: int = 50,
                   max_queries: int = 4000) -> dict[str, Any]:
-    """The ``sampler_50`` entry of :func:`evaluate` alone: the fair ensemble CRPS of
+    """The ``sampler_50`` entry of [`evaluate`][levy_core.pipeline.evaluate] alone: the fair ensemble CRPS of
     ``n_draws`` draws of the sampled operator on at most ``max_queries`` test queries, beside
     the closed form's CRPS on the same queries (what ``evaluate(..., sampler_draws=0)``
     leaves out; the same numbers, for a caller that shows the check on demand)."""

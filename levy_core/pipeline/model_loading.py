@@ -1,7 +1,7 @@
 """A model directory read back: ``model.json`` bounded before it is parsed and checked before
 anything is built, then the networks built and their safetensors weights checked against
-them (names, shapes, dtypes, size, finite values). Every refusal is a :class:`ModelLoadError`
-that says to re-run ``levy fit``; :func:`~levy_core.pipeline.modelfile.load_model` is the way in.
+them (names, shapes, dtypes, size, finite values). Every refusal is a [`ModelLoadError`][levy_core.pipeline.model_loading.ModelLoadError]
+that says to re-run ``levy fit``; [`load_model`][levy_core.pipeline.modelfile.load_model] is the way in.
 """
 
 from __future__ import annotations

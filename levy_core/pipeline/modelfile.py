@@ -1,13 +1,13 @@
-"""A fitted model on disk and in memory: :class:`FittedModel`, ``save`` and :func:`load_model`.
+"""A fitted model on disk and in memory: [`FittedModel`][levy_core.pipeline.FittedModel], ``save`` and [`load_model`][levy_core.pipeline.load_model].
 
 A model directory holds ``model.json`` (configs, split, scaler, calibrations, the baseline)
 and safetensors weights; nothing executable is ever loaded.
 
 Saving is all or nothing: ``save`` writes every file into a temporary directory beside the
-target, fsyncs it and swaps it in with renames (:mod:`levy_core.runtime.atomic`), so the
+target, fsyncs it and swaps it in with renames (`levy_core.runtime.atomic`), so the
 target holds the complete old model or the complete new one after a kill at any instant, a
 full disk or any write error; a target that is a link, a file or a directory holding anything
-but a model is refused (:func:`check_replaceable`). Recovery after SIGKILL: the next ``save``
+but a model is refused (`check_replaceable`). Recovery after SIGKILL: the next ``save``
 to that target removes the dead writer's ``.NAME.tmp-PID-…`` temporaries, and ``save`` or
 ``load_model`` puts back an old model left aside (``.NAME.old-PID-…``) by a save cut between
 its two renames (only on systems without ``renameat2`` exchange).
@@ -145,7 +145,7 @@ class FittedModel:
 
     def left_out_note(self) -> str | None:
         """Plain words when the forecast cut-off left series of a panel out of the fit, the
-        cut-off in the data's unit (:func:`~levy_core.pipeline.left_out.left_out_note`)."""
+        cut-off in the data's unit (`left_out_note`)."""
         return left_out_note(self.training, self.reading.time_unit if self.reading is not None else None)
 
     def band_note(self) -> str | None:
@@ -203,7 +203,7 @@ class FittedModel:
         The one rule the grid and the ranking share."""
         if self.task.kind != "forecast":
             return float(times.min()), float(times.max())
-        cutoff = float(self.task.cutoff)
+        cutoff = self.task.series_cutoff(times)  # one for all, or this series' own
         if self.task.horizon is not None:
             return cutoff, cutoff + float(self.task.horizon)
         # past a series that ends before the cut-off: 5 % of its history (not of the clock's
@@ -213,14 +213,14 @@ class FittedModel:
     def save(self, directory: str | Path) -> Path:
         """Write ``model.json`` (configs, split, scaler, calibration) and safetensors weights,
         all at once: into a temporary directory beside ``directory``, fsynced, then swapped in
-        (:func:`levy_core.runtime.atomic.replace_directory`), so that ``directory`` holds the
+        (`levy_core.runtime.atomic.replace_directory`), so that ``directory`` holds the
         complete old model or the complete new one whatever happens (a kill, a full disk).
 
         Raises
         ------
         UnsafeTargetError
             (a ValueError) ``directory`` is a symbolic link, a file, or a directory holding
-            anything but a model's files (see :func:`check_replaceable`).
+            anything but a model's files (see `check_replaceable`).
         OSError
             A write failed (a full disk): the old model is intact, the temporary removed.
         """
@@ -280,13 +280,13 @@ MODEL_FILE_NAMES = ("model.json", "levy.safetensors", "softmax.safetensors")
 
 def check_save_target(directory: str | Path) -> None:
     """Refuse, before a fit or a write, a ``directory`` that ``save`` would refuse: a symbolic
-    link, a file, or a directory holding anything but a model (:class:`UnsafeTargetError`)."""
+    link, a file, or a directory holding anything but a model (`UnsafeTargetError`)."""
     check_directory_target(Path(directory), check_replaceable)
 
 
 def check_replaceable(directory: Path) -> None:
     """Refuse to replace an existing ``directory`` unless it holds a model's files only
-    (:data:`MODEL_FILE_NAMES`, plain files, its ``model.json`` one written by ``levy fit``) or nothing.
+    (`MODEL_FILE_NAMES`, plain files, its ``model.json`` one written by ``levy fit``) or nothing.
 
     Raises
     ------

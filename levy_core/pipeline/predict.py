@@ -1,7 +1,7 @@
 """Predictions of a fitted model: at the observed queries of a split, on a dense grid, or
 at queries the user names; normalised passes converted to original units once, at the end.
 
-Every function takes the data as :class:`~levy_core.pipeline.prepared.ModelData` (or
+Every function takes the data as [`ModelData`][levy_core.pipeline.ModelData] (or
 ``Observations``, prepared on the way in) and works in the model's series space.
 """
 
@@ -65,7 +65,7 @@ def chunks(ids: list[str], size: int = BATCH_SERIES) -> list[list[str]]:
 @torch.no_grad()
 def run_pass(fitted: FittedModel, batch: Batch, mc_passes: int = 0) -> dict[str, np.ndarray]:
     """One Lévy pass (+ MC-Dropout with ``mc_passes`` passes) over a batch: arrays (B, M),
-    normalised units, named as :data:`PASS_COLUMNS` (+ ``mc_mean_norm, mc_std_norm``).
+    normalised units, named as `PASS_COLUMNS` (+ ``mc_mean_norm, mc_std_norm``).
     Per-head diagnostics are summarised over heads: log of the mean Λ, total tr Σ, mean n_eff."""
     out = fitted.levy(batch)
     n_heads = out.log_evidence.shape[1]
@@ -179,7 +179,7 @@ def with_context(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str],
     (which have no evidence at all). ``strict``: refuse the latter with a DataError."""
     empty = [s for s in ids if len(builder.split_indices(s)[0]) == 0]
     if empty and (strict or len(empty) == len(ids)):
-        where = (f"before the forecast cut-off ({fitted.task.cutoff:g} h)" if fitted.task.kind == "forecast"
+        where = (f"before the forecast cut-off ({fitted.task.cutoff_text()})" if fitted.task.kind == "forecast"
                  else "outside the hold-out")
         raise DataError(f"{len(empty)} series have no observation {where}, so nothing to predict from: "
                         f"{empty[:5]}; remove them or fit with an earlier cut-off")
@@ -193,7 +193,7 @@ def predict_queries(fitted: FittedModel, data: Observations | ModelData, queries
     space**, each from its series' **fixed episode** (the held-out split's context: before the
     cut-off, or outside the hold-out), as ``evaluate`` and the dashboard's held-out points
     see it; rows in the order given. A user's queries see every observation before them
-    instead: :func:`~levy_core.pipeline.user_frames.predict_user_queries`."""
+    instead: [`predict_user_queries`][levy_core.pipeline.predict_user_queries]."""
     need = {"series_id", "channel", "time"}
     if not need <= set(queries.columns):
         raise DataError(f"queries need the columns {sorted(need)}; got {list(queries.columns)}")
@@ -265,7 +265,7 @@ def predict_future(fitted: FittedModel, data: Observations | ModelData, horizon:
 
     Returns one row per (series, channel, step) with ``series_id, channel, time`` (the
     user's hours), ``horizon`` (hours after the series' last observation) and the columns of
-    :func:`predict_grid`. ``channels``: default, the channels each series has observed.
+    [`predict_grid`][levy_core.pipeline.predict_grid]. ``channels``: default, the channels each series has observed.
     """
     if not (np.isfinite(horizon) and horizon > 0):
         raise ValueError(f"horizon must be a positive number of hours, got {horizon}")
@@ -316,7 +316,7 @@ def predict_future(fitted: FittedModel, data: Observations | ModelData, horizon:
 def predict_after_end(fitted: FittedModel, data: Observations | ModelData, queries: pd.DataFrame, *,
                       level: float = 0.9, mc_passes: int = 0) -> pd.DataFrame:
     """Forecasts at given times past each series' end, from every observation of the
-    series' latest episode (the context :func:`predict_future` forecasts from); **user ids
+    series' latest episode (the context [`predict_future`][levy_core.pipeline.predict_future] forecasts from); **user ids
     and clock**, rows in the order given.
 
     Parameters
@@ -332,8 +332,8 @@ def predict_after_end(fitted: FittedModel, data: Observations | ModelData, queri
     -------
     pandas.DataFrame
         ``n`` rows: ``series_id, channel, time`` as given, ``horizon`` (hours after the
-        series' last observation) and the columns of :func:`predict_grid`;
-        ``attrs["beyond_horizon"]`` as :func:`predict_future` sets it.
+        series' last observation) and the columns of [`predict_grid`][levy_core.pipeline.predict_grid];
+        ``attrs["beyond_horizon"]`` as [`predict_future`][levy_core.pipeline.predict_future] sets it.
     """
     q = checked_queries(queries, "forecast at")
     data = as_model_data(fitted, data)

@@ -4,7 +4,7 @@ A prediction frame (one row per query) holds, for every method it scored, a mean
 raw spread in the model's normalised units: ``mean_norm``/``spread_norm`` (Lévy: σ̂, times the
 lead's factor ``s(h)`` on rolling origins, ``levy_core.calibration.horizon_scale``; ``sigma_norm`` is σ̂),
 ``mc_mean_norm``/``mc_std_norm`` (MC-Dropout), ``lv_mean_norm``/``lv_std_norm`` (last value
-carried forward). :class:`Predictive` puts one such pair together with the method's fitted
+carried forward). [`Predictive`][levy_core.pipeline.predictive.Predictive] puts one such pair together with the method's fitted
 calibrator, the queries' channels and the scaler, so that every consumer (evaluation, the
 bands of the CLI and the dashboard, calibration curves) asks the same object for
 ``std()``, ``interval(level, kind)`` and original units instead of rebuilding the tuple.
@@ -14,7 +14,7 @@ calibrated on ``g(v)``): the point prediction and every band end are mapped back
 with ``g⁻¹`` (the ``mean`` column is then the predictive's *median* ``g⁻¹(m)``, and the band
 is asymmetric around it); a spread (``sigma``, ``pred_std``, ``<prefix>std``,
 ``disagreement``) goes back by the delta method at the point prediction,
-``spread · (max − min) · dg⁻¹/du(m)`` (:meth:`ChannelScaler.scale_at`): a local scale, not the
+``spread · (max − min) · dg⁻¹/du(m)`` (`ChannelScaler.scale_at`): a local scale, not the
 band's half-width. Normalised columns (``*_norm``) stay in the transformed space.
 """
 
@@ -126,7 +126,7 @@ def predictives(frame: pd.DataFrame, calibrators: Mapping[str, Calibrator | None
                 adaptive: Mapping[str, Mapping[str, AdaptiveConformal]] | None = None, *,
                 adaptive_by_channel: bool = False) -> list[Predictive]:
     """The predictive of every method whose columns are in ``frame`` and whose calibrator
-    (``calibrators[method.key]``) is fitted, in the order of :data:`METHODS`
+    (``calibrators[method.key]``) is fitted, in the order of `METHODS`
     (``adaptive_by_channel``: the adaptive states were walked on each channel's calibrated σ)."""
     channels = frame["channel"].to_numpy()
     out = []

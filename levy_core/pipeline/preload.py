@@ -4,7 +4,7 @@ The library imports its heavy dependencies where they are used (``import levy_co
 light, ``levy --help`` answers in under a second). A process that exists to fit — a
 dashboard fit worker — would then pay them inside its first job: about 2.7 s on 2 cores for
 SciPy's signal and statistics, scikit-learn's Gaussian process and the fit's own modules,
-added to the first fit a user waits for. :func:`preload_fit` imports them when that process
+added to the first fit a user waits for. `preload_fit` imports them when that process
 starts instead. ``tests/pipeline/test_preload.py`` fits after it in a fresh process and
 requires that no module is imported during the fit, so this list cannot go stale unnoticed.
 """
@@ -32,6 +32,6 @@ FIT_MODULES = (
 
 
 def preload_fit() -> None:
-    """Import every module of :data:`FIT_MODULES` (idempotent; a few seconds the first time)."""
+    """Import every module of `FIT_MODULES` (idempotent; a few seconds the first time)."""
     for name in FIT_MODULES:
         importlib.import_module(name)

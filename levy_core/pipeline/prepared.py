@@ -1,8 +1,8 @@
 """Observations as one fitted model sees them, prepared once.
 
-:func:`prepare` maps the user's observations into the model's series space (through the
-split's :class:`~levy_core.episodes.tasks.SeriesClock`), normalises them into an
-:class:`~levy_core.episodes.tasks.EpisodeBuilder` and records which split role each series has.
+[`prepare`][levy_core.pipeline.prepare] maps the user's observations into the model's series space (through the
+split's `SeriesClock`), normalises them into an
+`EpisodeBuilder` and records which split role each series has.
 Every prediction, evaluation, ranking and diagnostic function takes the result, so the
 episodes are built once per (model, data), however many views ask.
 """

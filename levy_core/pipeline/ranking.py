@@ -26,7 +26,7 @@ __all__ = ["SCORE_COLUMNS", "order_by_trust", "rank", "score_series", "warm_up"]
 RANK_BATCH_SERIES = 128
 SCORE_COLUMNS = ["series_id", "trust_score", "mean_sigma", "mean_log_evidence", "mean_n_eff", "mean_disagreement",
                  "n_observations", "n_queries"]
-"""The columns of :func:`score_series` (``rank`` puts ``rank`` in front)."""
+"""The columns of `score_series` (``rank`` puts ``rank`` in front)."""
 
 
 @torch.no_grad()
@@ -54,7 +54,7 @@ def rank(fitted: FittedModel, data: Observations | ModelData, *, points_per_chan
 
 
 def order_by_trust(scores: pd.DataFrame, first_rank: int = 1) -> pd.DataFrame:
-    """``scores`` (:data:`SCORE_COLUMNS`) sorted by trust (score, then series id) with a
+    """``scores`` (`SCORE_COLUMNS`) sorted by trust (score, then series id) with a
     ``rank`` column in front counting from ``first_rank``."""
     df = scores.sort_values(["trust_score", "series_id"], kind="stable").reset_index(drop=True)
     df.insert(0, "rank", np.arange(first_rank, first_rank + len(df)))
@@ -64,15 +64,15 @@ def order_by_trust(scores: pd.DataFrame, first_rank: int = 1) -> pd.DataFrame:
 @torch.no_grad()
 def score_series(fitted: FittedModel, data: Observations | ModelData, *, points_per_channel: int = 2,
                  batch_series: int = RANK_BATCH_SERIES, workers: int | None = None) -> tuple[pd.DataFrame, float]:
-    """The trust score of every user series in ``data``, unsorted (what :func:`rank` ranks).
+    """The trust score of every user series in ``data``, unsorted (what [`rank`][levy_core.pipeline.rank] ranks).
 
     A series' score depends on that series alone, so scoring the data in pieces of whole
     series (``levy_core.serving.chunked``, ``levy_core.serving.ray_engine``) gives the scores of the whole.
-    Returns the frame (:data:`SCORE_COLUMNS`, one row per user series) and the seconds it
+    Returns the frame (`SCORE_COLUMNS`, one row per user series) and the seconds it
     took (preparing the episodes and the forward passes; no warm-up).
 
     ``workers`` batches are scored side by side, each with one intra-op thread (default:
-    :func:`levy_core.runtime.threads.pass_workers`, PyTorch's thread count): the passes are many
+    `levy_core.runtime.threads.pass_workers`, PyTorch's thread count): the passes are many
     small operators, which one OpenMP team splits poorly and which, beside other work,
     wait on each other's threads. Each batch is computed alike whatever ``workers`` is, so
     the scores do not depend on it.
@@ -118,7 +118,7 @@ def score_series(fitted: FittedModel, data: Observations | ModelData, *, points_
 @torch.no_grad()  # grad mode is per thread: set here, where a worker runs it
 def _score_batch(fitted: FittedModel, builder: EpisodeBuilder, context: dict[str, np.ndarray], where: np.ndarray,
                  chunk: list[str]) -> list[tuple]:
-    """One batch's rows of :data:`SCORE_COLUMNS`: each series queried at ``where`` in its
+    """One batch's rows of `SCORE_COLUMNS`: each series queried at ``where`` in its
     prediction range for each channel of its ``context``, one pass."""
     items = []
     for sid in chunk:

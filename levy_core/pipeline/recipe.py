@@ -3,12 +3,12 @@
 ``pipeline.fit``, the dashboard (including "add the twin to a fitted model") and the
 benchmarks all go through these steps, so none of them rebuilds the recipe:
 
-1. :func:`prepare_fit` — split (or take a given split), resolve the task, fit the scaler,
+1. `prepare_fit` — split (or take a given split), resolve the task, fit the scaler,
    build the normalised episodes and the usable series of each role;
-2. :func:`train_levy_model` / :func:`train_twin_model` — train a model on the fitting series, the epoch
+2. `train_levy_model` / `train_twin_model` — train a model on the fitting series, the epoch
    picked on the early-stopping series;
-3. :func:`assemble` — the :class:`FittedModel` with its last-value baseline, calibrated on
-   the calibration split (:func:`calibrate`).
+3. `assemble` — the [`FittedModel`][levy_core.pipeline.FittedModel] with its last-value baseline, calibrated on
+   the calibration split ([`calibrate`][levy_core.pipeline.calibrate]).
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ from levy_core.training.train import (
 )
 
 __all__ = ["AUTO_MEDIUM_MIN_SERIES", "MODEL_SIZES", "FitData", "add_twin", "assemble", "calibrate", "cutoff_range", "drift_reference", "fit",
+           "own_cutoffs_by_default",
            "prepare_fit", "resolve_size", "size_name", "train_levy_model", "train_twin_model"]
 
 
@@ -127,11 +128,11 @@ def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: in
     """Step 1. ``frame``: the observations (columns series_id, channel, time, value).
 
     Without ``split``: a forecast of fewer than ``MIN_SERIES_FOR_SERIES_SPLIT`` series runs on
-    rolling origins (:func:`~levy_core.episodes.tasks.make_origin_split`); otherwise
-    :func:`~levy_core.episodes.tasks.make_split` decides (by series, or by time windows for an
+    rolling origins (`make_origin_split`); otherwise
+    `make_split` decides (by series, or by time windows for an
     interpolation of few series). The scaler is fitted on the training series; a protocol with
     its own split (and scaler) passes them. ``transform``: each channel's value transform
-    (:func:`~levy_core.episodes.transforms.resolve_transforms`: ``"auto"``, on a panel split
+    (`resolve_transforms`: ``"auto"``, on a panel split
     by series (none otherwise), takes the log of
     strictly positive skewed channels), ignored when ``scaler`` is given. ``DataError`` when a
     role has nothing to learn from or to calibrate on, or a forced transform cannot take a
@@ -146,7 +147,7 @@ def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: in
         origin_of = origin_times(split, user_frame)
     elif split is None:
         frame, split = make_split(frame, seed=seed)
-    task = resolve_task(task, frame)
+    task = resolve_task(task, frame, by_series=split.mode == "series")
     if transform == "auto" and split.mode != "series":
         # "auto" is measured on panels (PBC: CRPS −6.5 to −10.4 %); one series or a few keep their
         # raw values, on which their classical offsets were chosen and benchmarked (a named
@@ -160,7 +161,7 @@ def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: in
     # none usable, on the training loss itself
     stop_ids = builder.usable(split.stopping) or train_ids
     if not train_ids or not cal_ids:
-        what = f"cut-off {task.cutoff:g} h" if task.kind == "forecast" else "the hold-out"
+        what = f"cut-off {task.cutoff_text()}" if task.kind == "forecast" else "the hold-out"
         raise DataError(f"with {what}, {len(train_ids)} training and {len(cal_ids)} calibration series have both "
                         "context and observations to predict; move the forecast cut-off, switch to "
                         "interpolation, or provide more observations")
@@ -261,7 +262,7 @@ def start_at_channel_means(model: LevyModel | SoftmaxTwin, data: FitData) -> Lev
 
 def start_with_reversion(model: LevyModel | SoftmaxTwin, data: FitData) -> ReversionFit | None:
     """Panels: the last value's mean reversion per channel, fitted on the training series'
-    episodes (:func:`~levy_core.training.reversion.fit_mean_reversion`) and installed before
+    episodes (`fit_mean_reversion`) and installed before
     training, so the network learns the correction to it. On rolling origins the offset is a
     classical forecaster's (``levy_core.offsets``) and nothing is fitted (None)."""
     if data.split.mode == "origin":
@@ -309,7 +310,7 @@ def correction_episodes(data: FitData) -> list[str]:
 
 def keep_correction(model: LevyModel | SoftmaxTwin, data: FitData, result: TrainResult) -> TrainResult:
     """Install the share of the learned correction each channel keeps
-    (:func:`~levy_core.training.train.fit_correction_scale`, on :func:`correction_episodes`), on
+    ([`fit_correction_scale`][levy_core.training.train.fit_correction_scale], on `correction_episodes`), on
     rolling origins its bound too, and record them in ``result``. With a classical offset
     (one series or a few on rolling origins) the correction is measured but held back: the
     forecast is the offset and the network gives its band. On 35 held-out single series and
@@ -353,7 +354,7 @@ def assemble(data: FitData, cfg: ModelConfig, train: TrainConfig, levy: tuple[Le
              data_hash: str = "", band_map: bool = False) -> FittedModel:
     """Step 3: the fitted model with its last-value baseline, calibrated on the calibration
     split (``mc_passes`` MC-Dropout passes for the twin). ``band_map``: on a panel, size the band
-    per query with the map ``s(q)`` (:func:`band_map_split`, :mod:`~levy_core.calibration.query_scale`),
+    per query with the map ``s(q)`` (`band_map_split`, [`query_scale`][levy_core.calibration.query_scale]),
     fitted on the stopping series and half the calibration series, the band calibrated on the
     other half; off by default: on three unseen panels it lowered the risk–coverage ratio on one
     and raised CRPS by up to 1.9 % (docs/benchmarks/band-per-query.md)."""
@@ -398,8 +399,8 @@ def band_map_split(data: FitData) -> tuple[list[str], list[str]]:
 
 
 def fit_band_map(fitted: FittedModel, held: pd.DataFrame) -> QueryScale | None:
-    """The per-query spread map (:mod:`~levy_core.calibration.query_scale`) on held-out
-    queries ``held`` (:func:`observed_queries` of series the calibration never sees)."""
+    """The per-query spread map ([`query_scale`][levy_core.calibration.query_scale]) on held-out
+    queries ``held`` (`observed_queries` of series the calibration never sees)."""
     index = {c: i for i, c in enumerate(fitted.channels)}
     return fit_query_scale(held["channel"].map(index).to_numpy(), held["y_norm"].to_numpy(), held["mean_norm"].to_numpy(),
                            held["evidence_term"].to_numpy(), held["disagreement_term_norm"].to_numpy(),
@@ -408,7 +409,7 @@ def fit_band_map(fitted: FittedModel, held: pd.DataFrame) -> QueryScale | None:
 
 def persistence(base: BaseForecast) -> dict[str, float]:
     """Per channel, the lag-one autocorrelation of its best-observed series on its own
-    sampling grid (:func:`~levy_core.offsets.seasonality.lag_one_autocorrelation`, in [0, 0.99]):
+    sampling grid (`lag_one_autocorrelation`, in [0, 0.99]):
     near 1, the series carries its past forward like a random walk, where a band calibrated on
     the latest origins has covered less and less with the lead (``FittedModel.band_note``)."""
     return {channel: round(lag_one_autocorrelation(p.t, p.y, median_gap(p.t) or 1.0), 4)
@@ -451,7 +452,7 @@ def fit(obs: Observations, *, task: TaskConfig | None = None, train: TrainConfig
     train : TrainConfig, optional
     size : {"auto", "small", "medium", "large"}
         ``"auto"``: medium on a file of at least ``AUTO_MEDIUM_MIN_SERIES`` series, small below
-        (:func:`resolve_size`).
+        ([`resolve_size`][levy_core.pipeline.resolve_size]).
     train_twin : bool
         Also train the softmax+dropout twin (needed for MC-Dropout and the softmax baseline).
     mc_passes : int
@@ -461,13 +462,13 @@ def fit(obs: Observations, *, task: TaskConfig | None = None, train: TrainConfig
     preview : callable, optional
         Called after every epoch of the Lévy model with its ``Progress`` and a function that
         builds the model as it stands (the best epoch so far, calibrated, no twin:
-        :func:`preview_model`); calling it or not leaves the fit bit for bit the same.
+        `preview_model`); calling it or not leaves the fit bit for bit the same.
     transform : str or mapping of str to str
         ``"auto"`` (log for strictly positive skewed channels, log1p for non-negative skewed
-        ones with zeros: :mod:`levy_core.episodes.transforms`), ``"none"``, ``"log"``,
+        ones with zeros: `levy_core.episodes.transforms`), ``"none"``, ``"log"``,
         ``"log1p"``, or channel -> kind; the fitted kinds are ``fitted.scaler.transforms``.
     band_map : bool
-        On a panel, size the band per query with the map ``s(q)`` (:func:`assemble`); off by
+        On a panel, size the band per query with the map ``s(q)`` (`assemble`); off by
         default (measured, not shipped).
     """
     train = train or TrainConfig()
@@ -549,3 +550,11 @@ def cutoff_range(obs: Observations, seed: int = 0) -> tuple[float, float, float]
     default = resolve_task(TaskConfig("forecast"), frame).cutoff
     spans = frame.groupby("series_id")["time"].max()
     return float(frame["time"].min()), float(spans.max()), float(np.float64(default))
+
+
+def own_cutoffs_by_default(obs: Observations, seed: int = 0) -> bool:
+    """Whether a forecast fit of ``obs`` without a cut-off gives each series its own (at the
+    midpoint of its span: a panel on which one common cut-off would leave series out that
+    their own keep in), for a cut-off picker."""
+    frame, split = make_split(obs.frame, seed=seed)
+    return split.mode == "series" and resolve_task(TaskConfig("forecast"), frame, by_series=True).per_series

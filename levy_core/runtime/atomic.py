@@ -19,12 +19,12 @@ with the old directory. A write error removes the temporary and re-raises. Only 
 power cut) can leave a temporary behind: the next save to the same target removes every
 ``.NAME.tmp-PID-…``/``.NAME.old-PID-…`` whose process ``PID`` is gone; and where the fallback
 was cut between its two renames (``NAME`` missing, an ``.old-`` beside it), that next save
-puts the old directory back first (:func:`recover_directory`).
+puts the old directory back first (`recover_directory`).
 
-Files (:func:`write_file_atomically`, the CLI's outputs through
+Files (`write_file_atomically`, the CLI's outputs through
 ``levy_core.serving.table_writer``) follow the same rule with one ``os.replace``.
 
-:func:`terminate_as_exit` makes SIGTERM raise :class:`SystemExit` in the main thread, so that
+`terminate_as_exit` makes SIGTERM raise `SystemExit` in the main thread, so that
 ``finally`` blocks and context managers remove their temporaries on ``kill`` as on Ctrl-C.
 """
 
@@ -184,7 +184,7 @@ def _swap_in(tmp: Path, target: Path) -> None:
 
 def check_directory_target(target: Path, check_existing: Callable[[Path], None]) -> None:
     """Refuse, before anything is written, a ``target`` that is a symbolic link or a file, or an
-    existing directory ``check_existing`` refuses (:class:`UnsafeTargetError`)."""
+    existing directory ``check_existing`` refuses (`UnsafeTargetError`)."""
     if target.is_symlink():
         raise UnsafeTargetError(f"{target} is a symbolic link (to {os.readlink(target)}): a model is never written "
                                 "through a link; give the real directory, or a new path")
@@ -206,7 +206,7 @@ def replace_directory(target: str | os.PathLike[str], fill: Callable[[Path], Non
     fill : callable
         Writes every file into the (empty) directory it is given.
     check_existing : callable
-        Called with ``target`` when it exists; raises :class:`UnsafeTargetError` (or another
+        Called with ``target`` when it exists; raises `UnsafeTargetError` (or another
         ValueError) when it is not ours to replace.
 
     Returns

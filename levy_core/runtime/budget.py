@@ -5,7 +5,7 @@ evidence, the outputs: 300,000 queries of the small model peaked 440 MB above th
 360 MB, 2026-12-07). Each entry point (``predict`` on a horizon, ``advise`` with its points,
 draws, candidates and ``--at`` times, in the CLI and in the Python API alike) counts the
 queries one pass would hold, **before** it allocates, and refuses a count over
-:data:`MAX_QUERIES_PER_PASS` by name: the product, its factors, the limit and what to lower.
+`MAX_QUERIES_PER_PASS` by name: the product, its factors, the limit and what to lower.
 Below it, predictions run in passes of at most that many queries, so the peak stays flat
 (about 0.4 GB above the process) however many series are asked for.
 """
@@ -22,7 +22,7 @@ MAX_QUERIES_PER_PASS = 250_000
 
 
 class BudgetError(ValueError):
-    """A request that would hold more queries in memory than :data:`MAX_QUERIES_PER_PASS`."""
+    """A request that would hold more queries in memory than `MAX_QUERIES_PER_PASS`."""
 
 
 def check_budget(what: str, factors: Mapping[str, int], advice: str, limit: int = MAX_QUERIES_PER_PASS) -> int:
@@ -37,7 +37,7 @@ def check_budget(what: str, factors: Mapping[str, int], advice: str, limit: int 
     advice : str
         What to do instead (``"give fewer points"``).
     limit : int
-        The budget (default :data:`MAX_QUERIES_PER_PASS`).
+        The budget (default `MAX_QUERIES_PER_PASS`).
 
     Returns
     -------

@@ -8,12 +8,12 @@ beside a ``levy fit`` on 2 cores gets half the cores (measured ×2.4 slower,
 Niceness decides only who runs first, never what is computed: a fit's result is the same
 bit for bit at any niceness, and on idle cores a niced fit runs as fast as before.
 
-- ``levy fit`` lowers its priority to :data:`FIT_NICE` (``--nice N``, 0 to 19; 0 keeps the
+- ``levy fit`` lowers its priority to `FIT_NICE` (``--nice N``, 0 to 19; 0 keeps the
   shell's); the dashboard's fit workers to 19 (``dashboard/fit_pool.py``).
-- :func:`lower_priority` raises the niceness of every thread of the process (which needs no
+- `lower_priority` raises the niceness of every thread of the process (which needs no
   privilege; lowering it again would). On Linux niceness is per thread and a new thread
   inherits its creator's, so called before torch starts its OpenMP and inter-op threads,
-  every thread of the fit runs at it; :func:`thread_niceness` reads them back from
+  every thread of the fit runs at it; `thread_niceness` reads them back from
   ``/proc/self/task``.
 """
 
@@ -34,7 +34,7 @@ MAX_NICE = 19
 
 
 def parse_nice(text: str | int) -> int:
-    """A niceness from 0 to :data:`MAX_NICE`; ValueError saying what is accepted otherwise."""
+    """A niceness from 0 to `MAX_NICE`; ValueError saying what is accepted otherwise."""
     try:
         n = int(str(text).strip())
     except ValueError:
@@ -92,7 +92,7 @@ def lower_priority(nice: int) -> int:
 
 
 def add_nice_option(parser: argparse.ArgumentParser, default: int = FIT_NICE) -> None:
-    """``--nice N`` (0 to :data:`MAX_NICE`, default ``default``) on a command that fits."""
+    """``--nice N`` (0 to `MAX_NICE`, default ``default``) on a command that fits."""
     parser.add_argument("--nice", type=option_type(parse_nice, "nice"), default=default, metavar="N",
                         help=f"CPU priority of the fit: niceness 0 (this shell's) to {MAX_NICE} (the lowest), default "
                         f"{default}: passes and other interactive work on the same cores run first; the fit is the "

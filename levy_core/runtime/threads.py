@@ -6,16 +6,16 @@ default wait policy a thread that waits at the end of a parallel region *spins* 
 core, taking it from the other process: ``levy rank`` measured 5.6× slower beside one
 ``levy fit`` on 2 cores (``benchmarks/rank_load.py``). The policy here:
 
-- **Waiting threads sleep** (``OMP_WAIT_POLICY=PASSIVE``), set by :func:`prefer_passive_wait`
+- **Waiting threads sleep** (``OMP_WAIT_POLICY=PASSIVE``), set by `prefer_passive_wait`
   before torch loads its OpenMP runtime; the ``levy`` command does so first thing.
-- **A fixed thread count per job**, never read from the load: :func:`thread_budget` gives
+- **A fixed thread count per job**, never read from the load: `thread_budget` gives
   ``--threads`` / ``LEVY_THREADS`` when set, else ``OMP_NUM_THREADS`` when set, else the
   cores this process may run on (its CPU affinity and cgroup quota) divided among the jobs
   that run at once (``workers``). A fit's weights depend, in their last bits, on its
   thread count (float sums split differently), so a count read from the load would make
   the same fit differ from run to run; with the same count, the same fit is bit-identical.
-- :func:`using_threads` applies a count around a block and restores the previous one.
-- **Passes split by batch, not by operator**: ``levy rank`` scores :func:`pass_workers`
+- `using_threads` applies a count around a block and restores the previous one.
+- **Passes split by batch, not by operator**: ``levy rank`` scores `pass_workers`
   batches side by side, each on one intra-op thread (``levy_core.pipeline.ranking.score_series``):
   its operators are small, so one OpenMP team of 2 was no faster than 1 thread (1.79 vs
   1.69 s, ``benchmarks/rank_threads.py``), while two batches at once took 1.18 s, and no
@@ -97,7 +97,7 @@ def available_cores() -> int:
 
 def parse_threads(text: str | int) -> int:
     """A thread count from the command line or ``LEVY_THREADS``: a whole number from 1 to
-    :data:`MAX_THREADS`.
+    `MAX_THREADS`.
 
     Raises
     ------
@@ -118,13 +118,13 @@ def thread_budget(requested: int | None = None, *, workers: int = 1,
     """Intra-op threads for each of ``workers`` jobs (fits, passes) that run at once.
 
     The first that is set: ``requested`` (``--threads``), ``LEVY_THREADS``,
-    ``OMP_NUM_THREADS``; else :func:`available_cores` ``// workers``, at least 1. Never
+    ``OMP_NUM_THREADS``; else `available_cores` ``// workers``, at least 1. Never
     read from the machine's load, so a job's results do not depend on it.
 
     Parameters
     ----------
     requested : int, optional
-        A count asked for explicitly (1 to :data:`MAX_THREADS`).
+        A count asked for explicitly (1 to `MAX_THREADS`).
     workers : int
         Jobs that share the cores at once (a pool of fit workers), at least 1.
     environ : mapping, optional
@@ -160,14 +160,14 @@ def thread_budget(requested: int | None = None, *, workers: int = 1,
 
 
 def command_threads(requested: int | None = None, *, environ: Mapping[str, str] | None = None) -> int | None:
-    """The thread count one ``levy`` command computes with: :func:`thread_budget` (one
+    """The thread count one ``levy`` command computes with: `thread_budget` (one
     job), or ``None`` (PyTorch's own) under ``LEVY_THREADS=torch`` when ``--threads`` is
     not given.
 
     Raises
     ------
     ValueError
-        As :func:`thread_budget`.
+        As `thread_budget`.
     """
     if requested is None and torch_defaults(environ):
         return None
@@ -198,7 +198,7 @@ def add_threads_option(parser: argparse.ArgumentParser) -> None:
 
 def pass_workers(environ: Mapping[str, str] | None = None) -> int:
     """Batches a pass scores side by side: PyTorch's current thread count (the budget a
-    command or :func:`using_threads` set), each batch on one intra-op thread; 1 under
+    command or `using_threads` set), each batch on one intra-op thread; 1 under
     ``LEVY_THREADS=torch`` (one batch at a time on PyTorch's own threads, as before).
     A batch is computed alike either way, so a pass's results do not depend on it."""
     import torch
@@ -212,7 +212,7 @@ def using_threads(threads: int | None) -> Iterator[int]:
 
     ``None``: leave the count as it is. The count is PyTorch's, shared by the whole
     process: set it where one job runs at a time (a command, a worker process), or to
-    the same :func:`thread_budget` in every thread of a pool.
+    the same `thread_budget` in every thread of a pool.
 
     Yields
     ------

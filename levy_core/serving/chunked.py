@@ -2,10 +2,10 @@
 
 A series' trust score and predictions depend on that series alone (and the model), so a
 file read ``chunk_series`` whole series at a time
-(:func:`~levy_core.data.series_chunks.iter_series_chunks`) is scored exactly as the
+(`iter_series_chunks`) is scored exactly as the
 whole would be. The ranking, which needs every score, is an external merge sort: each
 chunk's scores are sorted and written to a temporary Parquet run, and the runs are merged
-(:func:`heapq.merge`, a batch of rows per run in memory) straight into the output file,
+(`heapq.merge`, a batch of rows per run in memory) straight into the output file,
 rank by rank. Peak memory is one chunk plus one batch per run, whatever the number of
 series (the 8-byte-per-series hashes that catch a series out of place aside).
 """
@@ -48,7 +48,7 @@ Progress = Callable[[int], None]
 
 @dataclass(frozen=True)
 class RankSummary:
-    """What :func:`rank_file` did: series ranked, scoring seconds, rows read."""
+    """What [`rank_file`][levy_core.serving.chunked.rank_file] did: series ranked, scoring seconds, rows read."""
 
     n_series: int
     seconds: float
@@ -56,7 +56,7 @@ class RankSummary:
 
 
 def trust_key(score: float, series_id: str) -> tuple[int, float, str]:
-    """The sort key of :func:`~levy_core.pipeline.ranking.order_by_trust` for one row: score (NaN
+    """The sort key of `order_by_trust` for one row: score (NaN
     last, as pandas sorts), then series id."""
     return (1, 0.0, series_id) if math.isnan(score) else (0, score, series_id)
 
@@ -89,9 +89,9 @@ def _batched(rows: Iterable[tuple], size: int) -> Iterator[pd.DataFrame]:
 
 
 def merge_ranked(runs: list[Path], out: str | os.PathLike[str], workdir: Path) -> int:
-    """Merge sorted runs of scores (Parquet files of :data:`SCORE_COLUMNS`, each sorted by
-    :func:`trust_key`) into ``out`` (CSV or Parquet) with a ``rank`` column; returns the
-    number of rows written. More than :data:`MERGE_FAN_IN` runs are merged in rounds."""
+    """Merge sorted runs of scores (Parquet files of `SCORE_COLUMNS`, each sorted by
+    [`trust_key`][levy_core.serving.chunked.trust_key]) into ``out`` (CSV or Parquet) with a ``rank`` column; returns the
+    number of rows written. More than [`MERGE_FAN_IN`][levy_core.serving.chunked.MERGE_FAN_IN] runs are merged in rounds."""
     runs = list(runs)
     round_ = 0
     while len(runs) > MERGE_FAN_IN:
@@ -116,9 +116,9 @@ def rank_file(fitted: FittedModel, path: str | os.PathLike[str], out: str | os.P
               date_format: str | None = None) -> RankSummary:
     """Rank every series of a CSV or Parquet file by trust, in bounded memory.
 
-    The same scores and order as :func:`levy_core.pipeline.ranking.rank` on the whole file, written
+    The same scores and order as [`levy_core.pipeline.ranking.rank`][levy_core.pipeline.rank] on the whole file, written
     to ``out`` (``.parquet`` → Parquet, CSV otherwise) with the columns ``rank`` and
-    :data:`~levy_core.pipeline.ranking.SCORE_COLUMNS`.
+    `SCORE_COLUMNS`.
 
     Parameters
     ----------
@@ -130,13 +130,13 @@ def rank_file(fitted: FittedModel, path: str | os.PathLike[str], out: str | os.P
     chunk_series : int
         Series read and scored at a time.
     mapping, time_unit
-        As for :func:`~levy_core.data.read_csv`.
+        As for [`read_csv`][levy_core.data.read_csv].
     progress : callable, optional
         Called with the number of series of each chunk once scored.
     drift : DriftTally, optional
         Given each chunk (the drift report of the whole file, in bounded memory).
     dayfirst, date_format
-        How dates written as numbers are read (as :func:`~levy_core.data.read_csv`).
+        How dates written as numbers are read (as [`read_csv`][levy_core.data.read_csv]).
 
     Returns
     -------

@@ -1,4 +1,4 @@
-"""A fitted model as one zip file: :func:`model_zip_bytes` and :func:`load_model_zip`.
+"""A fitted model as one zip file: [`model_zip_bytes`][levy_core.serving.modelzip.model_zip_bytes] and [`load_model_zip`][levy_core.serving.modelzip.load_model_zip].
 
 The zip holds a model directory's files (``model.json``, ``levy.safetensors`` and, with the
 twin, ``softmax.safetensors``), flat or inside one folder (as ``zip -r`` of the directory
@@ -6,7 +6,7 @@ writes it). An uploaded zip is hostile input: its member names, kinds and sizes 
 from the central directory before anything is extracted, every member is read back with its
 actual size bounded, pickles and nested archives are refused by their first bytes, and the
 files are written to a private temporary directory (deleted afterwards) that
-:func:`levy_core.pipeline.modelfile.load_model` then validates exactly as it does a model directory.
+[`levy_core.pipeline.modelfile.load_model`][levy_core.pipeline.load_model] then validates exactly as it does a model directory.
 """
 
 from __future__ import annotations
@@ -60,12 +60,12 @@ def model_zip_bytes(model: FittedModel | str | Path) -> bytes:
     Parameters
     ----------
     model : FittedModel, or a directory written by ``FittedModel.save`` / ``levy fit --out``
-        Only :data:`MODEL_FILES` are zipped; anything else in the directory is left out.
+        Only `MODEL_FILES` are zipped; anything else in the directory is left out.
 
     Returns
     -------
     bytes
-        A zip that :func:`load_model_zip` opens.
+        A zip that [`load_model_zip`][levy_core.serving.modelzip.load_model_zip] opens.
     """
     if isinstance(model, FittedModel):
         with tempfile.TemporaryDirectory(prefix="levy-model-") as tmp:
@@ -95,7 +95,7 @@ def _zip_directory(directory: Path) -> bytes:
 
 def load_model_zip(data: bytes, *, name: str = "the zip") -> FittedModel:
     """Open a model zip: checked member by member, extracted to a private temporary
-    directory, validated by :func:`~levy_core.pipeline.modelfile.load_model` (safetensors weights and
+    directory, validated by [`load_model`][levy_core.pipeline.load_model] (safetensors weights and
     bounded JSON only), then deleted.
 
     Parameters
@@ -112,7 +112,7 @@ def load_model_zip(data: bytes, *, name: str = "the zip") -> FittedModel:
     Raises
     ------
     ModelLoadError
-        Not a zip, an empty or corrupt one, a member that is not one of :data:`MODEL_FILES`
+        Not a zip, an empty or corrupt one, a member that is not one of `MODEL_FILES`
         (a pickle, a path that escapes the folder, a link, an encrypted entry), a member
         larger than its bound (declared or actual), or anything ``load_model`` refuses.
     """

@@ -3,7 +3,7 @@
 A saved model is applied to data it never saw; where that data has observed futures (the
 observations after the forecast cut-off, or the held-out share for interpolation — what
 ``levy evaluate`` scores), its conformal band is checked against them with the verdicts
-``levy evaluate`` gives (:func:`levy_core.pipeline.evaluation.coverage_checks`: the window
+``levy evaluate`` gives ([`levy_core.pipeline.evaluation.coverage_checks`][levy_core.pipeline.coverage_checks]: the window
 ``level − 3 s.e. .. level + 1/(n+1) + 3 s.e.`` with the per-series s.e.), overall and per
 channel. The band's guarantee assumed data exchangeable with the calibration data: a level
 or a channel outside its window says the new data is not like it.
@@ -43,9 +43,9 @@ class CoverageMonitor:
     n_queries, n_series : int
         Observed queries and the model-space series they come from (``unit``).
     checks : DataFrame
-        :func:`~levy_core.pipeline.evaluation.coverage_checks` of the Lévy band, one row per level.
+        [`coverage_checks`][levy_core.pipeline.coverage_checks] of the Lévy band, one row per level.
     by_channel : DataFrame
-        :data:`CHANNEL_COLUMNS`, one row per (channel, level): the conformal coverage, the
+        `CHANNEL_COLUMNS`, one row per (channel, level): the conformal coverage, the
         window it should lie in (per-series s.e. with two series or more, binomial
         otherwise) and whether it does.
     note : str
@@ -147,7 +147,7 @@ def _nothing_observed(fitted: FittedModel, data: ModelData) -> CoverageMonitor:
     n = len(data.builder.series)
     if fitted.task.kind == "forecast" and fitted.split.mode != "origin":
         why = (f"none of its {n:,} series has observations both before and after the model's cut-off "
-               f"({fitted.task.cutoff:g} h): there is no observed future to check the band against")
+               f"({fitted.task.cutoff_text()}): there is no observed future to check the band against")
     else:
         why = f"none of its {n:,} series has both context and observations to predict"
     empty = pd.DataFrame(columns=CHANNEL_COLUMNS)

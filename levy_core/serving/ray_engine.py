@@ -9,17 +9,17 @@ The pipeline::
 Why buckets: a series' score needs all its rows, but Parquet row groups (Ray's read
 blocks) may split a series anywhere, and one group per series would score one series per
 forward pass. So each row is given a bucket, a stable hash of its series id modulo
-``n_buckets`` (about :data:`BUCKET_ROWS` rows each), and the shuffle of ``groupby``
+``n_buckets`` (about [`BUCKET_ROWS`][levy_core.serving.ray_engine.BUCKET_ROWS] rows each), and the shuffle of ``groupby``
 brings every bucket, whole series only, to one actor, which decodes it with
-:func:`~levy_core.data.from_frame` and scores it with
-:func:`~levy_core.pipeline.ranking.score_series` in batches, exactly as the in-process path scores a
+[`from_frame`][levy_core.data.from_frame] and scores it with
+`score_series` in batches, exactly as the in-process path scores a
 chunk. Any row order works (the in-process path needs each series' rows together).
 
 What a worker needs: ``levy-core`` installed (``pip install 'levy-core[ray]'``) and read
 access to DATA at the same path (a shared file system). The
 model is not read from disk by workers: its ``model.json`` and ``levy.safetensors`` travel
 as bytes in the actor's constructor, and each actor loads them once through
-:func:`~levy_core.pipeline.modelfile.load_model` (the same checks: JSON and safetensors only).
+[`load_model`][levy_core.pipeline.load_model] (the same checks: JSON and safetensors only).
 """
 
 from __future__ import annotations
@@ -73,13 +73,13 @@ def require_ray() -> Any:
 
 
 def model_bytes(directory: str | os.PathLike[str]) -> dict[str, bytes]:
-    """The files of :data:`MODEL_FILES` of a model directory, checked by loading it here."""
+    """The files of [`MODEL_FILES`][levy_core.serving.ray_engine.MODEL_FILES] of a model directory, checked by loading it here."""
     load_model(directory)  # refuses anything that is not a model, before a cluster sees it
     return {name: (Path(directory) / name).read_bytes() for name in MODEL_FILES}
 
 
 def add_bucket(batch: pd.DataFrame, column: str, n_buckets: int) -> pd.DataFrame:
-    """``batch`` with :data:`BUCKET_COLUMN`: a hash of the stripped series id (the same on
+    """``batch`` with `BUCKET_COLUMN`: a hash of the stripped series id (the same on
     every worker and run, not Python's salted ``hash``) modulo ``n_buckets``."""
     ids = batch[column].astype(str).str.strip().to_numpy(dtype=object)
     return batch.assign(**{BUCKET_COLUMN: (pd.util.hash_array(ids) % np.uint64(n_buckets)).astype(np.int64)})
@@ -92,7 +92,7 @@ class RankScorer:
     Parameters
     ----------
     files : dict of str to bytes
-        :func:`model_bytes` of the model directory.
+        [`model_bytes`][levy_core.serving.ray_engine.model_bytes] of the model directory.
     mapping : ColumnMapping
         The column mapping detected once on the driver (every bucket decoded alike).
     time_unit : str
@@ -247,7 +247,7 @@ def rank_with_ray(model: str | os.PathLike[str], data: str | os.PathLike[str], o
         A Parquet file every worker can read at this path, long or wide layout.
     out : str or path-like
         The ranking to write on the driver (``.parquet`` → Parquet, CSV otherwise):
-        ``rank`` and :data:`~levy_core.pipeline.ranking.SCORE_COLUMNS`.
+        ``rank`` and `SCORE_COLUMNS`.
     workers : int
         Scoring actors (one CPU each); also the CPUs of a local Ray.
     address : str, optional

@@ -2,14 +2,14 @@
 and writing any output file so that a failure leaves nothing behind.
 
 Every file is written to a temporary file beside its target (same folder, so the rename
-cannot cross file systems) and renamed into place with :func:`os.replace` only once it is
+cannot cross file systems) and renamed into place with `os.replace` only once it is
 complete: an error partway (a bad row in the last chunk, a full disk, Ctrl-C) removes the
 temporary file and leaves an existing target as it was. The temporary is fsynced before the
 rename (a power cut leaves the old file or the new one), named ``.NAME.tmp-PID-XXXXXXXX``, and
 removed on SIGTERM too where the command raises on it (``levy``:
-:func:`levy_core.runtime.atomic.terminate_as_exit`); only SIGKILL leaves one behind, and the
+`levy_core.runtime.atomic.terminate_as_exit`); only SIGKILL leaves one behind, and the
 next write of the same target removes the temporaries of writers that are gone
-(:func:`levy_core.runtime.atomic.remove_stale`). :func:`refuse_same_file` refuses
+(`levy_core.runtime.atomic.remove_stale`). `refuse_same_file` refuses
 an output that is one of the inputs (the same path, or the same file through a link)
 before anything is read or written.
 """
@@ -134,12 +134,12 @@ def refuse_same_file(inputs: Mapping[str, str | os.PathLike[str] | None],
 class TableWriter:
     """Append pandas frames of the same columns to one file: Parquet when the name ends in
     ``.parquet``/``.pq`` (one row group per frame), CSV otherwise (through
-    :func:`~levy_core.serving.csv_safety.to_safe_csv`, header once). Use as a context manager;
+    `to_safe_csv`, header once). Use as a context manager;
     a file with no frame written gets the header of ``columns`` (CSV) or no rows (Parquet).
 
     The frames go to a temporary file beside ``path``, renamed onto ``path`` when the
     ``with`` block ends without an error; when it raises, the temporary file is removed
-    and an existing ``path`` is left as it was (see :func:`atomic_output`).
+    and an existing ``path`` is left as it was (see `atomic_output`).
 
     Parameters
     ----------
@@ -158,7 +158,7 @@ class TableWriter:
         self._tmp: Path | None = None
 
     def write(self, frame: pd.DataFrame) -> None:
-        """Append ``frame`` (its columns in :attr:`columns` order)."""
+        """Append ``frame`` (its columns in `columns` order)."""
         if self.columns is None:
             self.columns = [str(c) for c in frame.columns]
         frame = frame[self.columns]
@@ -179,7 +179,7 @@ class TableWriter:
 
     def close(self) -> None:
         """Finish the file (a Parquet footer; with nothing written, a file of no rows) and
-        rename it onto :attr:`path`."""
+        rename it onto `path`."""
         try:
             if not self._started and self.columns is not None:
                 self.write(pd.DataFrame(columns=self.columns))
@@ -194,7 +194,7 @@ class TableWriter:
             _replace(tmp, self.path)
 
     def discard(self) -> None:
-        """Drop what was written: the temporary file is removed, :attr:`path` untouched."""
+        """Drop what was written: the temporary file is removed, `path` untouched."""
         if self._writer is not None:
             with contextlib.suppress(Exception):
                 self._writer.close()

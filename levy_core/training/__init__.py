@@ -1,3 +1,3 @@
-"""Training a :class:`~levy_core.model.levy_model.LevyModel` on episodes with early stopping
+"""Training a [`LevyModel`][levy_core.model.levy_model.LevyModel] on episodes with early stopping
 (``train``).
 """

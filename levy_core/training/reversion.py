@@ -1,6 +1,6 @@
 """Fit the offset's mean reversion per channel, in closed form, before training.
 
-:mod:`levy_core.model.reversion` decays a query's last value towards a level as it ages:
+`levy_core.model.reversion` decays a query's last value towards a level as it ages:
 ``b(q) = m + (y_last − m) · exp(−r_c Δ)``, ``m = w_c · (series mean) + (1 − w_c) · (training
 mean)``. Here each channel's ``(r_c, w_c)`` is the pair of a small grid with the least squared
 error on the fixed episodes of the training series; ``r_c = 0`` (the last value) is on the
