@@ -4,7 +4,7 @@ A panel whose series are followed for different lengths (the PBC follow-up: up t
 years) loses, with one cut-off for all, the series that end before it (nothing to predict
 after it) or start after it (no history). Each series' own cut-off at a share of its observed
 span (``TaskConfig.cutoff_fraction``) keeps every series observed at two different times in
-the fit. :func:`~levy_core.episodes.tasks.resolve_task` picks it by default on a panel split by
+the fit. `resolve_task` picks it by default on a panel split by
 series when it keeps more series in than the common median midpoint does; the rule is saved
 with the model, so predictions and evaluations split each series the same way.
 """

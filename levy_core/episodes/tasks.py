@@ -20,7 +20,7 @@ Tasks inside a (pseudo-)series:
   (``TaskConfig.cutoff_fraction``): a panel whose series are followed for different lengths
   (PBC: a single visit to 14 years) keeps every series with observations at two times in the fit,
   where one time would leave out those that end before it or start after it. Without either,
-  :func:`resolve_task` takes the median series midpoint, or on a panel split by series each
+  `resolve_task` takes the median series midpoint, or on a panel split by series each
   series' own midpoint when that keeps more series in.
 * ``interpolate``: a seeded ``holdout_fraction`` of the observations is held out as queries;
   the rest is context. Training draws a fresh hold-out every epoch.

@@ -97,7 +97,7 @@ class LevyForecaster:
         ``"auto"`` (``"50%"``). Default (None): the median series midpoint, or each series'
         own midpoint where one time would leave series out that it keeps in (a panel with
         different follow-ups). The rule is recorded in the model (``task.cutoff_fraction``)
-        and used again by :meth:`evaluate` and the predictions' held-out split.
+        and used again by [`evaluate`][levy_core.forecast.forecaster.LevyForecaster.evaluate] and the predictions' held-out split.
     max_seconds : float, optional
         Training time budget per model.
     twin : bool
