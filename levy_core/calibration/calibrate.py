@@ -2,7 +2,7 @@
 
 ``sigma`` (the operator's RMS deviation ``σ̂``) is not yet a calibrated
 predictive spread. Two explicit, MAPIE-style post-hoc steps turn it into one,
-both fitted on a held-out calibration split (see ``docs/levy-math.md``):
+both fitted on a held-out calibration split (see ``docs/levy-math-band.md``):
 
 - `ScaledGaussian` -- ``y ~ N(ŷ, (c σ̂)^2)`` with ``c`` of minimum CRPS
   (`levy_core.metrics.crps_scale`; ``estimator="mle"``: the closed-form MLE

@@ -2,7 +2,7 @@
 
 ``sigma`` (the operator's RMS deviation ``σ̂``) is not yet a calibrated predictive spread;
 `ScaledGaussian` fits the scale ``c`` that makes it one, on a held-out calibration
-split (see ``docs/levy-math.md``): ``c`` of minimum CRPS
+split (see ``docs/levy-math-band.md``): ``c`` of minimum CRPS
 (`levy_core.metrics.crps_scale`; ``estimator="mle"``: the closed-form MLE
 ``c = sqrt(mean((y - ŷ)^2 / σ̂^2))``, which the largest errors rule). ``σ̂`` is floored
 as every calibration step floors it (`levy_core.calibration.scores`). With ``groups``

@@ -24,7 +24,7 @@ Both models share one backbone (``Backbone``) and differ only in the cross-atten
 
 * ``LevyModel``: the cross-attention is ``levy_attention`` with all of the above; the
   prediction ``ŷ(q) = b(q) + Σ_h m_h(q)`` and ``σ̂(q)² = Σ_h tr Σ_{U,h}(q) φ(Λ_h(q))`` are
-  exact for the sampled operator (docs/levy-math.md: offset, query read-out, prior).
+  exact for the sampled operator (docs/levy-math-model.md: offset, query read-out, prior).
 * ``SoftmaxTwin``: the same backbone, offset, read-out and prior atom, with a
   scaled-dot-product softmax over the same (decayed) index space and dropout. In eval mode
   it is the deterministic "softmax" baseline; with dropout active, T passes give MC-Dropout.
@@ -78,7 +78,7 @@ class LevyModel(nn.Module):
         """The share ``s(q) = min(1, B_c / |correction|)`` of each query's correction (B, M)
         kept under the channel's bound ``B_c``. It is a function of the query and context
         alone (the correction is the operator's expectation, not a draw), so scaling the
-        read-out by it is item 2 of docs/levy-math.md: mean correction and σ̂ scale by
+        read-out by it is item 2 of docs/levy-math-model.md: mean correction and σ̂ scale by
         ``s``, the disagreement by ``s²``, the evidence not at all."""
         return bound_factor(correction, self.correction_bound[channels])
 

@@ -2,7 +2,7 @@
 
 One series or a few give little data to learn a forecast from, and classical forecasters
 are strong there. Any offset that is a function of the query and the context, not of the
-Poisson draw, keeps ``σ̂`` exact (``docs/levy-math.md``): the Lévy layer predicts the
+Poisson draw, keeps ``σ̂`` exact (``docs/levy-math-model.md``): the Lévy layer predicts the
 *correction* to one of them, fitted in closed form to each episode's **whole past**.
 
 The candidates, per channel (times in hours; ``o`` the origin, ``t_q`` the query):
