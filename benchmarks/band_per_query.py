@@ -43,8 +43,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from levy_core.calibration.adaptive import conformal_rank  # noqa: E402
 from levy_core.calibration.calibrate import Calibrator  # noqa: E402
+from levy_core.calibration.scores import conformal_rank  # noqa: E402
 from levy_core.data import from_frame  # noqa: E402
 from levy_core.episodes.tasks import TaskConfig  # noqa: E402
 from levy_core.metrics.conditional import (  # noqa: E402

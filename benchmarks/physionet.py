@@ -44,7 +44,7 @@ import torch
 from sklearn.model_selection import train_test_split
 
 from levy_core import metrics, pipeline
-from levy_core.calibration.calibrate import SplitConformal
+from levy_core.calibration.split_conformal import SplitConformal
 from levy_core.episodes.baselines import LastValueForecaster, last_values
 from levy_core.episodes.scaling import ChannelScaler
 from levy_core.episodes.tasks import EpisodeBuilder, Split, TaskConfig

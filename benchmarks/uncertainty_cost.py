@@ -29,7 +29,10 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from levy_core.model.levy_model import Batch, LevyModel, ModelConfig, SoftmaxTwin
+from levy_core.model.batch import Batch
+from levy_core.model.config import ModelConfig
+from levy_core.model.levy_model import LevyModel
+from levy_core.model.softmax_twin import SoftmaxTwin
 
 
 def episodes(series: int, context: int, queries: int, channels: int, *, seed: int = 0,

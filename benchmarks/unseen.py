@@ -59,7 +59,7 @@ import numpy as np
 import pandas as pd
 
 from levy_core import metrics
-from levy_core.calibration.calibrate import SplitConformal
+from levy_core.calibration.split_conformal import SplitConformal
 from levy_core.data import read_csv
 from levy_core.pipeline import MODEL_SIZES, load_model, predict_user_queries, size_name
 from levy_core.pipeline.evaluation import crps_data_units_per_point

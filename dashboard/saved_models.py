@@ -17,10 +17,11 @@ from levy_dashboard.fits import FitResult, FitSettings
 
 from levy_core import pipeline
 from levy_core.data import Observations
+from levy_core.data.columns import ColumnMapping
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.serving.modelzip import load_model_zip
 
-__all__ = ["OpenedModel", "apply_model", "open_model", "opened_key", "saved_settings"]
+__all__ = ["OpenedModel", "apply_model", "open_model", "opened_key", "recorded_reading", "saved_settings"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,21 @@ def open_model(name: str, data: bytes) -> OpenedModel:
 def opened_key(opened: OpenedModel, obs_hash: str) -> str:
     """The views' cache key of an opened model on one data set (never a fit store key)."""
     return f"opened-{opened.digest[:16]}-{obs_hash[:16]}"
+
+
+def recorded_reading(opened: OpenedModel, columns: list[str]) -> tuple[ColumnMapping | None, str] | None:
+    """How the opened model's data were read (``model.json``'s ``reading``), for a file with
+    ``columns``: the recorded column mapping when the file has every column it names (else
+    None: the columns are found by name), and the recorded time unit. None for a model saved
+    without a record, which leaves the data read as the user set it (the CLI's rule: the
+    fit's columns and clock unless told otherwise)."""
+    reading = opened.fitted.reading
+    if reading is None:
+        return None
+    mapping = reading.mapping
+    if mapping is not None and not set(mapping.used_columns()) <= set(columns):
+        mapping = None
+    return mapping, reading.time_unit
 
 
 def saved_settings(fitted: FittedModel) -> FitSettings:

@@ -42,10 +42,10 @@ _EACH_ITS_OWN = ("project/test_sample_models.py",)
 _FIRST = (
     "e2e/", "project/test_sample_models.py::test_each_shipped_model_is_what_its_recorded_command_makes",
     "dashboard/", "docs/test_docs_blocks.py", "decisions/test_watch.py", "serving/test_chunked.py", "forecast/test_one_series.py",
-    "model/test_model.py", "episodes/test_origins.py", "project/test_hostile_round_two_b.py",
+    "model/test_model.py", "episodes/test_origins.py", "project/test_hostile_limits.py",
     "operator/test_attention_extensions.py", "project/test_architecture.py", "forecast/test_forecast_evaluate.py",
     "forecast/test_forecast_api.py", "data/test_drift.py", "decisions/test_advise.py",
-    "project/test_hostile_round_two_a.py", "pipeline/test_recipe.py", "cli/test_cli_watch.py",
+    "project/test_hostile_files.py", "pipeline/test_recipe.py", "cli/test_cli_watch.py",
     "operator/test_attention.py", "data/test_decompression.py", "cli/test_dashboard_install.py",
 )
 

@@ -18,7 +18,7 @@ from scipy.stats import spearmanr
 
 from levy_core import metrics
 from levy_core.episodes.tasks import EpisodeBuilder
-from levy_core.model.levy_model import Batch
+from levy_core.model.batch import Batch
 from levy_core.operator.attention import log_phi
 
 

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from levy_core import metrics, pipeline
-from levy_core.calibration.calibrate import SplitConformal
 from levy_core.calibration.coverage import group_resplit_coverage
+from levy_core.calibration.split_conformal import SplitConformal
 
 METHODS = (("Lévy", "mean_norm", "sigma_norm"), ("MC-Dropout", "mc_mean_norm", "mc_std_norm"))
 

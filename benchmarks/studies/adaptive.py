@@ -22,12 +22,10 @@ import math
 
 import numpy as np
 
-from levy_core.calibration.adaptive import (
-    AdaptiveConformal,
-    RecencyWeightedConformal,
-    normalised_scores,
-)
-from levy_core.calibration.calibrate import SplitConformal
+from levy_core.calibration.adaptive import AdaptiveConformal
+from levy_core.calibration.recency import RecencyWeightedConformal
+from levy_core.calibration.scores import normalised_scores
+from levy_core.calibration.split_conformal import SplitConformal
 
 LEVELS = (0.8, 0.9, 0.95)
 

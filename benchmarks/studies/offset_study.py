@@ -82,7 +82,7 @@ import numpy as np
 import pandas as pd
 
 from levy_core.offsets import base_forecast as bf
-from levy_core.offsets import smoothing
+from levy_core.offsets import harmonic, smoothing
 from levy_core.offsets.seasonality import candidate_periods, median_gap
 
 if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
@@ -259,13 +259,13 @@ def predict(key: tuple[str, float], t: np.ndarray, y: np.ndarray, origin: float,
         return None
     if "~" in method:  # the library's own harmonic candidate with its orders capped (or raised)
         base, cap = method.split("~")
-        shipped, k = bf.harmonics_of, int(cap[1:])
-        bf.harmonics_of = ((lambda period, gap: min(shipped(period, gap), k)) if cap[0] == "o" else
+        shipped, k = harmonic.harmonics_of, int(cap[1:])
+        harmonic.harmonics_of = ((lambda period, gap: min(shipped(period, gap), k)) if cap[0] == "o" else
                            lambda period, gap: max(shipped(period, gap), min(k, int((period / gap - 1) / 2))))
         try:
             out = bf.forecast(base, t, y, origin, tq, harmonics=ctx.periods, gap=ctx.gap)
         finally:
-            bf.harmonics_of = shipped
+            harmonic.harmonics_of = shipped
         return bf.bounded(t, y, out)
     if method in bf.METHODS:  # holt is shipped too (since the development set chose it): the study's own fit
         if method == "holt" and fit.holt is None:

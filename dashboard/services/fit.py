@@ -43,7 +43,13 @@ from levy_dashboard.fits import (
     submit_twin,
     transform_error,
 )
-from levy_dashboard.saved_models import OpenedModel, apply_model, open_model, opened_key
+from levy_dashboard.saved_models import (
+    OpenedModel,
+    apply_model,
+    open_model,
+    opened_key,
+    recorded_reading,
+)
 from levy_dashboard.shipped import ShippedModel, load_shipped, shipped_key, shipped_result
 from levy_dashboard.sources import DataSource
 
@@ -54,7 +60,8 @@ from levy_core.serving.modelzip import model_zip_bytes
 __all__ = ["MODEL_SIZES", "FitResult", "FitSettings", "JobView", "OpenedModel", "SessionLimits", "add_twin",
            "apply_model", "cached_fit", "cutoff_range", "own_cutoffs_by_default", "default_mc_passes", "default_settings", "fast",
            "final_key", "fit_key", "fit_model", "fit_workers", "for_this_session", "job_models", "job_result",
-           "job_view", "levy_key", "model_zip", "open_model", "opened_key", "preview_result", "release_job", "session_fit",
+           "job_view", "levy_key", "model_zip", "open_model", "opened_key", "preview_result", "recorded_reading",
+           "release_job", "session_fit",
            "session_limits", "settings_summary", "shipped_fit", "shipped_model", "size_help", "size_options",
            "status_text", "submit_fit", "submit_twin", "training_table", "transform_error"]
 

@@ -306,8 +306,27 @@ def _model_section() -> None:
         sb.success(
             f"In use: the saved model {plain(opened.name)}. Data you load is scored with it, not "
             "refitted; **Fit** replaces it with a new fit."
+            + (f" A file you have not mapped by hand is read as its data were: "
+               f"{plain(opened.fitted.reading.describe())}." if opened.fitted.reading is not None else "")
         )
         sb.button("Close the saved model", key=state.CLOSE_MODEL, on_click=state.close_saved_model, width="stretch")
+
+
+def _opened_reading(src: DataSource) -> tuple[str | None, str]:
+    """A file the user has not mapped by hand is read as the opened saved model's data were
+    (its columns and time unit, recorded in ``model.json``), as every later ``levy`` command
+    reads it; without an opened model, or one saved without that record: found by name, hours."""
+    opened = state.get(state.OPENED_MODEL)
+    if opened is None:
+        return None, "hours"
+    try:
+        columns = list(services.data.raw_table(src.digest, src.data, src.name).columns)
+    except DataError:
+        return None, "hours"  # the load below says what is wrong with the file
+    recorded = services.fit.recorded_reading(opened, columns)
+    if recorded is None:
+        return None, "hours"
+    return services.data.mapping_to_json(recorded[0]), recorded[1]
 
 
 def render() -> Choice:
@@ -315,7 +334,7 @@ def render() -> Choice:
     obs = obs_hash = mapping_json = None
     time_unit = "hours"
     if src is not None:
-        mapping_json, time_unit = st.session_state[state.MAPPINGS].get(src.digest, (None, "hours"))
+        mapping_json, time_unit = st.session_state[state.MAPPINGS].get(src.digest) or _opened_reading(src)
         loaded = services.data.load(src, mapping_json, time_unit)
         obs, obs_hash, error = loaded.obs, loaded.obs_hash, loaded.error
     has_model = bool(state.get(state.FIT_KEY)) or (

@@ -55,7 +55,8 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from levy_core import metrics
-from levy_core.calibration.calibrate import DEFAULT_REL_FLOOR, SplitConformal
+from levy_core.calibration.scores import DEFAULT_REL_FLOOR
+from levy_core.calibration.split_conformal import SplitConformal
 from levy_core.metrics.checks import check_gaussian, check_level, check_levels, group_codes
 
 __all__ = ["WATCH_Z", "CoverageCheck", "CoverageNote", "coverage_check", "coverage_note", "group_resplit_coverage"]
@@ -185,7 +186,7 @@ def group_resplit_coverage(
 
     Each split sends a random ``calibration_fraction`` of the groups to calibration,
     conformalizes on their points (the same score ``|y - ŷ| / σ̂`` as
-    [`SplitConformal`][levy_core.calibration.calibrate.SplitConformal]) and measures the coverage of the other
+    [`SplitConformal`][levy_core.calibration.split_conformal.SplitConformal]) and measures the coverage of the other
     groups' points. Under series-level exchangeability the mean over splits sits at
     (or, by at most about ``1/(n_cal + 1)``, above) each level; ``sd`` is how far a
     single split strays.

@@ -70,7 +70,7 @@ def run_advise(args: argparse.Namespace) -> int:
     refuse_same_file({"the data file": args.data, "the model": args.model}, {"--out": args.out})
     if args.dayfirst and args.date_format:
         raise ValueError("give --dayfirst or --date-format, not both (the format says where the day is)")
-    from levy_core.pipeline.nixtla import band_levels
+    from levy_core.pipeline.bands import band_levels
 
     levels = band_levels(args.level)  # as `levy predict --level`: 0.9 or 90
     if len(levels) != 1:

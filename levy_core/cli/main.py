@@ -77,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except RuntimeError as exc:
         # a calibration step used before the one it needs; its module is loaded if it was raised
-        from levy_core.calibration.calibrate import NotFittedError
+        from levy_core.calibration.scores import NotFittedError
 
         if not isinstance(exc, NotFittedError):
             raise

@@ -39,7 +39,7 @@ MAX_POINTS = 10_000
 def _band_kind(requested: str, fitted: pipeline.FittedModel, level: float) -> str:
     """``auto``: the adaptive band where the fit walked it at this level (rolling origins),
     split conformal otherwise."""
-    from levy_core.pipeline.nixtla import band_kind
+    from levy_core.pipeline.bands import band_kind
 
     return band_kind(requested, fitted, level)
 
@@ -97,7 +97,7 @@ def _warn_horizon(pred: pd.DataFrame) -> pd.DataFrame:
 def run_predict(args: argparse.Namespace) -> int:
     """The ``predict`` subcommand."""
     from levy_core.calibration.over_time import GUARANTEE
-    from levy_core.pipeline.nixtla import band_levels, level_label
+    from levy_core.pipeline.bands import band_levels, level_label
     from levy_core.serving.chunked import predict_file
 
     levels = band_levels(args.level)  # ValueError: not a fraction in (0, 1) or a percent in [10, 100)
@@ -144,7 +144,7 @@ def _prediction_table(args: argparse.Namespace, fitted: pipeline.FittedModel, ob
 def refuse_infinite_bands(table: pd.DataFrame, fitted: pipeline.FittedModel, levels: list[float]) -> None:
     """ValueError when a band column holds ±inf: split conformal bounds a level ``L`` only
     when the calibration split has at least ``L / (1 - L)`` scores, so ±inf would be written."""
-    from levy_core.pipeline.nixtla import level_label
+    from levy_core.pipeline.bands import level_label
 
     bands = [c for c in table.columns if str(c).startswith(("lower", "upper")) or "-lo-" in str(c)
              or "-hi-" in str(c)]
@@ -185,7 +185,7 @@ def _level_table(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Ob
                  levels: list[float]) -> pd.DataFrame:
     """``levy predict``'s rows at several levels (``lower_<L>, upper_<L>`` per level) or in
     NeuralForecast's convention (``--format nixtla``: ``unique_id, ds, Lévy, Lévy-lo-90, …``)."""
-    from levy_core.pipeline.nixtla import level_bands, nixtla_frame
+    from levy_core.pipeline.bands import level_bands, nixtla_frame
 
     bands, _ = level_bands(pred, fitted, levels, args.band)
     times = to_user_time(pred["series_id"], pred["time"], obs)

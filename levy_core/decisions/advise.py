@@ -42,7 +42,6 @@ it inform targets on both sides of it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -50,22 +49,31 @@ import numpy as np
 import pandas as pd
 import torch
 
-from levy_core.data import DataError, Observations, duration_text, say_duration
+from levy_core.data import Observations, duration_text, say_duration
 from levy_core.decisions.advise_bands import band_extent, evidence_spread, original_values
+from levy_core.decisions.advise_inputs import (
+    Candidate,
+    advice_horizon,
+    advised_series,
+    candidate_pairs,
+    normal_draws,
+    target_channels,
+)
+from levy_core.decisions.advise_scenarios import (
+    AdvisedSeries,
+    PassOutput,
+    collate,
+    lead_factor,
+    run_pass,
+    scenario,
+)
 from levy_core.decisions.defaults import DEFAULT_DRAWS, DEFAULT_POINTS
-from levy_core.episodes.origins import OriginClock
-from levy_core.model.levy_model import Batch
-from levy_core.offsets.base_forecast import BaseForecast
 from levy_core.operator.phi import log_phi
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.prepared import ModelData, as_model_data
 from levy_core.runtime.budget import check_budget
 
 __all__ = ["Advice", "advise"]
-
-FALLBACK_HORIZON = 24.0  # hours, for a model fitted without a horizon
-
-Candidate = str | tuple[str, float]
 
 
 @dataclass(frozen=True)
@@ -209,21 +217,6 @@ class Advice:
                              "lower": lower, "upper": lower + width})
 
 
-@dataclass(frozen=True)
-class _Series:
-    """One series' end episode in model space (what a forecast past the data starts from)."""
-
-    user_id: str
-    model_id: str
-    origin: float  # user hours of model time 0
-    time: np.ndarray  # (n,) model hours
-    channel: np.ndarray  # (n,) codes
-    value: np.ndarray  # (n,) normalised
-    now: float  # model hours of the last observation
-    history: float | None  # rolling origins: the context window's length (the origin moves)
-    base: BaseForecast | None  # rolling origins: the classical offset (refitted with a new value)
-
-
 def advise(fitted: FittedModel, data: Observations | ModelData, series_id: str | None = None, *,
            targets: Sequence[str] | None = None, candidates: Sequence[Candidate] | None = None,
            horizon: float | None = None, at: Sequence[float] | None = None, points: int = DEFAULT_POINTS,
@@ -280,10 +273,10 @@ def advise(fitted: FittedModel, data: Observations | ModelData, series_id: str |
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level}")
     data = as_model_data(fitted, data)
-    series = _series(fitted, data, series_id)
-    horizon = _horizon(fitted, horizon)
-    target_names = _targets(fitted, series, targets)
-    pairs = _candidate_pairs(fitted, series, candidates, at, horizon)
+    series = advised_series(fitted, data, series_id)
+    horizon = advice_horizon(fitted, horizon)
+    target_names = target_channels(fitted, series, targets)
+    pairs = candidate_pairs(fitted, series, candidates, at, horizon)
     n_draws = draws if values is None else 1
     if values is not None and len(values) != len(pairs):
         raise ValueError(f"values must hold one value per candidate ({len(pairs)}), got {len(values)}")
@@ -301,14 +294,14 @@ def advise(fitted: FittedModel, data: Observations | ModelData, series_id: str |
     # today: the targets and the candidates' own predictive, one pass
     base_q_time = np.concatenate([t_time, series.now + c_ahead])
     base_q_code = np.concatenate([t_codes, c_codes])
-    row0 = _row(fitted, series, base_q_time, base_q_code, ahead=0.0, extra=None, cache={})
-    out0 = _run(fitted, _collate([row0]))
+    row0 = scenario(fitted, series, base_q_time, base_q_code, ahead=0.0, extra=None, cache={})
+    out0 = run_pass(fitted, collate([row0]))
     c_mean, c_std, v_norm = _candidate_values(fitted, out0, m, c_codes, n_draws, seed, values)
     return _assess(fitted, series, horizon, level, target_names, t_time, t_codes, c_codes, c_ahead, out0,
                    c_mean, c_std, v_norm)
 
 
-def _candidate_values(fitted: FittedModel, out0: _Out, m: int, c_codes: np.ndarray, n_draws: int, seed: int,
+def _candidate_values(fitted: FittedModel, out0: PassOutput, m: int, c_codes: np.ndarray, n_draws: int, seed: int,
                       values: Sequence[float] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each candidate's calibrated predictive (mean, std; normalised, (J,)) from today's
     pass (its queries after the ``m`` targets), and the values to try, (J, D) normalised:
@@ -317,7 +310,7 @@ def _candidate_values(fitted: FittedModel, out0: _Out, m: int, c_codes: np.ndarr
     c_mean = out0.mean[0, m:]
     c_std = fitted.levy_calibration.predict_std(out0.spread[0, m:], c_names)
     if values is None:
-        return c_mean, c_std, c_mean[:, None] + c_std[:, None] * _normal_draws(len(c_codes), n_draws, seed)
+        return c_mean, c_std, c_mean[:, None] + c_std[:, None] * normal_draws(len(c_codes), n_draws, seed)
     v = np.asarray(values, np.float64)
     if not np.isfinite(v).all():
         raise ValueError("values must be finite numbers (one per candidate)")
@@ -329,16 +322,16 @@ def _candidate_values(fitted: FittedModel, out0: _Out, m: int, c_codes: np.ndarr
     return c_mean, c_std, v_norm[:, None]
 
 
-def _assess(fitted: FittedModel, series: _Series, horizon: float, level: float, target_names: list[str],
-            t_time: np.ndarray, t_codes: np.ndarray, c_codes: np.ndarray, c_ahead: np.ndarray, out0: _Out,
+def _assess(fitted: FittedModel, series: AdvisedSeries, horizon: float, level: float, target_names: list[str],
+            t_time: np.ndarray, t_codes: np.ndarray, c_codes: np.ndarray, c_ahead: np.ndarray, out0: PassOutput,
             c_mean: np.ndarray, c_std: np.ndarray, v_norm: np.ndarray) -> Advice:
     """Every candidate × value in one batched pass; the widths, the evidence part, the Advice."""
     m, (J, n_draws) = len(t_time), v_norm.shape
     offsets: dict = {}
-    rows = [_row(fitted, series, t_time, t_codes, ahead=float(c_ahead[j]),
+    rows = [scenario(fitted, series, t_time, t_codes, ahead=float(c_ahead[j]),
                  extra=(int(c_codes[j]), float(v_norm[j, d])), cache=offsets)
             for j in range(J) for d in range(n_draws)]
-    out1 = _run(fitted, _collate(rows))
+    out1 = run_pass(fitted, collate(rows))
     H = out0.log_evidence.shape[1]
     names_all = np.array(fitted.channels, dtype=object)
     t_names, c_names = names_all[t_codes], names_all[c_codes]
@@ -351,7 +344,7 @@ def _assess(fitted: FittedModel, series: _Series, horizon: float, level: float, 
     phi1 = torch.exp(log_phi(torch.from_numpy(log_ev1), fitted.model_config.phi)).numpy()
     sigma_ev = np.sqrt((out0.disagreement[0, :, :m][None] * phi1).sum(axis=1))  # (J, M)
     lead1 = np.stack([r.q_time[:m] for r in rows[::n_draws]])  # (J, M) model time of each scenario
-    sigma_ev = evidence_spread(fitted, sigma_ev, _lead_factor(fitted, lead1), out0, out1, t_codes, m, n_draws)
+    sigma_ev = evidence_spread(fitted, sigma_ev, lead_factor(fitted, lead1), out0, out1, t_codes, m, n_draws)
     width_ev = band_extent(fitted, sigma_ev.reshape(-1), np.tile(t_names, J), level,
                            np.tile(out0.mean[0, :m], J))[0].reshape(J, m)  # at today's mean: the evidence alone
     mean1 = out1.mean[:, :m].reshape(J, n_draws, m).mean(axis=1)
@@ -375,210 +368,3 @@ def _assess(fitted: FittedModel, series: _Series, horizon: float, level: float, 
                   series.origin + t_time, t_names.astype(str), original(out0.mean[0, :m]), width0,
                   original(mean1), width1.mean(axis=1), width_ev, out0.log_evidence[0, :, :m], log_ev1,
                   original_values(fitted, v_norm, c_names), below0, below1.mean(axis=1))
-
-
-# ---------------------------------------------------------------------------------------
-# inputs
-
-
-def _series(fitted: FittedModel, data: ModelData, series_id: str | None) -> _Series:
-    users = [str(s) for s in pd.unique(data.obs.frame["series_id"])]
-    if series_id is None:
-        if len(users) != 1:
-            raise DataError(f"the data hold {len(users)} series: name one (series_id=…, --series), e.g. "
-                            f"{', '.join(users[:5])}")
-        series_id = users[0]
-    series_id = str(series_id)
-    if series_id not in users:
-        raise DataError(f"unknown series {series_id!r}: the data hold {', '.join(users[:8])}"
-                        + (" …" if len(users) > 8 else ""))
-    builder = data.builder
-    model_id, origin = data.clock.end_episode(series_id, set(builder.series))
-    s = builder.series[model_id]
-    if not len(s.time):
-        raise DataError(f"series {series_id!r} has no observation to advise from")
-    origins = isinstance(data.clock, OriginClock)
-    return _Series(series_id, model_id, float(origin), s.time.astype(np.float64), s.channel.astype(np.int64),
-                   s.value.astype(np.float64), float(s.time.max()), data.clock.plan.history if origins else None,
-                   builder.base if origins else None)
-
-
-def _horizon(fitted: FittedModel, horizon: float | None) -> float:
-    if horizon is None:
-        horizon = fitted.task.horizon if fitted.task.horizon else FALLBACK_HORIZON
-    if isinstance(horizon, bool) or not isinstance(horizon, (int, float)) or not (math.isfinite(horizon)
-                                                                                   and horizon > 0):
-        raise ValueError(f"horizon must be a positive number of hours, got {horizon!r}")
-    return float(horizon)
-
-
-def _known(fitted: FittedModel, channel: str, what: str) -> str:
-    if str(channel) not in fitted.channels:
-        raise DataError(f"unknown channel {channel!r} among the {what}: the model knows "
-                        f"{', '.join(fitted.channels[:12])}" + (" …" if len(fitted.channels) > 12 else ""))
-    return str(channel)
-
-
-def _targets(fitted: FittedModel, series: _Series, targets: Sequence[str] | None) -> list[str]:
-    if targets is None:
-        return [fitted.channels[c] for c in np.unique(series.channel)]
-    if isinstance(targets, str):
-        targets = [targets]
-    names = list(dict.fromkeys(_known(fitted, c, "targets") for c in targets))
-    if not names:
-        raise ValueError("the target set is empty: name at least one channel whose band should narrow "
-                         "(or leave targets out for every channel the series has observed)")
-    return names
-
-
-def _candidate_pairs(fitted: FittedModel, series: _Series, candidates: Sequence[Candidate] | None,
-                     at: Sequence[float] | None, horizon: float) -> list[tuple[str, float]]:
-    times = [0.0, _round(horizon / 8), _round(horizon / 4)] if at is None else [float(a) for a in at]
-    if not times:
-        raise ValueError("at is empty: give at least one time to measure at (0 = now)")
-    items: Sequence[Candidate] = fitted.channels if candidates is None else candidates
-    if isinstance(items, str):
-        items = [items]
-    pairs: list[tuple[str, float]] = []
-    for item in items:
-        if isinstance(item, tuple):
-            pairs.append((_known(fitted, item[0], "candidates"), float(item[1])))
-        else:
-            pairs += [(_known(fitted, item, "candidates"), a) for a in times]
-    if not pairs:
-        raise ValueError("the candidate set is empty: name at least one channel to consider measuring")
-    now = series.origin + series.now
-    for channel, ahead in pairs:
-        if not math.isfinite(ahead):
-            raise DataError(f"candidate {channel} has a time that is not a number ({ahead})")
-        if ahead < 0:
-            raise DataError(f"candidate {channel} at {now + ahead:g} h lies {-ahead:g} h before the series' last "
-                            f"observation ({now:g} h), inside the data the model already has: advice is about "
-                            "measurements from now on (0 = now)")
-        if ahead > horizon * (1 + 1e-9):
-            raise DataError(f"candidate {channel} {ahead:g} h ahead lies past the {horizon:g} h horizon of the "
-                            "targets: measure within it, or lengthen the horizon")
-    return list(dict.fromkeys(pairs))
-
-
-def _round(hours: float) -> float:
-    """One significant figure (4.19 h → 4 h): default candidate times a person would name."""
-    return float(f"{hours:.1g}")
-
-
-def _normal_draws(n: int, draws: int, seed: int) -> np.ndarray:
-    """(n, draws) standard normal draws, antithetic pairs (z, −z); one draw is the mean (0)."""
-    if draws == 1:
-        return np.zeros((n, 1))
-    rng = np.random.default_rng(seed)
-    half = rng.standard_normal((n, (draws + 1) // 2))
-    return np.concatenate([half, -half], axis=1)[:, :draws]
-
-
-# ---------------------------------------------------------------------------------------
-# scenarios and the pass
-
-
-@dataclass(frozen=True)
-class _Row:
-    ctx_time: np.ndarray
-    ctx_channel: np.ndarray
-    ctx_value: np.ndarray
-    q_time: np.ndarray
-    q_channel: np.ndarray
-    offset: np.ndarray | None
-
-
-def _row(fitted: FittedModel, series: _Series, q_time: np.ndarray, q_code: np.ndarray, *,
-         ahead: float, extra: tuple[int, float] | None, cache: dict) -> _Row:
-    """One scenario: the context (with ``extra`` = (channel code, normalised value) measured
-    ``ahead`` hours after now) and the queries ``q_time`` (model hours of today's episode)."""
-    t, c, v = series.time, series.channel, series.value
-    shift = 0.0
-    if series.history is not None and ahead > 0:  # rolling origins: the origin moves to the measurement
-        shift = ahead
-        keep = t >= ahead - series.history
-        t, c, v = t[keep] - shift, c[keep], v[keep]
-    if extra is not None:
-        t = np.append(t, series.now + ahead - shift)
-        c = np.append(c, extra[0])
-        v = np.append(v, extra[1])
-    q = q_time - shift
-    offset = None
-    base = series.base
-    if base is not None:
-        origin = series.origin + shift
-        key = (shift, q.tobytes(), q_code.tobytes())  # the other channels' offsets: value-free, once per origin
-        if key not in cache:
-            cache[key] = _base_offsets(base, series.user_id, origin, q, q_code, None)
-        offset = cache[key].copy()
-        mine = q_code == extra[0] if extra is not None else np.zeros(len(q), bool)
-        if mine.any():  # the measured channel's forecaster refitted with the value in its past
-            offset[mine] = _base_offsets(base, series.user_id, origin, q[mine], q_code[mine],
-                                         (extra[0], origin, extra[1]))
-    return _Row(t, c, v, q, q_code, offset)
-
-
-def _base_offsets(base: BaseForecast, user_id: str, origin: float, times: np.ndarray, codes: np.ndarray,
-                  extra: tuple[int, float, float] | None) -> np.ndarray:
-    """The offsets ``base`` gives the end episode at a (possibly moved) ``origin`` (user
-    hours), with one more observation ``extra`` = (channel code, user hours, normalised value)
-    in the past of its channel (then only that channel's queries should be asked):
-    normalised, NaN where the channel has no past. The forecasters are ``base``'s own, run by
-    a ``BaseForecast`` over this series' past, never a copy of their code."""
-    keep = None if extra is None else base.channels[extra[0]]
-    parts = [pd.DataFrame({"series_id": user_id, "channel": channel, "time": past.t, "value": past.y})
-             for (sid, channel), past in base.past.items() if sid == user_id and keep in (None, channel)]
-    if extra is not None:
-        parts.append(pd.DataFrame({"series_id": [user_id], "channel": [keep], "time": [extra[1]],
-                                   "value": [extra[2]]}))
-    frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        columns=["series_id", "channel", "time", "value"])
-    view = BaseForecast(base.spec, frame, {"advice": (user_id, origin)}, base.channels)
-    return view.offsets("advice", times, codes)
-
-
-def _collate(rows: list[_Row]) -> Batch:
-    """Pad scenarios into one batch (B rows, N context, M queries)."""
-    B = len(rows)
-    N = max(1, max(len(r.ctx_time) for r in rows))
-    M = max(1, max(len(r.q_time) for r in rows))
-    ct, cc, cv, cm = np.zeros((B, N), np.float32), np.zeros((B, N), np.int64), np.zeros((B, N), np.float32), \
-        np.zeros((B, N), np.float32)
-    qt, qc, qm = np.zeros((B, M), np.float32), np.zeros((B, M), np.int64), np.zeros((B, M), np.float32)
-    offset = np.full((B, M), np.nan, np.float32) if any(r.offset is not None for r in rows) else None
-    for b, r in enumerate(rows):
-        n, m = len(r.ctx_time), len(r.q_time)
-        ct[b, :n], cc[b, :n], cv[b, :n], cm[b, :n] = r.ctx_time, r.ctx_channel, r.ctx_value, 1.0
-        qt[b, :m], qc[b, :m], qm[b, :m] = r.q_time, r.q_channel, 1.0
-        if offset is not None and r.offset is not None:
-            offset[b, :m] = r.offset
-    t = torch.from_numpy
-    return Batch(t(ct), t(cc), t(cv), t(cm), t(qt), t(qc), t(qm), None,
-                 t(offset) if offset is not None else None)
-
-
-@dataclass(frozen=True)
-class _Out:
-    mean: np.ndarray  # (B, M) normalised
-    spread: np.ndarray  # (B, M) the band's spread before calibration (FittedModel.band_spread)
-    log_evidence: np.ndarray  # (B, H, M)
-    disagreement: np.ndarray  # (B, H, M)
-    context: dict[str, np.ndarray]  # (B, M) each: the query's context summaries (query_scale.query_context)
-
-
-def _lead_factor(fitted: FittedModel, model_time: np.ndarray) -> np.ndarray:
-    """``s(h)`` of a fit on rolling origins (model time is the lead there); 1 otherwise."""
-    if fitted.horizon_scale is None:
-        return np.ones_like(model_time, dtype=np.float64)
-    return fitted.horizon_scale.factor(model_time)
-
-
-@torch.no_grad()
-def _run(fitted: FittedModel, batch: Batch) -> _Out:
-    """One pass of the Lévy model over ``batch`` (float64 numpy out)."""
-    out = fitted.levy(batch)
-    spread, context = fitted.band_spread(batch, out)
-    return _Out(out.mean.double().numpy(), spread, out.log_evidence.double().numpy(),
-                out.disagreement.double().numpy(), context)
-

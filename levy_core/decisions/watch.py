@@ -53,7 +53,7 @@ from levy_core.decisions.watch_calibration import (
     calibration_part,
 )
 from levy_core.episodes.origins import OriginPlan
-from levy_core.model.levy_model import Batch
+from levy_core.model.batch import Batch
 from levy_core.offsets.base_forecast import BaseForecast
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.predict import run_pass

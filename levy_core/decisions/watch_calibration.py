@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from levy_core.calibration.adaptive import conformal_rank
-from levy_core.calibration.calibrate import DEFAULT_MIN_GROUP_SIZE
+from levy_core.calibration.scores import conformal_rank
+from levy_core.calibration.split_conformal import DEFAULT_MIN_GROUP_SIZE
 from levy_core.data import DataError, Observations
 from levy_core.episodes.origins import OriginClock, OriginPlan
 from levy_core.pipeline.modelfile import FittedModel

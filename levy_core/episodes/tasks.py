@@ -46,7 +46,7 @@ from levy_core.episodes.cutoffs import (
 )
 from levy_core.episodes.origins import OriginClock, OriginPlan, plan_origins
 from levy_core.episodes.scaling import ChannelScaler
-from levy_core.model.levy_model import Batch
+from levy_core.model.batch import Batch
 from levy_core.offsets.base_forecast import BaseForecast
 
 __all__ = [

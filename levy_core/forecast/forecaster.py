@@ -11,7 +11,7 @@ NeuralForecast and StatsForecast do.
 >>> LevyForecaster(time_col="day", time_unit="days").fit(pbc)        # name the columns, once: recorded
 
 A thin layer over [`levy_core.pipeline`][levy_core.pipeline] (``fit``, ``predict_future``,
-``predict_user_queries``, ``evaluate``, ``predict_after_end``) and `levy_core.pipeline.nixtla`
+``predict_user_queries``, ``evaluate``, ``predict_after_end``) and `levy_core.pipeline.bands`
 (the output convention): the numbers are those of ``levy fit`` / ``levy predict --format
 nixtla`` / ``levy evaluate`` on the same model and data. Levels are percents
 (``level=[80, 90]``). Nothing is printed; progress only through the ``progress`` callback.
@@ -46,7 +46,7 @@ from levy_core.episodes.tasks import TaskConfig, cutoff_fraction_of
 from levy_core.episodes.transforms import KINDS, TransformSpec, parse_transform
 from levy_core.forecast import windows as forecast_windows
 from levy_core.forecast.results import Backtest, Evaluation, fraction
-from levy_core.pipeline.nixtla import (
+from levy_core.pipeline.bands import (
     BAND_KINDS,
     level_bands,
     nixtla_frame,
@@ -99,7 +99,7 @@ class LevyForecaster:
         ``"auto"`` (``"50%"``). Default (None): the median series midpoint, or each series'
         own midpoint where one time would leave series out that it keeps in (a panel with
         different follow-ups). The rule is recorded in the model (``task.cutoff_fraction``)
-        and used again by `evaluate` and the predictions' held-out split.
+        and used again by [`evaluate`][levy_core.forecast.forecaster.LevyForecaster.evaluate] and the predictions' held-out split.
     max_seconds : float, optional
         Training time budget per model.
     twin : bool

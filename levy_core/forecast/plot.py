@@ -20,7 +20,7 @@ from levy_core import pipeline
 from levy_core.data import DATETIME, DataError, Observations, parse_duration, user_time_unit
 from levy_core.forecast import windows as forecast_windows
 from levy_core.forecast.results import fraction
-from levy_core.pipeline.nixtla import level_bands, level_label, percent_levels
+from levy_core.pipeline.bands import level_bands, level_label, percent_levels
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import plotly.graph_objects as go

@@ -20,7 +20,7 @@ import pandas as pd
 
 from levy_core import metrics
 from levy_core.data import duration_text, say_duration
-from levy_core.pipeline.nixtla import fraction, percent_levels
+from levy_core.pipeline.bands import fraction, percent_levels
 from levy_core.pipeline.predictive import Predictive
 
 __all__ = ["DATA_UNIT_COLUMNS", "Backtest", "Evaluation", "Scores", "WindowScores", "band_scores", "fraction"]

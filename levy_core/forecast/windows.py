@@ -33,9 +33,9 @@ from levy_core.forecast.results import (
     band_scores,
     fraction,
 )
+from levy_core.pipeline.bands import level_bands, level_label, nixtla_frame
 from levy_core.pipeline.evaluation import evaluation_note, method_metrics
 from levy_core.pipeline.modelfile import FittedModel
-from levy_core.pipeline.nixtla import level_bands, level_label, nixtla_frame
 from levy_core.pipeline.predictive import Predictive
 from levy_core.pipeline.prepared import ModelData
 

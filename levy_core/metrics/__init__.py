@@ -36,7 +36,7 @@ Layout (one module per metric family; every public name is re-exported here, so
 - `levy_core.metrics.accuracy` -- [`mean_squared_error`][levy_core.metrics.mean_squared_error], [`mean_absolute_error`][levy_core.metrics.mean_absolute_error];
 - `levy_core.metrics.scoring_rules` -- Gaussian and ensemble CRPS, [`gaussian_nll`][levy_core.metrics.gaussian_nll],
   [`interval_score`][levy_core.metrics.interval_score];
-- `levy_core.metrics.calibration` -- [`central_interval`][levy_core.metrics.central_interval], [`covered`][levy_core.metrics.covered] (the one coverage rule),
+- `levy_core.metrics.coverage` -- [`central_interval`][levy_core.metrics.central_interval], [`covered`][levy_core.metrics.covered] (the one coverage rule),
   interval coverage, its standard error and mean width, reliability curves, [`pit_values`][levy_core.metrics.pit_values], [`sharpness`][levy_core.metrics.sharpness];
 - `levy_core.metrics.selective` -- [`spearman_sigma_abs_error`][levy_core.metrics.spearman_sigma_abs_error] and the
   risk-coverage curve and area;
@@ -47,7 +47,8 @@ The input checks live in `levy_core.metrics.checks`.
 """
 
 from levy_core.metrics.accuracy import mean_absolute_error, mean_squared_error
-from levy_core.metrics.calibration import (
+from levy_core.metrics.checks import FloatArray as FloatArray
+from levy_core.metrics.coverage import (
     DEFAULT_LEVELS,
     calibration_curve,
     central_interval,
@@ -59,7 +60,6 @@ from levy_core.metrics.calibration import (
     pit_values,
     sharpness,
 )
-from levy_core.metrics.checks import FloatArray as FloatArray
 from levy_core.metrics.crps_scale import crps_scale
 from levy_core.metrics.scoring_rules import (
     NLL_SIGMA_FLOOR,

@@ -1,4 +1,4 @@
-"""Argument checks shared by [`levy_core.metrics`][levy_core.metrics], [`levy_core.calibration.calibrate`][levy_core.calibration.calibrate] and
+"""Argument checks shared by [`levy_core.metrics`][levy_core.metrics], the calibration steps (`levy_core.calibration`) and
 [`levy_core.calibration.coverage`][levy_core.calibration.coverage].
 
 Every check returns the validated value (converted to ``float64`` where it is

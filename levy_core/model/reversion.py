@@ -11,7 +11,7 @@ population's (GRU-D's decay, Che et al. 2018, in closed form). For a query ``q``
 with ``r_c ≥ 0`` and ``w_c ∈ [0, 1]`` fitted per channel before training
 (`levy_core.training.reversion.fit_mean_reversion`). ``r_c = 0`` is the last value
 carried forward, exactly. ``b(q)`` is a function of the query and the context, never of the
-Poisson draw, so the Lévy layer's ``σ̂`` stays exact (``docs/levy-math.md``, the offset).
+Poisson draw, so the Lévy layer's ``σ̂`` stays exact (``docs/levy-math-model.md``, the offset).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ spread evenly over the rest of the last ``PERIODS_KEPT`` longest periods (the se
 year ago is what a yearly term needs, not every day of it).
 
 Like every offset, the forecast is a deterministic function of the query time and the
-past, never of the Poisson draw: ``σ̂`` stays exact (docs/levy-math.md, item 3).
+past, never of the Poisson draw: ``σ̂`` stays exact (docs/levy-math-model.md, item 3).
 """
 
 from __future__ import annotations

@@ -271,12 +271,12 @@ class RedNoise(NamedTuple):
 def red_noise(times: np.ndarray, values: np.ndarray, gap: float) -> tuple[RedNoise, np.ndarray, np.ndarray] | None:
     """The red-noise null of one channel, with the periods searched (hours, from
     ``MIN_SAMPLES_PER_PERIOD`` sampling intervals to the span over ``MIN_CYCLES``) and the
-    normalised periodogram there; None as [`periodogram_peak`][levy_core.offsets.base_forecast.periodogram_peak].
+    normalised periodogram there; None as [`periodogram_peak`][levy_core.offsets.seasonality.periodogram_peak].
 
     A persistent series -- a share price, an interest rate, employment through a business
     cycle -- has most of its variance at low frequencies with no period at all, and the
     strongest periodogram peak of such a series clears the white-noise test
-    ([`false_alarm`][levy_core.offsets.base_forecast.false_alarm]) almost always: at one of the first three end points of
+    ([`false_alarm`][levy_core.offsets.seasonality.false_alarm]) almost always: at one of the first three end points of
     ``benchmarks/anchors.py`` it proposed "periods" of 2.5 to 24 years (2 to 5 cycles in the
     history) on all 20 economic series of the development and fresh sets, and a harmonic
     fitted at one of them (6.7 years in a monthly equipment index) forecast 4× worse than
@@ -303,7 +303,7 @@ def red_noise_peak(times: np.ndarray, values: np.ndarray, gap: float,
     """The period (hours) that stands out most from a red-noise background (`red_noise`),
     with its normalised Lomb–Scargle power and the probability that red noise rises that far
     above its own spectrum at some searched frequency, ``1 − (1 − e^{−z})^M`` over the
-    ``M ≈ span / shortest`` independent frequencies; None as [`periodogram_peak`][levy_core.offsets.base_forecast.periodogram_peak]. The
+    ``M ≈ span / shortest`` independent frequencies; None as [`periodogram_peak`][levy_core.offsets.seasonality.periodogram_peak]. The
     periods searched repeat at least ``MIN_CYCLES`` times in the history (``null``: what
     `red_noise` gave for this channel, to spare computing it again)."""
     found = null if null is not None else red_noise(times, values, gap)
@@ -323,7 +323,7 @@ def candidate_periods(frame: pd.DataFrame) -> tuple[float, ...]:
     white and red noise (`calendar_power`, or a shown shorter period divides them), and each channel's
     periodogram peak that stands out from a red-noise background (`red_noise_peak`)
     and explains a share of the variance white noise reaches with probability below
-    ``FALSE_ALARM`` ([`false_alarm`][levy_core.offsets.base_forecast.false_alarm]), snapped to the calendar; at most ``MAX_PERIODS``,
+    ``FALSE_ALARM`` ([`false_alarm`][levy_core.offsets.seasonality.false_alarm]), snapped to the calendar; at most ``MAX_PERIODS``,
     the strongest evidence first."""
     found: dict[float, float] = {}
     unshown: set[float] = set()  # calendar periods resolved but not shown by the values

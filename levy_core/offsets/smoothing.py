@@ -1,4 +1,5 @@
-"""Holt's damped-trend exponential smoothing on a regular grid (a base-forecast candidate).
+"""Exponential smoothing for the base-forecast candidates: a weighted level for irregular times
+([`weighted_level`][levy_core.offsets.smoothing.weighted_level]) and Holt's damped trend on a regular grid.
 
 The additive damped trend (Gardner & McKenzie 1985; ETS(A,Ad,N) without its noise model):
 
@@ -27,6 +28,14 @@ BETAS = (0.01, 0.05, 0.1, 0.2, 0.4)
 PHIS = (0.8, 0.9, 0.95, 0.98)
 MAX_STEPS = 600  # grid steps the recursion runs over (the latest): older ones weigh < α(1−α)^600
 MIN_STEPS = 8
+LEVEL_HALF_LIFE_GAPS = 4.0  # the level's half-life, in sampling intervals
+
+
+def weighted_level(t: np.ndarray, y: np.ndarray, half_life: float) -> float:
+    """Simple exponential smoothing for irregular times: the mean of ``y`` (n,) weighted by
+    ``2^(−(t_n − t)/half_life)``, ``t`` (n,) sorted."""
+    w = np.exp2(-(t[-1] - t) / half_life)
+    return float(np.sum(w * y) / np.sum(w))
 
 
 def check_parameters(alpha: float, beta: float, phi: float) -> tuple[float, float, float]:

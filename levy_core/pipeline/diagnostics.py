@@ -12,7 +12,7 @@ import torch
 from levy_core import metrics
 from levy_core.data import DataError, Observations
 from levy_core.episodes import transforms
-from levy_core.model.levy_model import Batch
+from levy_core.model.batch import Batch
 from levy_core.pipeline.evaluation import sampler_draws
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.predict import run_pass

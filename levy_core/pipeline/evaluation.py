@@ -24,7 +24,7 @@ from levy_core.data import DataError, Observations
 from levy_core.episodes import transforms as tf
 from levy_core.episodes.origins import OriginClock
 from levy_core.episodes.tasks import EpisodeBuilder
-from levy_core.model.levy_model import Batch
+from levy_core.model.batch import Batch
 from levy_core.operator.attention import levy_attention
 from levy_core.operator.sampling import sample_levy_attention
 from levy_core.pipeline.modelfile import FittedModel

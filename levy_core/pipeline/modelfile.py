@@ -19,9 +19,7 @@ import errno
 import hashlib
 import json
 import math
-import numbers
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +28,6 @@ import numpy as np
 import pandas as pd
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_model as load_weights
 from safetensors.torch import save_model as save_weights
 
 from levy_core.calibration.adaptive import AdaptiveConformal
@@ -43,18 +40,13 @@ from levy_core.data.recorded import RecordedReading
 from levy_core.episodes.baselines import LastValueForecaster
 from levy_core.episodes.scaling import ChannelScaler
 from levy_core.episodes.tasks import Split, TaskConfig
-from levy_core.model.levy_model import Batch, LevyModel, ModelConfig, ModelOutput, SoftmaxTwin
-from levy_core.model.limits import (
-    LimitError,
-    check_json_shape,
-    check_numbers,
-    check_weights_header,
-    expected_tensors,
-    read_header,
-)
-from levy_core.model.reversion import MAX_RATE
-from levy_core.offsets.base_forecast import BaseForecastSpec
+from levy_core.model.batch import Batch, ModelOutput
+from levy_core.model.config import ModelConfig
+from levy_core.model.levy_model import LevyModel
+from levy_core.model.softmax_twin import SoftmaxTwin
+from levy_core.offsets.spec import BaseForecastSpec
 from levy_core.pipeline.left_out import left_out_note
+from levy_core.pipeline.model_loading import ModelLoadError, model_parts, read_meta
 from levy_core.pipeline.predictive import Predictive, predictives
 from levy_core.pipeline.user_units import readable_summary
 from levy_core.runtime.atomic import (
@@ -66,24 +58,12 @@ from levy_core.runtime.atomic import (
 )
 from levy_core.training.train import TrainConfig
 
-__all__ = ["FORMAT", "MAX_JSON_DEPTH", "MAX_MC_PASSES", "MAX_MODEL_JSON_BYTES", "MODEL_FILE_NAMES", "FittedModel",
-           "ModelLoadError", "UnsafeTargetError", "check_replaceable", "check_save_target", "file_sha256", "json_depth", "load_model"]
+__all__ = ["FORMAT", "MODEL_FILE_NAMES", "FittedModel", "ModelLoadError", "UnsafeTargetError", "check_replaceable",
+           "check_save_target", "file_sha256", "load_model"]
 
 FORMAT = "levy-model/2"  # 2: offset + channel tokens + time decay + query read-out + prior
-
-# A model directory is input: bounded before it is parsed or anything is built (sizes and
-# depths of the networks: levy_core.model.levy_model.CONFIG_BOUNDS).
-MAX_MODEL_JSON_BYTES = 64 * 2**20  # a split of two million series ids fits
-MAX_JSON_DEPTH = 32  # model.json nests 6 deep; json.loads recurses once per level
-MAX_MC_PASSES = 10_000  # the prediction runs this many passes of the twin
 PERSISTENT_AUTOCORRELATION = 0.9  # a channel this autocorrelated (lag one) and without a season: band_note
-WEIGHTS_SLACK_BYTES = 2**20  # a weights file may exceed its tensors' bytes by its header, at most this
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_CHUNK = 2**20
-
-
-class ModelLoadError(ValueError):
-    """A model directory that is missing, incomplete or not written by ``levy fit``."""
+_CHUNK = 2**20  # file_sha256 reads this many bytes at a time
 
 
 @dataclass
@@ -329,7 +309,7 @@ def check_replaceable(directory: Path) -> None:
         return
     meta_path = directory / "model.json"
     try:
-        meta = _read_meta(meta_path) if meta_path.is_file() else None
+        meta = read_meta(meta_path) if meta_path.is_file() else None
     except ModelLoadError:
         meta = None
     if not isinstance(meta, dict) or not str(meta.get("format", "")).startswith("levy-model/"):
@@ -346,12 +326,13 @@ def load_model(directory: str | Path) -> FittedModel:
     if not meta_path.is_file() or not (path / "levy.safetensors").is_file():
         raise ModelLoadError(f"{path} is not a model directory (model.json and levy.safetensors expected); "
                              "create one with `levy fit DATA --out DIR`")
-    meta = _read_meta(meta_path)
+    meta = read_meta(meta_path)
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ModelLoadError(f"{meta_path} has format {meta.get('format') if isinstance(meta, dict) else None!r}, "
                              f"expected {FORMAT!r}; re-run `levy fit` with this version")
     try:
-        return _from_meta(meta, path)
+        parts, levy, twin = model_parts(meta, path)
+        return FittedModel(levy=levy.eval(), twin=twin.eval() if twin else None, **parts)
     except ModelLoadError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError, RuntimeError, OSError,
@@ -361,130 +342,6 @@ def load_model(directory: str | Path) -> FittedModel:
                              "re-run `levy fit`") from exc
 
 
-def json_depth(text: bytes) -> int:
-    """How deep arrays and objects nest in JSON ``text`` (brackets inside strings ignored),
-    without recursion and in bounded memory, so it can be asked before ``json.loads``
-    (which recurses once per level)."""
-    structure = np.frombuffer(_JSON_STRING.sub(b'""', text), dtype=np.uint8)
-    deepest = depth = 0
-    for start in range(0, len(structure), _CHUNK):
-        chunk = structure[start:start + _CHUNK]
-        steps = (chunk == ord("[")).astype(np.int64) + (chunk == ord("{")) - (chunk == ord("]")) - (chunk == ord("}"))
-        levels = depth + np.cumsum(steps)
-        if len(levels):
-            deepest, depth = max(deepest, int(levels.max())), int(levels[-1])
-    return deepest
-
-
-def _read_meta(meta_path: Path) -> Any:
-    """``model.json`` parsed, after its size and nesting depth are checked."""
-    size = meta_path.stat().st_size
-    if size > MAX_MODEL_JSON_BYTES:
-        raise ModelLoadError(f"{meta_path} is {size:,} bytes, more than the {MAX_MODEL_JSON_BYTES:,} a model "
-                             "description takes; it was not written by `levy fit`: re-run `levy fit`")
-    raw = meta_path.read_bytes()
-    try:  # depth, objects and values counted before json.loads builds them
-        check_json_shape(raw, str(meta_path), MAX_JSON_DEPTH)
-    except LimitError as exc:
-        raise ModelLoadError(str(exc)) from None
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of 4,300+ digits
-        raise ModelLoadError(f"{meta_path} is not valid JSON ({exc}); re-run `levy fit`") from exc
-
-
-def _require_finite(section: str, value: Any, where: str = "") -> None:
-    """``ModelLoadError`` for a NaN or ±inf anywhere in ``value`` (JSON: dicts, lists, numbers)."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            _require_finite(section, item, f"{where}.{key}")
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            _require_finite(section, item, f"{where}[{i}]")
-    elif isinstance(value, float) and not math.isfinite(value):
-        raise ModelLoadError(f"model.json: {section}{where} is {value}, not a finite number; re-run `levy fit`")
-
-
-def _check_meta(meta: dict[str, Any], cfg: ModelConfig) -> None:
-    """What the configs' own checks do not cover: finite numbers, the channel list, the
-    MC-Dropout pass count and seed."""
-    for section in ("model_config", "task", "train_config", "split", "scaler"):
-        if not isinstance(meta[section], dict):
-            raise ModelLoadError(f"model.json: {section} must be an object, got {type(meta[section]).__name__}; "
-                                 "re-run `levy fit`")
-        _require_finite(section, meta[section])
-    channels = meta["channels"]
-    if (not isinstance(channels, list) or len(channels) != cfg.n_channels
-            or not all(isinstance(c, str) for c in channels) or len(set(channels)) != len(channels)):
-        raise ModelLoadError(f"model.json: channels must list the model's {cfg.n_channels} distinct channel "
-                             "names; re-run `levy fit`")
-    passes, seed = meta.get("mc_passes", 20), meta["train_config"].get("seed", 0)
-    if isinstance(passes, bool) or not isinstance(passes, numbers.Integral) or not 0 <= passes <= MAX_MC_PASSES:
-        raise ModelLoadError(f"model.json: mc_passes must be an integer in [0, {MAX_MC_PASSES}], got {passes!r}; "
-                             "re-run `levy fit`")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**63:
-        raise ModelLoadError(f"model.json: train_config.seed must be an integer in [0, 2^63), got {seed!r}; "
-                             "re-run `levy fit`")
-
-
-def _from_meta(meta: dict[str, Any], path: Path) -> FittedModel:
-    # everything in model.json is checked before the networks are built
-    cfg = ModelConfig.from_dict(meta["model_config"])
-    _check_meta(meta, cfg)
-    try:
-        check_numbers(meta)  # every number within what the float32 pass and the bands carry
-    except LimitError as exc:
-        raise ModelLoadError(str(exc)) from None
-
-    def calibrator(key: str) -> Calibrator | None:
-        return Calibrator.from_dict(meta[key]) if meta.get(key) else None
-
-    parts = dict(
-        model_config=cfg, task=TaskConfig.from_dict(meta["task"]),
-        train_config=TrainConfig.from_dict(meta["train_config"]),
-        split=Split.from_dict(meta["split"]), scaler=ChannelScaler.from_dict(meta["scaler"]),
-        channels=list(meta["channels"]), levy_calibration=Calibrator.from_dict(meta["levy_calibration"]),
-        mc_calibration=calibrator("mc_calibration"),
-        mc_passes=int(meta.get("mc_passes", 20)), data_hash=str(meta.get("data_hash", "")),
-        source_sha256=_source_sha256(meta.get("source_sha256", "")),
-        training=dict(meta.get("training", {})),
-        last_value=LastValueForecaster.from_dict(meta["last_value"]) if meta.get("last_value") else None,
-        last_value_calibration=calibrator("last_value_calibration"),
-        adaptive={str(key): {str(level): AdaptiveConformal.from_dict(state) for level, state in by_level.items()}
-                  for key, by_level in (meta.get("adaptive") or {}).items()},
-        adaptive_by_channel=meta.get("adaptive_by_channel") is True,
-        # absent from models saved before drift statistics were recorded: they still load
-        drift=DriftReference.from_dict(meta["drift"], meta["channels"]) if meta.get("drift") is not None else None,
-        base_forecast=(BaseForecastSpec.from_dict(meta["base_forecast"]) if meta.get("base_forecast") is not None
-                       else None),
-        horizon_scale=(HorizonScale.from_dict(meta["horizon_scale"]) if meta.get("horizon_scale") is not None
-                       else None),
-        query_scale=(QueryScale.from_dict(meta["query_scale"]) if meta.get("query_scale") is not None else None),
-        reading=_reading(meta.get("reading")),
-    )
-    levy = LevyModel(cfg)
-    _load_weights(levy, path / "levy.safetensors")
-    twin = None
-    if (path / "softmax.safetensors").is_file():
-        twin = SoftmaxTwin(cfg)
-        _load_weights(twin, path / "softmax.safetensors")
-    scales = meta.get("correction_scale") or {}  # absent from models saved before it was fitted: γ = 1
-    for key, model in (("levy", levy), ("softmax", twin)):
-        if model is not None and scales.get(key) is not None:
-            model.correction_scale.copy_(correction_scale(scales[key], cfg.n_channels, key))
-    bounds = meta.get("correction_bound") or {}  # absent from models saved before it was fitted: none
-    for key, model in (("levy", levy), ("softmax", twin)):
-        if model is not None and bounds.get(key) is not None:
-            model.correction_bound.copy_(correction_bound(bounds[key], cfg.n_channels, key))
-    reversion = meta.get("mean_reversion") or {}  # absent from models saved before it was fitted: none
-    for key, model in (("levy", levy), ("softmax", twin)):
-        if model is not None and reversion.get(key) is not None:
-            rate, to_series = mean_reversion(reversion[key], cfg.n_channels, key)
-            model.backbone.revert_rate.copy_(rate)
-            model.backbone.revert_to_series.copy_(to_series)
-    return FittedModel(levy=levy.eval(), twin=twin.eval() if twin else None, **parts)
-
-
 def file_sha256(path: str | Path) -> str:
     """The SHA-256 of a file's bytes as stored (a .csv.gz: of the compressed bytes), read in chunks."""
     digest = hashlib.sha256()
@@ -492,84 +349,3 @@ def file_sha256(path: str | Path) -> str:
         for block in iter(lambda: stream.read(_CHUNK), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-def _reading(value: Any) -> RecordedReading | None:
-    """``model.json``'s ``reading`` (how the fit read its data), validated; None when absent
-    (a model saved before it was recorded: its data are read as before)."""
-    if value is None:
-        return None
-    try:
-        return RecordedReading.from_dict(value)
-    except (ValueError, TypeError) as exc:
-        raise ModelLoadError(f"model.json: reading: {exc}; re-run `levy fit`") from None
-
-
-def _source_sha256(value: Any) -> str:
-    """``model.json``'s ``source_sha256``: 64 hexadecimal digits, or "" (absent: fitted in memory,
-    or saved before it was recorded)."""
-    if value == "" or value is None:
-        return ""
-    if not isinstance(value, str) or not re.fullmatch(r"[0-9a-f]{64}", value):
-        raise ModelLoadError("model.json: source_sha256 must be 64 lower-case hexadecimal digits (the SHA-256 of "
-                             "the data file) or empty; re-run `levy fit`")
-    return value
-
-
-def correction_scale(values: Any, n_channels: int, key: str) -> torch.Tensor:
-    """``model.json``'s correction scale of one model: ``n_channels`` numbers in (0, 1]."""
-    if not isinstance(values, list) or len(values) != n_channels or not all(
-            isinstance(v, numbers.Real) and not isinstance(v, bool) and 0 < v <= 1 for v in values):
-        raise ModelLoadError(f"model.json: correction_scale.{key} must list {n_channels} numbers in (0, 1]; "
-                             "re-run `levy fit`")
-    return torch.tensor(values, dtype=torch.float32)
-
-
-def correction_bound(values: Any, n_channels: int, key: str) -> torch.Tensor:
-    """``model.json``'s correction bound of one model: ``n_channels`` entries, each a
-    number in [0, 1e6] (normalised units) or null (no bound)."""
-    if not isinstance(values, list) or len(values) != n_channels or not all(
-            v is None or (isinstance(v, numbers.Real) and not isinstance(v, bool) and 0 <= v <= 1e6)
-            for v in values):
-        raise ModelLoadError(f"model.json: correction_bound.{key} must list {n_channels} numbers in [0, 1e6] or "
-                             "null; re-run `levy fit`")
-    return torch.tensor([math.inf if v is None else v for v in values], dtype=torch.float32)
-
-
-def mean_reversion(value: Any, n_channels: int, key: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """``model.json``'s mean reversion of one model: ``rate`` (``n_channels`` numbers in
-    [0, MAX_RATE]) and ``to_series`` (``n_channels`` numbers in [0, 1])."""
-    def numbers_in(values: Any, hi: float) -> bool:
-        return isinstance(values, list) and len(values) == n_channels and all(
-            isinstance(v, numbers.Real) and not isinstance(v, bool) and 0 <= v <= hi for v in values)
-
-    if not isinstance(value, dict) or not numbers_in(value.get("rate"), MAX_RATE) or not numbers_in(
-            value.get("to_series"), 1.0):
-        raise ModelLoadError(f"model.json: mean_reversion.{key} must hold rate ({n_channels} numbers in "
-                             f"[0, {MAX_RATE:g}]) and to_series ({n_channels} numbers in [0, 1]); re-run `levy fit`")
-    return (torch.tensor(value["rate"], dtype=torch.float32), torch.tensor(value["to_series"], dtype=torch.float32))
-
-
-def _load_weights(model: torch.nn.Module, file: Path) -> None:
-    """safetensors only (no pickle): tensors, checked strictly against the architecture, no
-    larger than it, and finite (a NaN ``log_kappa`` would make every σ̂ 0)."""
-    tensors = model.state_dict().values()
-    expected = sum(t.numel() * t.element_size() for t in tensors) + WEIGHTS_SLACK_BYTES
-    size = file.stat().st_size
-    if size > expected:
-        raise ModelLoadError(f"{file} is {size:,} bytes, more than the {expected:,} this model's weights take; "
-                             "re-run `levy fit`")
-    try:  # names, shapes and dtypes (float32 only) from the header, before any tensor is read
-        with open(file, "rb") as stream:
-            header, header_bytes = read_header(stream, size, str(file))
-        check_weights_header(header, header_bytes, size, expected_tensors(model), str(file))
-    except LimitError as exc:
-        raise ModelLoadError(str(exc)) from None
-    missing, unexpected = load_weights(model, str(file), strict=False)
-    if missing or unexpected:
-        raise ModelLoadError(f"{file} does not match the model (missing {sorted(missing)[:3]}, "
-                             f"unexpected {sorted(unexpected)[:3]}); re-run `levy fit`")
-    bad = [name for name, t in model.state_dict().items() if t.is_floating_point() and not torch.isfinite(t).all()]
-    if bad:
-        raise ModelLoadError(f"{file} holds non-finite weights (NaN or ±inf in {', '.join(bad[:3])}"
-                             f"{' …' if len(bad) > 3 else ''}); re-run `levy fit`")

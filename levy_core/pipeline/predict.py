@@ -15,7 +15,7 @@ from levy_core.calibration.query_scale import CONTEXT_COLUMNS
 from levy_core.data import DataError, Observations, calendar_duration
 from levy_core.data.calendar import calendar_steps
 from levy_core.episodes.tasks import EpisodeBuilder
-from levy_core.model.levy_model import Batch
+from levy_core.model.batch import Batch
 from levy_core.model.limits import MAX_HOURS
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.predictive import to_original_units

@@ -13,7 +13,7 @@ import torch
 from levy_core.data import Observations
 from levy_core.episodes.origins import OriginClock
 from levy_core.episodes.tasks import EpisodeBuilder
-from levy_core.model.levy_model import Batch
+from levy_core.model.batch import Batch
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.predict import chunks
 from levy_core.pipeline.prepared import ModelData, as_model_data

@@ -43,10 +43,14 @@ from levy_core.episodes.tasks import (
     training_frame,
 )
 from levy_core.episodes.transforms import TransformSpec
-from levy_core.model.levy_model import LevyModel, ModelConfig, SoftmaxTwin
+from levy_core.model.config import ModelConfig
+from levy_core.model.levy_model import LevyModel
 from levy_core.model.sizes import AUTO_MEDIUM_MIN_SERIES, MODEL_SIZES
-from levy_core.offsets.base_forecast import BaseForecast, BaseForecastSpec, best_observed, choose
+from levy_core.model.softmax_twin import SoftmaxTwin
+from levy_core.offsets.base_forecast import BaseForecast, choose
+from levy_core.offsets.candidates import best_observed
 from levy_core.offsets.seasonality import detect_season, lag_one_autocorrelation, median_gap
+from levy_core.offsets.spec import BaseForecastSpec
 from levy_core.pipeline.left_out import left_out_series
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.predict import observed_queries

@@ -18,7 +18,7 @@ core, taking it from the other process: ``levy rank`` measured 5.6× slower besi
 - **Passes split by batch, not by operator**: ``levy rank`` scores `pass_workers`
   batches side by side, each on one intra-op thread (``levy_core.pipeline.ranking.score_series``):
   its operators are small, so one OpenMP team of 2 was no faster than 1 thread (1.79 vs
-  1.69 s, ``benchmarks/rank_threads.py``), while two batches at once took 1.18 s, and no
+  1.69 s, ``benchmarks/studies/rank_threads.py``), while two batches at once took 1.18 s, and no
   thread ever waits on another.
 
 ``LEVY_THREADS=torch`` leaves PyTorch's own defaults (all cores, spinning waits): the

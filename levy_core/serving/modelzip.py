@@ -27,14 +27,8 @@ from levy_core.model.limits import (
     expected_tensors,
     read_header,
 )
-from levy_core.pipeline.modelfile import (
-    FORMAT,
-    MAX_JSON_DEPTH,
-    MAX_MODEL_JSON_BYTES,
-    FittedModel,
-    ModelLoadError,
-    load_model,
-)
+from levy_core.pipeline.model_loading import MAX_JSON_DEPTH, MAX_MODEL_JSON_BYTES
+from levy_core.pipeline.modelfile import FORMAT, FittedModel, ModelLoadError, load_model
 
 __all__ = ["CPU_BUILD_CAPS", "MAX_WEIGHTS_BYTES", "MAX_ZIP_BYTES", "MODEL_FILES", "load_model_zip", "model_zip_bytes"]
 
@@ -155,7 +149,9 @@ def _expected_weights(meta_path: Path) -> dict[str, dict[str, tuple[int, ...]]]:
     meta device: shapes only, no memory)."""
     import torch
 
-    from levy_core.model.levy_model import LevyModel, ModelConfig, SoftmaxTwin
+    from levy_core.model.config import ModelConfig
+    from levy_core.model.levy_model import LevyModel
+    from levy_core.model.softmax_twin import SoftmaxTwin
 
     raw = meta_path.read_bytes()  # at most MAX_MODEL_JSON_BYTES: checked from the zip's entry
     try:  # depth, objects and values bounded before parsing

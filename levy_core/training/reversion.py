@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from levy_core.episodes.tasks import EpisodeBuilder
-from levy_core.model.levy_model import Backbone, channel_state
+from levy_core.model.encoder import Backbone, channel_state
 
 __all__ = ["MIN_GAIN", "MIN_QUERIES", "RATES", "TO_SERIES", "ReversionFit", "fit_mean_reversion", "install"]
 

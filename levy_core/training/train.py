@@ -23,7 +23,8 @@ from torch import Tensor, nn
 from levy_core.episodes.tasks import EpisodeBuilder
 from levy_core.metrics.crps_scale import crps_scale
 from levy_core.metrics.scoring_rules import crps_gaussian_per_point
-from levy_core.model.levy_model import Batch, ModelOutput, channel_state
+from levy_core.model.batch import Batch, ModelOutput
+from levy_core.model.encoder import channel_state
 from levy_core.training.adam import Adam, CosineSchedule
 from levy_core.training.reversion import ReversionFit
 
@@ -380,6 +381,39 @@ def evaluate_scores(model: nn.Module, builder: EpisodeBuilder, ids: list[str], b
     return mse, float(np.dot(crps, wt)) / total
 
 
+def _epoch_steps(model: nn.Module, builder: EpisodeBuilder, batches: list[list[str]], rng: np.random.Generator,
+                 opt: Adam, params: list[nn.Parameter], cfg: TrainConfig, log_c: nn.Parameter | None,
+                 weights: Tensor | None, ema: tuple[list[nn.Parameter], list[nn.Parameter]] | None, label: str,
+                 skipped: int) -> tuple[list[float], int]:
+    """One epoch's optimiser steps, over ``batches`` (episode ids) in a random order: the loss
+    of each step taken, and how many steps in a row have now been skipped for a non-finite
+    loss or gradient (``skipped``: before the epoch). ``ema``: the averaged and the raw
+    parameters, the averaged ones moved towards the raw after each step."""
+    model.train()
+    losses = []
+    for i in rng.permutation(len(batches)):
+        batch, _ = builder.batch(batches[i], rng=rng)
+        loss = training_loss(model(batch), batch, cfg.nll_weight, log_c, weights, cfg.nll_beta)
+        opt.zero_grad()
+        loss.backward()
+        grad_norm = nn.utils.clip_grad_norm_(params, 1.0)
+        if not (torch.isfinite(loss) and torch.isfinite(grad_norm)):
+            # an overflowing batch (as mixed-precision scalers do): skip its step, and
+            # give up with a clear message if that keeps happening
+            skipped += 1
+            if skipped > MAX_SKIPPED_STEPS:
+                raise FloatingPointError(f"{label}: {skipped} optimiser steps in a row had a non-finite loss or "
+                                         "gradient; lower the learning rate or check the data's range")
+            continue
+        skipped = 0
+        opt.step()
+        if ema is not None:
+            with torch.no_grad():  # one call for every parameter (the same lerp_ on each)
+                torch._foreach_lerp_(ema[0], ema[1], 1.0 - cfg.ema_decay)
+        losses.append(loss.detach().item())
+    return losses, skipped
+
+
 def train_model(
     model: nn.Module,
     builder: EpisodeBuilder,
@@ -431,29 +465,9 @@ def train_model(
     stopped_by = ""
     skipped = 0  # consecutive optimiser steps skipped for a non-finite loss or gradient
     for epoch in range(1, cfg.epochs + 1):
-        model.train()
-        batches = _batches(train_ids, batch_size, builder)
-        losses = []
-        for i in rng.permutation(len(batches)):
-            batch, _ = builder.batch(batches[i], rng=rng)
-            loss = training_loss(model(batch), batch, cfg.nll_weight, log_c, weights, cfg.nll_beta)
-            opt.zero_grad()
-            loss.backward()
-            grad_norm = nn.utils.clip_grad_norm_(params, 1.0)
-            if not (torch.isfinite(loss) and torch.isfinite(grad_norm)):
-                # an overflowing batch (as mixed-precision scalers do): skip its step, and
-                # give up with a clear message if that keeps happening
-                skipped += 1
-                if skipped > MAX_SKIPPED_STEPS:
-                    raise FloatingPointError(f"{label}: {skipped} optimiser steps in a row had a non-finite loss or "
-                                             "gradient; lower the learning rate or check the data's range")
-                continue
-            skipped = 0
-            opt.step()
-            if ema is not None:
-                with torch.no_grad():  # one call for every parameter (the same lerp_ on each)
-                    torch._foreach_lerp_(ema_params, model_params, 1.0 - cfg.ema_decay)
-            losses.append(loss.detach().item())
+        losses, skipped = _epoch_steps(model, builder, _batches(train_ids, batch_size, builder), rng, opt, params,
+                                       cfg, log_c, weights, (ema_params, model_params) if ema is not None else None,
+                                       label, skipped)
         opt.lr = schedule.step()
         kept = model if ema is None else ema
         scores = evaluate_scores(kept, builder, val_ids, 64, weights)

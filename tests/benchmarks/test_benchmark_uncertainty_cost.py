@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from benchmarks import uncertainty_cost as cost
-from levy_core.model.levy_model import ModelConfig, SoftmaxTwin
+from levy_core.model.config import ModelConfig
+from levy_core.model.softmax_twin import SoftmaxTwin
 
 
 def test_batched_mc_dropout_matches_the_passes_in_turn_in_distribution() -> None:

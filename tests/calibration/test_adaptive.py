@@ -1,4 +1,4 @@
-"""levy_core.calibration.adaptive: ACI's deterministic long-run bound on drifting data (and split conformal
+"""levy_core.calibration.adaptive, recency and scores: ACI's deterministic long-run bound on drifting data (and split conformal
 failing it), MAPIE 1.6's ACI as a reference, recency-weighted conformal against split conformal
 and a brute-force weighted quantile, the saved state, and argument checks."""
 
@@ -11,15 +11,16 @@ import warnings
 import numpy as np
 import pytest
 
-from levy_core.calibration.adaptive import (
-    AdaptiveConformal,
-    RecencyWeightedConformal,
+from levy_core.calibration.adaptive import AdaptiveConformal
+from levy_core.calibration.recency import RecencyWeightedConformal
+from levy_core.calibration.scores import (
+    NotFittedError,
     conformal_rank,
     normalised_scores,
     relative_sigma_floor,
     weighted_quantile,
 )
-from levy_core.calibration.calibrate import NotFittedError, SplitConformal
+from levy_core.calibration.split_conformal import SplitConformal
 
 N_CAL, N_TEST = 1000, 5000
 

@@ -1,4 +1,4 @@
-"""levy_core.calibration.calibrate: scale MLE, conformal quantile rule, coverage, state handling, and the
+"""levy_core.calibration.calibrate, scaled_gaussian and split_conformal: scale MLE, conformal quantile rule, coverage, state handling, and the
 normalised (per-group) split conformal against crepes."""
 
 from __future__ import annotations
@@ -16,13 +16,10 @@ from hypothesis import strategies as st
 from scipy import optimize, stats
 
 from levy_core import metrics as M
-from levy_core.calibration.calibrate import (
-    DEFAULT_REL_FLOOR,
-    Calibrator,
-    NotFittedError,
-    ScaledGaussian,
-    SplitConformal,
-)
+from levy_core.calibration.calibrate import Calibrator
+from levy_core.calibration.scaled_gaussian import ScaledGaussian
+from levy_core.calibration.scores import DEFAULT_REL_FLOOR, NotFittedError
+from levy_core.calibration.split_conformal import SplitConformal
 
 FAST = settings(max_examples=25, deadline=None)
 seeds = st.integers(min_value=0, max_value=2**32 - 1)
@@ -607,7 +604,7 @@ def test_small_groups_pool_where_crepes_keeps_its_own_bin() -> None:
 def test_per_group_gaussian_scales_are_shrunk_mle_and_round_trip() -> None:
     """With groups, each group's scale is sqrt((Σ r² + k c²) / (n + k)) (k = GROUP_SHRINKAGE,
     c the global MLE); unknown groups and calls without groups get the global c."""
-    from levy_core.calibration.calibrate import GROUP_SHRINKAGE
+    from levy_core.calibration.scaled_gaussian import GROUP_SHRINKAGE
 
     rng = np.random.default_rng(7)
     groups = np.repeat(["wide", "narrow", "rare"], [400, 400, 5])

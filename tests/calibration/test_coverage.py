@@ -10,13 +10,13 @@ import pytest
 from scipy import stats
 
 from levy_core import metrics as M
-from levy_core.calibration.calibrate import SplitConformal
 from levy_core.calibration.coverage import (
     CoverageCheck,
     coverage_check,
     coverage_note,
     group_resplit_coverage,
 )
+from levy_core.calibration.split_conformal import SplitConformal
 
 
 def clustered_case(

@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pytest
 
-from levy_core.calibration.calibrate import SplitConformal
 from levy_core.calibration.query_scale import (
     CONTEXT_COLUMNS,
     FEATURES,
@@ -18,6 +17,7 @@ from levy_core.calibration.query_scale import (
     query_context,
     query_features,
 )
+from levy_core.calibration.split_conformal import SplitConformal
 
 
 def _random_batch(rng: np.random.Generator, B: int = 4, N: int = 12, M: int = 9, C: int = 3):

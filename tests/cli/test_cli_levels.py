@@ -11,7 +11,7 @@ import pytest
 
 from levy_core import pipeline
 from levy_core.cli.main import main
-from levy_core.pipeline.nixtla import band_levels, level_bands, level_label
+from levy_core.pipeline.bands import band_levels, level_bands, level_label
 
 DEFAULT_COLUMNS = ["series_id", "channel", "time", "mean", "sigma", "lower", "upper", "log_evidence",
                    "disagreement", "n_eff"]

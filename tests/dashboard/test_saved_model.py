@@ -18,7 +18,7 @@ from dash_helpers import SAMPLE_DIR, figure, show, start
 from levy_dashboard import fits, services
 from streamlit.testing.v1 import AppTest
 
-from levy_core.pipeline.modelfile import MAX_MODEL_JSON_BYTES
+from levy_core.pipeline.model_loading import MAX_MODEL_JSON_BYTES
 from levy_core.serving.modelzip import load_model_zip
 
 
@@ -211,3 +211,56 @@ def test_monitoring_flags_drift_by_channel_and_says_when_there_is_none(saved) ->
     assert any("drift flag" in str(w.value) for w in at.warning), texts(at)
     flags = next(d.value for d in at.dataframe if "drift" in d.value.columns)
     assert flags["channel"].tolist() == [channel] and flags["drift"].tolist() == ["values above the range"]
+
+
+def odd_columns_csv(first: int, last: int) -> bytes:
+    """Series ``first..last-1`` of the synthetic sample with columns no alias finds
+    (``ward_bed, when_d, lab, result``) and times in days (the sample's hours / 24)."""
+    df = pd.read_csv(SAMPLE_DIR / "synthetic_multichannel.csv", dtype={"series_id": str})
+    keep = sorted(df["series_id"].unique())[first:last]
+    df = df[df["series_id"].isin(keep)].assign(time=lambda d: d["time"] / 24.0)
+    return df.rename(columns={"series_id": "ward_bed", "time": "when_d", "channel": "lab",
+                              "value": "result"}).to_csv(index=False).encode()
+
+
+def test_recorded_reading_keeps_the_mapping_only_where_the_file_has_its_columns() -> None:
+    from levy_core.data.columns import ColumnMapping
+    from levy_core.data.recorded import RecordedReading
+
+    mapping = ColumnMapping(time="when_d", value="result", series="ward_bed", channel="lab")
+    fitted = type("F", (), {"reading": RecordedReading(mapping=mapping, time_unit="days", clock="days")})()
+    opened = services.fit.OpenedModel("m.zip", "0" * 64, fitted)
+    assert services.fit.recorded_reading(opened, ["ward_bed", "when_d", "lab", "result"]) == (mapping, "days")
+    assert services.fit.recorded_reading(opened, ["series_id", "time", "channel", "value"]) == (None, "days")
+    fitted.reading = None  # a model saved before the record: the data are read as the user set them
+    assert services.fit.recorded_reading(opened, ["when_d"]) is None
+
+
+@pytest.mark.integration
+def test_an_opened_model_reads_new_data_with_its_recorded_columns_and_clock(monkeypatch) -> None:
+    """A model fitted on a file whose columns no alias finds, in days: opened in the
+    dashboard, a new file of the same kind is read with the fit's columns and its clock
+    (levy predict's rule), not refused for want of a time column nor read in hours."""
+    import io as _io
+
+    from levy_core import pipeline
+    from levy_core.data import read_csv
+    from levy_core.data.columns import ColumnMapping
+    from levy_core.episodes.tasks import TaskConfig
+    from levy_core.serving.modelzip import model_zip_bytes
+    from levy_core.training.train import TrainConfig
+
+    mapping = ColumnMapping(time="when_d", value="result", series="ward_bed", channel="lab")
+    obs = read_csv(_io.BytesIO(odd_columns_csv(0, 16)), mapping=mapping, time_unit="days")
+    fitted = pipeline.fit(obs, task=TaskConfig("interpolate"), train=TrainConfig(epochs=2, seed=0), train_twin=False)
+    assert fitted.reading is not None and fitted.reading.time_unit == "days"
+    at = start()
+    monkeypatch.setattr(services.fit, "submit_fit", lambda *a, **k: pytest.fail("no fit: the model scores"))
+    at = upload(at, "days_model.zip", model_zip_bytes(fitted), key="model_upload")
+    assert "numeric times in days" in texts(at), "the sidebar says how new files are read"
+    at = upload(at, "new_beds.csv", odd_columns_csv(24, 36))
+    res = at.session_state["_opened_result"]
+    assert res.opened_from == "days_model.zip" and res.obs.n_series == 12
+    assert res.obs.report.input_time_unit == "days"
+    raw = pd.read_csv(_io.BytesIO(odd_columns_csv(24, 36)))
+    assert res.obs.frame["time"].max() == pytest.approx(raw["when_d"].max() * 24.0, rel=1e-9), "days, as hours"

@@ -124,7 +124,7 @@ def test_detect_mapping_prefers_earlier_alias() -> None:
 def test_datetimes_mixed_zones_and_precision(tmp_path: Path) -> None:
     text = (
         "series_id,timestamp,value\n"
-        "a,2024-01-01T10:00Z,1\n"  # (naive and offset times mixed are refused: test_hostile_round_two_a)
+        "a,2024-01-01T10:00Z,1\n"  # (naive and offset times mixed are refused: test_hostile_files)
         "a,2024-01-01T10:00:00.123+01:00,2\n"  # 09:00:00.123 UTC, the first
         "a,2024-01-01T12:30:00Z,3\n"
         "a,2024-01-01T07:00:00-05:00,4\n"  # 12:00 UTC

@@ -109,7 +109,7 @@ CASES = [
     pytest.param("time,a,b\n0,1,2e200\n1,3,4\n", {}, Refused(r"'b' \(channel\) has 1 value beyond"),
                  id="wide-value-1e200"),
     # --- times float32 cannot resolve --------------------------------------------------
-    # (1e15 would be refused first as epoch microseconds: test_hostile_round_two_a)
+    # (1e15 would be refused first as epoch microseconds: test_hostile_files)
     pytest.param("time,value\n1e16,1\n1.0000000000001e16,2\n1.0000000000002e16,3\n", {},
                  Refused(r"'time' \(time\): series 'series_0' has times up to 1e\+16 hours.*32-bit.*"
                          r"1.07e\+09 hours.*typically 1e\+03 hours apart.*Subtract an offset"),

@@ -37,7 +37,7 @@ import pandas as pd
 import pytest
 
 from levy_core.cli.server import streamlit_command
-from levy_core.pipeline.modelfile import MAX_MODEL_JSON_BYTES
+from levy_core.pipeline.model_loading import MAX_MODEL_JSON_BYTES
 
 pytestmark = pytest.mark.e2e
 

@@ -14,9 +14,10 @@ import pandas as pd
 import pytest
 
 from levy_core import LevyForecaster, metrics, pipeline
-from levy_core.calibration.adaptive import AdaptiveConformal, weighted_quantile
-from levy_core.calibration.calibrate import SplitConformal
+from levy_core.calibration.adaptive import AdaptiveConformal
 from levy_core.calibration.coverage import coverage_check, group_resplit_coverage
+from levy_core.calibration.scores import weighted_quantile
+from levy_core.calibration.split_conformal import SplitConformal
 from levy_core.data import Observations
 from levy_core.serving.monitoring import monitor_coverage
 
@@ -97,7 +98,7 @@ def test_the_forecast_layer_refuses_a_fraction_saying_so(fitted, fitted_dir: Pat
 
 def test_percents_and_fractions_meet_in_one_conversion() -> None:
     from levy_core.forecast import results
-    from levy_core.pipeline.nixtla import band_levels, fraction
+    from levy_core.pipeline.bands import band_levels, fraction
 
     assert results.fraction is fraction
     assert [fraction(p) for p in (50, 80, 90, 95, 97.5)] == [0.5, 0.8, 0.9, 0.95, 0.975]

@@ -1,5 +1,5 @@
 """levy_core.metrics.checks: each check accepts what it should and refuses the rest with a
-ValueError that names the argument (the calibrators' saved state: tests/calibration/test_state.py)."""
+ValueError that names the argument (the calibrators' saved state: tests/calibration/test_saved_checks.py)."""
 
 from __future__ import annotations
 

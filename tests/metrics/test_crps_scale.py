@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from scipy import optimize
 
 from levy_core import metrics as M
-from levy_core.calibration.calibrate import GROUP_SHRINKAGE, Calibrator, ScaledGaussian
+from levy_core.calibration.calibrate import Calibrator
+from levy_core.calibration.scaled_gaussian import GROUP_SHRINKAGE, ScaledGaussian
 from levy_core.metrics.crps_scale import crps_scale
 
 

@@ -1,4 +1,4 @@
-"""levy_core.model.levy_model: output shapes, the linear read-out identity, padding and batch
+"""levy_core.model (levy_model, softmax_twin, encoder, cross_heads): output shapes, the linear read-out identity, padding and batch
 independence, the softmax twin's MC-Dropout, and gradient flow."""
 
 from __future__ import annotations
@@ -9,15 +9,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from levy_core.model.levy_model import (
-    Batch,
-    LevyModel,
-    ModelConfig,
-    SoftmaxTwin,
-    build_model,
-    channel_state,
-    encoder_layer,
-)
+from levy_core.model.batch import Batch
+from levy_core.model.config import ModelConfig
+from levy_core.model.dropout import encoder_layer
+from levy_core.model.encoder import channel_state
+from levy_core.model.levy_model import LevyModel, build_model
+from levy_core.model.softmax_twin import SoftmaxTwin
 from levy_core.operator.attention import log_phi
 
 N_CHANNELS = 3
@@ -248,7 +245,7 @@ def test_mean_reversion_decays_the_last_value_towards_its_level_and_rate_zero_is
     """b(q) = m + (y_last − m)·exp(−r Δ), m = w·(series mean) + (1 − w)·(training mean), Δ the
     query's time since its channel's last value in time_scale units (a query before it keeps
     the last value); rate 0 gives the plain model's outputs bit for bit."""
-    from levy_core.model.levy_model import channel_state
+    from levy_core.model.encoder import channel_state
 
     torch.manual_seed(0)
     levy = LevyModel(ModelConfig(n_channels=N_CHANNELS)).eval()

@@ -1,4 +1,4 @@
-"""levy_core.offsets.base_forecast: each classical forecaster on signals whose answer is known, the
+"""levy_core.offsets.base_forecast and candidates: each classical forecaster on signals whose answer is known, the
 periods it looks for, the choice on training origins, the record, and that an offset never
 sees past its origin."""
 
@@ -9,20 +9,16 @@ import pandas as pd
 import pytest
 
 from levy_core.offsets import seasonality
-from levy_core.offsets.base_forecast import (
-    METHODS,
-    BaseForecast,
-    BaseForecastSpec,
-    ar_order,
+from levy_core.offsets.autoregression import ar_order
+from levy_core.offsets.base_forecast import BaseForecast, choose, score_candidates
+from levy_core.offsets.candidates import forecast
+from levy_core.offsets.seasonality import (
+    calendar_power,
     candidate_periods,
-    choose,
     false_alarm,
-    forecast,
     periodogram_peak,
-    score_candidates,
 )
-from levy_core.offsets.seasonality import calendar_power
-from levy_core.offsets.spec import MAX_MEMBERS
+from levy_core.offsets.spec import MAX_MEMBERS, METHODS, BaseForecastSpec
 
 
 def frame_of(t: np.ndarray, y: np.ndarray, channel: str = "v", sid: str = "s") -> pd.DataFrame:
@@ -279,7 +275,7 @@ def test_spec_round_trip_and_refusals() -> None:
 
 
 def test_an_exploding_forecast_is_kept_finite_and_near_the_data() -> None:
-    from levy_core.offsets.base_forecast import OFFSET_RANGE, bounded
+    from levy_core.offsets.candidates import OFFSET_RANGE, bounded
 
     t = np.arange(10.0)
     y = np.linspace(0.0, 1.0, 10)

@@ -10,8 +10,10 @@ import pytest
 from sklearn.gaussian_process import GaussianProcessRegressor
 
 from levy_core.offsets import gp as gp_forecast
-from levy_core.offsets.base_forecast import BaseForecastSpec, choose, forecast
+from levy_core.offsets.base_forecast import choose
+from levy_core.offsets.candidates import forecast
 from levy_core.offsets.gp import GPSpec, fit, gram, kernel_for, posterior_mean, thinned
+from levy_core.offsets.spec import BaseForecastSpec
 
 
 def cycle(n: int = 400, period: float = 24.0, drop: float = 0.3, seed: int = 0):

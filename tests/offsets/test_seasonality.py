@@ -9,14 +9,10 @@ import pandas as pd
 import pytest
 import torch
 
-from levy_core.model.levy_model import (
-    Batch,
-    ChannelState,
-    LevyModel,
-    ModelConfig,
-    channel_state,
-    seasonal_offset,
-)
+from levy_core.model.batch import Batch
+from levy_core.model.config import ModelConfig
+from levy_core.model.encoder import ChannelState, channel_state, seasonal_offset
+from levy_core.model.levy_model import LevyModel
 from levy_core.offsets import seasonality
 from levy_core.offsets.seasonality import (
     FALSE_ALARM,

@@ -11,7 +11,9 @@ import pandas as pd
 import pytest
 
 from levy_core.offsets import smoothing
-from levy_core.offsets.base_forecast import BaseForecastSpec, choose, forecast
+from levy_core.offsets.base_forecast import choose
+from levy_core.offsets.candidates import forecast
+from levy_core.offsets.spec import BaseForecastSpec
 
 
 @pytest.mark.parametrize("phi", [0.9, 1.0])  # damped, and Holt's linear trend

@@ -14,7 +14,10 @@ import math
 import pytest
 import torch
 
-from levy_core.model.levy_model import Batch, LevyModel, ModelConfig, SoftmaxTwin
+from levy_core.model.batch import Batch
+from levy_core.model.config import ModelConfig
+from levy_core.model.levy_model import LevyModel
+from levy_core.model.softmax_twin import SoftmaxTwin
 from levy_core.operator.attention import LevyPrior, TimeDecay, levy_attention
 from levy_core.operator.sampling import sample_levy_attention
 

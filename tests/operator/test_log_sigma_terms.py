@@ -9,7 +9,9 @@ import math
 import pytest
 import torch
 
-from levy_core.model.levy_model import Batch, LevyModel, ModelConfig
+from levy_core.model.batch import Batch
+from levy_core.model.config import ModelConfig
+from levy_core.model.levy_model import LevyModel
 from levy_core.operator.attention import levy_attention, log_intensity, log_sigma_terms
 from levy_core.operator.phi import log_phi
 

@@ -19,15 +19,16 @@ from safetensors.torch import load_file, save_file
 from levy_core.cli import main as cli
 from levy_core.data import DataError
 from levy_core.episodes.scaling import ChannelScaler
-from levy_core.model.levy_model import CONFIG_BOUNDS, LevyModel, ModelConfig, SoftmaxTwin
-from levy_core.pipeline.modelfile import (
+from levy_core.model.config import CONFIG_BOUNDS, ModelConfig
+from levy_core.model.levy_model import LevyModel
+from levy_core.model.softmax_twin import SoftmaxTwin
+from levy_core.pipeline.model_loading import (
     MAX_JSON_DEPTH,
     MAX_MC_PASSES,
     MAX_MODEL_JSON_BYTES,
-    ModelLoadError,
     json_depth,
-    load_model,
 )
+from levy_core.pipeline.modelfile import ModelLoadError, load_model
 
 
 def edit_meta(change: Callable[[dict], None]) -> Callable[[Path], None]:

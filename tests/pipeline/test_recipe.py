@@ -19,7 +19,7 @@ import torch
 from levy_core.data import ColumnMapping, DataError, Observations, load_sample
 from levy_core.episodes.scaling import ChannelScaler
 from levy_core.episodes.tasks import Split, TaskConfig, make_split, resolve_task
-from levy_core.model.levy_model import ModelConfig
+from levy_core.model.config import ModelConfig
 from levy_core.pipeline import recipe
 from levy_core.pipeline.recipe import (
     MODEL_SIZES,

@@ -17,8 +17,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("levy_core", "dashboard")  # folders
 IMPORT_NAMES = ("levy_core", "levy_dashboard")  # what they are imported as (pyproject: package-dir)
-MAX_FILE_LINES = 600
+MAX_FILE_LINES = 600  # the alarms; a file is cut where its concept splits, well before them:
 MAX_FUNCTION_LINES = 100
+FILE_MARGIN = 30  # no file within this many lines of MAX_FILE_LINES (issue 54: 5 %)
+FUNCTION_MARGIN = 5  # no function within this many lines of MAX_FUNCTION_LINES
+# files known to sit within the margin, each with its owner's split under way; the test fails
+# once one is out of it, so that the entry is removed
+WITHIN_MARGIN_PENDING = {"levy_core/data/clock.py"}
 
 
 def sources(*folders: str) -> list[Path]:
@@ -41,6 +46,34 @@ def test_files_and_functions_are_small(path: Path) -> None:
     long = [(n.name, n.end_lineno - n.lineno + 1) for n in ast.walk(tree(path))
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > MAX_FUNCTION_LINES]
     assert long == [], "functions over the limit: name them steps"
+
+
+def function_lengths(path: Path) -> list[tuple[str, int]]:
+    return [(n.name, n.end_lineno - n.lineno + 1) for n in ast.walk(tree(path))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+@pytest.mark.parametrize("path", sources(*PACKAGES), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_file_or_function_sits_at_a_cap(path: Path) -> None:
+    """The caps are alarms, not the reason for a cut: a file or function just under one was
+    trimmed to fit, not cut by concept."""
+    name = str(path.relative_to(ROOT))
+    lines = path.read_text(encoding="utf-8").count("\n")
+    near = lines > MAX_FILE_LINES - FILE_MARGIN
+    if name in WITHIN_MARGIN_PENDING:
+        assert near, f"{name} is {lines} lines, clear of the cap: remove it from WITHIN_MARGIN_PENDING"
+    else:
+        assert not near, f"{lines} lines, within {FILE_MARGIN} of the {MAX_FILE_LINES}-line cap: split it by concept"
+    close = [(f, n) for f, n in function_lengths(path) if n > MAX_FUNCTION_LINES - FUNCTION_MARGIN]
+    assert close == [], f"functions within {FUNCTION_MARGIN} lines of the {MAX_FUNCTION_LINES}-line cap: name their steps"
+
+
+def test_the_margin_check_sees_a_file_and_a_function_at_the_cap(tmp_path: Path) -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES - 2))
+    path = tmp_path / "at_the_cap.py"
+    path.write_text(f"def long():\n{body}\n" + "\n" * (MAX_FILE_LINES - FILE_MARGIN), encoding="utf-8")
+    assert path.read_text(encoding="utf-8").count("\n") > MAX_FILE_LINES - FILE_MARGIN
+    assert [n for _, n in function_lengths(path)] == [MAX_FUNCTION_LINES - 1]
 
 
 def private_uses(path: Path) -> list[str]:

@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from levy_core.model.levy_model import Batch, LevyModel, ModelConfig, SoftmaxTwin
+from levy_core.model.batch import Batch
+from levy_core.model.config import ModelConfig
+from levy_core.model.levy_model import LevyModel
+from levy_core.model.softmax_twin import SoftmaxTwin
 
 N_THREADS = 4
 ROUNDS = 6  # jobs of each kind per thread

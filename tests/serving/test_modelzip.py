@@ -20,7 +20,8 @@ import pytest
 import torch
 
 from levy_core import pipeline
-from levy_core.pipeline.modelfile import MAX_MODEL_JSON_BYTES, ModelLoadError
+from levy_core.pipeline.model_loading import MAX_MODEL_JSON_BYTES
+from levy_core.pipeline.modelfile import ModelLoadError
 from levy_core.serving import modelzip
 from levy_core.serving.modelzip import load_model_zip, model_zip_bytes
 
@@ -237,7 +238,7 @@ def test_small_networks_are_built_on_the_cpu_and_wide_ones_only_on_meta(files, m
     """model.json's networks are built to know the weights' shapes: on the CPU when no wider
     than ``CPU_BUILD_CAPS`` (the meta device's first use imports torch._dynamo: 1.4 s), on
     PyTorch's meta device only (no memory: model.json is input) past any one cap."""
-    from levy_core.model import levy_model
+    from levy_core.model import levy_model, softmax_twin
 
     meta = json.loads(files["model.json"])
     assert all(meta["model_config"].get(k, 0) <= cap for k, cap in modelzip.CPU_BUILD_CAPS.items())
@@ -249,7 +250,7 @@ def test_small_networks_are_built_on_the_cpu_and_wide_ones_only_on_meta(files, m
         return torch.nn.Module()  # no tensors: the weights then do not match, after the build
 
     monkeypatch.setattr(levy_model, "LevyModel", recorded)
-    monkeypatch.setattr(levy_model, "SoftmaxTwin", recorded)
+    monkeypatch.setattr(softmax_twin, "SoftmaxTwin", recorded)
     with pytest.raises(ModelLoadError):
         load_model_zip(make_zip(files))
     assert devices == ["cpu", "cpu"]

@@ -97,7 +97,8 @@ import sys
 from levy_core.data.synthetic import CHANNELS, make_synthetic
 from levy_core.episodes.scaling import ChannelScaler
 from levy_core.episodes.tasks import EpisodeBuilder, TaskConfig
-from levy_core.model.levy_model import LevyModel, ModelConfig
+from levy_core.model.config import ModelConfig
+from levy_core.model.levy_model import LevyModel
 from levy_core.training.train import TrainConfig, train_model
 
 frame = make_synthetic(n_series=6, seed=1).observations.iloc[::3].reset_index(drop=True)

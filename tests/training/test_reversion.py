@@ -13,7 +13,8 @@ import torch
 
 from levy_core.episodes.scaling import ChannelScaler
 from levy_core.episodes.tasks import EpisodeBuilder, TaskConfig
-from levy_core.model.levy_model import LevyModel, ModelConfig
+from levy_core.model.config import ModelConfig
+from levy_core.model.levy_model import LevyModel
 from levy_core.training.reversion import MIN_QUERIES, RATES, fit_mean_reversion, install
 
 HALF_LIFE_H = 2.0

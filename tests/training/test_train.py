@@ -12,7 +12,9 @@ import torch
 from levy_core.data.synthetic import CHANNELS, make_synthetic
 from levy_core.episodes.scaling import ChannelScaler
 from levy_core.episodes.tasks import EpisodeBuilder, TaskConfig
-from levy_core.model.levy_model import LevyModel, ModelConfig, SoftmaxTwin
+from levy_core.model.config import ModelConfig
+from levy_core.model.levy_model import LevyModel
+from levy_core.model.softmax_twin import SoftmaxTwin
 from levy_core.training import train
 from levy_core.training.adam import Adam
 from levy_core.training.train import (
@@ -317,7 +319,7 @@ class ModelTargets:
         self.series, self.builder, self.model, self.share = builder.series, builder, model, share
 
     def batch(self, ids, rng=None):
-        from levy_core.model.levy_model import channel_state
+        from levy_core.model.encoder import channel_state
         b, rows = self.builder.batch(ids)
         with torch.no_grad():
             offset = self.model.backbone.offset(b, channel_state(b, self.model.correction_scale.numel()))
@@ -352,7 +354,7 @@ def test_a_held_back_correction_keeps_the_floor_and_reports_the_share_it_measure
     share and MSE the fit would have kept are reported beside it (targets with half the
     correction: measured γ = 0.5 and MSE 0; kept γ = the floor, MSE that of the offset plus
     5 % of the correction, (0.5 − 0.05)² of the correction's mean square)."""
-    from levy_core.model.levy_model import channel_state
+    from levy_core.model.encoder import channel_state
     from levy_core.training.train import MIN_CORRECTION_SCALE, fit_correction_scale
 
     builder, _, val_ids = problem
@@ -381,7 +383,7 @@ def test_a_correction_share_that_does_not_hold_from_one_half_to_the_other_is_dro
     its opposite on the second: the pooled least-squares share is 0 either way, but a share
     fitted on either half raises the other half's error, so every channel keeps the floor.
     The bound is the largest kept correction seen."""
-    from levy_core.model.levy_model import channel_state
+    from levy_core.model.encoder import channel_state
     from levy_core.training.train import MIN_CORRECTION_SCALE, fit_correction_scale
 
     builder, _, val_ids = problem

@@ -1,4 +1,4 @@
-"""Issue 27, part B (and issue 24's small items): the new surfaces tried as a stranger.
+"""Every input bounded (issue 27, part B, and issue 24's small items): the new surfaces tried as a stranger.
 
 Each case is read right or refused with a message that names the problem and what to do;
 on the command line: exit 2, ``error: …``, no traceback.

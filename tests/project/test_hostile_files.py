@@ -1,4 +1,4 @@
-"""Issue 27, part A: outputs that never destroy an input, dates never guessed per row,
+"""Hostile and careless files (issue 27, part A): outputs that never destroy an input, dates never guessed per row,
 epoch numbers and mixed offsets named, and messages that say what is wrong.
 
 Each row of the tables is a hostile or careless file: read right (:class:`Read`), or

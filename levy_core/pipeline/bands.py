@@ -1,4 +1,9 @@
-"""Bands at several levels, and predictions in NeuralForecast / StatsForecast's convention.
+"""The band's levels and kinds for every front end, and predictions in NeuralForecast /
+StatsForecast's convention.
+
+Levels are read as fractions or percents ([`band_levels`][levy_core.pipeline.bands.band_levels], [`percent_levels`][levy_core.pipeline.bands.percent_levels]; the one
+conversion, [`fraction`][levy_core.pipeline.bands.fraction]), each level gets its band of the kind asked for ([`band_kind`][levy_core.pipeline.bands.band_kind],
+[`level_bands`][levy_core.pipeline.bands.level_bands]) and an infinite band is explained ([`unbounded_note`][levy_core.pipeline.bands.unbounded_note]).
 
 NeuralForecast and StatsForecast return one row per ``(unique_id, ds)`` with the point
 forecast in a column named after the model and each band in ``<model>-lo-<level>`` /

@@ -1,4 +1,4 @@
-"""levy_core.offsets.base_forecast, the ``HARMONIC_AR`` candidates: a harmonic fit plus an AR(p) of
+"""levy_core.offsets.harmonic, the ``HARMONIC_AR`` candidates: a harmonic fit plus an AR(p) of
 its residuals (regression with autoregressive errors). The AR path against statsmodels' AutoReg
 (the reference), the order AIC picks (against a brute-force least-squares search, and on residuals
 whose memory is known), the gain at short leads on a season with persistent deviations, and the
@@ -10,14 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core.offsets.base_forecast import (
-    HARMONIC_AR,
-    METHODS,
-    BaseForecastSpec,
-    choose,
-    forecast,
-    residual_order,
-)
+from levy_core.offsets.base_forecast import choose
+from levy_core.offsets.candidates import forecast
+from levy_core.offsets.harmonic import residual_order
+from levy_core.offsets.spec import HARMONIC_AR, METHODS, BaseForecastSpec
 
 
 def ar1(n: int, rho: float, seed: int) -> np.ndarray:

@@ -12,11 +12,14 @@ from typing import Any
 
 import numpy as np
 
+from levy_core.calibration.scores import check_scores
+from levy_core.metrics import checks
 from levy_core.metrics.checks import FloatArray, as_1d
 
-__all__ = ["FORMAT_VERSION", "check_state", "saved_float", "saved_group_scores", "saved_scores"]
+__all__ = ["FORMAT_VERSION", "check_keys", "check_state", "saved_float", "saved_group_scores", "saved_level",
+           "saved_optional_floor", "saved_scores", "saved_time_scores", "saved_value"]
 
-#: Format version written by every ``to_dict`` of :mod:`levy_core.calibration.calibrate`.
+#: Format version written by every ``to_dict`` of the calibration steps ([`levy_core.calibration`][levy_core.calibration]).
 FORMAT_VERSION = 1
 
 
@@ -68,3 +71,36 @@ def saved_group_scores(groups: Any) -> dict[str, FloatArray]:
     if not isinstance(groups, dict) or not groups:
         raise ValueError("saved 'group_scores' must be a non-empty mapping of group to scores")
     return {str(g): saved_scores(v, f"group_scores[{g!r}]") for g, v in groups.items()}
+
+
+def saved_value(data: dict[str, Any], key: str, owner: str) -> Any:
+    """``data[key]``; ValueError naming ``owner`` and the key when it is missing."""
+    try:
+        return data[key]
+    except KeyError as exc:
+        raise ValueError(f"saved {owner} is missing {key!r}") from exc
+
+
+def check_keys(data: dict[str, Any], allowed: set[str], owner: str) -> None:
+    """ValueError naming the keys of ``data`` outside ``allowed``."""
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise ValueError(f"saved {owner} has unknown key(s) {unknown}")
+
+
+def saved_level(data: dict[str, Any], owner: str) -> float:
+    """The saved ``level``, in (0, 1)."""
+    return checks.check_level(saved_value(data, "level", owner), "saved 'level'")
+
+
+def saved_optional_floor(data: dict[str, Any], owner: str) -> float | None:
+    """The saved ``sigma_floor``: None, or a positive finite float."""
+    return None if saved_value(data, "sigma_floor", owner) is None else saved_float(data, "sigma_floor")
+
+
+def saved_time_scores(data: dict[str, Any], owner: str) -> FloatArray:
+    """The saved ``scores`` in time order (not sorted), shape (n,): finite, ``>= 0``."""
+    try:
+        return check_scores(saved_value(data, "scores", owner))
+    except ValueError as exc:
+        raise ValueError(f"saved 'scores' is malformed: {exc}") from exc

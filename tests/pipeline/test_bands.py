@@ -1,11 +1,11 @@
-"""levy_core.pipeline.nixtla.unbounded_note: what a user is told when a band comes out infinite."""
+"""levy_core.pipeline.bands.unbounded_note: what a user is told when a band comes out infinite."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from levy_core.pipeline.nixtla import unbounded_note
+from levy_core.pipeline.bands import unbounded_note
 
 
 def _bands(**columns: list[float]) -> pd.DataFrame:

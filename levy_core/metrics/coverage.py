@@ -44,8 +44,8 @@ __all__ = [
     "sharpness",
 ]
 
-#: Grid of central-interval levels used by :func:`miscalibration_area` and
-#: :func:`calibration_curve` by default: 0.01, 0.02, ..., 0.99.
+#: Grid of central-interval levels used by [`miscalibration_area`][levy_core.metrics.coverage.miscalibration_area] and
+#: [`calibration_curve`][levy_core.metrics.coverage.calibration_curve] by default: 0.01, 0.02, ..., 0.99.
 DEFAULT_LEVELS: FloatArray = np.linspace(0.01, 0.99, 99)
 
 
