@@ -130,10 +130,7 @@ class LevyForecaster:
     date_format : str, optional
         The strptime format of every date-time text cell (``%d/%m/%Y %H:%M``), instead.
     freq : str, optional
-        Date-time data: the calendar forecasts past each series' end (``predict(h=…)``) fall
-        on, a pandas alias (``"W-SAT"``, ``"MS"``, ``"ME"``, ``"B"``, ``"D"``, ``"h"``); default:
-        found in the data (`infer_freq`; none for irregular data, whose
-        steps are spread evenly). Recorded in the saved model.
+        Date-time data: the calendar ``predict(h=…)`` steps on (``"W-SAT"``, ``"MS"``, …; default: found, and saved).
     progress : callable, optional
         Called with a [`Progress`][levy_core.training.train.Progress] after every epoch.
 
@@ -221,9 +218,7 @@ class LevyForecaster:
         h : str or float, optional
             How far past each series' last observation: "36h", "2w", or a number in the
             data's unit (as ``levy predict --horizon``); ``points`` steps over it, for every
-            channel the series has observed: on the data's calendar for date-times with one
-            (``freq``: a weekly series on its weekday, a monthly one on month starts; at most
-            ``points`` of them), evenly spread otherwise.
+            channel the series has observed (on the data's calendar, ``freq``, if it has one).
         level : float or sequence of float
             Band levels in percent, as NeuralForecast and StatsForecast (``[80, 90]``), each
             strictly between 0 and 100; a fraction (``0.9``) is refused with a ValueError.
@@ -257,8 +252,8 @@ class LevyForecaster:
             pred = pipeline.predict_user_queries(fitted, data, asked, level=levels[0])
         else:
             hours = parse_duration(h, obs.report.input_time_unit)
-            freq = (self.freq or (fitted.reading.freq if fitted.reading else None)) if obs.report.time_origin else None
-            pred = pipeline.predict_future(fitted, data, hours, n_points=points, level=levels[0], freq=freq)
+            pred = pipeline.predict_future(fitted, data, hours, n_points=points, level=levels[0],
+                                           freq=forecast_windows.calendar(self.freq, fitted, obs))
         if pred.attrs.get("beyond_horizon"):  # a library does not print: a warning the caller can filter
             warnings.warn(pred.attrs["beyond_horizon"], BeyondHorizonWarning, stacklevel=2)
         bands, _ = level_bands(pred, fitted, levels, band)
@@ -409,8 +404,7 @@ class LevyForecaster:
                         baselines=tuple(baselines),
                         baseline_forecasts=pd.concat([w.baseline_forecasts for w in scored], ignore_index=True),
                         notes=forecast_windows.backtest_notes(pd.concat([w.forecasts for w in scored],
-                                                                        ignore_index=True), levels),
-                        clock=obs.report.input_time_unit)
+                                                                        ignore_index=True), levels), clock=obs.report.input_time_unit)
 
     def save(self, path: str | Path) -> Path:
         """Write the fitted model: a directory (``model.json`` and safetensors weights, as
