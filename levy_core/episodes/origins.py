@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from levy_core.data import DataError
+from levy_core.data.durations import say_duration
 
 __all__ = ["END", "MAX_ORIGINS_PER_SERIES", "OriginClock", "OriginPlan", "plan_origins"]
 
@@ -66,12 +67,13 @@ def _median_gap(frame: pd.DataFrame) -> float:
 
 
 def plan_origins(frame: pd.DataFrame, horizon: float | None = None,
-                 history: float | None = None) -> OriginPlan:
+                 history: float | None = None, *, clock: str = "hours") -> OriginPlan:
     """The default plan for ``frame`` (columns series_id, time): a horizon of a tenth of the
     median series span unless given, a history of at least twice the horizon and
     ``MIN_CONTEXT_GAPS`` sampling intervals (at most half the span), origins every sampling
     interval (further apart beyond ``MAX_ORIGINS_PER_SERIES``). ``DataError`` when the
-    series are too short to give ``MIN_ORIGINS`` origins."""
+    series are too short to give ``MIN_ORIGINS`` origins, its durations said on the data's
+    ``clock`` (`say_duration`: ``"days"`` → "378 days", ``"datetime"`` → "1 year")."""
     spans = frame.groupby("series_id")["time"].agg(lambda t: t.max() - t.min())
     span = float(spans.max())
     gap = _median_gap(frame)
@@ -84,12 +86,14 @@ def plan_origins(frame: pd.DataFrame, horizon: float | None = None,
     history = float(history) if history is not None else min(max(2 * horizon, MIN_CONTEXT_GAPS * gap), span / 2)
     room = span - history - horizon
     if room <= 0:
-        raise DataError(f"the longest series spans {span:g} h: too short for {history:g} h of history and a "
-                        f"{horizon:g} h horizon; shorten the horizon or provide a longer series")
+        raise DataError(f"the longest series spans {say_duration(span, clock)}: too short for "
+                        f"{say_duration(history, clock)} of history and a {say_duration(horizon, clock)} horizon; "
+                        "shorten the horizon or provide a longer series")
     stride = max(gap, room / MAX_ORIGINS_PER_SERIES)
     if room / stride + 1 < MIN_ORIGINS:
-        raise DataError(f"with a {horizon:g} h horizon and {history:g} h of history the series give fewer than "
-                        f"{MIN_ORIGINS} forecast origins; shorten the horizon or provide a longer series")
+        raise DataError(f"with a {say_duration(horizon, clock)} horizon and {say_duration(history, clock)} of "
+                        f"history the series give fewer than {MIN_ORIGINS} forecast origins; shorten the horizon "
+                        "or provide a longer series")
     return OriginPlan(history, horizon, stride)
 
 

@@ -323,13 +323,14 @@ def training_frame(split: Split, frame: pd.DataFrame) -> pd.DataFrame:
     return model_frame[~leak].reset_index(drop=True)
 
 
-def make_origin_split(frame: pd.DataFrame, task: TaskConfig, *, seed: int = 0) -> tuple[pd.DataFrame, Split, TaskConfig]:
+def make_origin_split(frame: pd.DataFrame, task: TaskConfig, *, seed: int = 0,
+                      clock: str = "hours") -> tuple[pd.DataFrame, Split, TaskConfig]:
     """Few-series forecasting on rolling origins (``levy_core.episodes.origins``): the model-space
     frame of every episode, the chronological split of the origins (60 / 20 / 20, the last
     sixth of the training ones for early stopping) and the task in model time (cut-off 0,
     the plan's horizon). Training episodes keep no target at or after the first
-    calibration origin."""
-    plan = plan_origins(frame, task.horizon)
+    calibration origin. ``clock``: the data's, for the messages (`plan_origins`)."""
+    plan = plan_origins(frame, task.horizon, clock=clock)
     clock = OriginClock.of(plan, frame)
     rolling = clock.rolling()
     n_train, n_cal = int(round(0.6 * len(rolling))), int(round(0.2 * len(rolling)))

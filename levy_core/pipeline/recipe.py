@@ -28,6 +28,7 @@ from levy_core.calibration.horizon_scale import fit_horizon_scale
 from levy_core.calibration.over_time import fit_adaptive, origin_gamma
 from levy_core.calibration.query_scale import CONTEXT_COLUMNS, QueryScale, fit_query_scale
 from levy_core.data import DataError, Observations
+from levy_core.data.clock import user_time_unit
 from levy_core.data.drift import DriftReference, reference_from
 from levy_core.data.recorded import RecordedReading
 from levy_core.episodes.baselines import LastValueForecaster
@@ -124,8 +125,9 @@ class FitData:
 
 def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: int = 0,
                 split: Split | None = None, scaler: ChannelScaler | None = None,
-                transform: TransformSpec = "auto") -> FitData:
-    """Step 1. ``frame``: the observations (columns series_id, channel, time, value).
+                transform: TransformSpec = "auto", clock: str = "hours") -> FitData:
+    """Step 1. ``frame``: the observations (columns series_id, channel, time, value); ``clock``:
+    the data's (`user_time_unit`), in which a refusal says its durations.
 
     Without ``split``: a forecast of fewer than ``MIN_SERIES_FOR_SERIES_SPLIT`` series runs on
     rolling origins (`make_origin_split`); otherwise
@@ -143,7 +145,7 @@ def prepare_fit(frame: pd.DataFrame, task: TaskConfig | None = None, *, seed: in
     user_frame = None
     if split is None and task.kind == "forecast" and frame["series_id"].nunique() < MIN_SERIES_FOR_SERIES_SPLIT:
         user_frame = frame
-        frame, split, task = make_origin_split(frame, task, seed=seed)  # few series: rolling origins
+        frame, split, task = make_origin_split(frame, task, seed=seed, clock=clock)  # few series: rolling origins
         origin_of = origin_times(split, user_frame)
     elif split is None:
         frame, split = make_split(frame, seed=seed)
@@ -475,7 +477,7 @@ def fit(obs: Observations, *, task: TaskConfig | None = None, train: TrainConfig
     if train_twin and mc_passes < 2:
         raise ValueError(f"mc_passes must be at least 2 to calibrate MC-Dropout, got {mc_passes}")
     size = resolve_size(size, obs.n_series)
-    data = prepare_fit(obs.frame, task, seed=train.seed, transform=transform)
+    data = prepare_fit(obs.frame, task, seed=train.seed, transform=transform, clock=user_time_unit(obs))
     cfg = data.model_config(size, phi)
 
     def on_epoch(p: Progress) -> None:

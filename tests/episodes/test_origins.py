@@ -257,3 +257,19 @@ def test_evaluate_predictions_carry_the_adaptive_walks_band(evaluated) -> None:
     # the walk's coverage is pooled over its queries: the written band must give it back
     # (up to a query on the band's edge after the round trip through data units)
     assert walked == pytest.approx(result["levy"]["adaptive_coverage"]["0.9"], abs=1.0 / len(pred))
+
+
+@pytest.mark.parametrize(("unit", "said"), [("days", "spans 39 days"), ("hours", "spans 39 hours")])
+def test_a_horizon_too_long_is_refused_in_the_datas_clock(unit: str, said: str) -> None:
+    """One series of 40 daily (or hourly) readings asked for a 30-step horizon: the refusal
+    says its durations in the unit the data came in, never raw hours for days."""
+    from levy_core.data import DataError, from_frame
+    from levy_core.episodes.tasks import TaskConfig
+    from levy_core.training.train import TrainConfig
+
+    t = np.arange(40.0)
+    obs = from_frame(pd.DataFrame({"series_id": "a", "channel": "x", "time": t, "value": np.sin(t)}), time_unit=unit)
+    hours = 30 * (24 if unit == "days" else 1)
+    with pytest.raises(DataError, match=re.escape(said)) as err:
+        pipeline.fit(obs, task=TaskConfig("forecast", horizon=hours), train=TrainConfig(epochs=1))
+    assert "30 " + unit in str(err.value) and not re.search(r"\d h\b", str(err.value))
