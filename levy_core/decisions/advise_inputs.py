@@ -16,6 +16,7 @@ from levy_core.decisions.advise_scenarios import AdvisedSeries
 from levy_core.episodes.origins import OriginClock
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.prepared import ModelData
+from levy_core.pipeline.user_units import duration_of, time_of
 
 __all__ = ["FALLBACK_HORIZON", "Candidate", "advice_horizon", "advised_series", "candidate_pairs", "known_channel",
            "normal_draws", "one_figure", "target_channels"]
@@ -104,12 +105,13 @@ def candidate_pairs(fitted: FittedModel, series: AdvisedSeries, candidates: Sequ
         if not math.isfinite(ahead):
             raise DataError(f"candidate {channel} has a time that is not a number ({ahead})")
         if ahead < 0:
-            raise DataError(f"candidate {channel} at {now + ahead:g} h lies {-ahead:g} h before the series' last "
-                            f"observation ({now:g} h), inside the data the model already has: advice is about "
-                            "measurements from now on (0 = now)")
+            raise DataError(f"candidate {channel} at {time_of(fitted, now + ahead)} lies {duration_of(fitted, -ahead)} "
+                            f"before the series' last observation ({time_of(fitted, now)}), inside the data the model "
+                            "already has: advice is about measurements from now on (0 = now)")
         if ahead > horizon * (1 + 1e-9):
-            raise DataError(f"candidate {channel} {ahead:g} h ahead lies past the {horizon:g} h horizon of the "
-                            "targets: measure within it, or lengthen the horizon")
+            raise DataError(f"candidate {channel} {duration_of(fitted, ahead)} ahead lies past the "
+                            f"{duration_of(fitted, horizon)} horizon of the targets: measure within it, or lengthen "
+                            "the horizon")
     return list(dict.fromkeys(pairs))
 
 
