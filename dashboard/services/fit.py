@@ -17,9 +17,11 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
-from levy_dashboard import fit_pool, tables
-from levy_dashboard.fit_pool import JobView
-from levy_dashboard.fits import (
+from levy_dashboard.data.sources import DataSource
+from levy_dashboard.display import tables
+from levy_dashboard.fitting import fit_pool
+from levy_dashboard.fitting.fit_pool import JobView
+from levy_dashboard.fitting.fits import (
     FitResult,
     FitSettings,
     SessionLimits,
@@ -43,15 +45,14 @@ from levy_dashboard.fits import (
     submit_twin,
     transform_error,
 )
-from levy_dashboard.saved_models import (
+from levy_dashboard.fitting.saved_models import (
     OpenedModel,
     apply_model,
     open_model,
     opened_key,
     recorded_reading,
 )
-from levy_dashboard.shipped import ShippedModel, load_shipped, shipped_key, shipped_result
-from levy_dashboard.sources import DataSource
+from levy_dashboard.fitting.shipped import ShippedModel, load_shipped, shipped_key, shipped_result
 
 from levy_core import pipeline
 from levy_core.data import DataError, Observations

@@ -20,7 +20,7 @@ LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 DASHBOARD_SETTINGS: dict[str, str] = {
     # Streamlit's own cap on an upload, in MB (the browser counts 10^6 bytes a MB): above the
-    # 50 MiB (52.4 MB) the dashboard reads (levy_dashboard.sources.MAX_UPLOAD_BYTES), so that
+    # 50 MiB (52.4 MB) the dashboard reads (levy_dashboard.data.sources.MAX_UPLOAD_BYTES), so that
     # a larger file reaches the app and gets its message, not only the uploader's red icon
     "server.maxUploadSize": "100",
     "server.runOnSave": "false",
@@ -114,6 +114,6 @@ def streamlit_command(port: int, *, headless: bool = True, host: str = "localhos
     `DASHBOARD_SETTINGS` follow as flags (the upload cap, errors shown by type only,
     the theme): the command needs no particular working directory."""
     settings = [part for name, value in DASHBOARD_SETTINGS.items() for part in (f"--{name}", value)]
-    return [sys.executable, "-m", "levy_dashboard.serve", "run", str(dashboard_app()),
+    return [sys.executable, "-m", "levy_dashboard.server.serve", "run", str(dashboard_app()),
             "--server.headless", str(headless).lower(), "--server.port", str(port),
             "--server.address", host, *settings]
