@@ -1,10 +1,10 @@
 """Fit: which model a session draws and how it gets one — the fit settings and their limits,
-the process-wide fit store (``fits``), the server's pool of fit workers (``fit_pool``), the
-models shipped with the bundled samples (``shipped``) and models opened from a zip
-(``saved_models``).
+the process-wide fit store (``fitting.fits``), the server's pool of fit workers
+(``fitting.fit_pool``), the models shipped with the bundled samples (``fitting.shipped``) and
+models opened from a zip (``fitting.saved_models``).
 
-The plain modules underneath hold no Streamlit rendering; this is the views' and the
-controller's one way to them (``controller.py`` decides, per run, which model a session
+The plain modules underneath (the ``fitting`` package) hold no Streamlit rendering; this is the views' and the
+controller's one way to them (``session/controller.py`` decides, per run, which model a session
 shows). Cache wrappers: ``shipped_model`` (once per server), ``model_zip`` (the download)
 and ``cutoff_range``; the store itself is ``fits``'.
 """

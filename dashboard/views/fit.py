@@ -1,7 +1,7 @@
 """Panel 2 · Fit: what the current model is, and this session's fit as it runs (its place in
 the queue, then its epochs) in a fixed slot under the title.
 
-Which model a session draws is ``controller.py``'s; this module only lays it out.
+Which model a session draws is ``session/controller.py``'s; this module only lays it out.
 """
 
 from __future__ import annotations

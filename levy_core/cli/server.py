@@ -46,7 +46,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         if not data.exists():
             raise DataError(f"{data}: no such file; give a CSV of observations or no argument for the sample")
         env["LEVY_DASHBOARD_DATA"] = str(data.resolve())
-    env.update({"LEVY_DASHBOARD_FIT_WORKERS": str(args.fit_workers)} if args.fit_workers else {})  # fit_pool.py
+    env.update({"LEVY_DASHBOARD_FIT_WORKERS": str(args.fit_workers)} if args.fit_workers else {})  # dashboard/fitting/fit_pool.py
     dashboard_app()  # installed, or a message that says how to install it
     check_listen_host(args.host, args.port)
     cmd = streamlit_command(args.port, headless=args.headless, host=args.host)

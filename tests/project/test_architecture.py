@@ -300,7 +300,7 @@ DASHBOARD_KINDS = {
     "report": {"charts", "model"},
     "session": {"session"},
     "model": {"model"},
-    "serve": {"model"},  # serve.py starts the server (it imports the libraries the first page needs)
+    "serve": {"model"},  # server/serve.py starts the server (it imports the libraries the first page needs)
 }
 # the kind of each package, or of each module where a package groups one concept's modules of
 # several kinds (display: what people see; session: this session's keys and its model);
