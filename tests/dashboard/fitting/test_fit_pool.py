@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 import pytest
-from dash_helpers import long_csv
+from dash_helpers import ROOT, long_csv
 from levy_dashboard.fitting import fit_pool, fits
 from levy_dashboard.fitting.fit_pool import FitPool, JobView
 from levy_dashboard.services.fit import status_text
@@ -269,7 +269,7 @@ def test_a_bad_pool_size_stops_the_server_with_a_message() -> None:
 
     env = {**os.environ, fit_pool.ENV_WORKERS: "lots"}
     out = subprocess.run([sys.executable, "-m", "levy_dashboard.server.serve", "run", "dashboard/app.py", "--server.headless",
-                          "true"], cwd=fits.__file__.rsplit("/dashboard/", 1)[0], env=env, capture_output=True,
+                          "true"], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 2 and out.stderr.startswith("error: LEVY_DASHBOARD_FIT_WORKERS='lots'"), out.stderr
 
@@ -318,7 +318,7 @@ def test_the_server_starts_its_fit_workers_before_streamlit(monkeypatch) -> None
     import sys
 
     env = {**os.environ, fit_pool.ENV_WORKERS: "2"}
-    out = subprocess.run([sys.executable, "-c", _SERVE_WITHOUT_STREAMLIT], cwd=fits.__file__.rsplit("/dashboard/", 1)[0],
+    out = subprocess.run([sys.executable, "-c", _SERVE_WITHOUT_STREAMLIT], cwd=ROOT,
                          env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split()[-2:] == ["2", "2"], out.stdout
