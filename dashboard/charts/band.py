@@ -337,18 +337,20 @@ def add_terms_panel(fig: go.Figure, grid: pd.DataFrame, *, row: int = 4) -> go.F
 # ----------------------------------------------------------------------------- time markers
 
 
-def add_cutoff(fig: go.Figure, cutoff: float | None, *, label_row: int = 1) -> go.Figure:
-    """A dashed line at the forecast cut-off through every row, labelled in ``label_row``.
+def add_cutoff(fig: go.Figure, cutoff: object | None, *, label_row: int = 1) -> go.Figure:
+    """A dashed line at the forecast cut-off through every row, labelled in ``label_row``
+    (``cutoff``: a number on the axis' clock, or a date-time for a date-time axis).
 
     Add it after the traces: ``row="all"`` only reaches rows that hold one.
     """
     if cutoff is None:
         return fig
+    x = float(cutoff) if isinstance(cutoff, (int, float, np.number)) else cutoff
     fig.add_vline(
-        x=float(cutoff), line={"color": NEUTRAL, "width": 1.2, "dash": "dash"}, row="all", col=1
+        x=x, line={"color": NEUTRAL, "width": 1.2, "dash": "dash"}, row="all", col=1
     )
     fig.add_annotation(
-        x=float(cutoff),
+        x=x,
         y=1.0,
         yref="y domain",
         text="forecast cut-off",

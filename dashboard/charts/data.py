@@ -51,8 +51,9 @@ def training_figure(history: Sequence[Mapping[str, float]]) -> go.Figure:
     return fig
 
 
-def gap_histogram(gaps: np.ndarray, *, bins: int = 40) -> go.Figure:
-    """Histogram of the gaps between consecutive observation times (log-spaced bins)."""
+def gap_histogram(gaps: np.ndarray, *, bins: int = 40, unit: str = "h") -> go.Figure:
+    """Histogram of the gaps between consecutive observation times (log-spaced bins), given
+    in ``unit`` (the data's own: "days"; the axis and hover say it)."""
     g = np.asarray(gaps, dtype=np.float64)
     g = g[np.isfinite(g) & (g > 0)]
     fig = go.Figure()
@@ -67,7 +68,7 @@ def gap_histogram(gaps: np.ndarray, *, bins: int = 40) -> go.Figure:
                 width=np.diff(edges),
                 name="gaps",
                 marker={"color": CONTEXT, "opacity": 0.75},
-                hovertemplate="gap ≈ %{x:.3g} h: %{y} gaps<extra></extra>",
+                hovertemplate=f"gap ≈ %{{x:.3g}} {unit}: %{{y}} gaps<extra></extra>",
             )
         )
     apply_layout(
@@ -76,7 +77,7 @@ def gap_histogram(gaps: np.ndarray, *, bins: int = 40) -> go.Figure:
         height=340,
         legend_top=False,
     )
-    fig.update_xaxes(title_text="gap (h, log scale)", type="log")
+    fig.update_xaxes(title_text=f"gap ({unit}, log scale)", type="log")
     fig.update_yaxes(title_text="number of gaps")
     return fig
 

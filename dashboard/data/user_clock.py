@@ -9,8 +9,9 @@ date-time data, numbers in the data's unit otherwise) that the charts put on the
 A query picked in a view (the user's id and hours, and on rolling origins the origin it was
 forecast from) goes back to the model's space through :func:`model_query`.
 
-Many-series fits are shown as before: the model's series are the user's, and times stay in
-hours (no ``when`` column; the axis says "time (h)").
+Many-series fits: the model's series are the user's; the band, advice and watch views draw
+them on the user's clock too (``when``; :func:`user_axis`: "time (days)" for data in days),
+the other many-series tables keep the model's hours.
 
 Pure mapping through ``levy_core``'s clocks; nothing here is cached (``services`` caches).
 """
@@ -21,6 +22,7 @@ import pandas as pd
 
 from levy_core.data import (
     DATETIME,
+    DataError,
     Observations,
     duration_text,
     to_user_time,
@@ -30,7 +32,8 @@ from levy_core.data import (
 from levy_core.pipeline import ModelData
 
 __all__ = ["HOURS_AXIS", "display_times", "duration_text", "model_ids_of", "model_query", "on_origins",
-           "series_test_origins", "time_axis", "time_text", "to_user", "user_series", "windowed", "with_when"]
+           "series_test_origins", "time_axis", "time_text", "to_user", "user_axis", "user_series", "windowed",
+           "with_when"]
 
 HOURS_AXIS = "time (h)"  # many series: the model's clock is the user's hours
 
@@ -123,9 +126,21 @@ def model_query(data: ModelData, series_id: str, time_: float, origin: float | N
     return str(q["series_id"].iloc[0]), float(q["time"].iloc[0])
 
 
+def user_axis(data: ModelData) -> str:
+    """The time axis title of a view drawn on the user's clock ("time (days)", "time (UTC)"),
+    few series or many; :data:`HOURS_AXIS` for observations built by hand."""
+    try:
+        return user_time_label(data.obs)
+    except DataError:
+        return HOURS_AXIS
+
+
 def time_text(data: ModelData, series_id: str, hours: float) -> str:
-    """One time for a label: "2024-03-29 14:05 UTC", "12.5 days", or "t = 12.500 h" (many series)."""
-    if not windowed(data):
+    """One time for a label: "2024-03-29 14:05 UTC", "12.5 days" (the user's clock, few
+    series or many), or "t = 12.500 h" for observations built by hand."""
+    try:
+        user_time_unit(data.obs)
+    except DataError:
         return f"t = {float(hours):.3f} h"
     when = display_times(data.obs, [str(series_id)], [float(hours)]).iloc[0]
     if user_time_unit(data.obs) == DATETIME:

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 from levy_dashboard.data import user_clock
 
+from levy_core.data import say_duration
 from levy_core.pipeline import ModelData
 from levy_core.pipeline.band_per_query import SelectiveRisk
 
@@ -86,15 +87,18 @@ class FutureInputs:
     horizon: float  # hours past the last observation
     last: Any  # the series' last observation in the user's clock (date-time or number)
     time_axis: str
+    clock: str | None = None  # the data's clock: the horizon is said in it ("30 days", "3 months")
 
     @property
     def infinite(self) -> bool:
         return infinite_somewhere(self.grid)
 
     def figure_arguments(self) -> dict[str, Any]:
+        label = (user_clock.duration_text(self.horizon, " ") if self.clock is None
+                 else say_duration(self.horizon, self.clock))
         return {"series_id": self.series_id, "channel": self.channel, "level": self.level,
                 "band_label": self.band_label, "show_mc": self.show_mc, "last": self.last,
-                "horizon_label": user_clock.duration_text(self.horizon, " "), "time_axis": self.time_axis}
+                "horizon_label": label, "time_axis": self.time_axis}
 
 
 @dataclass(frozen=True)

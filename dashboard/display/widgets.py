@@ -173,6 +173,7 @@ def band_figure(res: FitResult, view: View) -> tuple[go.Figure, bool]:
     inputs = services.band.selectable_band_inputs(res.key, res, view.series_id, view.channel, view.level,
                                                   view.kind, view.mc_passes, view.show_mc)
     marks = services.evidence.query_marks(res.key, res, selected_query_here(view), view.series_id, view.channel)
+    marks = services.band.marks_on_user_clock(res, view.series_id, inputs, marks)
     return charts.band_figure(inputs.grid, inputs.points, **inputs.figure_arguments(), **marks), inputs.infinite
 
 

@@ -33,6 +33,7 @@ from levy_core.data import Observations
 from levy_core.episodes.tasks import TaskConfig
 from levy_core.episodes.transforms import parse_transform
 from levy_core.pipeline import FittedModel, ModelData
+from levy_core.pipeline.user_units import cutoff_of, duration_of
 from levy_core.serving.modelzip import load_model_zip, model_zip_bytes
 from levy_core.training.train import Progress, TrainConfig
 
@@ -183,10 +184,11 @@ class FitResult:
         f = self.fitted
         if self.on_origins:
             plan = f.split.origin_plan or {}
-            return (f"forecast up to {plan.get('horizon', 0.0):.3g} h ahead from rolling origins every "
-                    f"{plan.get('stride', 0.0):.3g} h, each with {plan.get('history', 0.0):.3g} h of history")
+            return (f"forecast up to {duration_of(f, plan.get('horizon', 0.0))} ahead from rolling origins every "
+                    f"{duration_of(f, plan.get('stride', 0.0))}, each with {duration_of(f, plan.get('history', 0.0))} "
+                    "of history")
         if f.task.kind == "forecast":
-            return f"forecast after the cut-off {f.task.cutoff_text()}"
+            return f"forecast after the cut-off {cutoff_of(f)}"
         return f"interpolation of {100 * f.task.holdout_fraction:.0f} % held-out observations"
 
     def cap_note(self) -> str:

@@ -18,8 +18,9 @@ import streamlit as st
 from levy_dashboard.data import user_clock
 from levy_dashboard.fitting.fits import FitResult
 
-from levy_core.data import Observations, duration_text
+from levy_core.data import DataError, Observations, duration_text, say_duration
 from levy_core.decisions.advise import Advice, advise
+from levy_core.pipeline.user_units import clock_of, time_of
 
 __all__ = ["AdviceChart", "AdviceView", "advice", "advice_chart", "advice_data", "advice_table", "band_frame",
            "default_horizon", "when_text"]
@@ -50,8 +51,13 @@ class AdviceView:
 
 
 def _when(obs: Observations, series_id: str, hours: object, windowed: bool) -> pd.Series:
+    """Hours in the user's clock (few series or many: ``windowed`` is kept for the callers);
+    hours for observations built by hand."""
     hours = pd.Series(np.asarray(hours, np.float64))
-    return user_clock.display_times(obs, series_id, hours) if windowed else hours
+    try:
+        return user_clock.display_times(obs, series_id, hours)
+    except DataError:
+        return hours
 
 
 def band_frame(res: FitResult, view: AdviceView, candidate: int | None) -> pd.DataFrame:
@@ -61,9 +67,11 @@ def band_frame(res: FitResult, view: AdviceView, candidate: int | None) -> pd.Da
     return frame
 
 
-def when_text(ahead: float) -> str:
-    """``0`` → "now", ``2.0`` → "in 2 h"."""
-    return "now" if ahead <= 0 else f"in {duration_text(ahead, ' ')}"
+def when_text(ahead: float, clock: str | None = None) -> str:
+    """``0`` → "now", ``2.0`` → "in 2 h" ("in 2 hours", "in 3 days" in the data's ``clock``)."""
+    if ahead <= 0:
+        return "now"
+    return f"in {duration_text(ahead, ' ') if clock is None else say_duration(ahead, clock)}"
 
 
 def default_horizon(res: FitResult) -> float:
@@ -88,7 +96,7 @@ def advice_data(res: FitResult, series_id: str) -> tuple[Observations, Observati
         return obs, None, "the series' last observation"
     before = Observations(frame=obs.frame[seen].reset_index(drop=True), report=obs.report)
     after = Observations(frame=obs.frame[~seen].reset_index(drop=True), report=obs.report) if (~seen).any() else None
-    where = f"{cutoff:g} h, {f.task.cutoff_text()}" if f.task.per_series else f"{cutoff:g} h"
+    where = f"{time_of(f, cutoff)}, {f.task.cutoff_text()}" if f.task.per_series else time_of(f, cutoff)
     return before, after, f"the forecast cut-off ({where}): the observations up to it"
 
 
@@ -106,7 +114,9 @@ def advice(key: str, _res: FitResult, series_id: str, targets: tuple[str, ...], 
         ranking[f"{name} %"] = total[ranking["candidate"].to_numpy(), t]
     ranking = ranking.head(MAX_ROWS)
     ranking["when"] = _when(_res.obs, series_id, ranking["time"], windowed).to_numpy()
-    ranking["measure"] = [f"{c} {when_text(a)}" for c, a in zip(ranking["channel"], ranking["ahead"], strict=True)]
+    clock = clock_of(_res.fitted)
+    ranking["measure"] = [f"{c} {when_text(a, clock)}" for c, a in zip(ranking["channel"], ranking["ahead"],
+                                                                         strict=True)]
     parts = [seen.frame.assign(role="seen")] + ([later.frame.assign(role="later")] if later is not None else [])
     points = pd.concat(parts, ignore_index=True)
     points = points[points["time"] <= result.now + horizon].reset_index(drop=True)

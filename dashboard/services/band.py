@@ -11,6 +11,7 @@ an unhashed ``_res`` argument: the fit key says which model it is.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -19,11 +20,12 @@ from levy_dashboard.display.chart_inputs import BAND_LABELS, BandInputs, parse_q
 from levy_dashboard.fitting.fits import FitResult, fast
 
 from levy_core import pipeline
+from levy_core.data import DataError, user_time_label
 
 __all__ = ["BAND_LABELS", "GUARANTEE", "BandInputs", "adaptive_levels", "band_inputs", "band_kinds",
            "channel_options", "channels_of", "grid", "grid_points", "model_ids", "model_points",
            "parse_query_id", "selectable_band_inputs", "series_choices", "series_label", "series_options",
-           "split_of", "time_axis", "time_text", "user_grid", "user_points"]
+           "marks_on_user_clock", "on_user_clock", "split_of", "time_axis", "time_text", "user_axis", "user_grid", "user_points"]
 
 GUARANTEE = pipeline.GUARANTEE  # the adaptive band's guarantee, in words (views name it)
 
@@ -65,6 +67,27 @@ def split_of(key: str, res: FitResult, series_id: str) -> str:
 def time_axis(res: FitResult) -> str:
     """The views' time axis title: the user's clock for few series ("time (UTC)"), else hours."""
     return user_clock.time_axis(res.data)
+
+
+def marks_on_user_clock(res: FitResult, series_id: str, inputs: BandInputs, marks: dict[str, Any]) -> dict[str, Any]:
+    """The selected query's marks (``evidence.query_marks``) on the clock the band is drawn
+    on: with ``when`` when the band has it (many series on the user's clock)."""
+    if "when" not in inputs.grid.columns or user_clock.windowed(res.data):
+        return marks
+    out = dict(marks)
+    if out.get("query") is not None and "when" not in out["query"]:
+        when = user_clock.display_times(res.obs, series_id, [float(out["query"]["time"])]).iloc[0]
+        out["query"] = {**out["query"], "when": when}
+    attended = out.get("attended")
+    if attended is not None and len(attended) and "when" not in attended.columns:
+        out["attended"] = attended.assign(when=user_clock.display_times(res.obs, series_id,
+                                                                        attended["time"].to_numpy()).to_numpy())
+    return out
+
+
+def user_axis(res: FitResult) -> str:
+    """The time axis title of a view drawn on the user's clock, few series or many ("time (days)")."""
+    return user_clock.user_axis(res.data)
 
 
 def time_text(res: FitResult, series_id: str, hours: float) -> str:
@@ -158,7 +181,29 @@ def band_inputs(key: str, res: FitResult, series_id: str, channel: str, level: f
     if f.task.per_series and not windows:  # this series' own cut-off, from all its observations
         times = pts.loc[pts["series_id"] == series_id, "time"].to_numpy()
         cutoff = f.task.series_cutoff(times) if len(times) else None
-    return BandInputs(g, here, series_id, channel, level, BAND_LABELS[kind], show_mc, cutoff, time_axis(res))
+    if windows:
+        return BandInputs(g, here, series_id, channel, level, BAND_LABELS[kind], show_mc, cutoff, time_axis(res))
+    return on_user_clock(res, BandInputs(g, here, series_id, channel, level, BAND_LABELS[kind], show_mc, cutoff))
+
+
+def on_user_clock(res: FitResult, inputs: BandInputs) -> BandInputs:
+    """Many series: the band of one series drawn on the user's clock (``when``: days for data
+    in days, date-times for date-time data; the cut-off there too), not the model's hours."""
+    try:
+        user_time_label(res.obs)
+    except DataError:  # observations built by hand: the model's hours
+        return inputs
+    axis = user_clock.user_axis(res.data)
+    sid = inputs.series_id
+
+    def when(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame.assign(when=user_clock.display_times(res.obs, sid, frame["time"].to_numpy()).to_numpy())
+
+    cutoff = inputs.cutoff
+    if cutoff is not None:
+        cutoff = user_clock.display_times(res.obs, sid, [float(cutoff)]).iloc[0]
+    return dataclasses.replace(inputs, grid=when(inputs.grid), points=when(inputs.points), cutoff=cutoff,
+                               time_axis=axis)
 
 
 def selectable_band_inputs(key: str, res: FitResult, series_id: str, channel: str, level: float, kind: str,

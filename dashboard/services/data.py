@@ -32,17 +32,21 @@ from levy_dashboard.data.sources import (
 )
 
 from levy_core.data import (
+    TIME_UNITS,
     ColumnMapping,
     DataError,
     Observations,
     detect_mapping,
+    display_unit,
     preview_table,
     read_csv,
+    say_duration,
+    user_time_unit,
 )
 from levy_core.episodes.tasks import MIN_SERIES_FOR_SERIES_SPLIT
 
 __all__ = ["DEFAULT_SAMPLE", "DataSource", "DataSummary", "Loaded", "check_upload_size", "content_hash",
-           "data_key", "data_time_axis", "detected_mapping", "env_data_path", "few_series", "load", "load_observations",
+           "data_key", "data_time_axis", "detected_mapping", "env_data_path", "few_series", "hours_per", "load", "load_observations",
            "mapping_from_json", "mapping_to_json", "path_source", "preview_rows", "raw_table", "sample_source",
            "source_from_upload", "summary", "upload_limit_text", "user_frame"]
 
@@ -158,18 +162,32 @@ class DataSummary:
     end: float
     median_gap: float | None
     gaps: np.ndarray  # every gap between consecutive observations of a series (h)
+    clock: str | None = None  # the data's clock ("days", "datetime"); None: observations built by hand
 
     @property
     def span(self) -> float:
         return self.end - self.start
+
+    def say(self, hours: float) -> str:
+        """A duration as the user reads it: in the data's unit, or a calendar length."""
+        return say_duration(hours, self.clock or "hours")
+
+    @property
+    def gap_unit(self) -> str:
+        """The unit the gap histogram runs in (the data's own; days or hours for date-times)."""
+        return display_unit(self.clock or "hours", self.median_gap)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def summary(obs_hash: str, _obs: Observations) -> DataSummary:
     """``Observations``' counts, time span, gaps and median gap."""
     t0, t1 = _obs.time_span
+    try:
+        clock: str | None = user_time_unit(_obs)
+    except DataError:
+        clock = None
     return DataSummary(_obs.n_series, _obs.n_channels, _obs.n_obs, float(t0), float(t1), _obs.median_gap(),
-                       np.asarray(_obs.gaps()))
+                       np.asarray(_obs.gaps()), clock)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -178,6 +196,11 @@ def user_frame(obs_hash: str, _obs: Observations) -> pd.DataFrame:
     frame = _obs.frame.reset_index(drop=True)
     return frame.assign(when=user_clock.display_times(_obs, frame["series_id"].astype(str).to_numpy(),
                                                       frame["time"].to_numpy()).to_numpy())
+
+
+def hours_per(unit: str) -> float:
+    """The length of one ``unit`` (a key of ``TIME_UNITS``) in hours."""
+    return TIME_UNITS[unit]
 
 
 def data_time_axis(obs: Observations) -> str:

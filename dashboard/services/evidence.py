@@ -150,7 +150,7 @@ class QueryExplanation:
         The observations it draws on most (the time column named by the time axis, channel,
         value, weight).
     in_hours : bool
-        ``top``'s time is in hours (many series), not the user's clock.
+        ``top``'s time is in the model's hours (observations built by hand), not the user's clock.
     """
 
     row: pd.Series
@@ -176,9 +176,17 @@ def explain_query(key: str, res: FitResult, query: dict[str, Any], test: pd.Data
     att = query_attention(key, res, query["series_id"], query["channel"], query["time"], origin)
     by_channel = att.groupby("channel")["weight"].sum().sort_values(ascending=False)
     shares = [(str(ch), float(w)) for ch, w in by_channel.head(TOP_CHANNELS).items()]
-    time_col = "when" if "when" in att.columns else "time"
-    top = att.sort_values("weight", ascending=False).head(TOP_OBSERVATIONS)[[time_col, "channel", "value", "weight"]]
-    top = top.rename(columns={time_col: time_axis(res)})
+    top = att.sort_values("weight", ascending=False).head(TOP_OBSERVATIONS)
+    axis = time_axis(res)
+    if "when" not in top.columns and len(top):  # many series: the user's clock too, when it is known
+        try:
+            top = top.assign(when=user_clock.display_times(res.obs, str(query["series_id"]),
+                                                           top["time"].to_numpy()).to_numpy())
+            axis = user_clock.user_axis(res.data)
+        except DataError:  # observations built by hand: the model's hours
+            pass
+    time_col = "when" if "when" in top.columns else "time"
+    top = top[[time_col, "channel", "value", "weight"]].rename(columns={time_col: axis})
     return QueryExplanation(r, error_ratio, factors, shares, top, time_col != "when")
 
 

@@ -23,7 +23,7 @@ __all__ = ["DRIFT_CAPTION", "GUARANTEE_CAPTION", "CoverageMonitor", "drift", "mo
 DRIFT_CAPTION = (
     f"How to read: a channel is flagged when more than {VALUE_SHARE:.0%} of the series have their median "
     f"beyond the training range by over {RANGE_MARGIN:.0%} of its width, or when it is observed over "
-    f"{DENSITY_FACTOR:g}× less or more often per hour than in training (each rule needs {MIN_VALUES} values "
+    f"{DENSITY_FACTOR:g}× less or more often per unit of time than in training (each rule needs {MIN_VALUES} values "
     "of the channel); `levy predict`, `levy evaluate` and `levy rank` print the same warnings."
 )
 

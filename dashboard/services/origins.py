@@ -27,6 +27,7 @@ from levy_dashboard.services.evaluation import evaluation
 from levy_core import pipeline
 from levy_core.data import DataError, Observations, parse_duration
 from levy_core.episodes.origins import plan_origins
+from levy_core.pipeline.user_units import clock_of
 
 __all__ = ["auto_horizon", "backtest_predictions", "future", "future_inputs", "future_points", "history_points",
            "horizon_text", "origin_inputs", "parse_horizon", "rolling_coverage", "test_origins"]
@@ -86,7 +87,7 @@ def future_inputs(key: str, res: FitResult, series_id: str, channel: str, level:
     _, last = res.data.clock.end_episode(series_id)
     when = user_clock.display_times(res.obs, [series_id], [last]).iloc[0]
     return FutureInputs(g, history_points(key, res, series_id, channel), series_id, channel, level,
-                        BAND_LABELS[kind], show_mc, float(horizon), when, time_axis(res))
+                        BAND_LABELS[kind], show_mc, float(horizon), when, time_axis(res), clock_of(res.fitted))
 
 
 # ----------------------------------------------------------------------------- the backtest

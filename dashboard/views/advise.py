@@ -79,7 +79,7 @@ def render(res: FitResult) -> None:
     channel = cols[1].selectbox("Band of", list(view.advice.targets), key=state.ADVISE_CHANNEL)
     chart = services.advise.advice_chart(res, view, pick, channel)
     fig = advice_figure(chart.points, chart.before, chart.after, channel=channel, measure=chart.measure,
-                        level=level, time_title=services.band.time_axis(res))
+                        level=level, time_title=services.band.user_axis(res))
     st.plotly_chart(fig, key=state.ADVISE_CHART)
     st.caption(
         f"How to read: advice starts from {view.start}. Each row is one measurement — a channel, now or a "

@@ -161,9 +161,10 @@ def _preview(obs: Observations, obs_hash: str, label: str) -> None:
     c[0].metric("Series", f"{summary.n_series:,}")
     c[1].metric("Channels", f"{summary.n_channels:,}")
     c[2].metric("Observations", f"{summary.n_obs:,}")
-    c[3].metric("Time span", f"{summary.span:.3g} h", help=f"from {summary.start:.4g} h to {summary.end:.4g} h")
+    c[3].metric("Time span", summary.say(summary.span), help="the longest stretch of time the data cover"
+                + (", from each series' first observation" if summary.clock == "datetime" else ""))
     median_gap = summary.median_gap
-    c[4].metric("Median gap", "–" if median_gap is None else f"{median_gap:.3g} h")
+    c[4].metric("Median gap", "–" if median_gap is None else summary.say(median_gap))
     rep = obs.report
     notes = [m for m in rep.messages]
     if rep.n_nan_dropped or rep.n_duplicates_merged:
@@ -182,7 +183,9 @@ def _preview(obs: Observations, obs_hash: str, label: str) -> None:
             )
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(charts.gap_histogram(summary.gaps), key=state.GAP_HIST)
+        unit = summary.gap_unit
+        st.plotly_chart(charts.gap_histogram(summary.gaps / services.data.hours_per(unit), unit=unit),
+                        key=state.GAP_HIST)
         st.caption(
             "How to read: how long the data go without any observation; a wide spread (log axis) "
             "is "

@@ -10,7 +10,7 @@ from levy_dashboard.services.fit import FitSettings
 from levy_dashboard.session import controller, state
 from levy_dashboard.session.controller import Choice
 
-from levy_core.data import SAMPLES, DataError, Observations
+from levy_core.data import SAMPLES, TIME_UNITS, DataError, Observations, user_time_unit
 
 
 def _on_upload() -> None:
@@ -144,8 +144,11 @@ def _cutoff_slider(
             "History cut-off: half the median series span (the data leave no range to choose)."
         )
         return None
-    return st.sidebar.slider(
-        "History cut-off (h)",
+    unit, label = _cutoff_unit(obs)
+    size = TIME_UNITS[unit]  # the slider runs in the data's unit; the fit takes hours
+    lo, hi, default = lo / size, hi / size, default / size
+    chosen = st.sidebar.slider(
+        f"History cut-off ({label})",
         min_value=lo,
         max_value=hi,
         value=min(max(default, lo), hi),
@@ -153,6 +156,20 @@ def _cutoff_slider(
         key=state.keyed(state.FIT_CUTOFF, obs_hash[:12]),
         help="Observations up to the cut-off are context; later ones are predicted.",
     )
+    return float(chosen) * size
+
+
+def _cutoff_unit(obs: Observations) -> tuple[str, str]:
+    """The unit the cut-off slider runs in and its label: the data's own ("days"), days after
+    each series' start for date-times (their clock starts there), hours for observations
+    built by hand."""
+    try:
+        clock = user_time_unit(obs)
+    except DataError:
+        return "hours", "hours"
+    if clock in TIME_UNITS:
+        return clock, clock
+    return "days", "days after each series' first observation"
 
 
 def _holdout_slider(d: FitSettings) -> float:

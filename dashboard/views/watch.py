@@ -52,7 +52,7 @@ def _replay_view(res: FitResult, rep: Replay, sid: str, channel: str) -> None:
     now = rate["when"].iloc[-1] if len(rate) else upto
     st.markdown(plain(f"Replay at {services.band.time_text(res, sid, upto)} — step {index + 1} of {len(steps)}"))
     st.plotly_chart(watch_figure(shown, rate, alpha=rep.alpha, upto=now, channel=channel,
-                                 time_title=services.band.time_axis(res), value_title=channel),
+                                 time_title=services.band.user_axis(res), value_title=channel),
                     key=state.WATCH_CHART)
     flagged, scored, rate_now = rep.so_far(sid, upto)
     cols = st.columns(3)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from levy_core import pipeline
 from levy_core.cli.inputs import load_data, read_options
-from levy_core.data import DataError, Observations, parse_duration, to_user_time
+from levy_core.data import TIME_UNITS, DataError, Observations, parse_duration, to_user_time
 from levy_core.decisions.defaults import DEFAULT_DRAWS, DEFAULT_POINTS
 from levy_core.serving.table_writer import TableWriter, refuse_same_file
 
@@ -54,11 +54,15 @@ def _names(text: str | None) -> list[str] | None:
     return None if text is None else [part.strip() for part in text.split(",") if part.strip()]
 
 
-def advice_table(advice: Advice, obs: Observations) -> pd.DataFrame:
-    """`Advice.to_frame` in the user's clock (``time``: date-times or the data's unit)."""
-    frame = advice.to_frame().rename(columns={"ahead": "ahead_hours"})
+def advice_table(advice: Advice, obs: Observations, unit: str = "hours") -> pd.DataFrame:
+    """`Advice.to_frame` in the user's clock (``time``: date-times or the data's unit;
+    ``ahead_<unit>``: how far after now, in ``unit``, a key of ``TIME_UNITS``: the columns
+    of `ADVICE_COLUMNS` with ``ahead_hours`` so named)."""
+    frame = advice.to_frame()
+    frame["ahead"] = frame["ahead"].to_numpy(float) / TIME_UNITS[unit]
+    frame = frame.rename(columns={"ahead": f"ahead_{unit}"})
     frame["time"] = to_user_time(frame["series_id"], frame["time"], obs).to_numpy()
-    return frame[ADVICE_COLUMNS]
+    return frame[[f"ahead_{unit}" if c == "ahead_hours" else c for c in ADVICE_COLUMNS]]
 
 
 def run_advise(args: argparse.Namespace) -> int:
@@ -83,10 +87,12 @@ def run_advise(args: argparse.Namespace) -> int:
 
     advice = advise(fitted, obs, args.series, targets=_names(args.targets), candidates=_names(args.candidates),
                     horizon=horizon, at=at, points=args.points, draws=args.draws, seed=args.seed, level=levels[0])
-    table = advice_table(advice, obs)
+    from levy_core.pipeline.user_units import clock_of, unit_of
+
+    table = advice_table(advice, obs, unit_of(fitted))
     with TableWriter(args.out) as out:
         out.write(table)
-    for line in advice.sentences(args.top):
+    for line in advice.sentences(args.top, clock=clock_of(fitted)):
         print(line)
     print(f"wrote {out.rows} rows to {args.out} ({len(advice.candidates)} candidate measurements × "
           f"{len(advice.targets)} target channels of series {advice.series_id}, {round(100 * advice.level)} % "

@@ -24,7 +24,8 @@ from levy_core.cli.inputs import (
     refuse_overwriting,
     report_load,
 )
-from levy_core.data import DataError, parse_duration
+from levy_core.data import DataError, parse_duration, say_duration, say_time
+from levy_core.data.calendar import check_freq
 from levy_core.data.times import TIME_UNITS
 from levy_core.model.sizes import AUTO_MEDIUM_MIN_SERIES, MODEL_SIZES
 from levy_core.runtime.priority import add_nice_option, lower_priority
@@ -79,10 +80,18 @@ def cutoff_hours(text: str | None, unit: str) -> float | None:
 
 
 def in_unit(hours: float, unit: str) -> str:
-    """A time of the pipeline's clock (hours) in the data's unit, for messages."""
-    if unit in TIME_UNITS and unit != "hours":
-        return f"{hours / TIME_UNITS[unit]:g} {unit}"
-    return f"{hours:g} h"
+    """A time of the pipeline's clock (hours) in the data's unit ("1458.33 days"; for
+    date-times, a calendar duration after each series' first observation), for messages."""
+    return say_time(hours, unit)
+
+
+def _forecast_plan(fitted: pipeline.FittedModel, unit: str) -> str:
+    """Where a forecast fit's history ends, in the data's clock: the global cut-off, or on
+    rolling origins the horizon forecast from each origin."""
+    plan = fitted.split.origin_plan if fitted.split.mode == "origin" else None
+    if plan:
+        return f"rolling forecast origins, horizon {say_duration(float(plan['horizon']), unit)}"
+    return f"cut-off {fitted.task.cutoff_text(lambda h: in_unit(h, unit))}"
 
 
 def run_fit(args: argparse.Namespace) -> int:
@@ -96,6 +105,8 @@ def run_fit(args: argparse.Namespace) -> int:
     fraction = cutoff_fraction_of(args.cutoff)  # "auto", "60%": each series' own cut-off (a bad share: refused now)
     refuse_overwriting(args, out=args.out)
     options = read_options(args)  # bad column names, --dayfirst with --date-format: before the fit
+    if args.freq is not None:
+        check_freq(args.freq)  # a freq pandas cannot read: refused before the fit
     check_save_target(args.out)  # a link, a file, a folder that is not a model: refused before the fit
     lower_priority(args.nice)  # before the fit starts torch's threads: they inherit it
     obs = load_data(args.data, options)
@@ -112,14 +123,14 @@ def run_fit(args: argparse.Namespace) -> int:
     fitted = pipeline.fit(obs, task=task, train=train, size=args.size, train_twin=not args.no_twin,
                           phi=args.phi, progress=None if args.quiet else EpochBars(), transform=transform)
     fitted.source_sha256 = file_sha256(args.data)  # which file, byte for byte, the model was fitted on
-    fitted.reading = recorded_reading(options, obs)  # reused by every later command
+    fitted.reading = recorded_reading(options, obs, args.freq)  # reused by every later command
     out = fitted.save(args.out)
     tr = fitted.training
     print(f"fitted a {pipeline.size_name(fitted.model_config)} model in {time.perf_counter() - t0:.1f} s: "
           f"split {fitted.split.mode} "
           f"({tr['n_series']['train']}/{tr['n_series']['stopping']}/{tr['n_series']['calibration']}/"
           f"{tr['n_series']['test']} train/early-stopping/calibration/test series), task {fitted.task.kind}"
-          + (f" (cut-off {fitted.task.cutoff_text(lambda h: in_unit(h, unit))})" if fitted.task.kind == "forecast" else "")
+          + (f" ({_forecast_plan(fitted, unit)})" if fitted.task.kind == "forecast" else "")
           + f", calibration scale c = {fitted.levy_calibration.scale_:.3g}; saved to {out}", file=sys.stderr)
     print(f"offset: {fitted.offset_description()}", file=sys.stderr)
     print(f"transform: {fitted.scaler.transform_note()}", file=sys.stderr)
@@ -144,6 +155,10 @@ def add_fit_command(sub: argparse._SubParsersAction) -> None:
                    "that their own midpoints keep in, each series' own midpoint)")
     f.add_argument("--horizon", default=None, help="forecast: how far ahead to predict after the cut-off (few "
                    "series: after each forecast origin), e.g. 36h, 2w, 5y; a bare number is in the data's unit")
+    f.add_argument("--freq", default=None, help="date-time data: the calendar they are sampled on, a pandas alias "
+                   "such as W-SAT (weekly on Saturdays), MS (month starts), ME, B (business days), D, h; recorded in "
+                   "the model, forecasts past each series' end fall on it (default: found in the data; none for "
+                   "irregular data)")
     f.add_argument("--season", default="auto", help="few series: the seasonal offset's period (e.g. 24h, 1y), "
                    "'none', or 'auto' (detected on the training part)")
     f.add_argument("--seed", type=int, default=0)

@@ -12,7 +12,7 @@ from tqdm import tqdm
 
 from levy_core.data import ColumnMapping, ColumnNames, DataError, Observations, detect_mapping
 from levy_core.data.drift import DriftReport
-from levy_core.data.recorded import ReadOptions, RecordedReading
+from levy_core.data.recorded import ReadOptions, RecordedReading, calendar_of
 from levy_core.data.series_chunks import head_table, read_observations
 from levy_core.serving.table_writer import refuse_same_file
 
@@ -41,11 +41,12 @@ def read_options(args: argparse.Namespace, recorded: RecordedReading | None = No
     return recorded.resolve(column_names(args), args.time_unit, opts["dayfirst"], opts["date_format"])
 
 
-def recorded_reading(options: ReadOptions, obs: Observations) -> RecordedReading:
-    """What ``levy fit`` records in ``model.json``: how it read ``obs``."""
+def recorded_reading(options: ReadOptions, obs: Observations, freq: str | None = None) -> RecordedReading:
+    """What ``levy fit`` records in ``model.json``: how it read ``obs``, and its calendar
+    (``--freq``, else inferred from date-times: DataError for ``--freq`` on numeric times)."""
     return RecordedReading(columns=options.columns, mapping=obs.report.mapping, time_unit=options.time_unit,
                            clock=obs.report.input_time_unit, dayfirst=options.dayfirst,
-                           date_format=options.date_format)
+                           date_format=options.date_format, freq=calendar_of(obs, freq))
 
 
 def mapping_for(path: str, columns: ColumnNames) -> ColumnMapping | None:

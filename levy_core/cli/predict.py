@@ -24,8 +24,10 @@ from levy_core.cli.inputs import (
     warn_drift,
 )
 from levy_core.data import DataError, Observations, parse_duration, read_queries, to_user_time
+from levy_core.data.calendar import check_freq
 from levy_core.data.drift import DriftTally
 from levy_core.data.recorded import ReadOptions
+from levy_core.pipeline.user_units import horizon_column, in_unit_of
 from levy_core.serving.table_writer import TableWriter
 
 __all__ = ["MAX_POINTS", "add_predict_command", "refuse_infinite_bands", "run_predict"]
@@ -53,13 +55,36 @@ def _predictions(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Ob
         return _warn_horizon(pipeline.predict_user_queries(fitted, data, queries, level=level))
     if args.horizon:
         hours = parse_duration(args.horizon, obs.report.input_time_unit)
-        return _warn_horizon(pipeline.predict_future(fitted, data, hours, n_points=args.points, level=level))
+        return _warn_horizon(pipeline.predict_future(fitted, data, hours, n_points=args.points, level=level,
+                                                     freq=_calendar(args, fitted, obs)))
     pred = pipeline.predict_grid(fitted, data, n_points=args.points, level=level)
     skipped = pred.attrs.get("skipped_series", [])
     if skipped:
         print(f"note: skipped {len(skipped)} series with no observation to predict from: {skipped[:5]}",
               file=sys.stderr)
     return data.clock.to_user(pred)
+
+
+def _calendar(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Observations) -> str | None:
+    """The calendar ``--horizon``'s steps fall on: ``--freq``, else the one the fit recorded
+    (date-time data only; None: evenly spread)."""
+    if args.freq is not None:
+        if obs.report.time_origin is None:
+            raise DataError(f"--freq {args.freq}: the data's times are numbers in {obs.report.input_time_unit}, "
+                            "which have no calendar; --freq is for date-time data (leave it out)")
+        return check_freq(args.freq)
+    recorded = fitted.reading.freq if fitted.reading is not None else None
+    return recorded if obs.report.time_origin is not None else None
+
+
+def _with_horizon(pred: pd.DataFrame, fitted: pipeline.FittedModel) -> pd.DataFrame:
+    """``horizon`` (hours after the series' end) as ``horizon_<unit>`` in the user's unit
+    (``horizon_days`` for data in days; ``horizon_hours`` for hours)."""
+    if "horizon" not in pred:
+        return pred
+    out = pred.rename(columns={"horizon": horizon_column(fitted)})
+    out[horizon_column(fitted)] = in_unit_of(fitted, pred["horizon"].to_numpy())
+    return out
 
 
 def _warn_horizon(pred: pd.DataFrame) -> pd.DataFrame:
@@ -151,10 +176,9 @@ def _prediction_rows(args: argparse.Namespace, fitted: pipeline.FittedModel, obs
                          "use --band conformal or gaussian")
     pred = pred.rename(columns={f"lower_{suffix}": "lower", f"upper_{suffix}": "upper"})
     pred["time"] = to_user_time(pred["series_id"], pred["time"], obs).to_numpy()
-    cols = ["series_id", "channel", "time", *(["horizon_hours"] if "horizon" in pred else []), "mean", "sigma",
-            "lower", "upper", "log_evidence", "disagreement", "n_eff"]
-    pred = pred.rename(columns={"horizon": "horizon_hours"})
-    return pred[cols]
+    cols = ["series_id", "channel", "time", *([horizon_column(fitted)] if "horizon" in pred else []), "mean",
+            "sigma", "lower", "upper", "log_evidence", "disagreement", "n_eff"]
+    return _with_horizon(pred, fitted)[cols]
 
 
 def _level_table(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Observations, pred: pd.DataFrame,
@@ -167,9 +191,9 @@ def _level_table(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Ob
     times = to_user_time(pred["series_id"], pred["time"], obs)
     if args.format == "nixtla":
         return nixtla_frame(pred, times, bands, levels, fitted)
-    out = pred.rename(columns={"horizon": "horizon_hours"})
+    out = _with_horizon(pred, fitted)
     out["time"] = times.to_numpy()
-    cols = ["series_id", "channel", "time", *(["horizon_hours"] if "horizon_hours" in out else []), "mean", "sigma"]
+    cols = ["series_id", "channel", "time", *([horizon_column(fitted)] if "horizon" in pred else []), "mean", "sigma"]
     return pd.concat([out[cols].reset_index(drop=True), bands.reset_index(drop=True),
                       out[["log_evidence", "disagreement", "n_eff"]].reset_index(drop=True)], axis=1)
 
@@ -192,6 +216,10 @@ def add_predict_command(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--queries", default=None, help="CSV of queries (series_id, channel, time: date-times or "
                     "numbers in the data's unit; series_id / channel may be left out when the data has one)")
     pr.add_argument("--horizon", default=None, help="forecast each series past its last observation, e.g. 36h, "
-                    "2w, 5y (a bare number is in the data's unit)")
+                    "2w, 5y (a bare number is in the data's unit); the column horizon_<unit> says how far, in the "
+                    "data's unit (horizon_days for days)")
+    pr.add_argument("--freq", default=None, help="date-time data: the calendar --horizon's steps fall on, a pandas "
+                    "alias such as W-SAT (weekly on Saturdays), MS (month starts), ME, B (business days), D, h; "
+                    "default: the one levy fit recorded (found in the data), evenly spread for irregular data")
     add_chunks(pr)
     pr.set_defaults(func=run_predict)

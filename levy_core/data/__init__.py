@@ -60,10 +60,14 @@ The user's own clock
 --------------------
 `LoadReport.input_time_unit` keeps the input's unit ("hours", "minutes", "seconds",
 "days", or "datetime") and `LoadReport.input_has_offsets` whether date-times carried
-time-zone offsets. `levy_core.data.clock` reads durations ([`parse_duration`][levy_core.data.parse_duration]:
-"36h", "2 weeks", or a bare number in the data's unit) and query tables
-([`read_queries`][levy_core.data.read_queries]: date-times, or numbers in the data's unit) into hours, and writes
-hours back in the user's clock ([`to_user_time`][levy_core.data.to_user_time], [`user_time_label`][levy_core.data.user_time_label]).
+time-zone offsets. `levy_core.data.durations` reads durations (`parse_duration`:
+"36h", "2 weeks", or a bare number in the data's unit) into hours and says them back in
+the user's clock (`say_duration`, `say_time`: "730 days", "6.9 months");
+`levy_core.data.clock` reads query tables (`read_queries`: date-times, or
+numbers in the data's unit) into hours, and writes hours back in the user's clock
+(`to_user_time`, `user_time_label`); `levy_core.data.calendar` finds the
+calendar of date-time data (`infer_freq`: weekly on a weekday, month starts, business
+days, …) and the forecast times on it (`calendar_steps`).
 
 [`preview_table`][levy_core.data.preview_table] reads the first rows of an upload through the same decoding, with
 the cells left as text, for choosing a column mapping before the data are read.
@@ -71,21 +75,18 @@ the cells left as text, for choosing a column mapping before the data are read.
 The package's modules, in the order the data pass through them: ``decode`` (bytes to
 text), ``reading`` (text to a table; the samples), ``decimals`` (decimal commas),
 ``columns`` (the mapping), ``cells`` and ``times`` (parsing cells), ``frame``
-([`from_frame`][levy_core.data.from_frame]), ``ranges`` (values and times too large), ``observations`` (the
-result), ``clock`` (the user's clock, both ways); ``messages`` and ``errors`` serve
+(`from_frame`), ``ranges`` (values and times too large), ``observations`` (the
+result), ``durations``, ``clock`` and ``calendar`` (the user's clock, both ways); ``messages`` and ``errors`` serve
 them all. `ChannelScaler` lives in `levy_core.episodes.scaling` and is re-exported
 here for existing imports.
 """
 
 from __future__ import annotations
 
+from levy_core.data.calendar import calendar_steps, freq_step_hours, infer_freq
 from levy_core.data.clock import (
     DATETIME,
-    DAYS_PER_YEAR,
-    DURATION_UNITS,
     MAX_DATETIME_HOURS,
-    duration_text,
-    parse_duration,
     read_queries,
     to_user_time,
     user_time_label,
@@ -101,6 +102,16 @@ from levy_core.data.columns import (
     detect_mapping,
 )
 from levy_core.data.decode import MAX_DECOMPRESSED_BYTES
+from levy_core.data.durations import (
+    DAYS_PER_YEAR,
+    DURATION_UNITS,
+    calendar_duration,
+    display_unit,
+    duration_text,
+    parse_duration,
+    say_duration,
+    say_time,
+)
 from levy_core.data.errors import DataError
 from levy_core.data.frame import MAX_ROWS, SINGLE_CHANNEL, SINGLE_SERIES, from_frame
 from levy_core.data.observations import COLUMNS, LoadReport, Observations
@@ -139,6 +150,13 @@ __all__ = [
     "TIME_ALIASES",
     "TIME_UNITS",
     "VALUE_ALIASES",
+    "calendar_duration",
+    "calendar_steps",
+    "display_unit",
+    "freq_step_hours",
+    "infer_freq",
+    "say_duration",
+    "say_time",
     "ColumnMapping",
     "ColumnNames",
     "DataError",

@@ -5,9 +5,10 @@ date-times as hours since each series' first observation
 (`LoadReport.time_origin`). People think in their own clock, so this module
 translates both ways:
 
-* [`parse_duration`][levy_core.data.parse_duration] -- a horizon or a gap such as ``"36h"``, ``"2 weeks"`` or a bare
-  number in the data's own unit, to hours;
-* [`read_queries`][levy_core.data.read_queries] -- a table of (series, channel, time) to forecast at, the times in
+* durations (a horizon, a gap: ``"36h"``, ``"2 weeks"``) both ways live in
+  `levy_core.data.durations`, the data's calendar (its ``freq``) in
+  `levy_core.data.calendar`;
+* `read_queries` -- a table of (series, channel, time) to forecast at, the times in
   the data's own clock (date-times for date-time data, numbers in the input unit
   otherwise), to hours on the frame's clock;
 * [`to_user_time`][levy_core.data.to_user_time] and [`user_time_label`][levy_core.data.user_time_label] -- hours back to the user's clock
@@ -21,10 +22,7 @@ offset meaning UTC).
 
 from __future__ import annotations
 
-import math
-import numbers
 import os
-import re
 from typing import IO, Any
 
 import numpy as np
@@ -36,6 +34,9 @@ from levy_core.data.columns import CHANNEL_ALIASES, SERIES_ALIASES, TIME_ALIASES
 from levy_core.data.dates import read_datetimes, time_zone_mask
 from levy_core.data.decimals import decimal_comma_mask, read_decimal_commas, refuse_decimal_commas
 from levy_core.data.decode import decode_text, read_source, sniff_separator
+from levy_core.data.durations import DAYS_PER_YEAR as DAYS_PER_YEAR  # re-exported: older imports
+from levy_core.data.durations import duration_text as duration_text
+from levy_core.data.durations import parse_duration as parse_duration
 from levy_core.data.errors import DataError
 from levy_core.data.frame import MAX_ROWS, require_filled
 from levy_core.data.messages import count, csv_lines, describe_lines, quote_list
@@ -48,37 +49,10 @@ from levy_core.data.times import (
     to_utc_stamps,
 )
 
-DAYS_PER_YEAR = 365.2425
-"""Length of a (Gregorian mean) year in days; a month is a twelfth of it."""
-
-DURATION_UNITS: dict[str, float] = {
-    "s": TIME_UNITS["seconds"],
-    "min": TIME_UNITS["minutes"],
-    "h": TIME_UNITS["hours"],
-    "d": TIME_UNITS["days"],
-    "w": 7 * TIME_UNITS["days"],
-    "mo": DAYS_PER_YEAR / 12 * TIME_UNITS["days"],
-    "y": DAYS_PER_YEAR * TIME_UNITS["days"],
-}
-"""Unit suffix accepted by [`parse_duration`][levy_core.data.parse_duration] -> its length in hours."""
-
 MAX_DATETIME_HOURS = 1e8
 """Largest distance (hours) from a series' start that [`to_user_time`][levy_core.data.to_user_time] writes as a
 date-time; beyond it a time is surely a mistake (and pandas date-times would overflow)."""
 
-_UNIT_NAMES: dict[str, str] = {
-    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), "s"),
-    **dict.fromkeys(("min", "mins", "minute", "minutes"), "min"),
-    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), "h"),
-    **dict.fromkeys(("d", "day", "days"), "d"),
-    **dict.fromkeys(("w", "wk", "wks", "week", "weeks"), "w"),
-    **dict.fromkeys(("mo", "mos", "month", "months"), "mo"),
-    **dict.fromkeys(("y", "yr", "yrs", "year", "years"), "y"),
-}
-_UNITS_HELP = "s, min, h, d, w, mo, y, or seconds, minutes, hours, days, weeks, months, years"
-_DURATION_RE = re.compile(
-    r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)\s*([a-zµ]+)\.?$", re.IGNORECASE
-)
 _DATETIME_EXAMPLE = "2024-01-31 14:05 or 2024-01-31T14:05:00+01:00"
 _QUERIES = "the queries"
 _ID_ROLES = (("series id", SERIES_ALIASES), ("channel", CHANNEL_ALIASES))
@@ -133,130 +107,6 @@ def user_time_label(obs: Observations) -> str:
     """
     unit = user_time_unit(obs)
     return "time (UTC)" if unit == DATETIME else f"time ({unit})"
-
-
-# --------------------------------------------------------------------------------------
-# Durations
-# --------------------------------------------------------------------------------------
-def duration_text(hours: float, sep: str = "", *, at_least: bool = False) -> str:
-    """A duration in the largest unit that keeps it readable ("36h", "2.5d"; ``sep=" "`` for
-    prose), to three significant digits; [`parse_duration`][levy_core.data.parse_duration] reads it back (``at_least``:
-    rounded up, so that it reads back as no shorter: a horizon to refit with)."""
-    h = float(hours)
-    if not np.isfinite(h) or h <= 0:
-        return ""
-
-    def digits(v: float) -> str:
-        step = 10.0 ** (math.floor(math.log10(v)) - 2)  # the third significant digit
-        return f"{math.ceil(v / step * (1 - 1e-9)) * step if at_least else v:.3g}"
-
-    if h < 1e-2:
-        return f"{digits(h * 3600)}{sep}s"
-    for unit, size in (("y", 24 * 365.2425), ("w", 24 * 7.0), ("d", 24.0)):
-        if h >= 2 * size:
-            return f"{digits(h / size)}{sep}{unit}"
-    return f"{digits(h)}{sep}h"
-
-
-def parse_duration(text: str | float, input_time_unit: str) -> float:
-    """A duration (a horizon, a gap) in hours.
-
-    Parameters
-    ----------
-    text : str or float
-        A number with a unit: ``"36h"``, ``"36 hours"``, ``"2.5 d"``, ``"2 weeks"``,
-        ``"5 years"`` (units, case-insensitive: s, min, h, d, w, mo, y, or their long
-        forms; a month is a twelfth of [`DAYS_PER_YEAR`][levy_core.data.DAYS_PER_YEAR] days, a year
-        [`DAYS_PER_YEAR`][levy_core.data.DAYS_PER_YEAR] days); or a bare number (or ``"36"``) in the data's own
-        unit.
-    input_time_unit : str
-        The data's unit (`LoadReport.input_time_unit`, or [`user_time_unit`][levy_core.data.user_time_unit]):
-        a key of [`TIME_UNITS`][levy_core.data.TIME_UNITS], or "datetime", for which a bare
-        number is refused (its unit would be a guess).
-
-    Returns
-    -------
-    float
-        Hours, finite and > 0.
-
-    Raises
-    ------
-    DataError
-        Unreadable text, an unknown or ambiguous unit (naming the accepted ones), a bare
-        number for date-time data, or a duration that is not a finite number > 0.
-    """
-    if input_time_unit != DATETIME and input_time_unit not in TIME_UNITS:
-        raise DataError(
-            f"Unknown time unit {input_time_unit!r}: use one of "
-            f"{', '.join([*TIME_UNITS, DATETIME])}."
-        )
-    if isinstance(text, bool) or not isinstance(text, (str, numbers.Real)):
-        raise DataError(
-            f"A duration must be text such as '36h' or a number, got {type(text).__name__}."
-        )
-    bare = _bare_number(text)
-    if bare is None:
-        value, suffix = _number_and_unit(str(text))
-        return _positive_hours(value, DURATION_UNITS[suffix], text)
-    if input_time_unit == DATETIME:
-        raise DataError(
-            f"Duration {str(text)!r} has no unit, and the data's times are date-times, so "
-            f"there is no unit to assume. Add one: {bare:g}h, {bare:g}d, {bare:g}w, ... "
-            f"(accepted units: {_UNITS_HELP})."
-        )
-    return _positive_hours(bare, TIME_UNITS[input_time_unit], text)
-
-
-def _bare_number(text: str | float) -> float | None:
-    """The number when ``text`` is one (NaN and inf included); None when it is not."""
-    if not isinstance(text, str):
-        return float(text)
-    try:
-        return float(text.strip())
-    except ValueError:
-        return None
-
-
-def _number_and_unit(text: str) -> tuple[float, str]:
-    """Split ``"2.5 days"`` into (2.5, "d"); DataError for anything else."""
-    stripped = text.strip()
-    if not stripped:
-        raise DataError(f"The duration is empty. Write a number and a unit, e.g. 36h or 2 weeks "
-                        f"(accepted units: {_UNITS_HELP}).")
-    match = _DURATION_RE.match(stripped)
-    if match is None:
-        raise DataError(
-            f"Could not read {text!r} as a duration. Write one number and a unit, e.g. 36h, "
-            f"2.5 d or 2 weeks, with a decimal point (1.5, not 1,5); accepted units: "
-            f"{_UNITS_HELP}."
-        )
-    unit = match.group(2).lower()
-    if unit == "m":
-        raise DataError(
-            f"Duration {text!r}: 'm' could mean minutes or months; write 'min' or 'mo'."
-        )
-    if unit not in _UNIT_NAMES:
-        raise DataError(
-            f"Duration {text!r} has the unknown unit {match.group(2)!r}; accepted units: "
-            f"{_UNITS_HELP}."
-        )
-    return float(match.group(1)), _UNIT_NAMES[unit]
-
-
-def _positive_hours(value: float, hours_per_unit: float, text: str | float) -> float:
-    """``value`` units in hours; DataError unless finite and > 0."""
-    hours = value * hours_per_unit
-    if not math.isfinite(hours):
-        raise DataError(
-            f"Duration {str(text)!r} is not a finite number. Give a positive length such "
-            "as 36h or 2 weeks."
-        )
-    if hours <= 0:
-        raise DataError(
-            f"Duration {str(text)!r} must be more than 0. Give a positive length such as "
-            "36h or 2 weeks."
-        )
-    return hours
 
 
 # --------------------------------------------------------------------------------------

@@ -39,7 +39,9 @@ import numpy as np
 import pandas as pd
 
 from levy_core.data import DataError, Observations
+from levy_core.data.durations import display_unit, say_duration
 from levy_core.data.messages import count, quote_list
+from levy_core.data.times import TIME_UNITS
 
 __all__ = ["DENSITY_FACTOR", "FLAG_COLUMNS", "MIN_VALUES", "NOT_RECORDED", "RANGE_MARGIN", "VALUE_SHARE", "ChannelReference",
            "DriftReference", "DriftReport", "DriftTally", "check_drift", "refuse_unknown_channels", "reference_from"]
@@ -226,6 +228,7 @@ class DriftTally:
         self.span = 0.0  # Σ series span (hours), any channel
         self.counts: dict[str, dict[str, float]] = {}
         self.gaps: dict[str, list[float]] = {}
+        self.clock: str | None = None  # the data's clock ("days", "datetime"), from the first add
 
     def clear(self) -> None:
         """Forget what was added (a file re-read whole after chunks that went wrong)."""
@@ -235,6 +238,7 @@ class DriftTally:
         """Count the series of ``obs`` (series already added must not reappear)."""
         if self.reference is None:
             return self
+        self.clock = obs.report.input_time_unit  # the messages say rates and gaps in the data's clock
         frame = obs.frame
         times = frame.groupby("series_id", sort=False)["time"]
         self.span += float((times.max() - times.min()).sum())
@@ -266,7 +270,7 @@ class DriftTally:
             rows += _value_flags(channel, ref, c)
             new = pd.Series({"n_values": c["n_values"], "rate": c["n_values"] / self.span if self.span > 0 else np.nan,
                              "median_gap": float(np.median(self.gaps[channel])) if channel in self.gaps else np.nan})
-            rows += _sampling_flags(channel, ref, new)
+            rows += _sampling_flags(channel, ref, new, self.clock)
         return DriftReport(pd.DataFrame(rows, columns=FLAG_COLUMNS))
 
 
@@ -294,8 +298,10 @@ def _value_flags(channel: str, ref: ChannelReference, counts: Mapping[str, float
     return out
 
 
-def _sampling_flags(channel: str, ref: ChannelReference, new: pd.Series) -> list[dict[str, Any]]:
-    """The channel observed ``DENSITY_FACTOR`` times less (or more) often per hour."""
+def _sampling_flags(channel: str, ref: ChannelReference, new: pd.Series, clock: str | None = None) -> list[dict[str, Any]]:
+    """The channel observed ``DENSITY_FACTOR`` times less (or more) often per unit of time,
+    said in the data's ``clock`` (per day and gaps in days for data in days; per hour
+    without a clock)."""
     if min(ref.n_values, int(new["n_values"])) < MIN_VALUES or not (ref.rate > 0 and new["rate"] > 0):
         return []
     ratio = float(new["rate"]) / ref.rate
@@ -303,11 +309,15 @@ def _sampling_flags(channel: str, ref: ChannelReference, new: pd.Series) -> list
         return []
     kind = "sparser" if ratio < 1 else "denser"
     factor = 1 / ratio if ratio < 1 else ratio
+    unit = display_unit(clock, ref.median_gap) if clock is not None else "hours"
+    per = f"observations per {unit.removesuffix('s')} of series span"
+    size = TIME_UNITS[unit]
     gaps = ""
     if math.isfinite(ref.median_gap) and math.isfinite(new["median_gap"]):
-        gaps = f"; median gap {new['median_gap']:.3g} h vs {ref.median_gap:.3g} h"
+        gaps = f"; median gap {say_duration(new['median_gap'], clock or 'hours')} vs " \
+               f"{say_duration(ref.median_gap, clock or 'hours')}"
     message = (f"channel {channel!r} is sampled {factor:.1f}× {kind} than in training "
-               f"({new['rate']:.3g} vs {ref.rate:.3g} observations per hour of series span{gaps}); the band was "
+               f"({new['rate'] * size:.3g} vs {ref.rate * size:.3g} {per}{gaps}); the band was "
                f"calibrated on data sampled like the training data, so it may not hold here")
-    return [{"channel": channel, "kind": kind, "figure": "observations per hour of series span",
-             "training": ref.rate, "new": float(new["rate"]), "message": message}]
+    return [{"channel": channel, "kind": kind, "figure": per, "training": ref.rate * size,
+             "new": float(new["rate"]) * size, "message": message}]

@@ -364,7 +364,7 @@ def _observation_frame(
     else:
         hours, time_origin = hours_since_first(time.stamps.iloc[rows], series_kept)
         notes.append(
-            "date-times converted to UTC and to hours since each series' first observation"
+            "date-times read as UTC (those without an offset taken as UTC)"
         )
     frame = pd.DataFrame(
         {

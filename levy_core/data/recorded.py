@@ -16,15 +16,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from levy_core.data.calendar import check_freq, infer_freq
 from levy_core.data.columns import ColumnMapping, ColumnNames
+from levy_core.data.errors import DataError
 from levy_core.data.observations import Observations
 from levy_core.data.times import DATETIME, TIME_UNITS
 
-__all__ = ["MAX_DATE_FORMAT_CHARS", "ReadOptions", "RecordedReading", "TimeUnitConflict"]
+__all__ = ["MAX_DATE_FORMAT_CHARS", "ReadOptions", "RecordedReading", "TimeUnitConflict", "calendar_of"]
 
 MAX_DATE_FORMAT_CHARS = 200
 """Longest date format a model records."""
-_KEYS = ("columns", "mapping", "time_unit", "clock", "dayfirst", "date_format")
+_KEYS = ("columns", "mapping", "time_unit", "clock", "dayfirst", "date_format", "freq")
 
 
 class TimeUnitConflict(ValueError):
@@ -60,6 +62,11 @@ class RecordedReading:
         ``--dayfirst`` / ``dayfirst=`` at fit time.
     date_format : str or None
         ``--date-format`` / ``date_format=`` at fit time.
+    freq : str or None
+        Date-time data: the calendar they are sampled on (a pandas alias such as ``W-SAT``,
+        ``MS``, ``B``: `infer_freq`, or ``--freq`` /
+        ``freq=``), on which forecasts past each series' end fall; None: irregular, or
+        numeric times.
     """
 
     columns: ColumnNames = field(default_factory=ColumnNames)
@@ -68,6 +75,7 @@ class RecordedReading:
     clock: str = "hours"
     dayfirst: bool | None = None
     date_format: str | None = None
+    freq: str | None = None
 
     def __post_init__(self) -> None:
         if self.time_unit not in TIME_UNITS:
@@ -80,16 +88,22 @@ class RecordedReading:
                                              or not 0 < len(self.date_format) <= MAX_DATE_FORMAT_CHARS):
             raise ValueError(f"date_format must be a strptime format of 1 to {MAX_DATE_FORMAT_CHARS} characters, "
                              f"got {str(self.date_format)[:40]!r}")
+        if self.freq is not None:
+            try:
+                object.__setattr__(self, "freq", check_freq(self.freq))
+            except DataError as exc:
+                raise ValueError(str(exc)) from exc
 
     @classmethod
-    def found(cls, obs: Observations) -> RecordedReading:
+    def found(cls, obs: Observations, freq: str | None = None) -> RecordedReading:
         """How ``obs`` was read (``pipeline.fit``'s record): its mapping, every role of it named
-        when it was given to the reader (the dashboard's column mapping), and its clock's unit
-        (date-times: the hours default)."""
+        when it was given to the reader (the dashboard's column mapping), its clock's unit
+        (date-times: the hours default) and, for date-times, its calendar (``freq``, else
+        inferred: `infer_freq`)."""
         unit, report = obs.report.input_time_unit, obs.report
         columns = ColumnNames.from_mapping(report.mapping) if report.mapping_given else ColumnNames()
         return cls(columns=columns, mapping=report.mapping, time_unit=unit if unit in TIME_UNITS else "hours",
-                   clock=unit)
+                   clock=unit, freq=calendar_of(obs, freq))
 
     def resolve(self, columns: ColumnNames, time_unit: str | None, dayfirst: bool | None,
                 date_format: str | None) -> ReadOptions:
@@ -122,13 +136,15 @@ class RecordedReading:
         """One line: the columns and the clock, as ``levy`` notes it."""
         where = self.mapping.describe() if self.mapping is not None else "columns found by name"
         clock = "date-times" if self.clock == DATETIME else f"numeric times in {self.time_unit}"
+        if self.clock == DATETIME:
+            clock += f" on the calendar {self.freq}" if self.freq else " (irregular: no calendar)"
         return f"{where}; {clock}"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``model.json``'s ``reading``)."""
         return {"columns": self.columns.to_dict(), "mapping": self.mapping.to_dict() if self.mapping else None,
                 "time_unit": self.time_unit, "clock": self.clock, "dayfirst": self.dayfirst,
-                "date_format": self.date_format}
+                "date_format": self.date_format, "freq": self.freq}
 
     @classmethod
     def from_dict(cls, data: Any) -> RecordedReading:
@@ -142,7 +158,27 @@ class RecordedReading:
         return cls(columns=ColumnNames.from_dict(data.get("columns") or {}),
                    mapping=_mapping(data.get("mapping")), time_unit=_text(data.get("time_unit", "hours"), "time_unit"),
                    clock=_text(data.get("clock", "hours"), "clock"), dayfirst=data.get("dayfirst"),
-                   date_format=data.get("date_format"))
+                   date_format=data.get("date_format"),
+                   freq=None if data.get("freq") is None else _text(data.get("freq"), "freq"))
+
+
+def calendar_of(obs: Observations, freq: str | None = None) -> str | None:
+    """The calendar of ``obs``: ``freq`` when given (checked; refused for numeric times,
+    which have no calendar), else inferred from date-times (None for numeric times or
+    irregular data).
+
+    Raises
+    ------
+    DataError
+        ``freq`` is not a pandas frequency, or the data's times are numbers.
+    """
+    if freq is None:
+        return infer_freq(obs)
+    checked = check_freq(freq)
+    if obs.report.time_origin is None:
+        raise DataError(f"freq {freq!r}: the data's times are numbers in {obs.report.input_time_unit}, which have "
+                        "no calendar; freq is for date-time data (leave it out)")
+    return checked
 
 
 def _text(value: Any, key: str) -> str:

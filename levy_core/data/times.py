@@ -131,7 +131,7 @@ def parse_time(col: pd.Series, name: str, lines: np.ndarray, time_unit: str, *, 
         _refuse_epochs(values, present, col, name, lines, time_unit)
         notes = []
         if time_unit != "hours":
-            notes.append(f"time column {name!r} converted from {time_unit} to hours")
+            notes.append(f"time column {name!r} read as numbers in {time_unit}")
         with np.errstate(over="ignore"):
             hours = values * TIME_UNITS[time_unit]
         _refuse_overflow(hours, present, col, name, lines)

@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from levy_core.data import Observations, duration_text
+from levy_core.data import Observations, duration_text, say_duration
 from levy_core.decisions.advise_bands import band_extent, evidence_spread, original_values
 from levy_core.decisions.advise_inputs import (
     Candidate,
@@ -177,22 +177,26 @@ class Advice:
                              "value_pct": float(val[j, t]), "score_pct": float(r["narrowing_pct"])})
         return pd.DataFrame(rows)
 
-    def sentences(self, top: int = 3, targets: int = 4) -> list[str]:
+    def sentences(self, top: int = 3, targets: int = 4, clock: str | None = None) -> list[str]:
         """Plain words for the ``top`` candidates, e.g. "measuring K now would narrow the
-        next 24 h band of K by 38 %, of Lactate by 4 %" (the ``targets`` most narrowed
-        target channels by name, the others summed up)."""
+        next 24h band of K by 38 %, of Lactate by 4 %" (the ``targets`` most narrowed
+        target channels by name, the others summed up); ``clock``: the data's
+        (``RecordedReading.clock``), durations said in it ("next 30 days"; None: "36h")."""
+        def say(hours: float) -> str:
+            return duration_text(hours, " ") if clock is None else say_duration(hours, clock)
+
         total, _, _ = self.per_target()
         out = []
         for _, r in self.ranking().head(top).iterrows():
             j = int(r["candidate"])
-            when = "now" if r["ahead"] <= 0 else f"in {duration_text(r['ahead'], ' ')}"
+            when = "now" if r["ahead"] <= 0 else f"in {say(r['ahead'])}"
             order = np.argsort(-total[j], kind="stable")
             parts = [f"of {self.targets[t]} by {int(round(total[j, t]))} %" for t in order[:targets]]
             if len(order) > targets:
                 rest = total[j, order[targets:]]
                 parts.append(f"of the {len(rest)} other targets by {int(round(rest.min()))} to "
                              f"{int(round(rest.max()))} %")
-            out.append(f"measuring {r['channel']} {when} would narrow the next {duration_text(self.horizon, ' ')} "
+            out.append(f"measuring {r['channel']} {when} would narrow the next {say(self.horizon)} "
                        f"band " + ", ".join(parts))
         return out
 

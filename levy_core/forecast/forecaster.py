@@ -39,7 +39,9 @@ from levy_core.data import (
     parse_duration,
     read_queries,
 )
+from levy_core.data.calendar import check_freq
 from levy_core.data.drift import DriftReport
+from levy_core.data.recorded import calendar_of
 from levy_core.episodes.tasks import TaskConfig, cutoff_fraction_of
 from levy_core.episodes.transforms import KINDS, TransformSpec, parse_transform
 from levy_core.forecast import windows as forecast_windows
@@ -127,6 +129,8 @@ class LevyForecaster:
         when it cannot tell.
     date_format : str, optional
         The strptime format of every date-time text cell (``%d/%m/%Y %H:%M``), instead.
+    freq : str, optional
+        Date-time data: the calendar ``predict(h=…)`` steps on (``"W-SAT"``, ``"MS"``, …; default: found, and saved).
     progress : callable, optional
         Called with a [`Progress`][levy_core.training.train.Progress] after every epoch.
 
@@ -150,7 +154,7 @@ class LevyForecaster:
                  progress: Callable[[Progress], None] | None = None, dayfirst: bool | None = None,
                  date_format: str | None = None, transform: TransformSpec = "auto", id_col: str | None = None,
                  time_col: str | None = None, value_col: str | None = None, channel_col: str | None = None,
-                 channels: Sequence[str] | None = None) -> None:
+                 channels: Sequence[str] | None = None, freq: str | None = None) -> None:
         pipeline.resolve_size(size, 0)  # ValueError for an unknown name, before any data is read
         if time_unit not in TIME_UNITS:
             raise ValueError(f"time_unit must be one of {', '.join(TIME_UNITS)}, got {time_unit!r}")
@@ -172,6 +176,7 @@ class LevyForecaster:
         if bad:
             raise ValueError(f"transform kind(s) {bad} unknown: use auto, none, log or log1p")
         self.dayfirst, self.date_format = dayfirst, date_format
+        self.freq = None if freq is None else check_freq(freq)  # DataError (a ValueError): not a calendar
         self.fitted: pipeline.FittedModel | None = None
         self.observations: Observations | None = None
         self.mapping: ColumnMapping | None = None
@@ -195,7 +200,7 @@ class LevyForecaster:
         fitted.reading = RecordedReading(
             columns=ColumnNames.from_mapping(mapping) if mapping is not None else self.columns,
             mapping=obs.report.mapping, time_unit=self.time_unit, clock=obs.report.input_time_unit,
-            dayfirst=self.dayfirst, date_format=self.date_format)
+            dayfirst=self.dayfirst, date_format=self.date_format, freq=calendar_of(obs, self.freq))
         self.fitted, self.observations = fitted, obs
         return self
 
@@ -213,7 +218,7 @@ class LevyForecaster:
         h : str or float, optional
             How far past each series' last observation: "36h", "2w", or a number in the
             data's unit (as ``levy predict --horizon``); ``points`` steps over it, for every
-            channel the series has observed.
+            channel the series has observed (on the data's calendar, ``freq``, if it has one).
         level : float or sequence of float
             Band levels in percent, as NeuralForecast and StatsForecast (``[80, 90]``), each
             strictly between 0 and 100; a fraction (``0.9``) is refused with a ValueError.
@@ -247,7 +252,8 @@ class LevyForecaster:
             pred = pipeline.predict_user_queries(fitted, data, asked, level=levels[0])
         else:
             hours = parse_duration(h, obs.report.input_time_unit)
-            pred = pipeline.predict_future(fitted, data, hours, n_points=points, level=levels[0])
+            pred = pipeline.predict_future(fitted, data, hours, n_points=points, level=levels[0],
+                                           freq=forecast_windows.calendar(self.freq, fitted, obs))
         if pred.attrs.get("beyond_horizon"):  # a library does not print: a warning the caller can filter
             warnings.warn(pred.attrs["beyond_horizon"], BeyondHorizonWarning, stacklevel=2)
         bands, _ = level_bands(pred, fitted, levels, band)
@@ -398,7 +404,7 @@ class LevyForecaster:
                         baselines=tuple(baselines),
                         baseline_forecasts=pd.concat([w.baseline_forecasts for w in scored], ignore_index=True),
                         notes=forecast_windows.backtest_notes(pd.concat([w.forecasts for w in scored],
-                                                                        ignore_index=True), levels))
+                                                                        ignore_index=True), levels), clock=obs.report.input_time_unit)
 
     def save(self, path: str | Path) -> Path:
         """Write the fitted model: a directory (``model.json`` and safetensors weights, as
@@ -552,7 +558,7 @@ def _reading_settings(reading: RecordedReading | None) -> dict[str, Any]:
     names = reading.columns
     return {"time_unit": reading.time_unit, "dayfirst": reading.dayfirst, "date_format": reading.date_format,
             "id_col": names.series, "time_col": names.time, "value_col": names.value, "channel_col": names.channel,
-            "channels": names.channels}
+            "channels": names.channels, "freq": reading.freq}
 
 
 def _settings(fitted: pipeline.FittedModel) -> dict[str, Any]:

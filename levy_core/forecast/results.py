@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from levy_core import metrics
-from levy_core.data import duration_text
+from levy_core.data import duration_text, say_duration
 from levy_core.pipeline.bands import fraction, percent_levels
 from levy_core.pipeline.predictive import Predictive
 
@@ -279,6 +279,9 @@ class Backtest:
         In plain words, each Lévy band whose coverage over every window's queries lies
         further from its level than its per-series standard error allows (or is worth
         watching), with what to do; empty when every band is within.
+    clock : str or None
+        The data's clock ("days", "datetime", …): `summary` says ``h`` and ``step``
+        in it ("90 days", "3 months"); None: short durations ("2.5 w").
     """
 
     levels: tuple[float, ...]
@@ -290,6 +293,7 @@ class Backtest:
     baselines: tuple[WindowScores, ...] = ()
     baseline_forecasts: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False, compare=False)
     notes: tuple[str, ...] = ()
+    clock: str | None = None
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -353,8 +357,12 @@ class Backtest:
         total = {"window": "all", "n_series": "", **{k: overall[k] for k in rows[0] if k in overall}}
         total["n_queries"] = int(overall["n_queries"])
         how = "one model per window" if self.refit else "one model, fitted before the first window"
-        text = (f"Backtest over {len(self.windows)} windows of h = {duration_text(self.h, ' ')} every "
-                f"{duration_text(self.step, ' ')} ({how})\n{_table([*rows, total])}\n")
+
+        def say(hours: float) -> str:  # in the data's clock when it is known
+            return duration_text(hours, " ") if self.clock is None else say_duration(hours, self.clock)
+
+        text = (f"Backtest over {len(self.windows)} windows of h = {say(self.h)} every "
+                f"{say(self.step)} ({how})\n{_table([*rows, total])}\n")
         if self.baselines:
             table = self.comparison()
             shown = table[[c for c in table.columns if not c.startswith("band_")]]

@@ -295,3 +295,11 @@ def _forecast_columns(p: Predictive, fractions: Sequence[float], kinds: Sequence
     columns.update({f"{p.name}-lo-{level_label(f)}": bands[f][0] for f in reversed(ordered)})
     columns.update({f"{p.name}-hi-{level_label(f)}": bands[f][1] for f in ordered})
     return columns
+
+
+def calendar(freq: str | None, fitted: pipeline.FittedModel, obs: Observations) -> str | None:
+    """The calendar ``predict(h=…)`` steps on: ``freq`` (``LevyForecaster(freq=…)``), else the
+    one the fit recorded; None for numeric times (evenly spread steps)."""
+    if obs.report.time_origin is None:
+        return None
+    return freq or (fitted.reading.freq if fitted.reading is not None else None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from levy_core.data.durations import say_duration
 from levy_core.offsets import smoothing
 from levy_core.offsets.gp import GPSpec
 from levy_core.offsets.seasonality import MAX_PERIODS
@@ -144,44 +145,46 @@ class BaseForecastSpec:
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"base forecast: malformed record ({exc})") from exc
 
-    def describe(self) -> str:
-        """One line per channel, e.g. ``co2: harmonic (8765.8 h)``."""
+    def describe(self, clock: str | None = "hours") -> str:
+        """One line per channel, e.g. ``co2: harmonic (1 year)``: periods in the data's
+        ``clock`` (`say_duration`; "days" says 365 days, None
+        or "datetime" calendar lengths)."""
         out = []
         for channel, method in sorted(self.methods.items()):
             what = method
             if method == "combination" and channel in self.weights:
                 what = "weighted mean of " + ", ".join(
-                    f"{self._label(channel, m, p)} ({w:.0%})"
+                    f"{self._label(channel, m, p, clock)} ({w:.0%})"
                     for (m, p), w in zip(self.members[channel], self.weights[channel], strict=True))
             elif method == "combination":
-                what = "mean of " + ", ".join(self._label(channel, m, p) for m, p in self.members[channel])
+                what = "mean of " + ", ".join(self._label(channel, m, p, clock) for m, p in self.members[channel])
             elif method in SEASONAL:
-                what += f" ({self.periods.get(channel, 0):g} h)"
+                what += f" ({say_duration(self.periods.get(channel, 0), clock)})"
             elif method == "autoregressive":
                 what += f" (order {self.orders.get(channel, 0)})"
             elif method == "gp":
-                what = self._label(channel, method, 0.0)
+                what = self._label(channel, method, 0.0, clock)
             elif method in HARMONIC_AR:
-                what = self._label(channel, method, 0.0)
+                what = self._label(channel, method, 0.0, clock)
             elif method in HARMONIC and not self.harmonics:
                 what = "trend" if method == "harmonic" else "recent trend"
             elif method in HARMONIC and self.harmonics:
-                what += " (" + ", ".join(f"{p:g} h" for p in self.harmonics) + ")"
+                what += " (" + ", ".join(say_duration(p, clock) for p in self.harmonics) + ")"
             out.append(f"{channel}: {what}")
         return "; ".join(out)
 
-    def _label(self, channel: str, method: str, period: float) -> str:
+    def _label(self, channel: str, method: str, period: float, clock: str | None) -> str:
         if method in SEASONAL:
-            return f"{method} ({period:g} h)"
+            return f"{method} ({say_duration(period, clock)})"
         if method == "autoregressive":
             return f"{method} (order {self.orders.get(channel, 0)})"
         if method in HARMONIC_AR:
             base = method.removesuffix("_ar")
             shape = (("trend" if base == "harmonic" else "recent trend") if not self.harmonics else
-                     base + " (" + ", ".join(f"{p:g} h" for p in self.harmonics) + ")")
+                     base + " (" + ", ".join(say_duration(p, clock) for p in self.harmonics) + ")")
             return f"{shape} + AR residuals"
         if method == "gp":
             kernel = self.gp.get(channel)
-            periods = ", ".join(f"{p:g} h" for p in kernel.periods) if kernel else ""
+            periods = ", ".join(say_duration(p, clock) for p in kernel.periods) if kernel else ""
             return "Gaussian process" + (f" ({periods})" if periods else "")
         return method

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from levy_core.data.times import TIME_UNITS
+from levy_core.data.durations import say_time
 from levy_core.episodes.cutoffs import median_midpoint
 from levy_core.episodes.tasks import PER_SERIES_DEFAULT, EpisodeBuilder, Split, TaskConfig
 
@@ -100,10 +100,9 @@ def _takes_part(times: np.ndarray, task: TaskConfig) -> bool:
 
 
 def time_in_unit(hours: float, unit: str | None) -> str:
-    """A time of the pipeline's clock (hours) in the data's unit ("730.5 days", "24 h")."""
-    if unit in TIME_UNITS and unit != "hours":
-        return f"{hours / TIME_UNITS[unit]:g} {unit}"
-    return f"{hours:g} h"
+    """A time of the pipeline's clock (hours) in the data's clock ("730.5 days", "24 hours",
+    "2 years after each series' first observation": `say_time`)."""
+    return say_time(hours, unit)
 
 
 def left_out_note(training: dict[str, Any] | None, unit: str | None = None) -> str | None:

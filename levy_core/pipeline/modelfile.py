@@ -34,8 +34,8 @@ from levy_core.calibration.adaptive import AdaptiveConformal
 from levy_core.calibration.calibrate import Calibrator
 from levy_core.calibration.horizon_scale import HorizonScale
 from levy_core.calibration.query_scale import QueryScale, query_context
-from levy_core.data.clock import duration_text
 from levy_core.data.drift import DriftReference
+from levy_core.data.durations import say_duration
 from levy_core.data.recorded import RecordedReading
 from levy_core.episodes.baselines import LastValueForecaster
 from levy_core.episodes.scaling import ChannelScaler
@@ -48,6 +48,7 @@ from levy_core.offsets.spec import BaseForecastSpec
 from levy_core.pipeline.left_out import left_out_note
 from levy_core.pipeline.model_loading import ModelLoadError, model_parts, read_meta
 from levy_core.pipeline.predictive import Predictive, predictives
+from levy_core.pipeline.user_units import readable_summary
 from levy_core.runtime.atomic import (
     UnsafeTargetError,
     check_directory_target,
@@ -103,18 +104,19 @@ class FittedModel:
     reading: RecordedReading | None = None
 
     def offset_description(self) -> str:
-        """What the deterministic offset ``b(q)`` is, in words."""
+        """What the deterministic offset ``b(q)`` is, in words (durations in the data's clock)."""
+        clock = self.reading.clock if self.reading is not None else None
         if self.base_forecast is not None:
-            return f"a classical forecaster chosen on the rolling origins ({self.base_forecast.describe()})"
+            return f"a classical forecaster chosen on the rolling origins ({self.base_forecast.describe(clock)})"
         if self.model_config.season > 0:
-            return f"the value one season ({self.model_config.season:g} h) before the query"
+            return f"the value one season ({say_duration(self.model_config.season, clock)}) before the query"
         rate = self.levy.backbone.revert_rate.tolist()
         reverting = [c for c, r in enumerate(rate) if r > 0]
         if not reverting:
             return "the last observed value of the query's channel"
         towards = {0.0: "the training mean", 0.5: "halfway to the series' mean", 1.0: "the series' mean"}
         weights = self.levy.backbone.revert_to_series.tolist()
-        each = [f"{self.channels[c]}: half-life {duration_text(math.log(2) / rate[c] * self.model_config.time_scale, ' ')}, "
+        each = [f"{self.channels[c]}: half-life {say_duration(math.log(2) / rate[c] * self.model_config.time_scale, clock)}, "
                 f"towards {towards.get(weights[c], f'{weights[c]:g} of the series mean')}" for c in reverting]
         return (f"the last observed value of the query's channel, reverting to its level as it ages on "
                 f"{len(reverting)} of {len(rate)} channels ({'; '.join(each[:4])}{'; …' if len(each) > 4 else ''})")
@@ -145,8 +147,8 @@ class FittedModel:
 
     def left_out_note(self) -> str | None:
         """Plain words when the forecast cut-off left series of a panel out of the fit, the
-        cut-off in the data's unit (`left_out_note`)."""
-        return left_out_note(self.training, self.reading.time_unit if self.reading is not None else None)
+        cut-off in the data's clock (`left_out_note`)."""
+        return left_out_note(self.training, self.reading.clock if self.reading is not None else None)
 
     def band_note(self) -> str | None:
         """Plain words when the band is known to fall short at long leads: a forecast on
@@ -255,6 +257,7 @@ class FittedModel:
             "horizon_scale": self.horizon_scale.to_dict() if self.horizon_scale is not None else None,
             "query_scale": self.query_scale.to_dict() if self.query_scale is not None else None,
             "reading": self.reading.to_dict() if self.reading is not None else None,
+            "summary": readable_summary(self),  # in words and the data's clock, for people; never read back
             "correction_scale": {"levy": self.levy.correction_scale.tolist(),
                                  "softmax": self.twin.correction_scale.tolist() if self.twin is not None else None},
             "correction_bound": {key: [None if math.isinf(b) else b for b in model.correction_bound.tolist()]

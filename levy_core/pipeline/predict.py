@@ -12,13 +12,15 @@ import pandas as pd
 import torch
 
 from levy_core.calibration.query_scale import CONTEXT_COLUMNS
-from levy_core.data import DataError, Observations, duration_text
+from levy_core.data import DataError, Observations, calendar_duration
+from levy_core.data.calendar import calendar_steps
 from levy_core.episodes.tasks import EpisodeBuilder
 from levy_core.model.batch import Batch
 from levy_core.model.limits import MAX_HOURS
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.predictive import to_original_units
 from levy_core.pipeline.prepared import ModelData, as_model_data
+from levy_core.pipeline.user_units import cutoff_of, duration_of, refit_horizon
 from levy_core.runtime.budget import MAX_QUERIES_PER_PASS, check_budget
 
 __all__ = ["BATCH_SERIES", "HORIZON_TOLERANCE", "chunks", "horizon_note", "observed_queries", "predict_after_end", "predict_future", "predict_grid",
@@ -50,12 +52,16 @@ def horizon_note(fitted: FittedModel, leads: np.ndarray) -> str | None:
     if not beyond.any():
         return None
     far = float(leads[beyond].max())
+
+    def say(hours: float) -> str:  # in the data's unit, or a calendar length
+        return duration_of(fitted, hours)
+
     return (f"{int(beyond.sum())} of {leads.size} queries lie beyond the fitted horizon of "
-            f"{duration_text(fitted_h, ' ')}, up to {duration_text(far, ' ')} after the data's end (the farthest "
-            f"{duration_text(far - fitted_h, ' ')} past it), while the model was trained and calibrated on "
-            f"forecasts up to {duration_text(fitted_h, ' ')} ahead: there the forecast and its band extrapolate. "
-            f"Refit with --horizon {duration_text(far, at_least=True)} (or more) to forecast that far, or ask for "
-            f"times within {duration_text(fitted_h, ' ')} of the end.")
+            f"{say(fitted_h)}, up to {say(far)} after the data's end (the farthest "
+            f"{say(far - fitted_h)} past it), while the model was trained and calibrated on "
+            f"forecasts up to {say(fitted_h)} ahead: there the forecast and its band extrapolate. "
+            f"Refit with --horizon {refit_horizon(fitted, far)} (or more) to forecast that far, or ask for "
+            f"times within {say(fitted_h)} of the end.")
 
 
 def chunks(ids: list[str], size: int = BATCH_SERIES) -> list[list[str]]:
@@ -179,7 +185,7 @@ def with_context(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str],
     (which have no evidence at all). ``strict``: refuse the latter with a DataError."""
     empty = [s for s in ids if len(builder.split_indices(s)[0]) == 0]
     if empty and (strict or len(empty) == len(ids)):
-        where = (f"before the forecast cut-off ({fitted.task.cutoff_text()})" if fitted.task.kind == "forecast"
+        where = (f"before the forecast cut-off ({cutoff_of(fitted)})" if fitted.task.kind == "forecast"
                  else "outside the hold-out")
         raise DataError(f"{len(empty)} series have no observation {where}, so nothing to predict from: "
                         f"{empty[:5]}; remove them or fit with an earlier cut-off")
@@ -259,13 +265,16 @@ def query_times(times: pd.Series) -> pd.Series:
 
 def predict_future(fitted: FittedModel, data: Observations | ModelData, horizon: float, *, n_points: int = 50,
                    series_ids: list[str] | None = None, channels: list[str] | None = None, level: float = 0.9,
-                   mc_passes: int = 0) -> pd.DataFrame:
+                   mc_passes: int = 0, freq: str | None = None) -> pd.DataFrame:
     """Forecasts beyond each series' last observation, up to ``horizon`` hours after it,
     from every observation of the series' latest episode; **user ids and clock**.
 
     Returns one row per (series, channel, step) with ``series_id, channel, time`` (the
     user's hours), ``horizon`` (hours after the series' last observation) and the columns of
     [`predict_grid`][levy_core.pipeline.predict_grid]. ``channels``: default, the channels each series has observed.
+    ``freq``: date-time data only, the calendar the steps fall on (a pandas alias such as
+    ``W-SAT`` or ``MS``: `levy_core.data.calendar.calendar_steps`, at most ``n_points``
+    of them per series); None: ``n_points`` steps evenly over the horizon.
     """
     if not (np.isfinite(horizon) and horizon > 0):
         raise ValueError(f"horizon must be a positive number of hours, got {horizon}")
@@ -284,7 +293,7 @@ def predict_future(fitted: FittedModel, data: Observations | ModelData, horizon:
     per_series = check_budget("predict", {"points": n_points, "channels": n_channels, "MC passes": max(1, mc_passes)},
                               "give fewer points (horizon steps), a shorter list of channels or fewer MC passes")
     batch = max(1, min(16, MAX_QUERIES_PER_PASS // per_series))  # series per pass: the peak stays flat
-    steps = np.linspace(0.0, horizon, n_points + 1)[1:]
+    even = np.linspace(0.0, horizon, n_points + 1)[1:]
     items, meta = [], []
     for sid in user_ids:
         model_id, origin = data.clock.end_episode(str(sid), model_ids)
@@ -292,6 +301,7 @@ def predict_future(fitted: FittedModel, data: Observations | ModelData, horizon:
         codes = (np.array([builder.channel_index[c] for c in channels], np.int64) if channels is not None
                  else np.unique(s.channel))
         last = float(s.time.max())  # the model time of the series' last observation
+        steps = even if freq is None else calendar_future(data.obs, str(sid), origin + last, horizon, freq, n_points)
         items.append((model_id, np.arange(len(s.time)), np.tile(last + steps, len(codes)), np.repeat(codes, len(steps))))
         meta.append((str(sid), origin, last))
     frames = []
@@ -311,6 +321,23 @@ def predict_future(fitted: FittedModel, data: Observations | ModelData, horizon:
     if note:
         out.attrs["beyond_horizon"] = note
     return out
+
+
+def calendar_future(obs: Observations, series_id: str, last: float, horizon: float, freq: str,
+                    n_points: int) -> np.ndarray:
+    """The steps (hours after the series' last observation, ``last`` user hours) on the
+    calendar ``freq`` within ``horizon``; DataError for numeric times or a horizon shorter
+    than one step."""
+    origin = (obs.report.time_origin or {}).get(series_id)
+    if origin is None:
+        raise DataError(f"freq {freq!r} is for date-time data; these times are numbers in "
+                        f"{obs.report.input_time_unit}, which have no calendar (leave freq out)")
+    end = pd.to_datetime(origin, utc=True) + pd.Timedelta(microseconds=round(last * 3.6e9))
+    steps = calendar_steps(end, horizon, freq, n_points)
+    if not len(steps):
+        raise DataError(f"horizon {calendar_duration(horizon)} is shorter than one step of the data's calendar "
+                        f"({freq}): give a horizon of at least one step, or another --freq / freq=")
+    return steps
 
 
 def predict_after_end(fitted: FittedModel, data: Observations | ModelData, queries: pd.DataFrame, *,

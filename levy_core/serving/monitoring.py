@@ -22,6 +22,7 @@ from levy_core.pipeline.evaluation import LEVELS, coverage_checks
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.predict import split_predictions
 from levy_core.pipeline.prepared import ModelData, as_model_data
+from levy_core.pipeline.user_units import cutoff_of
 
 __all__ = ["CHANNEL_COLUMNS", "CoverageMonitor", "monitor_coverage"]
 
@@ -147,7 +148,7 @@ def _nothing_observed(fitted: FittedModel, data: ModelData) -> CoverageMonitor:
     n = len(data.builder.series)
     if fitted.task.kind == "forecast" and fitted.split.mode != "origin":
         why = (f"none of its {n:,} series has observations both before and after the model's cut-off "
-               f"({fitted.task.cutoff_text()}): there is no observed future to check the band against")
+               f"({cutoff_of(fitted)}): there is no observed future to check the band against")
     else:
         why = f"none of its {n:,} series has both context and observations to predict"
     empty = pd.DataFrame(columns=CHANNEL_COLUMNS)

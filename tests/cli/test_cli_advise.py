@@ -39,8 +39,8 @@ def test_advise_writes_the_ranked_table_and_says_it(fitted, fitted_dir, one_csv,
     np.testing.assert_allclose(table["narrowing_pct"], expected["narrowing_pct"], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(table["time"], expected["time"])  # numeric data: the data's own hours
     lines = capsys.readouterr().out.strip().splitlines()
-    assert lines == lib.sentences(2)
-    assert lines[0].startswith("measuring ") and "next 6 h band of" in lines[0]
+    assert lines == lib.sentences(2, clock="hours")  # the data are in hours: said in hours
+    assert lines[0].startswith("measuring ") and "next 6 hours band of" in lines[0]
 
 
 @pytest.mark.parametrize("extra, words", [

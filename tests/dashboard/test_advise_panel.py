@@ -55,7 +55,7 @@ def test_advice_on_a_forecast_fit_starts_at_the_cut_off() -> None:
     sid = obs.series_ids[3]
     res = SimpleNamespace(obs=obs, on_origins=False, fitted=SimpleNamespace(task=TaskConfig("forecast", cutoff=24.0)))
     seen, later, start = advice_data(res, sid)
-    assert "cut-off (24 h)" in start
+    assert "cut-off (24 hours)" in start
     assert set(seen.frame["series_id"]) == {sid} and seen.frame["time"].max() <= 24.0
     assert later is not None and later.frame["time"].min() > 24.0
     assert len(seen.frame) + len(later.frame) == int((obs.frame["series_id"] == sid).sum())

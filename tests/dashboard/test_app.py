@@ -82,7 +82,7 @@ def assert_band(fig: dict, *, mc: bool) -> None:
     assert (
         lay["xaxis"]["matches"] == "x4" and lay["xaxis2"]["matches"] == "x4"
     )  # one shared time axis
-    assert lay["xaxis4"]["title"]["text"] == "time (h)"
+    assert lay["xaxis4"]["title"]["text"] == "time (hours)"  # the data are in hours: their own clock
     has_mc = [
         t for t in fig["data"] if t.get("name", "").startswith("MC-Dropout") and "band" in t["name"]
     ]

@@ -226,7 +226,7 @@ def test_backtest_panel_shows_both_methods_over_time_and_the_guarantee():
 def test_many_series_fits_keep_the_band_panel_and_explain_the_backtest():
     at = AppTest.from_file(APP, default_timeout=180).run()
     assert at.radio(key="band_kind").options == ["Scaled Gaussian", "Conformal"]
-    assert figure(at, "band_chart")["layout"]["xaxis4"]["title"]["text"] == "time (h)"
+    assert figure(at, "band_chart")["layout"]["xaxis4"]["title"]["text"] == "time (hours)"
     show(at, "Backtest")
     assert any("rolling origins" in i.value for i in at.info)
 

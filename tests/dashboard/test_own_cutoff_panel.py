@@ -16,7 +16,7 @@ from levy_dashboard.fitting.fits import FitResult
 from levy_dashboard.services.advise import advice_data
 from levy_dashboard.session import state
 
-from levy_core.data import load_sample
+from levy_core.data import TIME_UNITS, load_sample, user_time_unit
 from levy_core.episodes.tasks import TaskConfig
 
 
@@ -48,7 +48,8 @@ def test_the_band_draws_the_series_own_cutoff(own: FitResult) -> None:
         channel = own.data.channels_of(sid, own.fitted.channels)[0]
         inputs = services.band.band_inputs(own.key, own, sid, channel, 0.9, "conformal", 0)
         t = pts.loc[pts["series_id"] == sid, "time"]
-        assert inputs.cutoff == pytest.approx(t.min() + 0.5 * (t.max() - t.min()))
+        hours_per = TIME_UNITS[user_time_unit(own.obs)]  # the band is drawn on the data's clock (days)
+        assert inputs.cutoff * hours_per == pytest.approx(t.min() + 0.5 * (t.max() - t.min()))
         drawn.add(round(float(inputs.cutoff), 6))
     assert len(drawn) == 3, "each series its own line"
 
@@ -61,7 +62,7 @@ def test_advice_starts_at_the_series_own_cutoff() -> None:
     res = SimpleNamespace(obs=obs, on_origins=False, fitted=SimpleNamespace(task=TaskConfig("forecast",
                                                                                              cutoff_fraction=0.25)))
     seen, later, start = advice_data(res, sid)
-    assert f"({cut:g} h, at 25 % of each series' own span)" in start
+    assert f"({cut:g} hours, at 25 % of each series' own span)" in start  # no recorded clock: hours
     assert seen.frame["time"].max() <= cut and later is not None and later.frame["time"].min() > cut
 
 

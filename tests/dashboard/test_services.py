@@ -409,7 +409,8 @@ def test_band_inputs_bands_are_with_bands(res: FitResult, pick: tuple[str, str])
         expected = pipeline.with_bands(plain, res.fitted, level, kind)
         assert_same(inputs.grid[["lower", "upper", "mc_lower", "mc_upper"]],
                     expected[["lower", "upper", "mc_lower", "mc_upper"]])
-        assert_same(inputs.grid, expected)
+        assert_same(inputs.grid.drop(columns="when"), expected)
+        np.testing.assert_array_equal(inputs.grid["when"], expected["time"])  # the sample's clock: hours
         assert (inputs.series_id, inputs.channel, inputs.level, inputs.show_mc) == (sid, ch, level, True)
         assert inputs.band_label == ("conformal" if kind == "conformal" else "scaled Gaussian")
 
@@ -443,7 +444,7 @@ def test_band_inputs_points_are_the_series_channel_without_unused(res: FitResult
     pts = some_unused(res.data)
     inputs = services.band.band_inputs(f"{res.key}~some-unused", res, sid, ch, 0.9, "gaussian", MC)  # its own key
     expected = pts[(pts["series_id"] == sid) & (pts["channel"] == ch) & (pts["role"] != "unused")]
-    assert_same(inputs.points, expected)
+    assert_same(inputs.points.drop(columns="when"), expected)
     assert set(inputs.points["series_id"]) == {sid} and set(inputs.points["channel"]) == {ch}
     assert set(inputs.points["role"]) == {"context", "held-out"}
     assert ((pts["series_id"] == sid) & (pts["channel"] == ch) & (pts["role"] == "unused")).any()
@@ -466,7 +467,7 @@ def test_the_reports_band_is_band_figure(res: FitResult, pick: tuple[str, str]):
     inputs = services.band.band_inputs(res.key, res, *pick, 0.8, "conformal", MC)
     assert inputs.figure_arguments() == {"series_id": pick[0], "channel": pick[1], "level": 0.8,
                                          "band_label": "conformal", "show_mc": True, "cutoff": None,
-                                         "time_axis": "time (h)"}
+                                         "time_axis": "time (hours)"}
     direct = charts.band_figure(inputs.grid, inputs.points, **inputs.figure_arguments())
     gathered = services.report.report_inputs(res.key, res, MC, series_id=pick[0], channel=pick[1], level=0.8,
                                              kind="conformal")

@@ -230,3 +230,15 @@ def test_drift_statistics_are_in_the_data_units(fitted) -> None:
     for channel, ref in fitted.drift.channels.items():
         assert np.isclose(ref.minimum, fitted.scaler.minimum[channel])
         assert np.isclose(ref.maximum, fitted.scaler.maximum[channel])
+
+
+def test_sampling_flags_speak_the_datas_clock(reference, fresh) -> None:
+    """The same thinned data read in days: the rates per day and the gaps in days (the
+    reference's hours are the same hours, said in the data's unit); hours say hours."""
+    thin = fresh.sample(frac=1 / 8, random_state=0)
+    hours = check_drift(reference, from_frame(thin)).flags
+    assert all("observations per hour" in m and " hours" in m for m in hours["message"])
+    days = check_drift(reference, from_frame(thin.assign(time=thin["time"] / 24.0), time_unit="days")).flags
+    assert not days.empty and set(days["figure"]) == {"observations per day of series span"}
+    assert all("observations per day" in m and " days" in m and " hours" not in m for m in days["message"])
+    np.testing.assert_allclose(days["training"].to_numpy(), hours["training"].to_numpy() * 24.0)

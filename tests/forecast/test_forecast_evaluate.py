@@ -178,7 +178,7 @@ def test_backtest_windows_hold_every_observation_after_each_cutoff(backtests, ni
             inside = (rows[f"Lévy-lo-{level}"] <= rows["y"]) & (rows["y"] <= rows[f"Lévy-hi-{level}"])
             assert scores.coverage[level] == pytest.approx(inside.mean(), abs=1e-12)
     assert refit.scores()["n_queries"].sum() == len(frame) == refit.overall()["n_queries"]
-    assert "Backtest over 2 windows of h = 6 h every 6 h (one model per window)" in refit.summary()
+    assert "Backtest over 2 windows of h = 6 hours every 6 hours (one model per window)" in refit.summary()
 
 
 def test_refit_fits_a_model_per_window_and_refit_false_one(backtests) -> None:

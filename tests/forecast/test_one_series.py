@@ -71,7 +71,7 @@ def test_queries_past_the_fitted_horizon_are_warned_by_name(fitted_cycle: LevyFo
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fitted_cycle.predict(h="12h", level=[90])  # within: no warning
-    with pytest.warns(BeyondHorizonWarning, match=r"beyond the fitted horizon.*12 h ahead.*--horizon 2d"):
+    with pytest.warns(BeyondHorizonWarning, match=r"beyond the fitted horizon.*12 hours ahead.*--horizon 2d"):
         fitted_cycle.predict(h="48h", level=[90])
 
 
@@ -90,8 +90,8 @@ def test_calendar_lengths_a_hair_past_the_horizon_are_within_it_and_the_refit_ho
     assert horizon_note(fitted, np.array([ten_years / 2, ten_years + 13.8])) is None
     far = ten_years * (1 + 2 * HORIZON_TOLERANCE)
     note = horizon_note(fitted, np.array([ten_years / 2, ten_years, far]))
-    assert note is not None and note.startswith("1 of 3 queries lie beyond the fitted horizon of 10 y")
-    assert "up to 10.2 y after the data's end (the farthest 10.4 w past it)" in note
+    assert note is not None and note.startswith("1 of 3 queries lie beyond the fitted horizon of 10 years")
+    assert "up to 10.2 years after the data's end (the farthest 2.4 months past it)" in note
     refit = note.split("Refit with --horizon ")[1].split(" ")[0]
     assert refit == "10.2y" and parse_duration(refit, "hours") >= far * (1 - 1e-9)
     many = SimpleNamespace(split=SimpleNamespace(mode="series", origin_plan=None))

@@ -78,7 +78,7 @@ def test_note_words_unit_and_list() -> None:
                            "(730.5 days), 6 none after it: 0, 1, 2")
     assert note.count(",") >= LISTED and ", …;" in note
     only_late = left_out_note({"left_out": {**info, "count": 1, "by_reason": {"no_future": 1}, "series": ["p 7"]}})
-    assert only_late == ("1 of 312 series sits out of this fit: 1 has no observation after the cut-off (17532 h): "
+    assert only_late == ("1 of 312 series sits out of this fit: 1 has no observation after the cut-off (17532 hours): "
                          "p 7; fit with an earlier cut-off to include them.")
     assert left_out_note(None) is None and left_out_note({"levy": {}}) is None  # a model saved before this
 

@@ -83,7 +83,7 @@ def test_data_without_an_observed_future_says_so(fitted, new_obs) -> None:
     assert not nothing.observed and nothing.checks.empty and nothing.by_channel.empty
     assert nothing.failing() == ([], [])
     assert nothing.summary().startswith("Nothing to monitor yet")
-    assert f"cut-off ({fitted.task.cutoff:g} h)" in nothing.summary()
+    assert f"cut-off ({fitted.task.cutoff:g} hours)" in nothing.summary()
 
 
 def test_on_the_fitted_data_it_checks_the_test_split(fitted, fit_obs) -> None:

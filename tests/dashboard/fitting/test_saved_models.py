@@ -127,7 +127,7 @@ def test_data_with_no_observed_future_is_said_plainly(monkeypatch) -> None:
     fresh = upload(fresh, "so_far.csv", series_csv(24, 36, before=res.fitted.task.cutoff))
     fresh = show(fresh, "Monitoring")
     notes = [str(i.value).replace("\\", "") for i in fresh.info]
-    assert any("Nothing to monitor yet" in n and "cut-off (24 h)" in n for n in notes), notes
+    assert any("Nothing to monitor yet" in n and "cut-off (24 hours)" in n for n in notes), notes
     assert not fresh.get("plotly_chart")
 
 
