@@ -11,7 +11,7 @@ DATA ?=
 
 # Bytecode caches (__pycache__, gitignored) are written by every target, even where the shell sets
 # PYTHONDONTWRITEBYTECODE: pip installs with --no-compile (compiling all of torch, Ray, SciPy and
-# the rest up front took 75 s of a 131 s install), then levy_dashboard.precompile imports what the
+# the rest up front took 75 s of a 131 s install), then levy_dashboard.server.precompile imports what the
 # dashboard and a fit run, once (about 14 s), so that the first `make dashboard` does not compile
 # it; without the caches every process would compile what it imports again (each test worker's
 # collection 9.3 s instead of 5.7 s)
@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt -e ".[dashboard,test,ray,docs]"
-	$(BIN)/python -m levy_dashboard.precompile
+	$(BIN)/python -m levy_dashboard.server.precompile
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -6,7 +6,7 @@ on few), three Lévy models are fitted in this process with one thread and score
 test split (CRPS, normalised units, as ``levy evaluate`` reports it):
 
 * **dashboard**: the dashboard's default ``FitSettings`` (40 epochs, early stopping, the
-  600 s safety cap) through ``levy_dashboard.fits.fit_configs`` — what a Refit or an upload runs;
+  600 s safety cap) through ``levy_dashboard.fitting.fits.fit_configs`` — what a Refit or an upload runs;
 * **levy fit**: ``levy fit``'s defaults (``TrainConfig()``: 40 epochs, no cap; size auto);
 * **old 3.5 s budget** (for reference): the dashboard's previous default, 200 epochs cut
   by a 3.5 s wall-clock budget — its result depends on the machine's load.
@@ -32,7 +32,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from levy_dashboard.fits import FitSettings, fit_configs  # noqa: E402
+from levy_dashboard.fitting.fits import FitSettings, fit_configs  # noqa: E402
 
 from levy_core import pipeline  # noqa: E402
 from levy_core.data import SAMPLES, read_csv  # noqa: E402

@@ -16,7 +16,7 @@ install``) open it at once. Each session:
    counted as "while others fit";
 5. downloads its fitted model (Fit tab) — then compared with the **single-user run**: the
    same file fitted in this process with the dashboard's default settings and the fit
-   workers' one thread (``levy_dashboard.fits.fit_model``); predictions on a grid must be equal
+   workers' one thread (``levy_dashboard.fitting.fits.fit_model``); predictions on a grid must be equal
    bit for bit.
 
 The server's peak memory is sampled from /proc every 0.2 s: the server process alone and
@@ -192,7 +192,7 @@ async def run_sessions(url: str, csvs: list[Path], flips: int) -> list[dict]:
 def single_user_predictions(csv: Path, cache: dict) -> np.ndarray:
     """The file fitted alone, in this process, as the dashboard fits it (default settings, one thread)."""
     if csv.name not in cache:
-        from levy_dashboard import fits
+        from levy_dashboard.fitting import fits
 
         from levy_core import pipeline
         from levy_core.data import read_csv
@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         print(line, flush=True)
         buf.write(line + "\n")
 
-    from levy_dashboard.fit_pool import cores, default_workers, fit_niceness
+    from levy_dashboard.fitting.fit_pool import cores, default_workers, fit_niceness
 
     say(f"# benchmarks/load.py {' '.join(argv or sys.argv[1:])} — {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, "
         f"{cores()} cores, fit workers {args.fit_workers or default_workers()}, fit niceness "

@@ -10,9 +10,11 @@ from __future__ import annotations
 # this folder is the installed package levy_dashboard (pyproject's package-dir): `make install`
 # or `pip install -e ".[dashboard]"` first, then `levy dashboard` or `streamlit run dashboard/app.py`
 import streamlit as st
-from levy_dashboard import controller, services, state, widgets
-from levy_dashboard.markup import plain
+from levy_dashboard import services
+from levy_dashboard.display import widgets
+from levy_dashboard.display.markup import plain
 from levy_dashboard.services.fit import FitResult
+from levy_dashboard.session import controller, state
 from levy_dashboard.views import advise as advise_view
 from levy_dashboard.views import (
     backtest,

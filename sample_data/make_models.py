@@ -13,12 +13,12 @@ of the directory's size). The data file's SHA-256 is in its ``model.json``
 (``source_sha256``, recorded by ``levy fit``).
 ``sample_data/models/manifest.json`` records, per sample, the file, its SHA-256, the
 exact command and environment, and the torch version. ``make dashboard`` opens these
-models with no fit (``dashboard/shipped.py``); ``tests/project/test_sample_models.py`` checks that
+models with no fit (``dashboard/fitting/shipped.py``); ``tests/project/test_sample_models.py`` checks that
 each one is what its recorded command produces.
 
 One thread (``--threads 1``): a fit is bit-for-bit reproducible only with the same
 number of intra-op threads (reductions are split differently), and the dashboard's fit
-workers also run with one (``dashboard/fit_pool.py``).
+workers also run with one (``dashboard/fitting/fit_pool.py``).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ MODELS = HERE / "models"
 MANIFEST = "manifest.json"
 # The environment every shipped fit runs in: one intra-op thread (see the module docstring).
 ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-# The dashboard's default settings (dashboard/fits.py, FitSettings): seed 0, the small model,
+# The dashboard's default settings (dashboard/fitting/fits.py, FitSettings): seed 0, the small model,
 # at most 40 epochs with early stopping, 20 MC-Dropout passes for the twin's calibration. No
 # time cap: a shipped model is trained to the end (early stopping or the 40 epochs) however
 # busy the machine (the dashboard's cap of 600 s per model changes nothing when not reached).

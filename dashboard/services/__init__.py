@@ -5,7 +5,7 @@ concept — the only place the views reach the library through.
   reading it once (``st.cache_resource`` by the file's SHA-256, the column mapping and the
   time unit), the Data panel's preview;
 * ``fit``: the settings and their limits, the fit store and the server's pool of fit
-  workers, shipped and saved models, the model download (``controller.py`` decides which
+  workers, shipped and saved models, the model download (``session/controller.py`` decides which
   model a session shows);
 * ``band``: the series and channels offered, the dense grid of one series and channel
   (one model pass, cached) and its bands at a level and type;
@@ -26,7 +26,7 @@ times are shown in) or the fit key and its own arguments; the fitted model is pa
 unhashed ``_res`` argument, so the key must say exactly which model on which data it is. No
 cached value holds anything of one session's (its file name, its fit time). No service builds a figure (``charts``
 does, called by the views) or lays out a widget (the views do); tables are laid out by
-``tables`` and mapped to the user's ids and clock by ``user_clock``.
+``display.tables`` and mapped to the user's ids and clock by ``data.user_clock``.
 """
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
-from levy_dashboard import user_clock
-from levy_dashboard.fits import FitResult, fast
-from levy_dashboard.inputs import BAND_LABELS, BandInputs, parse_query_id, query_id
+from levy_dashboard.data import user_clock
+from levy_dashboard.display.chart_inputs import BAND_LABELS, BandInputs, parse_query_id, query_id
+from levy_dashboard.fitting.fits import FitResult, fast
 
 from levy_core import pipeline
 from levy_core.data import DataError, user_time_label

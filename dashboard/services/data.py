@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import streamlit as st
-from levy_dashboard import user_clock
-from levy_dashboard.sources import (
+from levy_dashboard.data import user_clock
+from levy_dashboard.data.sources import (
     DEFAULT_SAMPLE,
     DataSource,
     check_upload_size,

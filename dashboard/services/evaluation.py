@@ -12,9 +12,14 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
-from levy_dashboard import tables
-from levy_dashboard.fits import FitResult
-from levy_dashboard.tables import GUARANTEE_CAPTION, backtest_table, bound_text, metrics_table
+from levy_dashboard.display import tables
+from levy_dashboard.display.tables import (
+    GUARANTEE_CAPTION,
+    backtest_table,
+    bound_text,
+    metrics_table,
+)
+from levy_dashboard.fitting.fits import FitResult
 
 from levy_core import pipeline
 from levy_core.serving.csv_safety import to_safe_csv

@@ -16,8 +16,8 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
-from levy_dashboard import user_clock
-from levy_dashboard.fits import FitResult
+from levy_dashboard.data import user_clock
+from levy_dashboard.fitting.fits import FitResult
 from levy_dashboard.services.band import model_ids, model_points, time_axis
 
 from levy_core import pipeline

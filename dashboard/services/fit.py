@@ -1,10 +1,10 @@
 """Fit: which model a session draws and how it gets one — the fit settings and their limits,
-the process-wide fit store (``fits``), the server's pool of fit workers (``fit_pool``), the
-models shipped with the bundled samples (``shipped``) and models opened from a zip
-(``saved_models``).
+the process-wide fit store (``fitting.fits``), the server's pool of fit workers
+(``fitting.fit_pool``), the models shipped with the bundled samples (``fitting.shipped``) and
+models opened from a zip (``fitting.saved_models``).
 
-The plain modules underneath hold no Streamlit rendering; this is the views' and the
-controller's one way to them (``controller.py`` decides, per run, which model a session
+The plain modules underneath (the ``fitting`` package) hold no Streamlit rendering; this is the views' and the
+controller's one way to them (``session/controller.py`` decides, per run, which model a session
 shows). Cache wrappers: ``shipped_model`` (once per server), ``model_zip`` (the download)
 and ``cutoff_range``; the store itself is ``fits``'.
 """
@@ -17,9 +17,11 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
-from levy_dashboard import fit_pool, tables
-from levy_dashboard.fit_pool import JobView
-from levy_dashboard.fits import (
+from levy_dashboard.data.sources import DataSource
+from levy_dashboard.display import tables
+from levy_dashboard.fitting import fit_pool
+from levy_dashboard.fitting.fit_pool import JobView
+from levy_dashboard.fitting.fits import (
     FitResult,
     FitSettings,
     SessionLimits,
@@ -43,15 +45,14 @@ from levy_dashboard.fits import (
     submit_twin,
     transform_error,
 )
-from levy_dashboard.saved_models import (
+from levy_dashboard.fitting.saved_models import (
     OpenedModel,
     apply_model,
     open_model,
     opened_key,
     recorded_reading,
 )
-from levy_dashboard.shipped import ShippedModel, load_shipped, shipped_key, shipped_result
-from levy_dashboard.sources import DataSource
+from levy_dashboard.fitting.shipped import ShippedModel, load_shipped, shipped_key, shipped_result
 
 from levy_core import pipeline
 from levy_core.data import DataError, Observations

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-from levy_dashboard import tables
-from levy_dashboard.fits import FitResult
-from levy_dashboard.tables import GUARANTEE_CAPTION
+from levy_dashboard.display import tables
+from levy_dashboard.display.tables import GUARANTEE_CAPTION
+from levy_dashboard.fitting.fits import FitResult
 
 from levy_core import pipeline
 from levy_core.data.drift import DENSITY_FACTOR, MIN_VALUES, RANGE_MARGIN, VALUE_SHARE

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-from levy_dashboard import user_clock
-from levy_dashboard.fits import FitResult, fast
-from levy_dashboard.inputs import (
+from levy_dashboard.data import user_clock
+from levy_dashboard.display.chart_inputs import (
     BAND_LABELS,
     FutureInputs,
     OriginInputs,
     history_frame,
     origin_frames,
 )
+from levy_dashboard.fitting.fits import FitResult, fast
 from levy_dashboard.services.band import model_points, time_axis
 from levy_dashboard.services.evaluation import evaluation
 

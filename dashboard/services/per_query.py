@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-from levy_dashboard.fits import FitResult
+from levy_dashboard.fitting.fits import FitResult
 from levy_dashboard.services.evaluation import evaluation
 
 from levy_core.data import TIME_UNITS, DataError, Observations, user_time_unit

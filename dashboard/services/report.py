@@ -5,8 +5,8 @@ other services' caches (``ReportInputs``); ``report.build_report`` turns it into
 
 from __future__ import annotations
 
-from levy_dashboard.fits import FitResult
-from levy_dashboard.inputs import ReportInputs
+from levy_dashboard.display.chart_inputs import ReportInputs
+from levy_dashboard.fitting.fits import FitResult
 from levy_dashboard.services.band import GUARANTEE, band_inputs, time_axis
 from levy_dashboard.services.evaluation import (
     calibration_curves,

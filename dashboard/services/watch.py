@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import streamlit as st
-from levy_dashboard import user_clock
-from levy_dashboard.fits import FitResult
+from levy_dashboard.data import user_clock
+from levy_dashboard.fitting.fits import FitResult
 
 from levy_core.data import DataError
 from levy_core.decisions.watch import WatchCalibration, calibrate_watch, watch

@@ -9,10 +9,12 @@ a suggestion redraws one target's band as it would be, the hypothetical observat
 from __future__ import annotations
 
 import streamlit as st
-from levy_dashboard import services, state, widgets
+from levy_dashboard import services
 from levy_dashboard.charts.advise import advice_figure
-from levy_dashboard.markup import plain
+from levy_dashboard.display import widgets
+from levy_dashboard.display.markup import plain
 from levy_dashboard.services.fit import FitResult
+from levy_dashboard.session import state
 
 from levy_core.data import DataError
 

@@ -9,10 +9,12 @@ words with the walk's long-run coverage and bound (``evaluate``'s result).
 from __future__ import annotations
 
 import streamlit as st
-from levy_dashboard import charts, services, state, widgets
-from levy_dashboard.markup import plain
+from levy_dashboard import charts, services
+from levy_dashboard.display import widgets
+from levy_dashboard.display.markup import plain
+from levy_dashboard.display.widgets import View
 from levy_dashboard.services.fit import FitResult
-from levy_dashboard.widgets import View
+from levy_dashboard.session import state
 
 WINDOW = 10  # test origins per point of the coverage-over-time chart
 

@@ -8,9 +8,11 @@ held-out observations.
 from __future__ import annotations
 
 import streamlit as st
-from levy_dashboard import services, state, widgets
+from levy_dashboard import services
+from levy_dashboard.display import widgets
+from levy_dashboard.display.widgets import View
 from levy_dashboard.services.fit import FitResult
-from levy_dashboard.widgets import View
+from levy_dashboard.session import state
 
 
 def controls(res: FitResult) -> View:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-from levy_dashboard import charts, report, services, state, widgets
-from levy_dashboard.markup import plain
+from levy_dashboard import charts, services
+from levy_dashboard.display import report, widgets
+from levy_dashboard.display.markup import plain
+from levy_dashboard.display.widgets import View
 from levy_dashboard.services.fit import FitResult
-from levy_dashboard.widgets import View
+from levy_dashboard.session import state
 
 
 def _curves_section(curves: dict) -> None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import streamlit as st
-from levy_dashboard import charts, services, state
-from levy_dashboard.controller import Choice
-from levy_dashboard.markup import plain
+from levy_dashboard import charts, services
+from levy_dashboard.display.markup import plain
 from levy_dashboard.services.fit import FitResult
+from levy_dashboard.session import state
+from levy_dashboard.session.controller import Choice
 
 from levy_core.data import TIME_UNITS, ColumnMapping, DataError, Observations
 

@@ -11,10 +11,12 @@ import functools
 
 import pandas as pd
 import streamlit as st
-from levy_dashboard import charts, services, state, widgets
-from levy_dashboard.markup import plain
+from levy_dashboard import charts, services
+from levy_dashboard.display import widgets
+from levy_dashboard.display.markup import plain
+from levy_dashboard.display.widgets import View
 from levy_dashboard.services.fit import FitResult
-from levy_dashboard.widgets import View
+from levy_dashboard.session import state
 
 
 def _origin_of(cd: list | tuple) -> float | None:

@@ -1,7 +1,7 @@
 """Panel 2 · Fit: what the current model is, and this session's fit as it runs (its place in
 the queue, then its epochs) in a fixed slot under the title.
 
-Which model a session draws is ``controller.py``'s; this module only lays it out.
+Which model a session draws is ``session/controller.py``'s; this module only lays it out.
 """
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import time
 from typing import Any
 
 import streamlit as st
-from levy_dashboard import charts, controller, services, state
-from levy_dashboard.markup import plain
+from levy_dashboard import charts, services
+from levy_dashboard.display.markup import plain
 from levy_dashboard.services.fit import FitResult
+from levy_dashboard.session import controller, state
 
 FOLLOW_EVERY_S = 0.5  # how often a waiting session looks at its job
 

@@ -9,10 +9,12 @@ horizon. A horizon that cannot be read is an ``st.error``; the chart keeps the l
 from __future__ import annotations
 
 import streamlit as st
-from levy_dashboard import services, state, widgets
-from levy_dashboard.markup import plain
+from levy_dashboard import services
+from levy_dashboard.display import widgets
+from levy_dashboard.display.markup import plain
+from levy_dashboard.display.widgets import View
 from levy_dashboard.services.fit import FitResult
-from levy_dashboard.widgets import View
+from levy_dashboard.session import state
 
 from levy_core.data import DataError
 

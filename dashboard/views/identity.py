@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import streamlit as st
-from levy_dashboard import charts, services, state, widgets
-from levy_dashboard.markup import plain
+from levy_dashboard import charts, services
+from levy_dashboard.display import widgets
+from levy_dashboard.display.markup import plain
+from levy_dashboard.display.widgets import View
 from levy_dashboard.services.fit import FitResult
-from levy_dashboard.widgets import View
+from levy_dashboard.session import state
 
 DRAW_CHOICES = [500, 1000, 2000, 5000, 20000]
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import streamlit as st
-from levy_dashboard import charts, services, state
-from levy_dashboard.markup import plain
+from levy_dashboard import charts, services
+from levy_dashboard.display.markup import plain
 from levy_dashboard.services.fit import FitResult
+from levy_dashboard.session import state
 
 
 def _render_drift(res: FitResult) -> None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import streamlit as st
-from levy_dashboard import charts, services, state
+from levy_dashboard import charts, services
 from levy_dashboard.services.fit import FitResult
+from levy_dashboard.session import state
 
 
 def _open(series_id: str) -> None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import streamlit as st
-from levy_dashboard import controller, services, state
-from levy_dashboard.controller import Choice
-from levy_dashboard.markup import plain
+from levy_dashboard import services
+from levy_dashboard.display.markup import plain
 from levy_dashboard.services.data import DataSource
 from levy_dashboard.services.fit import FitSettings
+from levy_dashboard.session import controller, state
+from levy_dashboard.session.controller import Choice
 
 from levy_core.data import SAMPLES, TIME_UNITS, DataError, Observations, user_time_unit
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import streamlit as st
-from levy_dashboard import services, state
+from levy_dashboard import services
 from levy_dashboard.charts.watch import watch_figure
-from levy_dashboard.markup import plain
+from levy_dashboard.display.markup import plain
 from levy_dashboard.services.fit import FitResult
 from levy_dashboard.services.watch import Replay
+from levy_dashboard.session import state
 
 PLAY_EVERY_S = 0.8  # seconds between two steps of the replay while it plays
 HOW_TO_READ = (

@@ -20,7 +20,7 @@ LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 DASHBOARD_SETTINGS: dict[str, str] = {
     # Streamlit's own cap on an upload, in MB (the browser counts 10^6 bytes a MB): above the
-    # 50 MiB (52.4 MB) the dashboard reads (levy_dashboard.sources.MAX_UPLOAD_BYTES), so that
+    # 50 MiB (52.4 MB) the dashboard reads (levy_dashboard.data.sources.MAX_UPLOAD_BYTES), so that
     # a larger file reaches the app and gets its message, not only the uploader's red icon
     "server.maxUploadSize": "100",
     "server.runOnSave": "false",
@@ -46,7 +46,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         if not data.exists():
             raise DataError(f"{data}: no such file; give a CSV of observations or no argument for the sample")
         env["LEVY_DASHBOARD_DATA"] = str(data.resolve())
-    env.update({"LEVY_DASHBOARD_FIT_WORKERS": str(args.fit_workers)} if args.fit_workers else {})  # fit_pool.py
+    env.update({"LEVY_DASHBOARD_FIT_WORKERS": str(args.fit_workers)} if args.fit_workers else {})  # dashboard/fitting/fit_pool.py
     dashboard_app()  # installed, or a message that says how to install it
     check_listen_host(args.host, args.port)
     cmd = streamlit_command(args.port, headless=args.headless, host=args.host)
@@ -114,6 +114,6 @@ def streamlit_command(port: int, *, headless: bool = True, host: str = "localhos
     `DASHBOARD_SETTINGS` follow as flags (the upload cap, errors shown by type only,
     the theme): the command needs no particular working directory."""
     settings = [part for name, value in DASHBOARD_SETTINGS.items() for part in (f"--{name}", value)]
-    return [sys.executable, "-m", "levy_dashboard.serve", "run", str(dashboard_app()),
+    return [sys.executable, "-m", "levy_dashboard.server.serve", "run", str(dashboard_app()),
             "--server.headless", str(headless).lower(), "--server.port", str(port),
             "--server.address", host, *settings]

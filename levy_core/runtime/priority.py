@@ -9,7 +9,7 @@ Niceness decides only who runs first, never what is computed: a fit's result is 
 bit for bit at any niceness, and on idle cores a niced fit runs as fast as before.
 
 - ``levy fit`` lowers its priority to `FIT_NICE` (``--nice N``, 0 to 19; 0 keeps the
-  shell's); the dashboard's fit workers to 19 (``dashboard/fit_pool.py``).
+  shell's); the dashboard's fit workers to 19 (``dashboard/fitting/fit_pool.py``).
 - `lower_priority` raises the niceness of every thread of the process (which needs no
   privilege; lowering it again would). On Linux niceness is per thread and a new thread
   inherits its creator's, so called before torch starts its OpenMP and inter-op threads,

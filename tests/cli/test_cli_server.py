@@ -25,7 +25,7 @@ def option(cmd: list[str], name: str) -> str:
 
 def test_streamlit_command_listens_on_localhost_by_default() -> None:
     cmd = streamlit_command(8123)
-    assert cmd[:4] == [sys.executable, "-m", "levy_dashboard.serve", "run"]
+    assert cmd[:4] == [sys.executable, "-m", "levy_dashboard.server.serve", "run"]
     assert Path(cmd[4]) == ROOT / "dashboard" / "app.py"
     assert option(cmd, "--server.address") == "localhost"
     assert option(cmd, "--server.port") == "8123"
@@ -156,4 +156,4 @@ def test_levy_dashboard_hands_over_without_loading_torch() -> None:
     run = subprocess.run([sys.executable, "-c", _DASHBOARD_IN_A_FRESH_PROCESS], capture_output=True, text=True,
                          cwd=ROOT, timeout=120, check=False)
     assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.split() == ["exec", "levy_dashboard.serve", "0", "False", "False"], run.stdout
+    assert run.stdout.split() == ["exec", "levy_dashboard.server.serve", "0", "False", "False"], run.stdout

@@ -24,7 +24,7 @@ import functools
 
 import pytest
 import streamlit as st
-from levy_dashboard import fit_pool
+from levy_dashboard.fitting import fit_pool
 from streamlit.components.v2 import manifest_scanner
 
 # Every AppTest scans the metadata of every installed distribution for Streamlit components

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from dash_helpers import figure, show, start
-from levy_dashboard import state
+from levy_dashboard.session import state
 
 
 @pytest.mark.integration

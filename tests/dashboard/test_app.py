@@ -14,9 +14,11 @@ import re
 
 import pytest
 from dash_helpers import figure, long_csv, session_model, show, start, wide_csv
-from levy_dashboard import fit_pool, report, services
+from levy_dashboard import services
 from levy_dashboard.charts import LEVY, MC
-from levy_dashboard.state import PANELS
+from levy_dashboard.display import report
+from levy_dashboard.fitting import fit_pool
+from levy_dashboard.session.state import PANELS
 from streamlit.testing.v1 import AppTest
 
 from levy_core import pipeline
@@ -324,7 +326,7 @@ def test_uploaded_csv_every_panel(name: str, data: bytes, n_series: int):
 
 
 def rendered(markdown: str) -> str:
-    """What a reader sees of markdown the app escaped (``levy_dashboard.markup.plain``: backslash
+    """What a reader sees of markdown the app escaped (``levy_dashboard.display.markup.plain``: backslash
     escapes, and invisible word joiners where a link would start)."""
     return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
 

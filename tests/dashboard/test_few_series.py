@@ -17,8 +17,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from dash_helpers import APP, SAMPLE_DIR, csv_frame, figure, session_model, show, start
-from levy_dashboard import report, services, tables
-from levy_dashboard.state import PANELS
+from levy_dashboard import services
+from levy_dashboard.display import report, tables
+from levy_dashboard.session.state import PANELS
 from streamlit.testing.v1 import AppTest
 
 from levy_core import pipeline

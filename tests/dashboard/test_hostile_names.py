@@ -1,4 +1,4 @@
-"""Nothing from an upload rendered as markup (dashboard/markup.py ``plain``): every panel walked
+"""Nothing from an upload rendered as markup (dashboard/display/markup.py ``plain``): every panel walked
 with hostile channel, series and file names; no markdown body the app sends carries a link,
 an image or an auto-linkable address that came from the data."""
 
@@ -10,8 +10,8 @@ import re
 import pandas as pd
 import pytest
 from dash_helpers import long_csv, show, start
-from levy_dashboard import state
-from levy_dashboard.markup import JOINER, plain
+from levy_dashboard.display.markup import JOINER, plain
+from levy_dashboard.session import state
 
 pytestmark = pytest.mark.integration
 

@@ -11,9 +11,10 @@ from types import SimpleNamespace
 import pytest
 from dash_helpers import start
 from follow_up import SINGLE, pbc_like
-from levy_dashboard import services, state
-from levy_dashboard.fits import FitResult
+from levy_dashboard import services
+from levy_dashboard.fitting.fits import FitResult
 from levy_dashboard.services.advise import advice_data
+from levy_dashboard.session import state
 
 from levy_core.data import TIME_UNITS, load_sample, user_time_unit
 from levy_core.episodes.tasks import TaskConfig

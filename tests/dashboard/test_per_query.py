@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from levy_dashboard import report, services
-from levy_dashboard.fits import FitResult
+from levy_dashboard import services
+from levy_dashboard.display import report
+from levy_dashboard.fitting.fits import FitResult
 
 from levy_core.data import from_frame
 from levy_core.metrics import risk_coverage_curve

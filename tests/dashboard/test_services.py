@@ -27,8 +27,10 @@ import pandas as pd
 import pytest
 import torch
 from dash_helpers import wide_csv
-from levy_dashboard import charts, fits, report, services, tables
-from levy_dashboard.fits import FitResult, FitSettings
+from levy_dashboard import charts, services
+from levy_dashboard.display import report, tables
+from levy_dashboard.fitting import fits
+from levy_dashboard.fitting.fits import FitResult, FitSettings
 
 from levy_core import pipeline
 from levy_core.data import ColumnMapping, DataError, Observations, preview_table

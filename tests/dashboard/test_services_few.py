@@ -9,8 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from levy_dashboard import services, tables, user_clock
-from levy_dashboard.fits import FitResult
+from levy_dashboard import services
+from levy_dashboard.data import user_clock
+from levy_dashboard.display import tables
+from levy_dashboard.fitting.fits import FitResult
 
 from levy_core import pipeline
 from levy_core.data import DataError, parse_duration, to_user_time

@@ -8,8 +8,9 @@ import io
 import pandas as pd
 import pytest
 from dash_helpers import long_csv, session_model, show, start
-from levy_dashboard import fits, services
-from levy_dashboard.markup import plain
+from levy_dashboard import services
+from levy_dashboard.display.markup import plain
+from levy_dashboard.fitting import fits
 from streamlit.testing.v1 import AppTest
 
 

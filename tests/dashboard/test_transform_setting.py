@@ -4,7 +4,7 @@ this process and in the fit pool), and read back from a saved model."""
 from __future__ import annotations
 
 import pytest
-from levy_dashboard import fit_pool, fits, saved_models
+from levy_dashboard.fitting import fit_pool, fits, saved_models
 
 from levy_core import pipeline
 

@@ -10,7 +10,8 @@ import io
 import numpy as np
 import pytest
 from follow_up import pbc_like
-from levy_dashboard import charts, fits, services
+from levy_dashboard import charts, services
+from levy_dashboard.fitting import fits
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 from dash_helpers import figure, show, start
-from levy_dashboard import state
 from levy_dashboard.charts.watch import FLAG
+from levy_dashboard.session import state
 
 from levy_core.decisions.watch import WATCH_COLUMNS
 

@@ -13,7 +13,7 @@ from levy_core.pipeline.preload import FIT_MODULES, preload_fit
 ROOT = Path(__file__).resolve().parents[2]
 
 # Both tasks with their twins and the zip round trip a fit worker makes
-# (dashboard/fit_pool.py: _fit_job, _checked_zip), after preload_fit, in a fresh process.
+# (dashboard/fitting/fit_pool.py: _fit_job, _checked_zip), after preload_fit, in a fresh process.
 _FIT_AFTER_PRELOAD = """
 import sys
 from levy_core.pipeline.preload import preload_fit

@@ -133,7 +133,8 @@ def test_views_reach_the_library_through_services_only() -> None:
     # views (and the app, the shared widgets, the fit controller) may name the library's types
     # (DataError, ColumnMapping, Observations) but call nothing in it
     allowed = {"levy_core.data", "levy_core.training.train"}
-    above = [*sources("dashboard/views"), *(ROOT / "dashboard" / name for name in ("app.py", "widgets.py", "controller.py"))]
+    above = [*sources("dashboard/views"),
+             *(ROOT / "dashboard" / name for name in ("app.py", "display/widgets.py", "session/controller.py"))]
     for path in above:
         bad = {m for m in imported_modules(path) if m.startswith("levy_core") and m not in allowed}
         assert bad == set(), path
@@ -142,7 +143,7 @@ def test_views_reach_the_library_through_services_only() -> None:
 
 def test_charts_tables_and_report_compute_from_what_they_are_given() -> None:
     # figure and table builders import neither the library nor the services (figure in, figure out)
-    for path in [*sources("dashboard/charts"), ROOT / "dashboard/tables.py", ROOT / "dashboard/report.py"]:
+    for path in [*sources("dashboard/charts"), ROOT / "dashboard/display/tables.py", ROOT / "dashboard/display/report.py"]:
         bad = {m for m in imported_modules(path) if m.startswith(("levy_core", "levy_dashboard.services", "streamlit"))}
         assert bad == set(), path
 
@@ -283,10 +284,11 @@ def test_import_levy_core_is_light() -> None:
 # ----------------------------------------------------------------------------- the dashboard's layers
 # Each kind of dashboard module and the kinds it may import (docs/architecture.md): the app lays
 # out the views; a view lays out widgets and figures and imports no other view (what several
-# share is in widgets.py); the fit controller decides which model a session draws; services
-# wrap levy_core in caches and build no figure (charts do, report lays out the HTML page);
-# "session" is state.py and markup.py; "model" the plain modules under the services (fits,
-# fit_pool, sources, saved_models, shipped, user_clock, inputs, tables).
+# share is in display/widgets.py); the fit controller (session/controller.py) decides which
+# model a session draws; services wrap levy_core in caches and build no figure (charts do,
+# display/report.py lays out the HTML page); "session" is session/state.py and
+# display/markup.py; "model" the plain modules under the services (fitting/, data/,
+# display/chart_inputs.py, display/tables.py); "serve" the server's start (server/).
 DASHBOARD = ROOT / "dashboard"
 DASHBOARD_KINDS = {
     "app": {"views", "widgets", "controller", "services", "session"},
@@ -298,7 +300,29 @@ DASHBOARD_KINDS = {
     "report": {"charts", "model"},
     "session": {"session"},
     "model": {"model"},
-    "serve": {"model"},  # serve.py starts the server (it imports the libraries the first page needs)
+    "serve": {"model"},  # server/serve.py starts the server (it imports the libraries the first page needs)
+}
+# the kind of each package, or of each module where a package groups one concept's modules of
+# several kinds (display: what people see; session: this session's keys and its model);
+# a module under no entry has no kind, and the test says where it belongs
+KIND_OF = {
+    "levy_dashboard": "model",  # the package's own __init__ (a docstring)
+    "levy_dashboard.app": "app",
+    "levy_dashboard.views": "views",
+    "levy_dashboard.services": "services",
+    "levy_dashboard.charts": "charts",
+    "levy_dashboard.fitting": "model",
+    "levy_dashboard.data": "model",
+    "levy_dashboard.server": "serve",
+    "levy_dashboard.session": "session",
+    "levy_dashboard.session.state": "session",
+    "levy_dashboard.session.controller": "controller",
+    "levy_dashboard.display": "session",
+    "levy_dashboard.display.markup": "session",
+    "levy_dashboard.display.tables": "model",
+    "levy_dashboard.display.chart_inputs": "model",
+    "levy_dashboard.display.report": "report",
+    "levy_dashboard.display.widgets": "widgets",
 }
 NO_FIGURES = {"plotly"}  # what services (and the model under them) never import
 VIEWS_NEVER = {"plotly", "torch", "numpy"}  # a view lays out: figures from charts, numbers from services
@@ -330,10 +354,22 @@ def dashboard_imports(path: Path) -> set[str]:
 
 
 def dashboard_kind(module: str) -> str:
-    head = (module.split(".") + [""])[1]
-    if head in ("app", "views", "widgets", "controller", "services", "charts", "report", "serve"):
-        return head
-    return "session" if head in ("state", "markup") else "model"
+    """The kind of ``module``: its own entry in :data:`KIND_OF`, else its package's."""
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        if (name := ".".join(parts[:end])) in KIND_OF and (end > 1 or len(parts) == 1):
+            return KIND_OF[name]
+    raise AssertionError(f"{module}: a dashboard module of no kind (give it one in KIND_OF)")
+
+
+def test_every_dashboard_module_has_a_kind_and_a_package() -> None:
+    """Every module but the app's script lives in a package of one concept; each has a kind."""
+    loose = sorted(p.name for p in DASHBOARD.glob("*.py") if p.name not in ("__init__.py", "app.py"))
+    assert loose == [], "a module of the dashboard belongs in one of its packages"
+    for path in sources("dashboard"):
+        assert dashboard_kind(dashboard_module(path)) in DASHBOARD_KINDS, path
+    with pytest.raises(AssertionError, match="no kind"):
+        dashboard_kind("levy_dashboard.loose")
 
 
 def third_party(path: Path) -> set[str]:
@@ -347,7 +383,7 @@ def dashboard_violations(path: Path, module: str | None = None) -> list[str]:
     bad = [f"{here} ({kind}) imports {m} ({dashboard_kind(m)})" for m in sorted(dashboard_imports(path) - {here})
            if dashboard_kind(m) not in DASHBOARD_KINDS[kind]]
     if kind == "views":
-        bad += [f"{here} imports the view {m}: share it through widgets.py" for m in sorted(dashboard_imports(path))
+        bad += [f"{here} imports the view {m}: share it through display/widgets.py" for m in sorted(dashboard_imports(path))
                 if dashboard_kind(m) == "views" and m != "levy_dashboard.views"]
         bad += [f"{here} imports {m}" for m in sorted(third_party(path) & VIEWS_NEVER)]
     if kind in ("services", "model"):
@@ -384,11 +420,11 @@ def test_services_build_no_figure_not_even_through_another_module() -> None:
     plotly_users = {dashboard_module(p) for p in sources("dashboard") if "plotly" in third_party(p)}
     assert figures_reached(graph, plotly_users) == {}
     # the check itself: a service reaching plotly through a plain module, or the report through another service
-    toy = {"levy_dashboard.services.a": {"levy_dashboard.inputs"}, "levy_dashboard.inputs": set(),
-           "levy_dashboard.services.b": {"levy_dashboard.services.c"}, "levy_dashboard.services.c": {"levy_dashboard.report"}}
-    assert figures_reached(toy, {"levy_dashboard.inputs"}) == {
-        "levy_dashboard.services.a": ["levy_dashboard.inputs"], "levy_dashboard.services.b": ["levy_dashboard.report"],
-        "levy_dashboard.services.c": ["levy_dashboard.report"]}
+    toy = {"levy_dashboard.services.a": {"levy_dashboard.display.chart_inputs"}, "levy_dashboard.display.chart_inputs": set(),
+           "levy_dashboard.services.b": {"levy_dashboard.services.c"}, "levy_dashboard.services.c": {"levy_dashboard.display.report"}}
+    assert figures_reached(toy, {"levy_dashboard.display.chart_inputs"}) == {
+        "levy_dashboard.services.a": ["levy_dashboard.display.chart_inputs"], "levy_dashboard.services.b": ["levy_dashboard.display.report"],
+        "levy_dashboard.services.c": ["levy_dashboard.display.report"]}
 
 
 def test_views_import_no_other_view() -> None:
@@ -400,21 +436,21 @@ def test_views_import_no_other_view() -> None:
 @pytest.mark.parametrize(("module", "text", "expected"), [
     ("levy_dashboard.views.probe", "from levy_dashboard.views import band\n",
      ["levy_dashboard.views.probe (views) imports levy_dashboard.views.band (views)",
-      "levy_dashboard.views.probe imports the view levy_dashboard.views.band: share it through widgets.py"]),
-    ("levy_dashboard.views.probe", "from levy_dashboard.fits import FitResult\nimport plotly.graph_objects as go\n",
-     ["levy_dashboard.views.probe (views) imports levy_dashboard.fits (model)",
+      "levy_dashboard.views.probe imports the view levy_dashboard.views.band: share it through display/widgets.py"]),
+    ("levy_dashboard.views.probe", "from levy_dashboard.fitting.fits import FitResult\nimport plotly.graph_objects as go\n",
+     ["levy_dashboard.views.probe (views) imports levy_dashboard.fitting.fits (model)",
       "levy_dashboard.views.probe imports plotly"]),
     ("levy_dashboard.services.probe", "from levy_dashboard import charts\nimport plotly.graph_objects as go\n",
      ["levy_dashboard.services.probe (services) imports levy_dashboard.charts (charts)",
       "levy_dashboard.services.probe imports plotly: figures are built by charts"]),
-    ("levy_dashboard.services.probe", "from levy_dashboard.report import build_report\n",
-     ["levy_dashboard.services.probe (services) imports levy_dashboard.report (report)"]),
-    ("levy_dashboard.controller", "from levy_dashboard.widgets import show_failure\n",
-     ["levy_dashboard.controller (controller) imports levy_dashboard.widgets (widgets)"]),
+    ("levy_dashboard.services.probe", "from levy_dashboard.display.report import build_report\n",
+     ["levy_dashboard.services.probe (services) imports levy_dashboard.display.report (report)"]),
+    ("levy_dashboard.session.controller", "from levy_dashboard.display.widgets import show_failure\n",
+     ["levy_dashboard.session.controller (controller) imports levy_dashboard.display.widgets (widgets)"]),
     ("levy_dashboard.charts.probe", "from levy_dashboard.services import band\n",
      ["levy_dashboard.charts.probe (charts) imports levy_dashboard.services.band (services)"]),
-    ("levy_dashboard.fits", "from levy_dashboard.services.fit import fit_workers\n",
-     ["levy_dashboard.fits (model) imports levy_dashboard.services.fit (services)"]),
+    ("levy_dashboard.fitting.fits", "from levy_dashboard.services.fit import fit_workers\n",
+     ["levy_dashboard.fitting.fits (model) imports levy_dashboard.services.fit (services)"]),
 ])
 def test_an_import_against_the_dashboards_layers_is_caught(tmp_path: Path, module: str, text: str,
                                                             expected: list[str]) -> None:

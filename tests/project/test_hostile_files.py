@@ -432,7 +432,7 @@ def test_cli_names_an_unknown_series_in_date_time_queries(capsys, fitted_dir: Pa
 
 
 def test_upload_limit_in_mib_and_mb() -> None:
-    from levy_dashboard import sources
+    from levy_dashboard.data import sources
 
     assert sources.MAX_UPLOAD_BYTES == 50 * 2**20 and sources.upload_limit_text() == "50 MiB (52.4 MB)"
     sources.check_upload_size("ok.csv", sources.MAX_UPLOAD_BYTES)

@@ -109,8 +109,8 @@ site = Path(sys.argv[1]).resolve()
 import levy_core, levy_dashboard
 from levy_core.cli.server import dashboard_app, streamlit_command
 from levy_core.data import SAMPLE_DIR, SAMPLES, load_sample
-from levy_dashboard.shipped import MODELS_DIR, load_shipped, manifest
-from levy_dashboard.sources import DEFAULT_SAMPLE
+from levy_dashboard.fitting.shipped import MODELS_DIR, load_shipped, manifest
+from levy_dashboard.data.sources import DEFAULT_SAMPLE
 for path in (levy_core.__file__, levy_dashboard.__file__, SAMPLE_DIR, MODELS_DIR, dashboard_app()):
     assert Path(path).resolve().is_relative_to(site), path
 assert SAMPLE_DIR == site / "levy_core" / "sample_data", SAMPLE_DIR

@@ -1,4 +1,4 @@
-"""The server's fit pool (dashboard/fit_pool.py): bounded, FIFO, deterministic under load."""
+"""The server's fit pool (dashboard/fitting/fit_pool.py): bounded, FIFO, deterministic under load."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import time
 
 import numpy as np
 import pytest
-from dash_helpers import long_csv
-from levy_dashboard import fit_pool, fits
-from levy_dashboard.fit_pool import FitPool, JobView
+from dash_helpers import ROOT, long_csv
+from levy_dashboard.fitting import fit_pool, fits
+from levy_dashboard.fitting.fit_pool import FitPool, JobView
 from levy_dashboard.services.fit import status_text
 
 from levy_core import pipeline
@@ -268,8 +268,8 @@ def test_a_bad_pool_size_stops_the_server_with_a_message() -> None:
     import sys
 
     env = {**os.environ, fit_pool.ENV_WORKERS: "lots"}
-    out = subprocess.run([sys.executable, "-m", "levy_dashboard.serve", "run", "dashboard/app.py", "--server.headless",
-                          "true"], cwd=fits.__file__.rsplit("/dashboard/", 1)[0], env=env, capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "levy_dashboard.server.serve", "run", "dashboard/app.py", "--server.headless",
+                          "true"], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 2 and out.stderr.startswith("error: LEVY_DASHBOARD_FIT_WORKERS='lots'"), out.stderr
 
@@ -300,13 +300,13 @@ import sys
 import streamlit.web.cli
 
 def streamlit_main(prog_name):  # what the server finds when Streamlit would start
-    from levy_dashboard import fit_pool
+    from levy_dashboard.fitting import fit_pool
     print(len(fit_pool._pool._executor._processes), fit_pool._pool.size)
     fit_pool._pool.shutdown()
 
 streamlit.web.cli.main = streamlit_main
 sys.argv = ["serve", "run", "dashboard/app.py"]
-from levy_dashboard.serve import main
+from levy_dashboard.server.serve import main
 main()
 """
 
@@ -318,7 +318,7 @@ def test_the_server_starts_its_fit_workers_before_streamlit(monkeypatch) -> None
     import sys
 
     env = {**os.environ, fit_pool.ENV_WORKERS: "2"}
-    out = subprocess.run([sys.executable, "-c", _SERVE_WITHOUT_STREAMLIT], cwd=fits.__file__.rsplit("/dashboard/", 1)[0],
+    out = subprocess.run([sys.executable, "-c", _SERVE_WITHOUT_STREAMLIT], cwd=ROOT,
                          env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split()[-2:] == ["2", "2"], out.stdout

@@ -46,7 +46,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from levy_dashboard.fit_cancel import CancelBoard, run_cancellable, watch
+from levy_dashboard.fitting.fit_cancel import CancelBoard, run_cancellable, watch
 
 from levy_core.runtime.priority import MAX_NICE, lower_priority, parse_nice
 from levy_core.runtime.threads import available_cores, prefer_passive_wait

@@ -1,4 +1,4 @@
-"""dashboard/precompile.py: `make install` imports what the dashboard and a fit run, once."""
+"""dashboard/server/precompile.py: `make install` imports what the dashboard and a fit run, once."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pkgutil
 import sys
 
 import levy_dashboard
-from levy_dashboard.precompile import MODULES, SKIPPED, precompile
+from levy_dashboard.server.precompile import MODULES, SKIPPED, precompile
 
 from levy_core.pipeline.preload import FIT_MODULES
 

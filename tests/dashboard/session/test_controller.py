@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 import streamlit as st
-from levy_dashboard import controller, services, state
-from levy_dashboard.fit_pool import JobView
+from levy_dashboard import services
+from levy_dashboard.fitting.fit_pool import JobView
+from levy_dashboard.session import controller, state
 
 
 def _follow(monkeypatch: pytest.MonkeyPatch, preview_zip: bytes) -> str:

@@ -24,7 +24,7 @@ FIT_KEY = "_fit_key"  # key of the current model in the services' fit store
 FIT_PROVENANCE = "_fit_provenance"  # (data label, fit time) as THIS session knows its model
 FAILURES = "_failures"  # attempt key -> error message (not retried until the user asks)
 PENDING_TWIN = "_pending_twin"  # True: queue the MC-Dropout twin on the next run
-JOB = "_job"  # the pooled fit this session follows (controller.py: key, data, settings, what it has adopted)
+JOB = "_job"  # the pooled fit this session follows (session/controller.py: key, data, settings, what it has adopted)
 PREVIEW = "_preview"  # (preview number, FitResult): the Lévy model mid-training, drawn until the next one
 TWIN_FAILURE = "_twin_failure"  # why the pooled twin failed (shown once; the Lévy model is kept)
 # sidebar, "3 · Saved model": an opened model is this session's own (never in the shared store)

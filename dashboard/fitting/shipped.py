@@ -16,8 +16,8 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from levy_dashboard.fits import FitResult
-from levy_dashboard.saved_models import saved_settings
+from levy_dashboard.fitting.fits import FitResult
+from levy_dashboard.fitting.saved_models import saved_settings
 
 from levy_core import pipeline
 from levy_core.data import SAMPLE_DIR, Observations
@@ -55,7 +55,7 @@ def manifest() -> dict:
 def load_shipped(digest: str) -> ShippedModel | None:
     """The shipped model fitted on the file whose SHA-256 is ``digest`` (None: none was, or
     it does not load, or its ``model.json`` names other bytes — logged, never raised).
-    Loaded once per process (``dashboard/serve.py`` loads them before the first page), and
+    Loaded once per process (``dashboard/server/serve.py`` loads them before the first page), and
     never changed after (every view reads it)."""
     for sample, entry in (manifest().get("models") or {}).items():
         if entry.get("sha256") != digest:
@@ -108,9 +108,9 @@ def recorded_history(fitted: FittedModel) -> list[dict]:
 
 
 def warm_up() -> None:
-    """Load the default sample's shipped model now (``dashboard/serve.py`` does, before the
+    """Load the default sample's shipped model now (``dashboard/server/serve.py`` does, before the
     server listens, so the first page does not wait for it; the others load on first use)."""
-    from levy_dashboard.sources import DEFAULT_SAMPLE
+    from levy_dashboard.data.sources import DEFAULT_SAMPLE
 
     entry = (manifest().get("models") or {}).get(DEFAULT_SAMPLE) or {}
     if entry.get("sha256"):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from levy_dashboard import user_clock
+from levy_dashboard.data import user_clock
 
 from levy_core.data import say_duration
 from levy_core.pipeline import ModelData

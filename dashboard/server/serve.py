@@ -1,15 +1,15 @@
 """Start the dashboard's Streamlit server with the library imported and the threads set.
 
-``python -m levy_dashboard.serve run dashboard/app.py [Streamlit options]`` is ``python -m
+``python -m levy_dashboard.server.serve run dashboard/app.py [Streamlit options]`` is ``python -m
 streamlit run …`` (what ``levy dashboard`` and ``make dashboard`` start) with, before the
 server listens:
 
 * torch and ``levy_core`` imported, so the first page opened does not wait for them (2–4 s
   of the first band on 2 cores), and the default sample's shipped model loaded before the
-  server listens (``levy_dashboard.shipped.warm_up``: about 1 s);
+  server listens (``levy_dashboard.fitting.shipped.warm_up``: about 1 s);
 * the server's own intra-op threads (the views' passes) set to the cores the fit workers
   leave: ``max(1, cores − workers)``, the workers running one thread each
-  (``dashboard/fit_pool.py``), so fits and passes together never oversubscribe the cores;
+  (``dashboard/fitting/fit_pool.py``), so fits and passes together never oversubscribe the cores;
 * the fit workers started (``FitPool.start_workers``, at their low priority): each imports
   torch and what a fit needs while the first page is read, so the first fit a user asks
   for does not wait for that (the sensor sample's first fit, submit to done: 18.5–18.9 s
@@ -28,7 +28,7 @@ import sys
 
 
 def main() -> None:
-    from levy_dashboard.fit_pool import FIT_THREADS, fit_niceness, workers
+    from levy_dashboard.fitting.fit_pool import FIT_THREADS, fit_niceness, workers
 
     from levy_core.runtime.threads import available_cores, prefer_passive_wait
 
@@ -44,10 +44,10 @@ def main() -> None:
     import levy_core.pipeline  # noqa: F401  (imported now, not on the first page)
 
     torch.set_num_threads(max(1, available_cores() - n * FIT_THREADS))
-    from levy_dashboard.shipped import warm_up
+    from levy_dashboard.fitting.shipped import warm_up
 
     warm_up()  # the default sample's shipped model, before the server listens
-    from levy_dashboard.fit_pool import pool
+    from levy_dashboard.fitting.fit_pool import pool
 
     pool().start_workers()  # returns at once: the workers start beside the server
     import plotly.graph_objects  # noqa: F401  (the charts' library, imported now too)

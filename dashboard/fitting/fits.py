@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
-from levy_dashboard import fit_pool
+from levy_dashboard.fitting import fit_pool
 from streamlit import runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 

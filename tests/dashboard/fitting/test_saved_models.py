@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 import streamlit as st
 from dash_helpers import SAMPLE_DIR, figure, show, start
-from levy_dashboard import fits, services
+from levy_dashboard import services
+from levy_dashboard.fitting import fits
 from streamlit.testing.v1 import AppTest
 
 from levy_core.pipeline.model_loading import MAX_MODEL_JSON_BYTES

@@ -16,9 +16,10 @@ import logging
 from dataclasses import dataclass, field
 
 import streamlit as st
-from levy_dashboard import services, state
+from levy_dashboard import services
 from levy_dashboard.services.data import DataSource
 from levy_dashboard.services.fit import FitResult, FitSettings, OpenedModel
+from levy_dashboard.session import state
 
 from levy_core.data import DataError, Observations
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from levy_dashboard.fits import FitResult, FitSettings
+from levy_dashboard.fitting.fits import FitResult, FitSettings
 
 from levy_core import pipeline
 from levy_core.data import Observations

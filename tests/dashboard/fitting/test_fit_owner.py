@@ -1,4 +1,4 @@
-"""Fits with an owner (dashboard/fit_pool.py, dashboard/fit_cancel.py): a fit whose session is
+"""Fits with an owner (dashboard/fitting/fit_pool.py, dashboard/fitting/fit_cancel.py): a fit whose session is
 gone is cancelled within seconds, its worker freed for the next one; a session cancels its
 own; shutdown ends the workers at once."""
 
@@ -9,8 +9,8 @@ import time
 
 import pytest
 from dash_helpers import long_csv
-from levy_dashboard import fit_pool
-from levy_dashboard.fit_pool import FitPool
+from levy_dashboard.fitting import fit_pool
+from levy_dashboard.fitting.fit_pool import FitPool
 
 from levy_core.data import read_csv
 

@@ -17,8 +17,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 from levy_dashboard import charts
-from levy_dashboard.inputs import ReportInputs
-from levy_dashboard.tables import GUARANTEE_CAPTION
+from levy_dashboard.display.chart_inputs import ReportInputs
+from levy_dashboard.display.tables import GUARANTEE_CAPTION
 
 __all__ = ["Figure", "build_report", "render_report", "report_figures", "report_is_offline"]
 

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
-from levy_dashboard import charts, services, state
-from levy_dashboard.markup import plain
+from levy_dashboard import charts, services
+from levy_dashboard.display.markup import plain
 from levy_dashboard.services.fit import FitResult
+from levy_dashboard.session import state
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go

@@ -4,7 +4,7 @@
 (all of torch, Ray, SciPy, pip itself: 16,787 files) was 75 s of a 131 s install, most of it
 for modules nothing here imports. What runs is compiled on first import instead, which the
 first ``make dashboard`` would pay (healthy after 14.5 s instead of 5.0–7.4 s on later
-starts, 2026-12-03). ``make install`` runs ``python -m levy_dashboard.precompile`` after pip:
+starts, 2026-12-03). ``make install`` runs ``python -m levy_dashboard.server.precompile`` after pip:
 one process imports the server, every module of the dashboard and everything a fit needs
 (``levy_core.pipeline.preload``), about 14 s on a slow host, and every later process finds their bytecode.
 """
@@ -18,8 +18,8 @@ import pkgutil
 # the Streamlit script itself: Streamlit compiles and runs its source on every run (no bytecode
 # cache), and importing it here would run the whole app outside a server
 SKIPPED = ("levy_dashboard.app", __name__)
-# the server's start (dashboard/serve.py), the CLI, and the library's passes beyond the fit
-MODULES = ("levy_dashboard.serve", "levy_core.cli.main", "levy_core.pipeline.evaluation",
+# the server's start (dashboard/server/serve.py), the CLI, and the library's passes beyond the fit
+MODULES = ("levy_dashboard.server.serve", "levy_core.cli.main", "levy_core.pipeline.evaluation",
            "levy_core.pipeline.ranking", "levy_core.pipeline.diagnostics", "levy_core.forecast",
            "streamlit.web.bootstrap", "streamlit.web.server", "plotly.graph_objects", "plotly.io")
 
