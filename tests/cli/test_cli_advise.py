@@ -47,7 +47,7 @@ def test_advise_writes_the_ranked_table_and_says_it(fitted, fitted_dir, one_csv,
     (["--targets", "Lactate"], "unknown channel 'Lactate' among the targets"),
     (["--targets", ","], "target set is empty"),
     (["--at=-2h"], "before the series' last observation"),
-    (["--at", "now,+99h", "--horizon", "6h"], "past the 6 h horizon"),
+    (["--at", "now,+99h", "--horizon", "6h"], "past the 6 hours horizon"),
     (["--series", "nope"], "unknown series 'nope'"),
     (["--candidates", "K"], "unknown channel 'K' among the candidates"),
 ])

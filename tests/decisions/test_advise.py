@@ -151,7 +151,7 @@ def test_a_seed_fixes_the_advice(fitted, one_series) -> None:
     (dict(targets=["Lactate"]), DataError, "unknown channel 'Lactate' among the targets"),
     (dict(candidates=["K"]), DataError, "unknown channel 'K' among the candidates"),
     (dict(candidates=[("noisy", -1.0)]), DataError, "before the series' last observation"),
-    (dict(at=[0.0, 99.0]), DataError, "past the 6 h horizon"),
+    (dict(at=[0.0, 99.0]), DataError, "past the 6 hours horizon"),
     (dict(targets=[]), ValueError, "target set is empty"),
     (dict(candidates=[]), ValueError, "candidate set is empty"),
     (dict(draws=0), ValueError, "draws"),
