@@ -143,6 +143,7 @@ class ReportInputs:
     quantile_caption: str = ""
     selective: SelectiveRisk | None = None  # risk–coverage against the per-channel constant
     selective_caption: str = ""
+    data_units: pd.DataFrame | None = None  # tables.data_units_table: scores per channel in its own units
 
 
 def history_frame(data: ModelData, points: pd.DataFrame, series_id: str, channel: str) -> pd.DataFrame:

@@ -43,8 +43,10 @@ def _sections(figures: list[Figure]) -> str:
 
 
 def render_report(*, description: str, n_test: int, mc_passes: int, figures: list[Figure],
-                  metrics: pd.DataFrame, guarantee: pd.DataFrame, extra: dict[str, Any]) -> str:
-    """The report page: what was fitted (``description``), the metrics and guarantee tables,
+                  metrics: pd.DataFrame, guarantee: pd.DataFrame, extra: dict[str, Any],
+                  data_units: pd.DataFrame | None = None) -> str:
+    """The report page: what was fitted (``description``), the metrics (normalised, and per
+    channel in its own units: ``data_units``) and guarantee tables,
     the ``extra`` results as a list, and every figure with its caption."""
     extra_html = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(json.dumps(v, default=float))}</li>"
                          for k, v in extra.items() if v)
@@ -57,7 +59,9 @@ def render_report(*, description: str, n_test: int, mc_passes: int, figures: lis
         f"T = {mc_passes} passes. Error metrics are on the per-channel min–max normalised scale; "
         f"coverage is scale-free.</p>"
         f"<h2>Metrics on the test split</h2>{metrics.to_html(float_format=lambda v: f'{v:.4g}')}"
-        f"<h2>Does the conformal band hold its level?</h2>{guarantee.to_html(index=False)}"
+        + (f"<h2>Per channel, in its own units</h2>"
+           f"{data_units.to_html(index=False, float_format=lambda v: f'{v:.4g}')}" if data_units is not None else "")
+        + f"<h2>Does the conformal band hold its level?</h2>{guarantee.to_html(index=False)}"
         f"<p class='cap'>{html.escape(GUARANTEE_CAPTION)}</p>"
         f"<ul>{extra_html}</ul>{_sections(figures)}</body></html>"
     )
@@ -134,4 +138,4 @@ def build_report(inputs: ReportInputs) -> str:
     once, every figure, the metrics tables and what was fitted, when and on what data."""
     return render_report(description=inputs.description, n_test=inputs.n_test, mc_passes=inputs.mc_passes,
                          figures=report_figures(inputs), metrics=inputs.metrics, guarantee=inputs.guarantee,
-                         extra=inputs.extra)
+                         extra=inputs.extra, data_units=inputs.data_units)

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 __all__ = ["GUARANTEE_CAPTION", "METRIC_ROWS", "backtest_table", "channel_coverage_at", "channel_verdict_table",
-           "drift_table", "guarantee_table", "metrics_table", "timing_rows", "training_table"]
+           "data_units_table", "drift_table", "guarantee_table", "metrics_table", "timing_rows", "training_table"]
 
 METRIC_ROWS: list[tuple[str, str]] = [
     ("mse", "MSE (normalised)"),
@@ -46,6 +46,24 @@ def metrics_table(result: dict[str, Any]) -> pd.DataFrame:
         col["seconds for the test split's uncertainty"] = m["seconds"]
         col["ms per query"] = 1000 * m["seconds"] / max(1, result["n_test"])
         rows[name] = col
+    return pd.DataFrame(rows)
+
+
+def data_units_table(result: dict[str, Any]) -> pd.DataFrame | None:
+    """``evaluate``'s scores per channel in the channel's own units (its
+    ``per_channel_data_units``): one row per channel, its test queries and each method's MAE,
+    RMSE and CRPS; None for a result without them."""
+    methods = [(name, result.get(k)) for k, name in (("levy", "Lévy"), ("mc_dropout", "MC-Dropout"))]
+    methods = [(name, m["per_channel_data_units"]) for name, m in methods if m and m.get("per_channel_data_units")]
+    if not methods:
+        return None
+    rows = []
+    for channel, first in methods[0][1].items():
+        row: dict[str, Any] = {"channel": channel, "test queries": first["n"]}
+        for name, per in methods:
+            score = per.get(channel) or {}
+            row.update({f"{name} {s.upper()}": score.get(s) for s in ("mae", "rmse", "crps")})
+        rows.append(row)
     return pd.DataFrame(rows)
 
 

@@ -17,6 +17,7 @@ from levy_dashboard.display.tables import (
     GUARANTEE_CAPTION,
     backtest_table,
     bound_text,
+    data_units_table,
     metrics_table,
 )
 from levy_dashboard.fitting.fits import FitResult
@@ -25,6 +26,7 @@ from levy_core import pipeline
 from levy_core.serving.csv_safety import to_safe_csv
 
 __all__ = ["GUARANTEE_CAPTION", "backtest_table", "bound_text", "calibration_curves", "channel_coverage", "coverage_note",
+           "data_units_table",
            "evaluation", "guarantee_table", "metrics_table", "prediction_csv", "ranking", "ranking_csv", "sampler_check",
            "timing_rows"]
 

@@ -11,6 +11,7 @@ from levy_dashboard.services.band import GUARANTEE, band_inputs, time_axis
 from levy_dashboard.services.evaluation import (
     calibration_curves,
     channel_coverage,
+    data_units_table,
     evaluation,
     guarantee_table,
     metrics_table,
@@ -53,4 +54,4 @@ def report_inputs(key: str, res: FitResult, mc_passes: int, *, series_id: str | 
         timing=timing_rows(res, result), metrics=metrics_table(result), guarantee=guarantee_table(key, res, mc_passes),
         extra=extra, guarantee_text=GUARANTEE, band=band, future=future, rolling=rolling, time_axis=time_axis(res),
         quantile_coverage=bins, quantile_caption=coverage_caption(bins, level), selective=selective,
-        selective_caption=risk_caption(selective))
+        selective_caption=risk_caption(selective), data_units=data_units_table(result))

@@ -55,6 +55,11 @@ def _metrics_table(result: dict, sampler: dict) -> None:
     """Both methods' metrics, with the twin's deterministic mean and the sampler below."""
     table = services.evaluation.metrics_table(result)
     st.dataframe(_fmt(table), width="stretch", height=36 * (len(table) + 1) + 4)
+    own = services.evaluation.data_units_table(result)
+    if own is not None:
+        st.markdown("**Per channel, in its own units** (MAE, RMSE and CRPS in the data's units: mg/dL, ppm, …; "
+                    "the table above is on the normalised scale, for comparing channels)")
+        st.dataframe(own, hide_index=True, width="stretch")
     extra = []
     if result.get("softmax"):
         extra.append(

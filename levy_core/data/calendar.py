@@ -18,6 +18,7 @@ forecast times are spread evenly over the horizon, as before.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -41,6 +42,9 @@ _WEEKDAYS = ("MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN")
 _MIN_STEPS = 2
 """Fewest steps between observations (over all series) `infer_freq` needs."""
 _US_PER_HOUR = 3_600_000_000
+_REMOVED_ALIASES = {"M": "ME", "Q": "QE", "Y": "YE", "A": "YE", "H": "h", "T": "min", "S": "s", "L": "ms", "U": "us",
+                    "N": "ns", "BM": "BME", "BQ": "BQE", "BY": "BYE", "BA": "BYE", "AS": "YS", "BAS": "BYS"}
+"""Aliases pandas 3 removed (pandas 2 still reads them, with a warning), and what replaces each."""
 
 
 def series_stamps(obs: Observations) -> tuple[pd.DatetimeIndex, np.ndarray] | None:
@@ -50,9 +54,11 @@ def series_stamps(obs: Observations) -> tuple[pd.DatetimeIndex, np.ndarray] | No
     if origin is None or obs.frame.empty:
         return None
     frame = obs.frame[["series_id", "time"]].drop_duplicates().sort_values(["series_id", "time"])
-    starts = pd.to_datetime(frame["series_id"].map(origin), utc=True).dt.as_unit("us")
+    starts = pd.to_datetime(frame["series_id"].map(origin), utc=True).dt.tz_convert(None).dt.as_unit("us")
     micro = np.round(frame["time"].to_numpy(np.float64) * _US_PER_HOUR).astype(np.int64)
-    stamps = pd.DatetimeIndex(starts + pd.to_timedelta(micro, unit="us").as_unit("us"))
+    # in integer microseconds: pandas 2 goes through nanoseconds, which overflow past 292 years
+    at = starts.to_numpy().astype("datetime64[us]").astype(np.int64) + micro
+    stamps = pd.DatetimeIndex(at.astype("datetime64[us]")).tz_localize("UTC")
     codes = pd.factorize(frame["series_id"])[0]
     return stamps, codes
 
@@ -165,6 +171,10 @@ def check_freq(freq: str) -> str:
     """
     if not isinstance(freq, str) or not freq.strip() or len(freq) > 20:
         raise DataError(f"freq must be a pandas frequency such as W-SAT, MS, ME, B, D or h, got {str(freq)[:40]!r}")
+    parts = re.fullmatch(r"\d*([A-Za-z]+)(-.*)?", freq.strip())
+    if parts and parts.group(1) in _REMOVED_ALIASES:  # pandas 2 still reads them (with a warning), 3 refuses
+        raise DataError(f"freq {freq!r} is an alias pandas no longer reads ('M' could be minutes or months): "
+                        f"give {_REMOVED_ALIASES[parts.group(1)]} instead")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # deprecated aliases ('w'): accepted as pandas reads them

@@ -165,6 +165,9 @@ def test_mc_dropout_panel_and_T():
     assert any(c.startswith("Lévy") for c in table.columns)
     assert any(c.startswith("MC-Dropout (T = 5)") for c in table.columns)
     assert "coverage of the 90 % band (conformal)" in table.index
+    own = at.dataframe[1].value  # per channel in its own units, beside the normalised table
+    assert {"channel", "test queries", "Lévy MAE", "Lévy CRPS", "MC-Dropout RMSE"} <= set(own.columns)
+    assert (own["Lévy MAE"] > 0).all() and len(own) == own["channel"].nunique() > 1
     timing = figure(at, "timing_chart")
     assert_titled(timing)
     assert {"training", "uncertainty on the test split"} <= set(names(timing))

@@ -177,3 +177,22 @@ def test_a_cache_hit_computes_nothing_and_another_level_does(res, monkeypatch, a
         assert first.ratios == again.ratios
     get(res.key, res, T, 0.8)
     assert len(calls) == 2
+
+
+def test_scores_in_each_channels_own_units_in_the_panel_table_and_the_report(res):
+    """The MC-Dropout panel's and the report's per-channel table is ``evaluate``'s
+    ``per_channel_data_units``, channel by channel and method by method."""
+    from levy_dashboard.display import tables
+
+    result, _ = services.evaluation.evaluation(res.key, res, T)
+    own = tables.data_units_table(result)
+    per = result["levy"]["per_channel_data_units"]
+    assert list(own["channel"]) == list(per) and list(own["test queries"]) == [per[c]["n"] for c in per]
+    for c in per:
+        row = own[own["channel"] == c].iloc[0]
+        assert (row["Lévy MAE"], row["Lévy RMSE"], row["Lévy CRPS"]) == (per[c]["mae"], per[c]["rmse"], per[c]["crps"])
+        if result.get("mc_dropout"):
+            assert row["MC-Dropout CRPS"] == result["mc_dropout"]["per_channel_data_units"][c]["crps"]
+    assert tables.data_units_table({"levy": {"mse": 1.0}}) is None  # a result saved before the scores
+    html = report.build_report(services.report.report_inputs(res.key, res, T))
+    assert "Per channel, in its own units" in html and f"{own['Lévy CRPS'].iloc[0]:.4g}" in html
