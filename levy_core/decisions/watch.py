@@ -57,6 +57,7 @@ from levy_core.model.batch import Batch
 from levy_core.offsets.base_forecast import BaseForecast
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.predict import run_pass
+from levy_core.pipeline.user_units import time_of
 
 __all__ = ["DEFAULT_ALPHA", "WATCH_COLUMNS", "WatchCalibration", "WatchResult", "WatchTally", "calibrate_watch",
            "check_alpha", "iter_watch", "watch"]
@@ -162,8 +163,9 @@ def _calibrator(fitted: FittedModel, mc_passes: int) -> Calibrator:
     return fitted.mc_calibration
 
 
-def _check_frame(obs: Observations | pd.DataFrame) -> pd.DataFrame:
-    """The observations' frame, refused (named) when it is not in time order within series."""
+def _check_frame(obs: Observations | pd.DataFrame, fitted: FittedModel | None = None) -> pd.DataFrame:
+    """The observations' frame, refused (named, its times on ``fitted``'s clock) when it is
+    not in time order within series."""
     frame = obs.frame if isinstance(obs, Observations) else obs
     need = ["series_id", "channel", "time", "value"]
     if not isinstance(frame, pd.DataFrame) or not set(need) <= set(frame.columns):
@@ -179,7 +181,7 @@ def _check_frame(obs: Observations | pd.DataFrame) -> pd.DataFrame:
     seen_again = len(np.unique(sid)) != 1 + int((~same).sum()) if len(sid) else False
     if back.size or seen_again:
         i = int(back[0]) + 1 if back.size else None
-        where = (f"row {i} of series {sid[i]!r} (time {t[i]:g} h) comes after time {t[i - 1]:g} h"
+        where = (f"row {i} of series {sid[i]!r} (time {_said(fitted, t[i])}) comes after time {_said(fitted, t[i - 1])}"
                  if i is not None else "the rows of a series are not together")
         raise DataError(f"watch replays each series in time order, but the observations are not sorted: {where}. "
                         "Sort them by series and time (frame.sort_values(['series_id', 'time'], kind='stable')), or "
@@ -368,16 +370,24 @@ def _check_max_context(max_context: int) -> int:
     return max_context
 
 
-def _check_span_in_data(frame: pd.DataFrame, span: tuple[float, float]) -> None:
-    """DataError when ``[start, end]`` misses the data: nothing could be scored."""
+def _said(fitted: FittedModel | None, hours: float) -> str:
+    """A time as the user of ``fitted`` reads it ("30 days"); in hours without a model."""
+    return time_of(fitted, hours) if fitted is not None else f"{hours:g} h"
+
+
+def _check_span_in_data(frame: pd.DataFrame, span: tuple[float, float], fitted: FittedModel | None = None) -> None:
+    """DataError when ``[start, end]`` misses the data: nothing could be scored (times said on
+    ``fitted``'s clock)."""
     if frame.empty:
         raise DataError("watch: the data holds no observation")
     first, last = float(frame["time"].min()), float(frame["time"].max())
     if span[0] > last:
-        raise DataError(f"start {span[0]:g} h lies after every observation (the data ends at {last:g} h): nothing to "
+        raise DataError(f"start {_said(fitted, span[0])} lies after every observation (the data ends at "
+                        f"{_said(fitted, last)}): nothing to "
                         "watch; give an earlier start, or none to score from each series' second time")
     if span[1] < first:
-        raise DataError(f"end {span[1]:g} h lies before every observation (the data starts at {first:g} h): nothing "
+        raise DataError(f"end {_said(fitted, span[1])} lies before every observation (the data starts at "
+                        f"{_said(fitted, first)}): nothing "
                         "to watch; give a later end, or none")
 
 
@@ -395,7 +405,7 @@ def iter_watch(fitted: FittedModel, chunks: Iterable[Observations | pd.DataFrame
     _calibrator(fitted, mc_passes)
     cal = calibration if calibration is not None else WatchCalibration.of_fit(fitted, mc=bool(mc_passes))
     for chunk in chunks:
-        rows, skipped = _score_chunk(fitted, _check_frame(chunk), a, span, max_context, cal, mc_passes, progress)
+        rows, skipped = _score_chunk(fitted, _check_frame(chunk, fitted), a, span, max_context, cal, mc_passes, progress)
         if tally is not None:
             tally.add(rows, skipped)
         yield rows
@@ -450,7 +460,7 @@ def watch(fitted: FittedModel, data: Observations | pd.DataFrame, *, alpha: floa
         observation (an ``end`` before every one).
     """
     tally = WatchTally(check_alpha(alpha), calibration_se=calibration.standard_error(alpha) if calibration else 0.0)
-    _check_span_in_data(_check_frame(data), _span(start, end))
+    _check_span_in_data(_check_frame(data, fitted), _span(start, end), fitted)
     frames = list(iter_watch(fitted, [data], alpha=alpha, calibration=calibration, start=start, end=end,
                              max_context=max_context, tally=tally, mc_passes=mc_passes))
     return WatchResult(frames[0], tally, calibration.source if calibration is not None
@@ -481,7 +491,7 @@ def calibrate_watch(fitted: FittedModel, data: Observations, *,
         raise DataError(f"calibrate_watch needs Observations, got {type(data).__name__}")
     part, start, end, source = calibration_part(fitted, data)
     _calibrator(fitted, mc_passes)
-    rows, _ = _score_chunk(fitted, _check_frame(part), 0.5, _span(start, end), _check_max_context(max_context),
+    rows, _ = _score_chunk(fitted, _check_frame(part, fitted), 0.5, _span(start, end), _check_max_context(max_context),
                            WatchCalibration.of_fit(fitted, mc=bool(mc_passes)), mc_passes)
     return WatchCalibration.of_scores(rows["score"].to_numpy(), rows["channel"].to_numpy(),
                                       f"one-step-ahead scores of {source} ({len(rows):,} scores)",

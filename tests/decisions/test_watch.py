@@ -157,9 +157,9 @@ def test_bad_input_is_named(fitted, new_obs) -> None:
         watch(fitted, frame.drop(columns="value"))
     with pytest.raises(ValueError, match="start"):
         watch(fitted, new_obs, start=5.0, end=1.0)
-    with pytest.raises(DataError, match="start 500 h lies after every observation"):
+    with pytest.raises(DataError, match="start 500 hours lies after every observation"):
         watch(fitted, new_obs, start=500.0)
-    with pytest.raises(DataError, match="end -5 h lies before every observation"):
+    with pytest.raises(DataError, match="end -5 hours lies before every observation"):
         watch(fitted, new_obs, end=-5.0)
     with pytest.raises(ValueError, match="max_context"):
         watch(fitted, new_obs, max_context=0)
