@@ -46,6 +46,7 @@ from levy_core.episodes.tasks import TaskConfig, cutoff_fraction_of
 from levy_core.episodes.transforms import KINDS, TransformSpec, parse_transform
 from levy_core.forecast import windows as forecast_windows
 from levy_core.forecast.results import Backtest, Evaluation, fraction
+from levy_core.forecast.saved import open_saved_model, saved_settings
 from levy_core.pipeline.bands import (
     BAND_KINDS,
     level_bands,
@@ -53,7 +54,7 @@ from levy_core.pipeline.bands import (
     percent_levels,
     unbounded_note,
 )
-from levy_core.serving.modelzip import MAX_ZIP_BYTES, load_model_zip, model_zip_bytes
+from levy_core.serving.modelzip import model_zip_bytes
 from levy_core.serving.table_writer import atomic_output
 from levy_core.training.train import Progress, TrainConfig
 
@@ -446,8 +447,8 @@ class LevyForecaster:
         ModelLoadError
             Nothing at ``path``, or not a saved model.
         """
-        fitted = _open_model(path)
-        forecaster = cls(**_settings(fitted), **_reading_settings(fitted.reading))
+        fitted = open_saved_model(path)
+        forecaster = cls(**saved_settings(fitted))
         forecaster.fitted = fitted
         return forecaster
 
@@ -531,40 +532,3 @@ def _season_hours(season: str | float, unit: str) -> float | None:
     if isinstance(season, str) and season.strip().lower() in ("auto", "none"):
         return None if season.strip().lower() == "auto" else 0.0
     return parse_duration(season, unit)
-
-
-def _open_model(path: str | Path | bytes) -> pipeline.FittedModel:
-    """A model directory, its model.json, a model zip or a zip's bytes, validated."""
-    if isinstance(path, (bytes, bytearray, memoryview)):
-        return load_model_zip(bytes(path))
-    source = Path(path)
-    if source.is_dir():
-        return pipeline.load_model(source)
-    if source.is_file() and source.name == "model.json":
-        return pipeline.load_model(source.parent)
-    if source.is_file():
-        if source.stat().st_size > MAX_ZIP_BYTES:
-            raise pipeline.ModelLoadError(f"{source} holds {source.stat().st_size:,} bytes, more than a saved model's "
-                                          f"{MAX_ZIP_BYTES:,}; give a model directory or its zip")
-        return load_model_zip(source.read_bytes(), name=source.name)
-    raise pipeline.ModelLoadError(f"{source} does not exist: give a model directory or its .zip "
-                                  "(LevyForecaster.save, `levy fit --out DIR`)")
-
-
-def _reading_settings(reading: RecordedReading | None) -> dict[str, Any]:
-    """The constructor's column, clock and date settings a saved model records (none: as before)."""
-    if reading is None:
-        return {}
-    names = reading.columns
-    return {"time_unit": reading.time_unit, "dayfirst": reading.dayfirst, "date_format": reading.date_format,
-            "id_col": names.series, "time_col": names.time, "value_col": names.value, "channel_col": names.channel,
-            "channels": names.channels, "freq": reading.freq}
-
-
-def _settings(fitted: pipeline.FittedModel) -> dict[str, Any]:
-    """The constructor's settings a saved model records."""
-    size = pipeline.size_name(fitted.model_config)
-    return {"size": size if size in pipeline.MODEL_SIZES else "auto", "epochs": fitted.train_config.epochs,
-            "seed": fitted.train_config.seed, "task": fitted.task.kind, "max_seconds": fitted.train_config.max_seconds,
-            "twin": fitted.twin is not None, "phi": fitted.model_config.phi,
-            "transform": fitted.scaler.to_dict()["transform"]}
