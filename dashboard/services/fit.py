@@ -56,6 +56,7 @@ from levy_dashboard.fitting.shipped import ShippedModel, load_shipped, shipped_k
 
 from levy_core import pipeline
 from levy_core.data import DataError, Observations
+from levy_core.pipeline.user_units import readable_summary
 from levy_core.serving.modelzip import model_zip_bytes
 
 __all__ = ["MODEL_SIZES", "FitResult", "FitSettings", "JobView", "OpenedModel", "SessionLimits", "add_twin",
@@ -169,8 +170,10 @@ def training_table(res: FitResult) -> pd.DataFrame:
 
 
 def settings_summary(res: FitResult) -> dict[str, Any]:
-    """The settings, task, model configuration, split and calibration scale of a fit (JSON)."""
+    """The fit in words and the data's clock (``model.json``'s ``summary``), then its raw
+    settings, task (hours), model configuration, split and calibration scale (JSON)."""
     return {
+        "in words, on your clock": readable_summary(res.fitted),
         "settings": dataclasses.asdict(res.settings),
         "task": res.fitted.task.to_dict(),
         "model": res.fitted.model_config.to_dict(),

@@ -95,5 +95,5 @@ def render(res: FitResult) -> None:
     if not res.has_twin and not res.opened_from:
         st.button("Train the MC-Dropout twin now", on_click=controller.request_twin, key=state.TWIN_BUTTON_FIT)
     _download_section(res)
-    with st.expander("Settings and split"):
+    with st.expander("Settings and split (in words on your clock first; the raw task in hours)"):
         st.json(services.fit.settings_summary(res))

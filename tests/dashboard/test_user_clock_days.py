@@ -77,3 +77,15 @@ def test_the_evidence_table_lists_times_in_days(days_fit) -> None:
     exp = services.evidence.explain_query(res.key, res, query, held)
     assert exp is not None and not exp.in_hours and "time (days)" in exp.top.columns
     assert float(exp.top["time (days)"].max()) <= float(q["time"]) / 24.0  # drawn on the past, in days
+
+
+def test_the_fit_settings_open_with_the_fit_in_words_on_the_datas_clock(days_fit) -> None:
+    """The Fit panel's settings start with model.json's summary (days), the raw task after."""
+    import re
+
+    _, res = days_fit
+    summary = services.fit.settings_summary(res)
+    words = summary["in words, on your clock"]
+    assert list(summary)[0] == "in words, on your clock" and "task" in summary
+    text = " ".join(str(v) for v in words.values() if v)
+    assert "days" in text and not re.search(r"\d h\b|\bhours\b", text), text
