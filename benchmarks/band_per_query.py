@@ -44,7 +44,7 @@ import pandas as pd
 import torch
 
 from levy_core.calibration.calibrate import Calibrator  # noqa: E402
-from levy_core.calibration.scores import conformal_rank  # noqa: E402
+from levy_core.calibration.split_conformal import SplitConformal  # noqa: E402
 from levy_core.data import from_frame  # noqa: E402
 from levy_core.episodes.tasks import TaskConfig  # noqa: E402
 from levy_core.metrics.conditional import (  # noqa: E402
@@ -188,17 +188,11 @@ def mondrian_band(cal: pd.DataFrame, test: pd.DataFrame, level: float) -> tuple[
         return (np.searchsorted(lead_edges, frame["gap_any"].to_numpy(), side="right") * 3
                 + np.searchsorted(neff_edges, frame["n_eff"].to_numpy(), side="right"))
 
-    scores = np.abs(cal["y_norm"].to_numpy() - cal["mean_norm"].to_numpy()) / spread(cal)
-
-    def quantile(values: np.ndarray) -> float:
-        rank = conformal_rank(len(values), level)
-        return float(np.sort(values)[rank - 1]) if rank <= len(values) else float("inf")
-
-    pooled = quantile(scores)
-    cal_cells = cell(cal)
-    q = {c: (quantile(scores[cal_cells == c]) if (cal_cells == c).sum() >= MONDRIAN_MIN else pooled)
-         for c in range(9)}
-    return spread(test), np.array([q[c] for c in cell(test)], np.float64), np.array([q[c] for c in cal_cells])
+    # the library's split conformal per group (a cell with fewer than MONDRIAN_MIN scores: pooled)
+    conformal = SplitConformal(min_group_size=MONDRIAN_MIN).conformalize(
+        cal["y_norm"].to_numpy(), cal["mean_norm"].to_numpy(), spread(cal), groups=cell(cal))
+    q = {c: conformal.quantile(level, str(c)) for c in range(9)}
+    return spread(test), np.array([q[c] for c in cell(test)], np.float64), np.array([q[c] for c in cell(cal)])
 
 
 def main() -> None:

@@ -7,24 +7,10 @@ both fitted on a held-out calibration split (see ``docs/levy-math-band.md``):
 - `ScaledGaussian` -- ``y ~ N(ŷ, (c σ̂)^2)`` with ``c`` of minimum CRPS
   (`levy_core.metrics.crps_scale`; ``estimator="mle"``: the closed-form MLE
   ``c = sqrt(mean((y - ŷ)^2 / σ̂^2))``, which the largest errors rule);
-- `SplitConformal` -- split conformal on the normalised score
-  ``r = |y - ŷ| / σ̂``: for exchangeable calibration and test points the band
-  ``ŷ -+ q σ̂`` covers with probability ``>= level`` at every level, where ``q`` is
-  the ``ceil((n+1) level)``-th smallest calibration score (infinite band when
-  that index exceeds ``n``);
+- `SplitConformal` -- split conformal on the normalised score ``r = |y - ŷ| / σ̂``,
+  pooled or per group (`levy_core.calibration.split_conformal`: its guarantee, groups and
+  usage);
 - [`Calibrator`][levy_core.calibration.calibrate.Calibrator] -- both, fitted on the same split.
-
-Per-group ("Mondrian") conformal: pass ``groups`` (e.g. each query's channel) to
-``conformalize`` and the quantile is taken among the calibration scores of the
-point's own group, so the guarantee holds *within each group* (heart rate and
-lactate alike), not only on average over a mix dominated by the frequent
-channels. A group with fewer than ``min_group_size`` calibration scores (or one
-unseen in calibration) uses the pooled scores.
-
-Usage::
-
-    cal = SplitConformal().conformalize(y_cal, mean_cal, sigma_cal)
-    lower, upper = cal.predict_interval(mean_test, sigma_test, level=0.9)
 
 All per-point arrays are 1-D of equal length and accept anything ``np.asarray``
 takes. Bad input raises ``ValueError``; using a step before fitting it raises

@@ -80,7 +80,9 @@ ISOLATED_POINT = """(sid) => {
     return best; }"""
 
 
-def _need_browser():
+def need_browser():
+    """Playwright's ``sync_playwright`` with Debian's Chromium, or a skip (a failure under
+    ``LEVY_REQUIRE_BROWSER=1``, as in CI); every browser test starts with it."""
     required = os.environ.get("LEVY_REQUIRE_BROWSER") == "1"
     try:
         from playwright.sync_api import sync_playwright
@@ -278,7 +280,7 @@ def _long_csv(path: Path, n_series: int = 16, *, first: bool = False) -> Path:
 
 
 def test_dashboard_in_chromium(server, tmp_path):
-    sync_playwright = _need_browser()
+    sync_playwright = need_browser()
 
     csv = _long_csv(tmp_path / "my_sensors.csv")
     with sync_playwright() as p:

@@ -9,36 +9,18 @@ Skipped when /usr/bin/chromium (or the playwright package) is missing, unless
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 from docs_site import built_site
+from test_browser import CHROMIUM, need_browser
 
 pytestmark = pytest.mark.e2e
 
-CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-def _sync_playwright():
-    required = os.environ.get("LEVY_REQUIRE_BROWSER") == "1"
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:  # pragma: no cover - depends on the machine
-        if required:
-            pytest.fail("LEVY_REQUIRE_BROWSER=1 but the playwright package is not installed")
-        pytest.skip("playwright is not installed")
-    if not CHROMIUM.exists():
-        if required:
-            pytest.fail(f"LEVY_REQUIRE_BROWSER=1 but {CHROMIUM} is missing (apt-get install chromium)")
-        pytest.skip(f"{CHROMIUM} is missing")
-    return sync_playwright
-
-
 def test_the_docs_render_math_offline() -> None:
-    sync_playwright = _sync_playwright()
+    sync_playwright = need_browser()
     page_file = built_site() / "guides" / "advise" / "index.html"
     blocked: list[str] = []
 

@@ -28,7 +28,7 @@ from test_browser import (
     STATUS,
     _free_port,
     _long_csv,
-    _need_browser,
+    need_browser,
 )
 
 from levy_core.cli.server import streamlit_command
@@ -114,7 +114,7 @@ def _never_disappears(samples: list[tuple[float, bool]], what: str) -> None:
 
 
 def test_first_minute_the_band_never_disappears_and_a_queued_session_sees_its_place(one_worker_server, tmp_path):
-    sync_playwright = _need_browser()
+    sync_playwright = need_browser()
     SHOTS.mkdir(parents=True, exist_ok=True)
     csv = _long_csv(tmp_path / "colleague.csv", n_series=14)
     with sync_playwright() as p:

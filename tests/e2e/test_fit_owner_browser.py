@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_browser import ARGS, CHROMIUM, _data_uploader, _free_port, _idle, _need_browser
+from test_browser import ARGS, CHROMIUM, _data_uploader, _free_port, _idle, need_browser
 
 from levy_core.cli.server import streamlit_command
 
@@ -113,7 +113,7 @@ def _upload(page, name: str, data: bytes) -> None:
 
 
 def test_hostile_names_make_no_link_and_no_request_beyond_the_app(tmp_path) -> None:
-    sync_playwright = _need_browser()
+    sync_playwright = need_browser()
     proc, url = _start(tmp_path)
     requests: list[str] = []
     try:
@@ -146,7 +146,7 @@ def test_hostile_names_make_no_link_and_no_request_beyond_the_app(tmp_path) -> N
 
 
 def test_a_closed_sessions_fit_is_cancelled_and_sigterm_ends_the_server_and_its_workers(tmp_path) -> None:
-    sync_playwright = _need_browser()
+    sync_playwright = need_browser()
     proc, url = _start(tmp_path)
     big = _csv(12)  # 480 series: its fit runs for minutes on one worker
     try:

@@ -21,32 +21,17 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from test_browser import CHROMIUM, need_browser
 
 from levy_core.cli.server import streamlit_command
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
 STATUS = '[data-testid="stStatusWidget"]'
 EXCEPTION = '[data-testid="stException"]'
 WATCH_TRACES = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(gd =>
     (gd._fullData || []).map(t => t.name || ''))"""
-
-
-def browser_or_skip():
-    required = os.environ.get("LEVY_REQUIRE_BROWSER") == "1"
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:  # pragma: no cover - depends on the machine
-        if required:
-            pytest.fail("LEVY_REQUIRE_BROWSER=1 but the playwright package is not installed")
-        pytest.skip("playwright is not installed")
-    if not CHROMIUM.exists():
-        if required:
-            pytest.fail(f"LEVY_REQUIRE_BROWSER=1 but {CHROMIUM} is missing (apt-get install chromium)")
-        pytest.skip(f"{CHROMIUM} is missing")
-    return sync_playwright
 
 
 @pytest.fixture
@@ -89,7 +74,7 @@ def replay_clock(page) -> str:
 
 
 def test_the_watch_panel_replays_and_plays(app_url):
-    sync_playwright = browser_or_skip()
+    sync_playwright = need_browser()
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
         try:
