@@ -25,6 +25,7 @@ from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.model_selection import GroupKFold
 
 from benchmarks.band_per_query import LEVEL, PANELS, draw, load
+from levy_core.calibration.query_scale import CONTEXT_COLUMNS, fit_query_scale
 from levy_core.data import from_frame
 from levy_core.episodes.tasks import TaskConfig
 from levy_core.metrics.conditional import group_rms_factors, risk_coverage_ratio, within_group_spearman
@@ -74,6 +75,8 @@ def main() -> None:
     parser.add_argument("--data-dir", help="PhysioNet 2012 (--panel physionet)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--explore", action="store_true",
+                        help="also the learner fitted on more of the training file (after the first run: exploratory)")
     parser.add_argument("--ablation", action="store_true",
                         help="also the ceiling from groups of the features (which of them carry it)")
     args = parser.parse_args()
@@ -129,13 +132,45 @@ def main() -> None:
         model = learner(x_t.shape[1]).fit(x_t[idx[tr]], (y_t - m_t)[idx[tr]] ** 2)
         ceiling[idx[te]] = np.sqrt(np.maximum(model.predict(x_t[idx[te]]), 1e-12))
 
+    extra = {}
+    if args.explore:  # the same learner on more held-out or in-sample queries of the training file
+        for name, ids in (("stopping and calibration series", data.stop_ids + data.calibration_ids),
+                          ("every training-file series (in-sample errors on most)",
+                           data.train_ids + data.stop_ids + data.calibration_ids),
+                          ("training and stopping series, never the calibration ones (in-sample errors on most)",
+                           data.train_ids + data.stop_ids)):
+            more = observed_queries(fitted, data.builder, list(dict.fromkeys(ids)))
+            mc = more["channel"].to_numpy()
+            sd_m = pd.Series(mc).map(sd_by_channel).to_numpy(np.float64)
+            y_m = scaler.inverse_value(more["y_norm"].to_numpy(np.float64), mc) / sd_m
+            mm = scaler.inverse_value(more["mean_norm"].to_numpy(np.float64), mc) / sd_m
+            ok = np.isfinite(sd_m) & (sd_m > 0) & np.isfinite(y_m) & np.isfinite(mm)
+            x_m = features(more, codes, scaler.scale_at(more["mean_norm"].to_numpy(np.float64), mc) / sd_m)
+            fit_m = learner(x_m.shape[1]).fit(x_m[ok], (y_m - mm)[ok] ** 2)
+            extra[f"learned spread, fitted on the {name} ({len(set(more['series_id']))} series; exploratory)"] = \
+                np.sqrt(np.maximum(fit_m.predict(x_t), 1e-12))
+            if "never the calibration" in name:  # the linear map s(q) on the same queries
+                index = {c: i for i, c in enumerate(fitted.channels)}
+                qs = fit_query_scale(more["channel"].map(index).to_numpy(), more["y_norm"].to_numpy(),
+                                     more["mean_norm"].to_numpy(), more["evidence_term"].to_numpy(),
+                                     more["disagreement_term_norm"].to_numpy(),
+                                     {k: more[k].to_numpy() for k in CONTEXT_COLUMNS},
+                                     n_channels=len(fitted.channels), series=more["series_id"].to_numpy())
+
+                def mapped(frame: pd.DataFrame) -> np.ndarray:
+                    return qs.spread(frame["channel"].map(index).to_numpy(), frame["evidence_term"].to_numpy(),
+                                     frame["disagreement_term_norm"].to_numpy(),
+                                     {k: frame[k].to_numpy() for k in CONTEXT_COLUMNS})
+                k_map = group_rms_factors(cal["y_norm"], cal["mean_norm"], pd.Series(mapped(cal)), cal["channel"])
+                extra[f"the map s(q), fitted on the {name} (ridge {qs.ridge_strength:g}; exploratory)"] = (
+                    mapped(test) * pd.Series(t_channels).map(k_map).fillna(1.0).to_numpy() * to_sd)
     y, m, ch = y_t[keep_t], m_t[keep_t], t_channels[keep_t]
     print(f"{spec.name}, draw seed {args.seed}: {int(keep_t.sum())} unseen queries, {int(keep_c.sum())} calibration "
           f"queries ({len(data.calibration_ids)} series)")
     print("| spread | risk–coverage ÷ constant | Spearman within channel |")
     print("|---|---|---|")
     for name, s in (("σ̂ (shipped, RMS-scaled)", sigma), ("learned spread, fitted on calibration series", learned),
-                    ("learned spread, cross-fitted on the unseen series (ceiling)", ceiling),
+                    ("learned spread, cross-fitted on the unseen series (ceiling)", ceiling), *extra.items(),
                     ("per-channel constant", constant), ("|e| (perfect ranking)", np.abs(y_t - m_t))):
         s = s[keep_t]
         print(f"| {name} | {risk_coverage_ratio(y, m, s, constant[keep_t]):.3f} | "
