@@ -88,6 +88,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common.r_classics import r_classics  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 Z90 = float(stats.norm.ppf(0.95))  # 1.6449: the 90 % interval's half width in sd
 GP_MAX_POINTS = 1000
@@ -393,7 +397,9 @@ UNSEEN_CASES: dict[str, tuple[Callable[[], Case], tuple[str, ...]]] = {
     "bond-dp": (_german_inflation, ("statsmodels",)),
     "seattle-rain": (_seattle_rain, ("vega_datasets",)),
 }
-SETS = {"anchors": CASES, "dev": DEV_CASES, "fresh": FRESH_CASES, "unseen": UNSEEN_CASES}
+# The rclassics set (issue 51): twelve series of R's datasets, committed before their first run
+RCLASSICS_CASES = r_classics()
+SETS = {"anchors": CASES, "dev": DEV_CASES, "fresh": FRESH_CASES, "unseen": UNSEEN_CASES, "rclassics": RCLASSICS_CASES}
 
 
 def missing(package: str) -> bool:
@@ -402,7 +408,7 @@ def missing(package: str) -> bool:
 
 def load_cases(names: Sequence[str] | None, say: Callable[[str], None] = print, which: str = "anchors") -> list[Case]:
     """The series ``names`` (of either set), or every series of the set ``which``."""
-    known = {**CASES, **DEV_CASES, **FRESH_CASES, **UNSEEN_CASES}
+    known = {**CASES, **DEV_CASES, **FRESH_CASES, **UNSEEN_CASES, **RCLASSICS_CASES}
     unknown = [n for n in names or () if n not in known]
     if unknown:
         raise SystemExit(f"unknown series {', '.join(unknown)}; choose from {', '.join(known)}")
