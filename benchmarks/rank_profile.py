@@ -35,8 +35,9 @@ from pathlib import Path
 
 import torch
 
-from levy_core import pipeline
 from levy_core.data import read_csv
+from levy_core.pipeline.modelfile import load_model
+from levy_core.pipeline.ranking import rank
 
 if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -48,7 +49,7 @@ KERNEL = "_scaled_dot_product_flash_attention_for_cpu"
 
 
 def stage_seconds(stats: pstats.Stats) -> dict[str, float]:
-    """Seconds per stage from a profile of ``pipeline.rank`` (see the module docstring)."""
+    """Seconds per stage from a profile of ``rank`` (see the module docstring)."""
     cumulative: dict[tuple[str, str], float] = {}
     own: dict[str, float] = {"checks": 0.0, "kernel": 0.0}
     for (file, _, name), (_, _, tottime, cumtime, callers) in stats.stats.items():  # type: ignore[attr-defined]
@@ -95,12 +96,12 @@ def main() -> None:
         model = model_on_the_sample(args.model, Path(tmp))
         path = Path(tmp) / "stays.csv"
         unseen_stays(args.data_dir, args.stays).to_csv(path, index=False)
-        fitted = pipeline.load_model(model)
+        fitted = load_model(model)
         obs = read_csv(path)
-    plain = [pipeline.rank(fitted, obs)[1] for _ in range(args.reps)]
+    plain = [rank(fitted, obs)[1] for _ in range(args.reps)]
     profile = cProfile.Profile()
     profile.enable()
-    ranked, _ = pipeline.rank(fitted, obs)
+    ranked, _ = rank(fitted, obs)
     profile.disable()
     stages = stage_seconds(pstats.Stats(profile))
     total = stages.pop("total (profiled)")

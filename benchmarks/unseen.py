@@ -61,8 +61,10 @@ import pandas as pd
 from levy_core import metrics
 from levy_core.calibration.split_conformal import SplitConformal
 from levy_core.data import read_csv
-from levy_core.pipeline import MODEL_SIZES, load_model, predict_user_queries, size_name
 from levy_core.pipeline.evaluation import crps_data_units_per_point
+from levy_core.pipeline.modelfile import load_model
+from levy_core.pipeline.recipe import MODEL_SIZES, size_name
+from levy_core.pipeline.user_frames import predict_user_queries
 
 if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

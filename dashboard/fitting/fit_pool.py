@@ -157,8 +157,8 @@ def _fit_job(job_id: int, obs: Any, task: dict[str, Any], train: dict[str, Any],
 
 def _fit_job_body(job_id: int, obs: Any, task: dict[str, Any], train: dict[str, Any], size: str,
                   train_twin: bool, mc_passes: int, previews: bool, transform: Any = "auto") -> bytes:
-    from levy_core import pipeline
     from levy_core.episodes.tasks import TaskConfig
+    from levy_core.pipeline import recipe
     from levy_core.training.train import TrainConfig
 
     last = {"at": -1e9, "best": 0}  # a preview once an epoch beat the untrained model (epoch 0: the offset alone)
@@ -172,13 +172,13 @@ def _fit_job_body(job_id: int, obs: Any, task: dict[str, Any], train: dict[str, 
             except ValueError:  # a preview its checks refuse is skipped: the fit goes on
                 pass
 
-    fitted = pipeline.fit(obs, task=TaskConfig(**task), train=TrainConfig(**train), size=size, train_twin=False,
+    fitted = recipe.fit(obs, task=TaskConfig(**task), train=TrainConfig(**train), size=size, train_twin=False,
                           mc_passes=mc_passes, progress=lambda p: _post(job_id, "epoch", _epoch_event(p)),
                           preview=preview if previews else None, transform=transform)
     if not train_twin:
         return _checked_zip(fitted)
     _post(job_id, "levy", _checked_zip(fitted))
-    return _checked_zip(pipeline.add_twin(fitted, obs, mc_passes=mc_passes,
+    return _checked_zip(recipe.add_twin(fitted, obs, mc_passes=mc_passes,
                                           progress=lambda p: _post(job_id, "epoch", _epoch_event(p))))
 
 
@@ -195,13 +195,13 @@ def _checked_zip(fitted: Any) -> bytes:
 
 def _twin_job(job_id: int, model_zip: bytes, obs: Any, mc_passes: int) -> bytes:
     """In a worker: the MC-Dropout twin of a model fitted without it."""
-    from levy_core import pipeline
+    from levy_core.pipeline import recipe
     from levy_core.serving.modelzip import load_model_zip
 
     _post(job_id, "started")
     try:
         fitted = load_model_zip(model_zip, name="the fitted model")
-        return _checked_zip(pipeline.add_twin(fitted, obs, mc_passes=mc_passes,
+        return _checked_zip(recipe.add_twin(fitted, obs, mc_passes=mc_passes,
                                               progress=lambda p: _post(job_id, "epoch", _epoch_event(p))))
     finally:
         _post(job_id, "end")
@@ -286,7 +286,7 @@ class FitPool:
                    train_twin: bool, mc_passes: int, previews: bool = True, transform: Any = "auto",
                    owner: str | None = None) -> Job:
         """Queue a fit (or join the queued or running job of ``key``; a failed one is retried);
-        ``transform``: each channel's value transform (``pipeline.fit``'s); ``owner``: who waits
+        ``transform``: each channel's value transform (``recipe.fit``'s); ``owner``: who waits
         for it (a session id; None: nobody in particular, never reaped)."""
         return self._submit(key, "fit", owner, _fit_job, obs, task, train, size, train_twin, mc_passes, previews,
                             transform)

@@ -1,5 +1,5 @@
 """What to fit and what was fitted: the settings, the fitted result, the process-wide store
-and the fit itself (``fit_model``, ``add_twin``: ``pipeline.fit`` / ``pipeline.add_twin``
+and the fit itself (``fit_model``, ``add_twin``: ``recipe.fit`` / ``recipe.add_twin``
 through the store; ``services`` re-exports them).
 
 The store is the dashboard's model cache: keyed by the data's key (``services.data.data_key``:
@@ -28,11 +28,12 @@ from levy_dashboard.fitting import fit_pool
 from streamlit import runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from levy_core import pipeline
 from levy_core.data import Observations
 from levy_core.episodes.tasks import TaskConfig
 from levy_core.episodes.transforms import parse_transform
-from levy_core.pipeline import FittedModel, ModelData
+from levy_core.pipeline import prepared, recipe
+from levy_core.pipeline.modelfile import FittedModel
+from levy_core.pipeline.prepared import ModelData
 from levy_core.pipeline.user_units import cutoff_of, duration_of
 from levy_core.serving.modelzip import load_model_zip, model_zip_bytes
 from levy_core.training.train import Progress, TrainConfig
@@ -57,7 +58,7 @@ class FitSettings:
     cutoff: float | None = None  # forecast: history ends here (h, model time); None → the median series midpoint
     horizon: float | None = None  # forecast on rolling origins (few series): hours ahead; None → a tenth of the span
     holdout_fraction: float = 0.2  # interpolate: share of observations held out
-    size: str = "small"  # key of pipeline.MODEL_SIZES (what `levy fit --size auto` picks below 1,000 series)
+    size: str = "small"  # key of recipe.MODEL_SIZES (what `levy fit --size auto` picks below 1,000 series)
     epochs: int = 40  # epochs per model, with early stopping on the early-stopping split (`levy fit`'s default)
     max_seconds: float = 600.0  # safety cap per model (s), not a budget: a fit that reaches it says it is under-trained
     train_twin: bool = True  # train the softmax+dropout twin alongside (MC-Dropout)
@@ -294,7 +295,7 @@ def fit_configs(settings: FitSettings) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def fit_model(obs: Observations, obs_hash: str, data_label: str, settings: FitSettings,
               progress: Callable[[Progress], None] | None = None) -> FitResult:
-    """``pipeline.fit`` with the settings, cached by (data hash, settings)."""
+    """``recipe.fit`` with the settings, cached by (data hash, settings)."""
     check_limits(settings)
     key = fit_key(obs_hash, settings)
     hit = cached_fit(key)
@@ -303,17 +304,17 @@ def fit_model(obs: Observations, obs_hash: str, data_label: str, settings: FitSe
     history: list[dict[str, Any]] = []
     task, train = fit_configs(settings)
     t0 = time.perf_counter()
-    fitted = pipeline.fit(obs, task=TaskConfig(**task), train=TrainConfig(**train), size=settings.size,
+    fitted = recipe.fit(obs, task=TaskConfig(**task), train=TrainConfig(**train), size=settings.size,
                           train_twin=settings.train_twin, mc_passes=settings.mc_passes,
                           progress=recording(history, progress), transform=parse_transform(settings.transform))
     seconds = time.perf_counter() - t0
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return remember(FitResult(key, fitted, pipeline.prepare(fitted, obs), obs_hash, settings, data_label, history,
+    return remember(FitResult(key, fitted, prepared.prepare(fitted, obs), obs_hash, settings, data_label, history,
                                seconds, now))
 
 
 def add_twin(res: FitResult, progress: Callable[[Progress], None] | None = None) -> FitResult:
-    """``pipeline.add_twin``: the MC-Dropout twin for a model fitted without it (cached)."""
+    """``recipe.add_twin``: the MC-Dropout twin for a model fitted without it (cached)."""
     if res.has_twin:
         return res
     key = res.key + "+twin"
@@ -322,7 +323,7 @@ def add_twin(res: FitResult, progress: Callable[[Progress], None] | None = None)
         return for_this_session(hit, res.data_label)
     history = [h for h in res.history if h["model"] != "softmax"]
     t0 = time.perf_counter()
-    fitted = pipeline.add_twin(res.fitted, res.obs, mc_passes=res.settings.mc_passes,
+    fitted = recipe.add_twin(res.fitted, res.obs, mc_passes=res.settings.mc_passes,
                                progress=recording(history, progress))
     settings = dataclasses.replace(res.settings, train_twin=True)
     # the split, scaler and channels are unchanged, so the prepared data still holds
@@ -404,7 +405,7 @@ def job_result(key: str, model_zip: bytes, obs: Observations, obs_hash: str, set
     seconds = sum(float(((fitted.training or {}).get(m) or {}).get("seconds", 0.0)) for m in ("levy", "softmax"))
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     settings = dataclasses.replace(settings, train_twin=fitted.twin is not None)
-    return remember(FitResult(key, fitted, pipeline.prepare(fitted, obs), obs_hash, settings, data_label,
+    return remember(FitResult(key, fitted, prepared.prepare(fitted, obs), obs_hash, settings, data_label,
                               [dict(h) for h in history], seconds, now))
 
 
@@ -414,6 +415,6 @@ def preview_result(key: str, model_zip: bytes, obs: Observations, obs_hash: str,
     stored: the views' caches tell it apart by its key)."""
     fitted = load_model_zip(model_zip, name="the preview")
     text = f"epoch {progress['epoch']} of at most {progress['epochs']} (best so far: epoch {progress['best_epoch']})"
-    return FitResult(key, fitted, pipeline.prepare(fitted, obs), obs_hash,
+    return FitResult(key, fitted, prepared.prepare(fitted, obs), obs_hash,
                      dataclasses.replace(settings, train_twin=False), data_label, [dict(h) for h in history],
                      float(progress["seconds"]), "", preview=text)

@@ -20,8 +20,8 @@ from levy_dashboard.data import user_clock
 from levy_dashboard.fitting.fits import FitResult
 from levy_dashboard.services.band import model_ids, model_points, time_axis
 
-from levy_core import pipeline
 from levy_core.data import DataError
+from levy_core.pipeline import diagnostics, predict
 
 __all__ = ["QueryExplanation", "attention", "channel_queries", "draws", "explain_query", "heldout_predictions",
            "heldout_queries", "query_attention", "query_crps", "query_draws", "query_marks", "scatter_name",
@@ -39,16 +39,16 @@ def heldout_predictions(key: str, _res: FitResult, series_id: str) -> pd.DataFra
     q = pts[(pts["series_id"] == series_id) & (pts["role"] == "held-out")].reset_index(drop=True)
     if q.empty:
         return pd.DataFrame(columns=["series_id", "channel", "time", "y_true", "mean", "pred_std"])
-    pred = pipeline.predict_queries(_res.fitted, _res.data, q[["series_id", "channel", "time"]])
+    pred = predict.predict_queries(_res.fitted, _res.data, q[["series_id", "channel", "time"]])
     pred["y_true"] = q["value"].to_numpy()
     return pred
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def test_predictions(key: str, _res: FitResult) -> pd.DataFrame:
-    """``pipeline.split_predictions`` on the test split (empty when it has no queries)."""
+    """``predict.split_predictions`` on the test split (empty when it has no queries)."""
     try:
-        return pipeline.split_predictions(_res.fitted, _res.data, "test")
+        return predict.split_predictions(_res.fitted, _res.data, "test")
     except DataError:
         return pd.DataFrame()
 
@@ -91,14 +91,14 @@ def scatter_name(res: FitResult) -> str:
 
 
 def width_factors(query: pd.Series, reference: pd.DataFrame) -> dict[str, float | str]:
-    """``pipeline.width_factors``: one query's σ̂ against the median reference query's."""
-    return pipeline.width_factors(query, reference)
+    """``diagnostics.width_factors``: one query's σ̂ against the median reference query's."""
+    return diagnostics.width_factors(query, reference)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def attention(key: str, _res: FitResult, series_id: str, channel: str, time_: float) -> pd.DataFrame:
-    """``pipeline.attention_weights`` of one query."""
-    return pipeline.attention_weights(_res.fitted, _res.data, series_id, channel, float(time_))
+    """``diagnostics.attention_weights`` of one query."""
+    return diagnostics.attention_weights(_res.fitted, _res.data, series_id, channel, float(time_))
 
 
 def query_attention(key: str, res: FitResult, series_id: str, channel: str, time_: float,
@@ -142,7 +142,7 @@ class QueryExplanation:
     error_ratio : float
         ``|y_true − mean| / (c·σ̂)``.
     factors : dict
-        ``pipeline.width_factors`` against the median test query (``ratio, evidence,
+        ``diagnostics.width_factors`` against the median test query (``ratio, evidence,
         disagreement, reason``).
     channel_shares : list of (str, float)
         The attention weight per channel, largest first (at most ``TOP_CHANNELS``).
@@ -193,8 +193,8 @@ def explain_query(key: str, res: FitResult, query: dict[str, Any], test: pd.Data
 @st.cache_data(show_spinner=False, max_entries=32)
 def draws(key: str, _res: FitResult, series_id: str, channel: str, time_: float, n_draws: int,
           seed: int = 0) -> dict[str, Any]:
-    """``pipeline.operator_draws`` at one query (with the RMSD's Monte-Carlo s.e.)."""
-    return pipeline.operator_draws(_res.fitted, _res.data, series_id, channel, float(time_), n_draws=n_draws,
+    """``diagnostics.operator_draws`` at one query (with the RMSD's Monte-Carlo s.e.)."""
+    return diagnostics.operator_draws(_res.fitted, _res.data, series_id, channel, float(time_), n_draws=n_draws,
                                    seed=seed)
 
 
@@ -206,5 +206,5 @@ def query_draws(key: str, res: FitResult, series_id: str, channel: str, time_: f
 
 
 def query_crps(out: dict[str, Any], y_true: float, n_sampler: int = 50) -> dict[str, float]:
-    """``pipeline.query_crps``: closed form vs the first ``n_sampler`` scaled draws."""
-    return pipeline.query_crps(out, y_true, n_sampler)
+    """``diagnostics.query_crps``: closed form vs the first ``n_sampler`` scaled draws."""
+    return diagnostics.query_crps(out, y_true, n_sampler)

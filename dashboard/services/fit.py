@@ -54,8 +54,8 @@ from levy_dashboard.fitting.saved_models import (
 )
 from levy_dashboard.fitting.shipped import ShippedModel, load_shipped, shipped_key, shipped_result
 
-from levy_core import pipeline
 from levy_core.data import DataError, Observations
+from levy_core.pipeline import recipe
 from levy_core.pipeline.user_units import readable_summary
 from levy_core.serving.modelzip import model_zip_bytes
 
@@ -68,7 +68,7 @@ __all__ = ["MODEL_SIZES", "FitResult", "FitSettings", "JobView", "OpenedModel", 
            "status_text", "submit_fit", "submit_twin", "training_table", "transform_error"]
 
 log = logging.getLogger(__name__)
-MODEL_SIZES = pipeline.MODEL_SIZES  # for the sidebar: views do not import the pipeline
+MODEL_SIZES = recipe.MODEL_SIZES  # for the sidebar: views do not import the pipeline
 
 
 # ----------------------------------------------------------------------------- the server's fit pool
@@ -141,14 +141,14 @@ def shipped_fit(source: DataSource, obs: Observations, obs_hash: str) -> FitResu
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def cutoff_range(obs_hash: str, _obs: Observations, seed: int = 0) -> tuple[float, float, float]:
-    """``pipeline.cutoff_range``: (min, max, default) forecast cut-off in the model's time."""
-    return pipeline.cutoff_range(_obs, seed)
+    """``recipe.cutoff_range``: (min, max, default) forecast cut-off in the model's time."""
+    return recipe.cutoff_range(_obs, seed)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def own_cutoffs_by_default(obs_hash: str, _obs: Observations, seed: int = 0) -> bool:
-    """``pipeline.own_cutoffs_by_default``: a forecast fit of these data gives each series its own cut-off."""
-    return pipeline.own_cutoffs_by_default(_obs, seed)
+    """``recipe.own_cutoffs_by_default``: a forecast fit of these data gives each series its own cut-off."""
+    return recipe.own_cutoffs_by_default(_obs, seed)
 
 
 def size_options(limits: SessionLimits) -> list[str]:

@@ -13,8 +13,8 @@ from levy_dashboard.display import tables
 from levy_dashboard.display.tables import GUARANTEE_CAPTION
 from levy_dashboard.fitting.fits import FitResult
 
-from levy_core import pipeline
 from levy_core.data.drift import DENSITY_FACTOR, MIN_VALUES, RANGE_MARGIN, VALUE_SHARE
+from levy_core.pipeline import user_frames
 from levy_core.serving.monitoring import CoverageMonitor, monitor_coverage
 
 __all__ = ["DRIFT_CAPTION", "GUARANTEE_CAPTION", "CoverageMonitor", "drift", "monitoring", "monitoring_tables",
@@ -47,7 +47,7 @@ def drift(key: str, _res: FitResult) -> tuple[pd.DataFrame, bool, str]:
     """``levy_core.pipeline.drift_report``: channels whose values lie far outside the training
     range or whose sampling is far sparser or denser than in training, laid out by
     ``tables.drift_table``; with whether anything was checked and why not."""
-    report = pipeline.drift_report(_res.fitted, _res.data)
+    report = user_frames.drift_report(_res.fitted, _res.data)
     return tables.drift_table(report.flags), report.checked, report.note
 
 

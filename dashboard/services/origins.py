@@ -24,9 +24,10 @@ from levy_dashboard.fitting.fits import FitResult, fast
 from levy_dashboard.services.band import model_points, time_axis
 from levy_dashboard.services.evaluation import evaluation
 
-from levy_core import pipeline
+from levy_core.calibration import over_time
 from levy_core.data import DataError, Observations, parse_duration
 from levy_core.episodes.origins import plan_origins
+from levy_core.pipeline import predict, user_frames
 from levy_core.pipeline.user_units import clock_of
 
 __all__ = ["auto_horizon", "backtest_predictions", "future", "future_inputs", "future_points", "history_points",
@@ -63,9 +64,9 @@ def future_points() -> int:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def future(key: str, _res: FitResult, series_id: str, channel: str, horizon: float, mc_passes: int) -> pd.DataFrame:
-    """``pipeline.predict_future`` of one series and channel up to ``horizon`` hours past its
+    """``predict.predict_future`` of one series and channel up to ``horizon`` hours past its
     last observation (the user's ids and hours, ``when``), + MC-Dropout with T passes."""
-    f = pipeline.predict_future(_res.fitted, _res.data, float(horizon), n_points=future_points(),
+    f = predict.predict_future(_res.fitted, _res.data, float(horizon), n_points=future_points(),
                                 series_ids=[series_id], channels=[channel],
                                 mc_passes=mc_passes if _res.has_twin else 0)
     return user_clock.with_when(_res.data, f)
@@ -83,7 +84,7 @@ def future_inputs(key: str, res: FitResult, series_id: str, channel: str, level:
     only those move) and the series' history."""
     show_mc = show_mc and res.has_twin
     frame = future(key, res, series_id, channel, float(horizon), mc_passes if show_mc else 0)
-    g = pipeline.with_bands(frame, res.fitted, level, kind)
+    g = user_frames.with_bands(frame, res.fitted, level, kind)
     _, last = res.data.clock.end_episode(series_id)
     when = user_clock.display_times(res.obs, [series_id], [last]).iloc[0]
     return FutureInputs(g, history_points(key, res, series_id, channel), series_id, channel, level,
@@ -103,8 +104,8 @@ def backtest_predictions(key: str, _res: FitResult, mc_passes: int) -> pd.DataFr
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def rolling_coverage(key: str, _res: FitResult, mc_passes: int, window: int = 10) -> pd.DataFrame:
-    """``pipeline.rolling_coverage`` of the backtest, each origin in the user's clock (``when``)."""
-    table = pipeline.rolling_coverage(evaluation(key, _res, mc_passes)[1], window=window)
+    """``over_time.rolling_coverage`` of the backtest, each origin in the user's clock (``when``)."""
+    table = over_time.rolling_coverage(evaluation(key, _res, mc_passes)[1], window=window)
     owner = backtest_predictions(key, _res, mc_passes).drop_duplicates("origin").set_index("origin")["series_id"]
     table = table.assign(series_id=owner.reindex(table["origin"]).to_numpy())
     return user_clock.with_when(_res.data, table, column="origin")

@@ -244,16 +244,16 @@ def test_an_opened_model_reads_new_data_with_its_recorded_columns_and_clock(monk
     (levy predict's rule), not refused for want of a time column nor read in hours."""
     import io as _io
 
-    from levy_core import pipeline
     from levy_core.data import read_csv
     from levy_core.data.columns import ColumnMapping
     from levy_core.episodes.tasks import TaskConfig
+    from levy_core.pipeline.recipe import fit
     from levy_core.serving.modelzip import model_zip_bytes
     from levy_core.training.train import TrainConfig
 
     mapping = ColumnMapping(time="when_d", value="result", series="ward_bed", channel="lab")
     obs = read_csv(_io.BytesIO(odd_columns_csv(0, 16)), mapping=mapping, time_unit="days")
-    fitted = pipeline.fit(obs, task=TaskConfig("interpolate"), train=TrainConfig(epochs=2, seed=0), train_twin=False)
+    fitted = fit(obs, task=TaskConfig("interpolate"), train=TrainConfig(epochs=2, seed=0), train_twin=False)
     assert fitted.reading is not None and fitted.reading.time_unit == "days"
     at = start()
     monkeypatch.setattr(services.fit, "submit_fit", lambda *a, **k: pytest.fail("no fit: the model scores"))
