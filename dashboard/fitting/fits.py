@@ -31,9 +31,8 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from levy_core.data import Observations
 from levy_core.episodes.tasks import TaskConfig
 from levy_core.episodes.transforms import parse_transform
+from levy_core.forecast.verbs import FittedModel, ModelData
 from levy_core.pipeline import prepared, recipe
-from levy_core.pipeline.modelfile import FittedModel
-from levy_core.pipeline.prepared import ModelData
 from levy_core.pipeline.user_units import cutoff_of, duration_of
 from levy_core.serving.modelzip import load_model_zip, model_zip_bytes
 from levy_core.training.train import Progress, TrainConfig

@@ -17,8 +17,8 @@ from levy_dashboard.fitting.fits import FitResult, FitSettings
 
 from levy_core.data import Observations
 from levy_core.data.columns import ColumnMapping
+from levy_core.forecast.verbs import FittedModel
 from levy_core.pipeline import prepared, recipe
-from levy_core.pipeline.modelfile import FittedModel
 from levy_core.serving.modelzip import load_model_zip
 
 __all__ = ["OpenedModel", "apply_model", "open_model", "opened_key", "recorded_reading", "saved_settings"]

@@ -432,7 +432,7 @@ class LevyForecaster(FittedVerbs):
             A model directory ([`save`][levy_core.forecast.forecaster.LevyForecaster.save], ``FittedModel.save``, ``levy fit --out``), its
             ``model.json``, a model zip ([`save`][levy_core.forecast.forecaster.LevyForecaster.save] to ``….zip``,
             ``modelzip.model_zip_bytes``, the dashboard's download), or a zip's bytes.
-            Validated as [`load_model`][levy_core.pipeline.load_model] and
+            Validated as [`load_model`][levy_core.pipeline.modelfile.load_model] and
             [`load_model_zip`][levy_core.serving.modelzip.load_model_zip] do (safetensors and bounded JSON
             only; nothing executable is loaded).
 
