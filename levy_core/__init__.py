@@ -24,7 +24,8 @@ __version__ = "0.2.0"
 PUBLIC_MODULES = (
     "levy_core",
     "levy_core.forecast.forecaster", "levy_core.forecast.verbs", "levy_core.forecast.results", "levy_core.forecast.plot",
-    "levy_core.decisions.advise", "levy_core.decisions.watch", "levy_core.decisions.defaults",
+    "levy_core.decisions.advise", "levy_core.decisions.watch", "levy_core.decisions.watch_calibration",
+    "levy_core.decisions.defaults",
     "levy_core.serving.chunked", "levy_core.serving.ray_engine", "levy_core.serving.modelzip",
     "levy_core.serving.monitoring", "levy_core.serving.table_writer", "levy_core.serving.csv_safety",
     "levy_core.calibration.calibrate", "levy_core.calibration.scaled_gaussian", "levy_core.calibration.split_conformal",

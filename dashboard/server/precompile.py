@@ -29,9 +29,9 @@ def precompile() -> int:
     app script; the number of modules loaded afterwards."""
     import sys
 
-    from levy_core.pipeline.preload import preload_fit
+    from levy_core.forecast.verbs import FittedVerbs
 
-    preload_fit()
+    FittedVerbs.preload()
     for name in MODULES:
         importlib.import_module(name)
     import levy_dashboard

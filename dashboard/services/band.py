@@ -21,7 +21,6 @@ from levy_dashboard.fitting.fits import FitResult, fast
 
 from levy_core.calibration import over_time
 from levy_core.data import DataError, user_time_label
-from levy_core.pipeline import predict, user_frames
 
 __all__ = ["BAND_LABELS", "GUARANTEE", "BandInputs", "adaptive_levels", "band_inputs", "band_kinds",
            "channel_options", "channels_of", "grid", "grid_points", "model_ids", "model_points",
@@ -151,18 +150,18 @@ def adaptive_levels(res: FitResult) -> list[float]:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def user_grid(key: str, _res: FitResult, series_id: str, channel: str, mc_passes: int) -> pd.DataFrame:
-    """Windows: ``predict.predict_grid`` over every window of one user series, in the user's clock."""
-    g = predict.predict_grid(_res.fitted, _res.data, model_ids(key, _res, series_id), [channel],
-                              n_points=grid_points(), mc_passes=mc_passes if _res.has_twin else 0)
+    """Windows: ``predict_grid`` over every window of one user series, in the user's clock."""
+    g = _res.verbs.predict_grid(_res.data, model_ids(key, _res, series_id), [channel],
+                                n_points=grid_points(), mc_passes=mc_passes if _res.has_twin else 0)
     return user_clock.to_user(_res.data, g).sort_values("time", kind="stable").reset_index(drop=True)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def grid(key: str, _res: FitResult, series_id: str, channel: str, mc_passes: int,
          n_points: int | None = None) -> pd.DataFrame:
-    """``predict.predict_grid`` for one series and channel (+ MC-Dropout with T passes)."""
-    return predict.predict_grid(_res.fitted, _res.data, [series_id], [channel], n_points=n_points or grid_points(),
-                                 mc_passes=mc_passes if _res.has_twin else 0)
+    """``predict_grid`` for one series and channel (+ MC-Dropout with T passes)."""
+    return _res.verbs.predict_grid(_res.data, [series_id], [channel], n_points=n_points or grid_points(),
+                                   mc_passes=mc_passes if _res.has_twin else 0)
 
 
 def band_inputs(key: str, res: FitResult, series_id: str, channel: str, level: float, kind: str,
@@ -174,7 +173,7 @@ def band_inputs(key: str, res: FitResult, series_id: str, channel: str, level: f
     passes = mc_passes if show_mc else 0
     windows = user_clock.windowed(res.data)
     frame = user_grid(key, res, series_id, channel, passes) if windows else grid(key, res, series_id, channel, passes)
-    g = user_frames.with_bands(frame, res.fitted, level, kind)
+    g = res.verbs.with_bands(frame, level, kind)
     pts = user_points(key, res) if windows else model_points(key, res)
     here = pts[(pts["series_id"] == series_id) & (pts["channel"] == channel) & (pts["role"] != "unused")]
     f = res.fitted

@@ -22,9 +22,7 @@ from levy_dashboard.display.tables import (
 )
 from levy_dashboard.fitting.fits import FitResult
 
-from levy_core.pipeline import evaluation as pipeline_evaluation
-from levy_core.pipeline import ranking as pipeline_ranking
-from levy_core.pipeline import user_frames
+from levy_core.forecast.verbs import PRED_COLUMNS
 from levy_core.serving.csv_safety import to_safe_csv
 
 __all__ = ["GUARANTEE_CAPTION", "backtest_table", "bound_text", "calibration_curves", "channel_coverage", "coverage_note",
@@ -38,13 +36,13 @@ def evaluation(key: str, _res: FitResult, mc_passes: int) -> tuple[dict[str, Any
     """``pipeline_evaluation.evaluate`` (JSON metrics, per-query frame) with T MC-Dropout passes, without
     the sampler check (``sampler_check``: only the panels that show it pay for its draws; the
     band panel, the first a user sees, needs the per-query frame alone)."""
-    return pipeline_evaluation.evaluate(_res.fitted, _res.data, mc_passes=mc_passes if _res.has_twin else 0, sampler_draws=0)
+    return _res.verbs.evaluate_data(_res.data, mc_passes=mc_passes if _res.has_twin else 0, sampler_draws=0)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def sampler_check(key: str, _res: FitResult) -> dict[str, Any]:
     """``pipeline_evaluation.sampler_check``: the 50-draw sampler's CRPS beside the closed form's."""
-    return pipeline_evaluation.sampler_check(_res.fitted, _res.data)
+    return _res.verbs.sampler_check(_res.data)
 
 
 def timing_rows(res: FitResult, result: dict[str, Any]) -> pd.DataFrame:
@@ -54,34 +52,34 @@ def timing_rows(res: FitResult, result: dict[str, Any]) -> pd.DataFrame:
 @st.cache_data(show_spinner=False, max_entries=16)
 def calibration_curves(key: str, _res: FitResult, mc_passes: int) -> dict[str, Any]:
     """``pipeline_evaluation.calibration_curves`` on the test split's evaluation."""
-    return pipeline_evaluation.calibration_curves(_res.fitted, evaluation(key, _res, mc_passes)[1])
+    return _res.verbs.calibration_curves(evaluation(key, _res, mc_passes)[1])
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def guarantee_table(key: str, _res: FitResult, mc_passes: int) -> pd.DataFrame:
     """``pipeline_evaluation.coverage_checks`` on the test split, laid out by ``tables.guarantee_table``."""
-    return tables.guarantee_table(pipeline_evaluation.coverage_checks(_res.fitted, evaluation(key, _res, mc_passes)[1]))
+    return tables.guarantee_table(_res.verbs.coverage_checks(evaluation(key, _res, mc_passes)[1]))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def channel_coverage(key: str, _res: FitResult, mc_passes: int, level: float) -> pd.DataFrame:
     """``pipeline_evaluation.channel_coverage`` of the conformal bands at ``level`` on the test split."""
-    return pipeline_evaluation.channel_coverage(_res.fitted, evaluation(key, _res, mc_passes)[1], level)
+    return _res.verbs.channel_coverage(evaluation(key, _res, mc_passes)[1], level)
 
 
 def prediction_csv(pred: pd.DataFrame, res: FitResult | None = None) -> bytes:
     """The per-query predictions as ``levy evaluate --predictions`` writes them: in the user's
     ids and clock with ``res`` (each query's forecast ``origin`` on rolling origins), cells a
     spreadsheet would run as formulas neutralised."""
-    cols = [c for c in pipeline_evaluation.PRED_COLUMNS if c in pred.columns]
-    frame = pred[cols] if res is None else user_frames.user_predictions(pred, res.data, fill_missing=False)
+    cols = [c for c in PRED_COLUMNS if c in pred.columns]
+    frame = pred[cols] if res is None else res.verbs.user_predictions(pred, res.data, fill_missing=False)
     return to_safe_csv(frame, index=False).encode()
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def ranking(key: str, _res: FitResult) -> tuple[pd.DataFrame, float]:
     """``pipeline_ranking.rank``: series by trust, and the seconds it took."""
-    return pipeline_ranking.rank(_res.fitted, _res.data)
+    return _res.verbs.rank(_res.data)
 
 
 def ranking_csv(ranked: pd.DataFrame) -> bytes:
@@ -91,6 +89,6 @@ def ranking_csv(ranked: pd.DataFrame) -> bytes:
 
 def coverage_note(key: str, res: FitResult, mc_passes: int) -> str | None:
     """The sentence ``levy evaluate`` prints when the Lévy 90 % band's coverage on the test
-    split lies outside its per-series standard-error window (``pipeline_evaluation.evaluate``'s
+    split lies outside its per-series standard-error window (``evaluate_data``'s
     ``coverage_note``); None within it."""
     return evaluation(key, res, mc_passes)[0]["coverage_note"]["text"]

@@ -21,7 +21,7 @@ from levy_dashboard.fitting.fits import FitResult
 from levy_dashboard.services.band import model_ids, model_points, time_axis
 
 from levy_core.data import DataError
-from levy_core.pipeline import diagnostics, predict
+from levy_core.forecast.verbs import FittedVerbs
 
 __all__ = ["QueryExplanation", "attention", "channel_queries", "draws", "explain_query", "heldout_predictions",
            "heldout_queries", "query_attention", "query_crps", "query_draws", "query_marks", "scatter_name",
@@ -39,7 +39,7 @@ def heldout_predictions(key: str, _res: FitResult, series_id: str) -> pd.DataFra
     q = pts[(pts["series_id"] == series_id) & (pts["role"] == "held-out")].reset_index(drop=True)
     if q.empty:
         return pd.DataFrame(columns=["series_id", "channel", "time", "y_true", "mean", "pred_std"])
-    pred = predict.predict_queries(_res.fitted, _res.data, q[["series_id", "channel", "time"]])
+    pred = _res.verbs.predict_queries(_res.data, q[["series_id", "channel", "time"]])
     pred["y_true"] = q["value"].to_numpy()
     return pred
 
@@ -48,7 +48,7 @@ def heldout_predictions(key: str, _res: FitResult, series_id: str) -> pd.DataFra
 def test_predictions(key: str, _res: FitResult) -> pd.DataFrame:
     """``predict.split_predictions`` on the test split (empty when it has no queries)."""
     try:
-        return predict.split_predictions(_res.fitted, _res.data, "test")
+        return _res.verbs.split_predictions(_res.data, "test")
     except DataError:
         return pd.DataFrame()
 
@@ -92,13 +92,13 @@ def scatter_name(res: FitResult) -> str:
 
 def width_factors(query: pd.Series, reference: pd.DataFrame) -> dict[str, float | str]:
     """``diagnostics.width_factors``: one query's σ̂ against the median reference query's."""
-    return diagnostics.width_factors(query, reference)
+    return FittedVerbs.width_factors(query, reference)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def attention(key: str, _res: FitResult, series_id: str, channel: str, time_: float) -> pd.DataFrame:
     """``diagnostics.attention_weights`` of one query."""
-    return diagnostics.attention_weights(_res.fitted, _res.data, series_id, channel, float(time_))
+    return _res.verbs.attention_weights(_res.data, series_id, channel, float(time_))
 
 
 def query_attention(key: str, res: FitResult, series_id: str, channel: str, time_: float,
@@ -142,7 +142,7 @@ class QueryExplanation:
     error_ratio : float
         ``|y_true − mean| / (c·σ̂)``.
     factors : dict
-        ``diagnostics.width_factors`` against the median test query (``ratio, evidence,
+        ``width_factors`` against the median test query (``ratio, evidence,
         disagreement, reason``).
     channel_shares : list of (str, float)
         The attention weight per channel, largest first (at most ``TOP_CHANNELS``).
@@ -194,8 +194,7 @@ def explain_query(key: str, res: FitResult, query: dict[str, Any], test: pd.Data
 def draws(key: str, _res: FitResult, series_id: str, channel: str, time_: float, n_draws: int,
           seed: int = 0) -> dict[str, Any]:
     """``diagnostics.operator_draws`` at one query (with the RMSD's Monte-Carlo s.e.)."""
-    return diagnostics.operator_draws(_res.fitted, _res.data, series_id, channel, float(time_), n_draws=n_draws,
-                                   seed=seed)
+    return _res.verbs.operator_draws(_res.data, series_id, channel, float(time_), n_draws=n_draws, seed=seed)
 
 
 def query_draws(key: str, res: FitResult, series_id: str, channel: str, time_: float, n_draws: int,
@@ -207,4 +206,4 @@ def query_draws(key: str, res: FitResult, series_id: str, channel: str, time_: f
 
 def query_crps(out: dict[str, Any], y_true: float, n_sampler: int = 50) -> dict[str, float]:
     """``diagnostics.query_crps``: closed form vs the first ``n_sampler`` scaled draws."""
-    return diagnostics.query_crps(out, y_true, n_sampler)
+    return FittedVerbs.query_crps(out, y_true, n_sampler)
