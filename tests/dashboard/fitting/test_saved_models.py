@@ -19,6 +19,7 @@ from levy_dashboard import services
 from levy_dashboard.fitting import fits
 from streamlit.testing.v1 import AppTest
 
+from levy_core.pipeline import recipe
 from levy_core.pipeline.model_loading import MAX_MODEL_JSON_BYTES
 from levy_core.serving.modelzip import load_model_zip
 
@@ -84,7 +85,7 @@ def test_a_saved_model_opens_in_a_fresh_session_and_scores_new_data_without_refi
     data, fit_key = saved
     at = start()  # a fresh session on the bundled sample (its default fit is the one fit allowed)
     trained = []
-    monkeypatch.setattr(fits.pipeline, "fit", lambda *a, **k: trained.append(1))  # from here on, no fit here
+    monkeypatch.setattr(recipe, "fit", lambda *a, **k: trained.append(1))  # from here on, no fit here
     monkeypatch.setattr(services.fit, "submit_fit", lambda *a, **k: trained.append(2))  # ... nor in the server's pool
     at = upload(at, "icu_model.zip", data, key="model_upload")
     assert at.session_state["_opened_model"].name == "icu_model.zip"
