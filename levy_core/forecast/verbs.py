@@ -79,8 +79,8 @@ class FittedVerbs:
         return self.fitted
 
     # ------------------------------------------------------------------ fitting
-    @classmethod
-    def fitted_on(cls, obs: Observations, *, task: Mapping[str, Any] | None = None,
+    @staticmethod
+    def fitted_on(obs: Observations, *, task: Mapping[str, Any] | None = None,
                   train: Mapping[str, Any] | None = None, size: str = "auto", twin: bool = True,
                   mc_passes: int = 20, phi: Literal["rate", "count"] = "rate",
                   progress: Callable[[Progress], None] | None = None,
@@ -90,11 +90,13 @@ class FittedVerbs:
         (kind, cutoff, horizon, season, …) and of a training run (epochs, seed, max_seconds,
         …), as plain mappings (they cross process boundaries); ``twin`` trains the MC-Dropout
         twin with ``mc_passes``; ``preview(progress, build)`` is called as the model improves
-        (``build()`` a model of the epoch); ``transform`` per channel (a text is parsed)."""
+        (``build()`` a model of the epoch); ``transform`` per channel (a text is parsed). The
+        verbs of the new model (``LevyForecaster`` fits with ``fit`` / ``fit_observations``)."""
         spec = parse_transform(transform) if isinstance(transform, str) else transform
-        return cls(recipe.fit(obs, task=TaskConfig(**(task or {})), train=TrainConfig(**(train or {})), size=size,
-                              train_twin=twin, mc_passes=mc_passes, phi=phi, progress=progress, preview=preview,
-                              transform=spec))
+        return FittedVerbs(recipe.fit(obs, task=None if task is None else TaskConfig(**task),
+                                      train=None if train is None else TrainConfig(**train), size=size,
+                                      train_twin=twin, mc_passes=mc_passes, phi=phi, progress=progress,
+                                      preview=preview, transform=spec))
 
     def with_twin(self, obs: Observations, *, mc_passes: int = 20,
                   progress: Callable[[Progress], None] | None = None) -> FittedModel:
@@ -187,10 +189,12 @@ class FittedVerbs:
         return predict.predict_queries(self._require_fitted(), data, queries, level=level, mc_passes=mc_passes)
 
     def predict_user_queries(self, data: Observations | ModelData, queries: pd.DataFrame, *,
-                             level: float = 0.9) -> pd.DataFrame:
+                             level: float = 0.9, mc_passes: int = 0) -> pd.DataFrame:
         """Predictions at ``n`` queries (``series_id, channel, time`` in the user's ids and
-        clock, as ``read_queries`` returns them), one row each, in their order."""
-        return user_frames.predict_user_queries(self._require_fitted(), data, queries, level=level)
+        clock, as ``read_queries`` returns them), one row each, in their order; MC-Dropout
+        beside with ``mc_passes``."""
+        return user_frames.predict_user_queries(self._require_fitted(), data, queries, level=level,
+                                                mc_passes=mc_passes)
 
     def split_predictions(self, data: Observations | ModelData, role: str = "test", *, mc_passes: int = 0,
                           level: float = 0.9) -> pd.DataFrame:
