@@ -20,6 +20,7 @@ from levy_dashboard.fitting.fits import FitResult
 
 from levy_core.data import DataError, Observations, duration_text, say_duration
 from levy_core.decisions.advise import Advice, advise
+from levy_core.forecast.verbs import FittedVerbs
 
 __all__ = ["AdviceChart", "AdviceView", "advice", "advice_chart", "advice_data", "advice_table", "band_frame",
            "default_horizon", "when_text"]
@@ -95,7 +96,7 @@ def advice_data(res: FitResult, series_id: str) -> tuple[Observations, Observati
         return obs, None, "the series' last observation"
     before = Observations(frame=obs.frame[seen].reset_index(drop=True), report=obs.report)
     after = Observations(frame=obs.frame[~seen].reset_index(drop=True), report=obs.report) if (~seen).any() else None
-    when = res.verbs.time_text(cutoff)
+    when = FittedVerbs(f).time_text(cutoff)
     where = f"{when}, {f.task.cutoff_text()}" if f.task.per_series else when
     return before, after, f"the forecast cut-off ({where}): the observations up to it"
 
