@@ -3,7 +3,8 @@ observations, the attention weights of a query, why its band is as wide as it is
 against the median test query's, split into its evidence and disagreement factors), and
 the sampled operator's draws at a query (the identity check).
 
-Cache wrappers around ``levy_core.pipeline`` (``predict_queries``, ``split_predictions``,
+Cache wrappers around the fitted model's verbs (``levy_core.forecast.verbs``: ``predict_queries``,
+``split_predictions``,
 ``attention_weights``, ``operator_draws``, ``width_factors``, ``query_crps``) keyed by the
 fit key; queries come in the user's ids and hours and go to the model's space through
 ``user_clock.model_query``.

@@ -3,8 +3,8 @@ duration, the forecast past the end of the data with its bands, and the backtest
 test origins (the adaptive and split conformal bands against what happened, their coverage
 over time).
 
-Cache wrappers around ``levy_core.pipeline`` (``predict_future``, ``with_bands``,
-``rolling_coverage``) keyed by the fit key; everything handed back is in the user's ids and
+Cache wrappers around the fitted model's verbs (``levy_core.forecast.verbs``:
+``predict_future``, ``with_bands``) and ``calibration.over_time.rolling_coverage``, keyed by the fit key; everything handed back is in the user's ids and
 clock (``user_clock``).
 """
 
