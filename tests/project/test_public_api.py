@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "docs" / "reference"
 INTERNAL_PAGES = ("pipeline.md", "predictive.md")  # titled "Internal": what the public pages point at
 FRONT_ENDS = (ROOT / "levy_core" / "cli", ROOT / "dashboard")
-OWN_PACKAGE = "levy_core.cli"  # the command's own modules
+OWN_PACKAGE = "levy_core.cli"  # the command's own modules (the dashboard's precompile names its entry)
+MODULE_NAME = re.compile(r"levy_core(\.\w+)+")  # a module named in a string, imported by name
+
 
 def _documented(pages: list[Path]) -> list[str]:
     """The modules ``::: module`` lines of ``pages`` document, in order."""
@@ -51,6 +53,8 @@ def _below_the_api(path: Path) -> list[tuple[int, str]]:
             modules = {_module_of(node, alias) for alias in node.names}
         elif isinstance(node, ast.Import):
             modules = {_module_of(node, a) for a in node.names if a.name.split(".")[0] == "levy_core"}
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.fullmatch(node.value):
+            modules = {node.value} if _exists(node.value) else set()  # importlib.import_module("levy_core.…")
         else:
             continue
         found += [(node.lineno, m) for m in sorted(modules)
@@ -109,12 +113,13 @@ def test_both_front_ends_are_read() -> None:
 
 
 def test_the_check_sees_an_import_below_the_api(tmp_path: Path) -> None:
-    """The checker itself: a file importing an internal module, at the top, in a function and
-    as ``from levy_core import pipeline``, is caught; a public one is not."""
+    """The checker itself: a file importing an internal module, at the top, in a function, as
+    ``from levy_core import pipeline`` or by name (a string), is caught; a public one is not."""
     source = tmp_path / "front.py"
     source.write_text("from levy_core.forecast.forecaster import LevyForecaster\n"
                       "from levy_core import pipeline\n"
                       "def f():\n    from levy_core.pipeline.recipe import fit\n"
-                      "import levy_core.episodes.tasks\n", encoding="utf-8")
+                      "import levy_core.episodes.tasks\n"
+                      "MODULES = ('levy_core.forecast.verbs', 'levy_core.pipeline.ranking')\n", encoding="utf-8")
     assert _below_the_api(source) == [(2, "levy_core.pipeline"), (4, "levy_core.pipeline.recipe"),
-                                      (5, "levy_core.episodes.tasks")]
+                                      (5, "levy_core.episodes.tasks"), (6, "levy_core.pipeline.ranking")]
