@@ -41,11 +41,11 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from levy_core import pipeline
 from levy_core.data import Observations, from_frame
 from levy_core.data.synthetic import make_synthetic
 from levy_core.decisions.advise import advise
 from levy_core.episodes.tasks import TaskConfig
+from levy_core.pipeline import predict, recipe
 from levy_core.training.train import TrainConfig
 
 if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
@@ -61,7 +61,7 @@ def observations(frame: pd.DataFrame) -> Observations:
 
 def fit(train: pd.DataFrame, args: argparse.Namespace, history: float):
     t0 = time.perf_counter()
-    fitted = pipeline.fit(observations(train), task=TaskConfig("forecast", cutoff=history),
+    fitted = recipe.fit(observations(train), task=TaskConfig("forecast", cutoff=history),
                           train=TrainConfig(epochs=args.epochs, seed=args.seed, max_seconds=args.max_seconds),
                           size="small", train_twin=False)
     return fitted, time.perf_counter() - t0
@@ -165,7 +165,7 @@ def cost(fitted, frame: pd.DataFrame, sid: str, args: argparse.Namespace) -> Non
         advice = advise(fitted, ctx, sid, at=at, horizon=args.horizon, points=args.points, draws=args.draws)
         best.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        pipeline.predict_future(fitted, ctx, args.horizon, n_points=args.points, series_ids=[sid],
+        predict.predict_future(fitted, ctx, args.horizon, n_points=args.points, series_ids=[sid],
                                 channels=list(advice.targets))
         plain.append(time.perf_counter() - t0)
     n_ctx = len(ctx.frame)

@@ -34,18 +34,19 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from levy_dashboard.fitting.fits import FitSettings, fit_configs  # noqa: E402
 
-from levy_core import pipeline  # noqa: E402
 from levy_core.data import SAMPLES, read_csv  # noqa: E402
 from levy_core.episodes.tasks import MIN_SERIES_FOR_SERIES_SPLIT, TaskConfig  # noqa: E402
+from levy_core.pipeline.evaluation import evaluate  # noqa: E402
+from levy_core.pipeline.recipe import fit  # noqa: E402
 from levy_core.runtime.threads import using_threads  # noqa: E402
 from levy_core.training.train import TrainConfig  # noqa: E402
 
 
 def _score(obs, task: TaskConfig, train: TrainConfig, size: str) -> tuple[float, dict, float]:
     t0 = time.perf_counter()
-    fitted = pipeline.fit(obs, task=task, train=train, size=size, train_twin=False)
+    fitted = fit(obs, task=task, train=train, size=size, train_twin=False)
     seconds = time.perf_counter() - t0
-    result, _ = pipeline.evaluate(fitted, obs, mc_passes=0)
+    result, _ = evaluate(fitted, obs, mc_passes=0)
     return float(result["levy"]["crps"]), fitted.training["levy"], seconds
 
 

@@ -194,22 +194,21 @@ def single_user_predictions(csv: Path, cache: dict) -> np.ndarray:
     if csv.name not in cache:
         from levy_dashboard.fitting import fits
 
-        from levy_core import pipeline
         from levy_core.data import read_csv
         from levy_core.runtime.threads import using_threads
 
         obs = read_csv(csv)
         with using_threads(1):
             res = fits.fit_model(obs, obs.content_hash(), "single", fits.FitSettings())
-        cache[csv.name] = (obs, pipeline.predict_grid(res.fitted, obs, n_points=20)[["mean", "sigma"]].to_numpy())
+        cache[csv.name] = (obs, res.verbs.predict_grid(obs, n_points=20)[["mean", "sigma"]].to_numpy())
     return cache[csv.name]
 
 
 def server_predictions(zip_bytes: bytes, obs) -> np.ndarray:
-    from levy_core import pipeline
+    from levy_core.forecast.verbs import FittedVerbs
     from levy_core.serving.modelzip import load_model_zip
 
-    return pipeline.predict_grid(load_model_zip(zip_bytes), obs, n_points=20)[["mean", "sigma"]].to_numpy()
+    return FittedVerbs(load_model_zip(zip_bytes)).predict_grid(obs, n_points=20)[["mean", "sigma"]].to_numpy()
 
 
 def run_n(n: int, flips: int, workers: int | None, folder: Path, cache: dict, nice: int | None = None) -> dict:

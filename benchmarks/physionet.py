@@ -10,7 +10,7 @@ Protocol (as t-PatchGNN's code does it, restricted to set A):
 
 After training, each seed's pair is calibrated on the validation split (global scale and
 split conformal, the same for Lévy's σ̂ and MC-Dropout's T=20 spread) and its uncertainty
-is scored on the test split (``pipeline.evaluate_episodes``): CRPS, coverage raw and
+is scored on the test split (``evaluation.evaluate_episodes``): CRPS, coverage raw and
 conformal, 90 % width, Spearman(σ, |error|), the time each method takes for the whole test
 split, the risk–coverage area (squared error kept when trusting the most confident x %,
 integrated over x) and the 50-draw sampler's CRPS. These are per-query averages (not per
@@ -43,12 +43,13 @@ import pandas as pd
 import torch
 from sklearn.model_selection import train_test_split
 
-from levy_core import metrics, pipeline
+from levy_core import metrics
 from levy_core.calibration.split_conformal import SplitConformal
 from levy_core.episodes.baselines import LastValueForecaster, last_values
 from levy_core.episodes.scaling import ChannelScaler
 from levy_core.episodes.tasks import EpisodeBuilder, Split, TaskConfig
-from levy_core.pipeline import recipe
+from levy_core.pipeline import evaluation, recipe
+from levy_core.pipeline import recipe as pipeline_recipe
 from levy_core.pipeline.predict import observed_queries
 from levy_core.training.train import TrainConfig
 
@@ -180,7 +181,7 @@ def print_split_difficulty(builder: EpisodeBuilder, train_ids: list[str], val_id
         # split conformal on |error| alone: σ = 1 for every query
         sc = SplitConformal().conformalize(e_val, np.zeros(len(e_val)), np.ones(len(e_val)))
         zeros, ones = np.zeros(len(e_test)), np.ones(len(e_test))
-        cov = [metrics.interval_coverage(e_test, *sc.predict_interval(zeros, ones, lv)) for lv in pipeline.LEVELS]
+        cov = [metrics.interval_coverage(e_test, *sc.predict_interval(zeros, ones, lv)) for lv in evaluation.LEVELS]
         print(f"| {name} | {np.mean(e_val.to_numpy() ** 2):.4e} | {np.mean(e_test.to_numpy() ** 2):.4e} | "
               f"{'/'.join(f'{c:.4f}' for c in cov)} |")
 
@@ -241,7 +242,7 @@ def main() -> None:
                         help="early stopping: epochs without improvement of the validation loss")
     parser.add_argument("--thin", type=float, default=1.0,
                         help="keep this share of each stay's observations (seeded), e.g. 0.2 for the sparse ablation")
-    parser.add_argument("--size", default="medium", choices=sorted(pipeline.MODEL_SIZES))
+    parser.add_argument("--size", default="medium", choices=sorted(pipeline_recipe.MODEL_SIZES))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--batch-size", type=int, default=32,
                         help="series per step (32: what levy fit picks on a training file this size)")
@@ -304,7 +305,7 @@ def main() -> None:
         fitted = recipe.assemble(data, cfg, TrainConfig(seed=seed), trained["Lévy"], trained["softmax twin"],
                                  mc_passes=20)
         cal = observed_queries(fitted, builder, val_ids, mc_passes=20)
-        res, pred = pipeline.evaluate_episodes(fitted, builder, test_ids, mc_passes=20)
+        res, pred = evaluation.evaluate_episodes(fitted, builder, test_ids, mc_passes=20)
         for p in fitted.predictives(pred):
             key = {"levy": "levy", "mc": "mc_dropout", "last_value": "last_value"}[p.method.key]
             y = pred["y_norm"].to_numpy()

@@ -35,8 +35,8 @@ from pathlib import Path
 
 import torch
 
-from levy_core import pipeline
 from levy_core.data import read_csv
+from levy_core.forecast.forecaster import LevyForecaster
 
 if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -48,7 +48,7 @@ KERNEL = "_scaled_dot_product_flash_attention_for_cpu"
 
 
 def stage_seconds(stats: pstats.Stats) -> dict[str, float]:
-    """Seconds per stage from a profile of ``pipeline.rank`` (see the module docstring)."""
+    """Seconds per stage from a profile of ``rank`` (see the module docstring)."""
     cumulative: dict[tuple[str, str], float] = {}
     own: dict[str, float] = {"checks": 0.0, "kernel": 0.0}
     for (file, _, name), (_, _, tottime, cumtime, callers) in stats.stats.items():  # type: ignore[attr-defined]
@@ -95,16 +95,16 @@ def main() -> None:
         model = model_on_the_sample(args.model, Path(tmp))
         path = Path(tmp) / "stays.csv"
         unseen_stays(args.data_dir, args.stays).to_csv(path, index=False)
-        fitted = pipeline.load_model(model)
+        forecaster = LevyForecaster.open_model(model)
         obs = read_csv(path)
-    plain = [pipeline.rank(fitted, obs)[1] for _ in range(args.reps)]
+    plain = [forecaster.rank(obs)[1] for _ in range(args.reps)]
     profile = cProfile.Profile()
     profile.enable()
-    ranked, _ = pipeline.rank(fitted, obs)
+    ranked, _ = forecaster.rank(obs)
     profile.disable()
     stages = stage_seconds(pstats.Stats(profile))
     total = stages.pop("total (profiled)")
-    cfg = fitted.model_config
+    cfg = forecaster.fitted.model_config
     print(f"levy rank scoring of {len(ranked):,} stays, {args.threads} thread(s): median of {args.reps} plain runs "
           f"{statistics.median(plain):.2f} s (min {min(plain):.2f}); model d_model {cfg.d_model}, "
           f"{cfg.num_heads} heads × head_dim {cfg.head_dim}, value rank {cfg.value_rank}, "

@@ -108,11 +108,11 @@ def profile_scoring(model: Path, data: Path, reps: int) -> tuple[dict[int, list[
     (interleaved), and the profile of one pass with 1 thread."""
     import torch
 
-    from levy_core import pipeline
     from levy_core.data.parquet import read_parquet
+    from levy_core.pipeline.modelfile import load_model
     from levy_core.pipeline.ranking import score_series, warm_up
 
-    fitted = pipeline.load_model(model)
+    fitted = load_model(model)
     obs = read_parquet(data)
     seconds: dict[int, list[float]] = {1: [], 2: []}
     for _ in range(reps):

@@ -32,9 +32,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from levy_core import metrics, pipeline
+from levy_core import metrics
 from levy_core.data import load_sample, read_csv
 from levy_core.episodes.tasks import TaskConfig
+from levy_core.pipeline import evaluation, predict, recipe
 from levy_core.training.train import TrainConfig
 
 if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
@@ -51,10 +52,10 @@ def _risk_area(df: pd.DataFrame, mean: str, std: str) -> float:
 
 def score(name: str, obs, task: TaskConfig, epochs: int) -> list[dict]:
     t0 = time.perf_counter()
-    fitted = pipeline.fit(obs, task=task, train=TrainConfig(epochs=epochs))
+    fitted = recipe.fit(obs, task=task, train=TrainConfig(epochs=epochs))
     fit_s = time.perf_counter() - t0
-    result, pred = pipeline.evaluate(fitted, obs, mc_passes=20, sampler_draws=50)
-    cal = pipeline.split_predictions(fitted, obs, "calibration", mc_passes=20)
+    result, pred = evaluation.evaluate(fitted, obs, mc_passes=20, sampler_draws=50)
+    cal = predict.split_predictions(fitted, obs, "calibration", mc_passes=20)
     validity.append((name, fitted, cal, pred))
     lv, mc, sm = result["levy"], result["mc_dropout"], result["sampler_50"]
     rows = []

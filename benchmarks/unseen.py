@@ -61,8 +61,11 @@ import pandas as pd
 from levy_core import metrics
 from levy_core.calibration.split_conformal import SplitConformal
 from levy_core.data import read_csv
-from levy_core.pipeline import MODEL_SIZES, load_model, predict_user_queries, size_name
-from levy_core.pipeline.evaluation import crps_data_units_per_point
+from levy_core.forecast.forecaster import LevyForecaster
+from levy_core.model.sizes import MODEL_SIZES
+from levy_core.pipeline.evaluation import (
+    crps_data_units_per_point,  # the scoring rule itself: internal
+)
 
 if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -262,7 +265,8 @@ def main() -> None:
         truth = truth.assign(time=truth["time"].round(6))
         pred["time"] = pred["time"].round(6)
     pred = pred.merge(truth, on=["series_id", "channel", "time"], how="inner", validate="one_to_one")
-    fitted = load_model(model_dir)
+    forecaster = LevyForecaster.open_model(model_dir)
+    fitted = forecaster.fitted
     pred["pred_std"] = fitted.levy_calibration.predict_std(pred["sigma"].to_numpy(), pred["channel"].to_numpy())  # c_channel·σ̂
     lv = trivial_predictive(train, context, truth)
     own_mean = trivial_predictive(train, context, truth, how="own mean")
@@ -271,7 +275,7 @@ def main() -> None:
     # Lévy predictive only), on the same data and queries, calibrated the same way
     hours = 24.0 if unit == "days" else 1.0  # the library's query times are hours
     in_hours = queries[["series_id", "channel", "time"]].assign(time=queries["time"] * hours)
-    mc = predict_user_queries(fitted, read_csv(tmp / "context.csv", time_unit=unit), in_hours, level=0.9, mc_passes=20)
+    mc = forecaster.predict_user_queries(read_csv(tmp / "context.csv", time_unit=unit), in_hours, level=0.9, mc_passes=20)
     mc = mc[["series_id", "channel", "time", "mc_mean", "mc_std"]].rename(columns={"mc_mean": "mean", "mc_std": "pred_std"})
     mc["time"] = (mc["time"] / hours).round(6) if hours != 1.0 else mc["time"]
     mc = mc.merge(truth, on=["series_id", "channel", "time"], how="inner", validate="one_to_one")
@@ -284,7 +288,7 @@ def main() -> None:
             scores(lv, sd, "last value + per-channel Gaussian spread (fitted on the training file)"),
             scores(own_mean, sd, "the stay's own context mean + per-channel Gaussian spread"),
             scores(train_mean, sd, "the channel's training mean + per-channel Gaussian spread")]
-    size = size_name(fitted.model_config)
+    size = forecaster.size_name()
     print(f"train file: {'pbc draw' if args.panel == 'pbc' else args.train} ({train['series_id'].nunique()} series, levy fit --size {args.size}: {size}); "
           f"{len(unseen)} unseen series, "
           f"{len(pred)} queries; fit {fit_s:.0f} s, predict {pred_s:.1f} s (wall, CLI)")

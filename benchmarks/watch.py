@@ -70,10 +70,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from levy_core import pipeline
 from levy_core.data import from_frame
 from levy_core.data.synthetic import make_synthetic
 from levy_core.decisions.watch import WatchCalibration, WatchTally, calibrate_watch, watch
+from levy_core.pipeline.recipe import fit, size_name
 from levy_core.training.train import TrainConfig
 
 if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
@@ -250,10 +250,10 @@ def physionet(args: argparse.Namespace) -> None:
     sample = sample.rename(columns={"patient_id": "series_id", "time_hours": "time", "parameter": "channel"})
     sample["series_id"] = sample["series_id"].astype(str)
     t0 = time.perf_counter()
-    fitted = pipeline.fit(from_frame(sample[["series_id", "channel", "time", "value"]]),
+    fitted = fit(from_frame(sample[["series_id", "channel", "time", "value"]]),
                           train=TrainConfig(seed=args.seed, max_seconds=args.max_seconds), mc_passes=args.mc_passes)
     print(f"PhysioNet: fitted on the bundled sample ({sample['series_id'].nunique()} stays) in "
-          f"{time.perf_counter() - t0:.0f} s ({pipeline.size_name(fitted.model_config)}, cut-off "
+          f"{time.perf_counter() - t0:.0f} s ({size_name(fitted.model_config)}, cut-off "
           f"{fitted.task.cutoff_text()})")
     pool = sorted(set(full["series_id"]) - set(sample["series_id"]))
     drawn = np.random.default_rng([args.seed, 3]).choice(pool, size=args.n_cal + args.n_test, replace=False).tolist()
@@ -268,10 +268,10 @@ def synthetic(args: argparse.Namespace, tmp: Path) -> tuple[Path, Path]:
     ids = sorted(data["series_id"].unique(), key=lambda s: int(s.lstrip("s")))
     fit_frame = data[data["series_id"].isin(set(ids[:60]))]
     t0 = time.perf_counter()
-    fitted = pipeline.fit(from_frame(fit_frame), train=TrainConfig(seed=args.seed, max_seconds=args.max_seconds),
+    fitted = fit(from_frame(fit_frame), train=TrainConfig(seed=args.seed, max_seconds=args.max_seconds),
                           mc_passes=args.mc_passes)
     print(f"\nSynthetic: fitted on 60 series in {time.perf_counter() - t0:.0f} s "
-          f"({pipeline.size_name(fitted.model_config)}, cut-off {fitted.task.cutoff_text()})")
+          f"({size_name(fitted.model_config)}, cut-off {fitted.task.cutoff_text()})")
     cal = data[data["series_id"].isin(set(ids[60:120]))]
     if "synthetic" not in args.skip:
         evaluate("Synthetic (levy_core.data.synthetic), held-out series", fitted, cal,

@@ -170,7 +170,7 @@ def _whole_program_marked(request: pytest.FixtureRequest, monkeypatch: pytest.Mo
 
 @pytest.fixture(autouse=True, scope="session")
 def _one_timing_run() -> Iterator[None]:
-    """Each method timed on one run: ``pipeline.evaluate`` repeats a method's passes until they
+    """Each method timed on one run: ``evaluate`` repeats a method's passes until they
     add up to ``TIMING_MIN_SECONDS`` (0.25 s, for a timing a user can read), 0.5 s or more of
     every evaluation, 8 s of the dashboard's tests alone (2026-12-03). No test compares a
     timing; the repeat itself is tested with its own ``min_total``
@@ -213,10 +213,10 @@ def new_obs(synthetic_obs: Observations) -> Observations:
 def fitted(fit_obs: Observations):
     """One tiny forecast model (Lévy + twin, 3 epochs, size "small"), in memory.
     Shared by many tests: do not modify it."""
-    from levy_core import pipeline
+    from levy_core.pipeline.recipe import fit
     from levy_core.training.train import TrainConfig
 
-    return pipeline.fit(
+    return fit(
         fit_obs, train=TrainConfig(epochs=3, seed=0), size="small", mc_passes=MC_PASSES
     )
 

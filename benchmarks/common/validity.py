@@ -14,9 +14,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from levy_core import metrics, pipeline
+from levy_core import metrics
 from levy_core.calibration.coverage import group_resplit_coverage
 from levy_core.calibration.split_conformal import SplitConformal
+from levy_core.forecast.verbs import LEVELS, FittedModel, FittedVerbs
 
 METHODS = (("Lévy", "mean_norm", "sigma_norm"), ("MC-Dropout", "mc_mean_norm", "mc_std_norm"))
 
@@ -29,16 +30,16 @@ def resplit_table(cal: pd.DataFrame, test: pd.DataFrame, n_splits: int = 200, se
         if mean_col not in both:
             continue
         r = group_resplit_coverage(both["y_norm"], both[mean_col], both[std_col], both["series_id"].to_numpy(),
-                                   levels=pipeline.LEVELS, n_splits=n_splits, seed=seed,
+                                   levels=LEVELS, n_splits=n_splits, seed=seed,
                                    by=both["channel"].to_numpy())
         parts.append(r.assign(method=name))
     return pd.concat(parts, ignore_index=True)
 
 
-def print_validity(fitted: pipeline.FittedModel, cal: pd.DataFrame, test: pd.DataFrame, *, label: str,
+def print_validity(fitted: FittedModel, cal: pd.DataFrame, test: pd.DataFrame, *, label: str,
                    calibration_series: int, n_splits: int = 200) -> pd.DataFrame:
     """Print one markdown table (per method and level) and return the merged frame."""
-    checks = pipeline.coverage_checks(fitted, test, calibration_series=calibration_series)
+    checks = FittedVerbs(fitted).coverage_checks(test, calibration_series=calibration_series)
     resplit = resplit_table(cal, test, n_splits=n_splits)
     table = checks.merge(resplit, on=["method", "level"])
     n, g = int(table["n_test"].iloc[0]), int(table["n_series"].iloc[0])

@@ -27,10 +27,10 @@ import pandas as pd
 import torch
 
 import levy_core.model.levy_model as model_module
-from levy_core import pipeline
 from levy_core.data import read_csv
 from levy_core.operator import attention
 from levy_core.pipeline import ranking
+from levy_core.pipeline.modelfile import load_model
 from levy_core.pipeline.prepared import as_model_data
 
 if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
@@ -81,7 +81,7 @@ def main() -> None:
         model = model_on_the_sample(args.model, Path(tmp))
         path = Path(tmp) / "stays.csv"
         unseen_stays(args.data_dir, args.stays).to_csv(path, index=False)
-        fitted = pipeline.load_model(model)
+        fitted = load_model(model)
         data = as_model_data(fitted, read_csv(path))
     operators = {f"operator at {args.rev}": baseline.levy_attention, "this revision": attention.levy_attention}
     seconds: dict[str, list[float]] = {name: [] for name in operators}

@@ -31,9 +31,9 @@ from types import MethodType
 import numpy as np
 import torch
 
-from levy_core import pipeline
 from levy_core.data import read_csv
 from levy_core.pipeline import ranking
+from levy_core.pipeline.modelfile import load_model
 
 if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -70,7 +70,7 @@ def main() -> None:
         model = model_on_the_sample(args.model, tmp)
         path = tmp / "stays.csv"
         unseen_stays(args.data_dir, 3383).to_csv(path, index=False)
-        fitted = pipeline.load_model(model)
+        fitted = load_model(model)
         obs = read_csv(path)
         old_ranking, old_scaling = module_at(args.rev, "ranking", tmp), module_at(args.rev, "scaling", tmp)
     scaler = fitted.scaler

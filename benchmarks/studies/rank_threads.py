@@ -33,9 +33,9 @@ from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
 
-from levy_core import pipeline  # noqa: E402
 from levy_core.data import read_csv  # noqa: E402
 from levy_core.pipeline import ranking  # noqa: E402
+from levy_core.pipeline.modelfile import load_model
 
 if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -54,7 +54,7 @@ def main() -> None:
         model = model_on_the_sample(args.model, Path(tmp))
         path = Path(tmp) / "stays.csv"
         unseen_stays(args.data_dir, 3383).to_csv(path, index=False)
-        fitted = pipeline.load_model(model)
+        fitted = load_model(model)
         obs = read_csv(path)
     n = args.threads
     variants = {"1 thread": (1, 1), f"team of {n}": (n, 1), f"{n} workers": (n, n)}

@@ -29,7 +29,7 @@ from levy_core.data import (
     user_time_label,
     user_time_unit,
 )
-from levy_core.pipeline import ModelData
+from levy_core.forecast.verbs import ModelData
 
 __all__ = ["HOURS_AXIS", "display_times", "duration_text", "model_ids_of", "model_query", "on_origins",
            "series_test_origins", "time_axis", "time_text", "to_user", "user_axis", "user_series", "windowed",

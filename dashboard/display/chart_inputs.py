@@ -16,8 +16,7 @@ import pandas as pd
 from levy_dashboard.data import user_clock
 
 from levy_core.data import say_duration
-from levy_core.pipeline import ModelData
-from levy_core.pipeline.band_per_query import SelectiveRisk
+from levy_core.forecast.verbs import ModelData, SelectiveRisk
 
 __all__ = ["BAND_LABELS", "BandInputs", "FutureInputs", "OriginInputs", "ReportInputs", "history_frame",
            "infinite_somewhere", "origin_frames", "parse_query_id", "query_id"]

@@ -125,9 +125,9 @@ def _init(events: Any, threads: int, nice: int = 0, board: CancelBoard | None = 
     torch.set_num_threads(threads)
     torch.set_num_interop_threads(1)
     _events = events
-    from levy_core.pipeline.preload import preload_fit
+    from levy_core.forecast.verbs import FittedVerbs
 
-    preload_fit()  # what a fit imports on first use, now: not inside the first job a user waits for
+    FittedVerbs.preload()  # what a fit imports on first use, now: not inside the first job a user waits for
 
 
 def _ready() -> None:
@@ -157,9 +157,7 @@ def _fit_job(job_id: int, obs: Any, task: dict[str, Any], train: dict[str, Any],
 
 def _fit_job_body(job_id: int, obs: Any, task: dict[str, Any], train: dict[str, Any], size: str,
                   train_twin: bool, mc_passes: int, previews: bool, transform: Any = "auto") -> bytes:
-    from levy_core import pipeline
-    from levy_core.episodes.tasks import TaskConfig
-    from levy_core.training.train import TrainConfig
+    from levy_core.forecast.verbs import FittedVerbs
 
     last = {"at": -1e9, "best": 0}  # a preview once an epoch beat the untrained model (epoch 0: the offset alone)
 
@@ -172,14 +170,14 @@ def _fit_job_body(job_id: int, obs: Any, task: dict[str, Any], train: dict[str, 
             except ValueError:  # a preview its checks refuse is skipped: the fit goes on
                 pass
 
-    fitted = pipeline.fit(obs, task=TaskConfig(**task), train=TrainConfig(**train), size=size, train_twin=False,
-                          mc_passes=mc_passes, progress=lambda p: _post(job_id, "epoch", _epoch_event(p)),
-                          preview=preview if previews else None, transform=transform)
+    fitted = FittedVerbs.fitted_on(obs, task=task, train=train, size=size, twin=False, mc_passes=mc_passes,
+                                   progress=lambda p: _post(job_id, "epoch", _epoch_event(p)),
+                                   preview=preview if previews else None, transform=transform).fitted
     if not train_twin:
         return _checked_zip(fitted)
     _post(job_id, "levy", _checked_zip(fitted))
-    return _checked_zip(pipeline.add_twin(fitted, obs, mc_passes=mc_passes,
-                                          progress=lambda p: _post(job_id, "epoch", _epoch_event(p))))
+    return _checked_zip(FittedVerbs(fitted).with_twin(obs, mc_passes=mc_passes,
+                                                      progress=lambda p: _post(job_id, "epoch", _epoch_event(p))))
 
 
 def _checked_zip(fitted: Any) -> bytes:
@@ -195,14 +193,14 @@ def _checked_zip(fitted: Any) -> bytes:
 
 def _twin_job(job_id: int, model_zip: bytes, obs: Any, mc_passes: int) -> bytes:
     """In a worker: the MC-Dropout twin of a model fitted without it."""
-    from levy_core import pipeline
+    from levy_core.forecast.verbs import FittedVerbs
     from levy_core.serving.modelzip import load_model_zip
 
     _post(job_id, "started")
     try:
         fitted = load_model_zip(model_zip, name="the fitted model")
-        return _checked_zip(pipeline.add_twin(fitted, obs, mc_passes=mc_passes,
-                                              progress=lambda p: _post(job_id, "epoch", _epoch_event(p))))
+        return _checked_zip(FittedVerbs(fitted).with_twin(obs, mc_passes=mc_passes,
+                                                          progress=lambda p: _post(job_id, "epoch", _epoch_event(p))))
     finally:
         _post(job_id, "end")
 
@@ -286,7 +284,7 @@ class FitPool:
                    train_twin: bool, mc_passes: int, previews: bool = True, transform: Any = "auto",
                    owner: str | None = None) -> Job:
         """Queue a fit (or join the queued or running job of ``key``; a failed one is retried);
-        ``transform``: each channel's value transform (``pipeline.fit``'s); ``owner``: who waits
+        ``transform``: each channel's value transform (``recipe.fit``'s); ``owner``: who waits
         for it (a session id; None: nobody in particular, never reaped)."""
         return self._submit(key, "fit", owner, _fit_job, obs, task, train, size, train_twin, mc_passes, previews,
                             transform)

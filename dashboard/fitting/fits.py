@@ -1,5 +1,5 @@
 """What to fit and what was fitted: the settings, the fitted result, the process-wide store
-and the fit itself (``fit_model``, ``add_twin``: ``pipeline.fit`` / ``pipeline.add_twin``
+and the fit itself (``fit_model``, ``add_twin``: ``FittedVerbs.fitted_on`` / ``with_twin``
 through the store; ``services`` re-exports them).
 
 The store is the dashboard's model cache: keyed by the data's key (``services.data.data_key``:
@@ -28,14 +28,10 @@ from levy_dashboard.fitting import fit_pool
 from streamlit import runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from levy_core import pipeline
 from levy_core.data import Observations
-from levy_core.episodes.tasks import TaskConfig
-from levy_core.episodes.transforms import parse_transform
-from levy_core.pipeline import FittedModel, ModelData
-from levy_core.pipeline.user_units import cutoff_of, duration_of
+from levy_core.forecast.verbs import FittedModel, FittedVerbs, ModelData
 from levy_core.serving.modelzip import load_model_zip, model_zip_bytes
-from levy_core.training.train import Progress, TrainConfig
+from levy_core.training.train import Progress
 
 __all__ = ["ENV_FAST", "FIT_STORE_SIZE", "FitResult", "FitSettings", "add_twin", "cached_fit", "default_mc_passes",
            "default_settings", "fast", "fit_key", "fit_model", "recording", "release_job", "remember", "session_connected", "session_owner"]
@@ -57,7 +53,7 @@ class FitSettings:
     cutoff: float | None = None  # forecast: history ends here (h, model time); None → the median series midpoint
     horizon: float | None = None  # forecast on rolling origins (few series): hours ahead; None → a tenth of the span
     holdout_fraction: float = 0.2  # interpolate: share of observations held out
-    size: str = "small"  # key of pipeline.MODEL_SIZES (what `levy fit --size auto` picks below 1,000 series)
+    size: str = "small"  # key of levy_core.model.sizes.MODEL_SIZES (what `levy fit --size auto` picks below 1,000 series)
     epochs: int = 40  # epochs per model, with early stopping on the early-stopping split (`levy fit`'s default)
     max_seconds: float = 600.0  # safety cap per model (s), not a budget: a fit that reaches it says it is under-trained
     train_twin: bool = True  # train the softmax+dropout twin alongside (MC-Dropout)
@@ -87,7 +83,7 @@ def transform_error(text: str) -> str | None:
     """What is wrong with a fit form's value transform (``levy fit --transform``'s forms:
     auto, none, log, log1p or channel=kind pairs), None when it parses."""
     try:
-        parse_transform(text)
+        FittedVerbs.parse_transform(text)
     except ValueError as exc:
         return str(exc).replace("--transform", "Value transform")
     return None
@@ -176,19 +172,24 @@ class FitResult:
         return self.fitted.twin is not None and self.fitted.mc_calibration is not None
 
     @property
+    def verbs(self) -> FittedVerbs:
+        """The fitted model's verbs (``levy_core.forecast.verbs``): predictions, scores, its clock."""
+        return FittedVerbs(self.fitted)
+
+    @property
     def on_origins(self) -> bool:
         """A forecast on rolling origins (few series): episodes cut from each series' past."""
         return self.fitted.split.mode == "origin"
 
     def _task_text(self) -> str:
-        f = self.fitted
+        f, say = self.fitted, self.verbs.duration_text
         if self.on_origins:
             plan = f.split.origin_plan or {}
-            return (f"forecast up to {duration_of(f, plan.get('horizon', 0.0))} ahead from rolling origins every "
-                    f"{duration_of(f, plan.get('stride', 0.0))}, each with {duration_of(f, plan.get('history', 0.0))} "
+            return (f"forecast up to {say(plan.get('horizon', 0.0))} ahead from rolling origins every "
+                    f"{say(plan.get('stride', 0.0))}, each with {say(plan.get('history', 0.0))} "
                     "of history")
         if f.task.kind == "forecast":
-            return f"forecast after the cut-off {cutoff_of(f)}"
+            return f"forecast after the cut-off {self.verbs.cutoff_text()}"
         return f"interpolation of {100 * f.task.holdout_fraction:.0f} % held-out observations"
 
     def cap_note(self) -> str:
@@ -294,7 +295,7 @@ def fit_configs(settings: FitSettings) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def fit_model(obs: Observations, obs_hash: str, data_label: str, settings: FitSettings,
               progress: Callable[[Progress], None] | None = None) -> FitResult:
-    """``pipeline.fit`` with the settings, cached by (data hash, settings)."""
+    """``FittedVerbs.fitted_on`` with the settings, cached by (data hash, settings)."""
     check_limits(settings)
     key = fit_key(obs_hash, settings)
     hit = cached_fit(key)
@@ -303,17 +304,17 @@ def fit_model(obs: Observations, obs_hash: str, data_label: str, settings: FitSe
     history: list[dict[str, Any]] = []
     task, train = fit_configs(settings)
     t0 = time.perf_counter()
-    fitted = pipeline.fit(obs, task=TaskConfig(**task), train=TrainConfig(**train), size=settings.size,
-                          train_twin=settings.train_twin, mc_passes=settings.mc_passes,
-                          progress=recording(history, progress), transform=parse_transform(settings.transform))
+    fitted = FittedVerbs.fitted_on(obs, task=task, train=train, size=settings.size, twin=settings.train_twin,
+                                   mc_passes=settings.mc_passes, progress=recording(history, progress),
+                                   transform=settings.transform).fitted
     seconds = time.perf_counter() - t0
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return remember(FitResult(key, fitted, pipeline.prepare(fitted, obs), obs_hash, settings, data_label, history,
+    return remember(FitResult(key, fitted, FittedVerbs(fitted).prepare(obs), obs_hash, settings, data_label, history,
                                seconds, now))
 
 
 def add_twin(res: FitResult, progress: Callable[[Progress], None] | None = None) -> FitResult:
-    """``pipeline.add_twin``: the MC-Dropout twin for a model fitted without it (cached)."""
+    """``FittedVerbs.with_twin``: the MC-Dropout twin for a model fitted without it (cached)."""
     if res.has_twin:
         return res
     key = res.key + "+twin"
@@ -322,8 +323,7 @@ def add_twin(res: FitResult, progress: Callable[[Progress], None] | None = None)
         return for_this_session(hit, res.data_label)
     history = [h for h in res.history if h["model"] != "softmax"]
     t0 = time.perf_counter()
-    fitted = pipeline.add_twin(res.fitted, res.obs, mc_passes=res.settings.mc_passes,
-                               progress=recording(history, progress))
+    fitted = res.verbs.with_twin(res.obs, mc_passes=res.settings.mc_passes, progress=recording(history, progress))
     settings = dataclasses.replace(res.settings, train_twin=True)
     # the split, scaler and channels are unchanged, so the prepared data still holds
     return remember(FitResult(key, fitted, res.data, res.obs_hash, settings, res.data_label, history,
@@ -373,7 +373,7 @@ def submit_fit(obs: Observations, obs_hash: str, settings: FitSettings) -> str:
     task, train = fit_configs(settings)
     key = fit_key(obs_hash, settings)
     owned_pool().submit_fit(key, obs, task=task, train=train, size=settings.size, train_twin=settings.train_twin,
-                            mc_passes=settings.mc_passes, transform=parse_transform(settings.transform),
+                            mc_passes=settings.mc_passes, transform=FittedVerbs.parse_transform(settings.transform),
                             owner=session_owner())
     return key
 
@@ -404,7 +404,7 @@ def job_result(key: str, model_zip: bytes, obs: Observations, obs_hash: str, set
     seconds = sum(float(((fitted.training or {}).get(m) or {}).get("seconds", 0.0)) for m in ("levy", "softmax"))
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     settings = dataclasses.replace(settings, train_twin=fitted.twin is not None)
-    return remember(FitResult(key, fitted, pipeline.prepare(fitted, obs), obs_hash, settings, data_label,
+    return remember(FitResult(key, fitted, FittedVerbs(fitted).prepare(obs), obs_hash, settings, data_label,
                               [dict(h) for h in history], seconds, now))
 
 
@@ -414,6 +414,6 @@ def preview_result(key: str, model_zip: bytes, obs: Observations, obs_hash: str,
     stored: the views' caches tell it apart by its key)."""
     fitted = load_model_zip(model_zip, name="the preview")
     text = f"epoch {progress['epoch']} of at most {progress['epochs']} (best so far: epoch {progress['best_epoch']})"
-    return FitResult(key, fitted, pipeline.prepare(fitted, obs), obs_hash,
+    return FitResult(key, fitted, FittedVerbs(fitted).prepare(obs), obs_hash,
                      dataclasses.replace(settings, train_twin=False), data_label, [dict(h) for h in history],
                      float(progress["seconds"]), "", preview=text)

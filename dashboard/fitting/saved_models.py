@@ -15,10 +15,8 @@ from dataclasses import dataclass
 
 from levy_dashboard.fitting.fits import FitResult, FitSettings
 
-from levy_core import pipeline
-from levy_core.data import Observations
-from levy_core.data.columns import ColumnMapping
-from levy_core.pipeline.modelfile import FittedModel
+from levy_core.data import ColumnMapping, Observations
+from levy_core.forecast.verbs import FittedModel, FittedVerbs
 from levy_core.serving.modelzip import load_model_zip
 
 __all__ = ["OpenedModel", "apply_model", "open_model", "opened_key", "recorded_reading", "saved_settings"]
@@ -63,7 +61,7 @@ def saved_settings(fitted: FittedModel) -> FitSettings:
     """The settings a saved model was fitted with, as far as its ``model.json`` records them."""
     task, train = fitted.task, fitted.train_config
     return FitSettings(task=task.kind, cutoff=task.cutoff, horizon=task.horizon,
-                       holdout_fraction=task.holdout_fraction, size=pipeline.size_name(fitted.model_config), epochs=train.epochs,
+                       holdout_fraction=task.holdout_fraction, size=FittedVerbs(fitted).size_name(), epochs=train.epochs,
                        max_seconds=float(train.max_seconds or 0.0), train_twin=fitted.twin is not None,
                        mc_passes=fitted.mc_passes, seed=train.seed,
                        transform=",".join(f"{c}={fitted.scaler.transform_of(c)}" for c in fitted.scaler.channels)
@@ -75,7 +73,7 @@ def apply_model(opened: OpenedModel, obs: Observations, obs_hash: str, data_labe
     view works on it as on a fit. ``DataError`` when the data cannot be scored by it (a
     channel it never saw)."""
     fitted = opened.fitted
-    data = pipeline.prepare(fitted, obs)
+    data = FittedVerbs(fitted).prepare(obs)
     training = fitted.training or {}
     seconds = sum(float((training.get(m) or {}).get("seconds", 0.0)) for m in ("levy", "softmax"))
     return FitResult(opened_key(opened, obs_hash), fitted, data, obs_hash, saved_settings(fitted), data_label,

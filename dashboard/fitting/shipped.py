@@ -19,9 +19,8 @@ from pathlib import Path, PurePosixPath
 from levy_dashboard.fitting.fits import FitResult
 from levy_dashboard.fitting.saved_models import saved_settings
 
-from levy_core import pipeline
 from levy_core.data import SAMPLE_DIR, Observations
-from levy_core.pipeline.modelfile import FittedModel, ModelLoadError
+from levy_core.forecast.verbs import FittedModel, FittedVerbs, ModelLoadError
 from levy_core.serving.modelzip import load_model_zip
 
 __all__ = ["MANIFEST", "MODELS_DIR", "ShippedModel", "load_shipped", "manifest", "shipped_key", "shipped_result"]
@@ -90,7 +89,7 @@ def shipped_result(shipped: ShippedModel, obs: Observations, obs_hash: str, data
                          "reading changed since: run `make sample-models`)")
     training = fitted.training or {}
     seconds = sum(float((training.get(m) or {}).get("seconds", 0.0)) for m in ("levy", "softmax"))
-    return FitResult(shipped_key(shipped.sha256, obs_hash), fitted, pipeline.prepare(fitted, obs), obs_hash,
+    return FitResult(shipped_key(shipped.sha256, obs_hash), fitted, FittedVerbs(fitted).prepare(obs), obs_hash,
                      saved_settings(fitted), data_label, history=recorded_history(fitted), seconds=seconds,
                      fitted_at="", shipped=shipped.command)
 

@@ -6,7 +6,7 @@ for modules nothing here imports. What runs is compiled on first import instead,
 first ``make dashboard`` would pay (healthy after 14.5 s instead of 5.0–7.4 s on later
 starts, 2026-12-03). ``make install`` runs ``python -m levy_dashboard.server.precompile`` after pip:
 one process imports the server, every module of the dashboard and everything a fit needs
-(``levy_core.pipeline.preload``), about 14 s on a slow host, and every later process finds their bytecode.
+(``FittedVerbs.preload``), about 14 s on a slow host, and every later process finds their bytecode.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ import pkgutil
 # cache), and importing it here would run the whole app outside a server
 SKIPPED = ("levy_dashboard.app", __name__)
 # the server's start (dashboard/server/serve.py), the CLI, and the library's passes beyond the fit
-MODULES = ("levy_dashboard.server.serve", "levy_core.cli.main", "levy_core.pipeline.evaluation",
-           "levy_core.pipeline.ranking", "levy_core.pipeline.diagnostics", "levy_core.forecast",
-           "streamlit.web.bootstrap", "streamlit.web.server", "plotly.graph_objects", "plotly.io")
+# (the fitted-model verbs import the evaluation, the ranking and the diagnostics)
+MODULES = ("levy_dashboard.server.serve", "levy_core.cli.main", "levy_core.forecast.forecaster",
+           "levy_core.forecast.verbs", "streamlit.web.bootstrap", "streamlit.web.server", "plotly.graph_objects",
+           "plotly.io")
 
 
 def precompile() -> int:
@@ -29,9 +30,9 @@ def precompile() -> int:
     app script; the number of modules loaded afterwards."""
     import sys
 
-    from levy_core.pipeline.preload import preload_fit
+    from levy_core.forecast.verbs import FittedVerbs
 
-    preload_fit()
+    FittedVerbs.preload()
     for name in MODULES:
         importlib.import_module(name)
     import levy_dashboard

@@ -41,7 +41,7 @@ def main() -> None:
     prefer_passive_wait()  # before torch loads its OpenMP runtime
     import torch
 
-    import levy_core.pipeline  # noqa: F401  (imported now, not on the first page)
+    import levy_core.forecast.forecaster  # noqa: F401  (imported now, not on the first page)
 
     torch.set_num_threads(max(1, available_cores() - n * FIT_THREADS))
     from levy_dashboard.fitting.shipped import warm_up

@@ -20,7 +20,7 @@ from levy_dashboard.fitting.fits import FitResult
 
 from levy_core.data import DataError, Observations, duration_text, say_duration
 from levy_core.decisions.advise import Advice, advise
-from levy_core.pipeline.user_units import clock_of, time_of
+from levy_core.forecast.verbs import FittedVerbs
 
 __all__ = ["AdviceChart", "AdviceView", "advice", "advice_chart", "advice_data", "advice_table", "band_frame",
            "default_horizon", "when_text"]
@@ -96,7 +96,8 @@ def advice_data(res: FitResult, series_id: str) -> tuple[Observations, Observati
         return obs, None, "the series' last observation"
     before = Observations(frame=obs.frame[seen].reset_index(drop=True), report=obs.report)
     after = Observations(frame=obs.frame[~seen].reset_index(drop=True), report=obs.report) if (~seen).any() else None
-    where = f"{time_of(f, cutoff)}, {f.task.cutoff_text()}" if f.task.per_series else time_of(f, cutoff)
+    when = FittedVerbs(f).time_text(cutoff)
+    where = f"{when}, {f.task.cutoff_text()}" if f.task.per_series else when
     return before, after, f"the forecast cut-off ({where}): the observations up to it"
 
 
@@ -114,7 +115,7 @@ def advice(key: str, _res: FitResult, series_id: str, targets: tuple[str, ...], 
         ranking[f"{name} %"] = total[ranking["candidate"].to_numpy(), t]
     ranking = ranking.head(MAX_ROWS)
     ranking["when"] = _when(_res.obs, series_id, ranking["time"], windowed).to_numpy()
-    clock = clock_of(_res.fitted)
+    clock = _res.verbs.clock()
     ranking["measure"] = [f"{c} {when_text(a, clock)}" for c, a in zip(ranking["channel"], ranking["ahead"],
                                                                          strict=True)]
     parts = [seen.frame.assign(role="seen")] + ([later.frame.assign(role="later")] if later is not None else [])

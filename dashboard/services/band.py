@@ -19,7 +19,7 @@ from levy_dashboard.data import user_clock
 from levy_dashboard.display.chart_inputs import BAND_LABELS, BandInputs, parse_query_id, query_id
 from levy_dashboard.fitting.fits import FitResult, fast
 
-from levy_core import pipeline
+from levy_core.calibration import over_time
 from levy_core.data import DataError, user_time_label
 
 __all__ = ["BAND_LABELS", "GUARANTEE", "BandInputs", "adaptive_levels", "band_inputs", "band_kinds",
@@ -27,7 +27,7 @@ __all__ = ["BAND_LABELS", "GUARANTEE", "BandInputs", "adaptive_levels", "band_in
            "parse_query_id", "selectable_band_inputs", "series_choices", "series_label", "series_options",
            "marks_on_user_clock", "on_user_clock", "split_of", "time_axis", "time_text", "user_axis", "user_grid", "user_points"]
 
-GUARANTEE = pipeline.GUARANTEE  # the adaptive band's guarantee, in words (views name it)
+GUARANTEE = over_time.GUARANTEE  # the adaptive band's guarantee, in words (views name it)
 
 
 def grid_points() -> int:
@@ -150,18 +150,18 @@ def adaptive_levels(res: FitResult) -> list[float]:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def user_grid(key: str, _res: FitResult, series_id: str, channel: str, mc_passes: int) -> pd.DataFrame:
-    """Windows: ``pipeline.predict_grid`` over every window of one user series, in the user's clock."""
-    g = pipeline.predict_grid(_res.fitted, _res.data, model_ids(key, _res, series_id), [channel],
-                              n_points=grid_points(), mc_passes=mc_passes if _res.has_twin else 0)
+    """Windows: ``predict_grid`` over every window of one user series, in the user's clock."""
+    g = _res.verbs.predict_grid(_res.data, model_ids(key, _res, series_id), [channel],
+                                n_points=grid_points(), mc_passes=mc_passes if _res.has_twin else 0)
     return user_clock.to_user(_res.data, g).sort_values("time", kind="stable").reset_index(drop=True)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def grid(key: str, _res: FitResult, series_id: str, channel: str, mc_passes: int,
          n_points: int | None = None) -> pd.DataFrame:
-    """``pipeline.predict_grid`` for one series and channel (+ MC-Dropout with T passes)."""
-    return pipeline.predict_grid(_res.fitted, _res.data, [series_id], [channel], n_points=n_points or grid_points(),
-                                 mc_passes=mc_passes if _res.has_twin else 0)
+    """``predict_grid`` for one series and channel (+ MC-Dropout with T passes)."""
+    return _res.verbs.predict_grid(_res.data, [series_id], [channel], n_points=n_points or grid_points(),
+                                   mc_passes=mc_passes if _res.has_twin else 0)
 
 
 def band_inputs(key: str, res: FitResult, series_id: str, channel: str, level: float, kind: str,
@@ -173,7 +173,7 @@ def band_inputs(key: str, res: FitResult, series_id: str, channel: str, level: f
     passes = mc_passes if show_mc else 0
     windows = user_clock.windowed(res.data)
     frame = user_grid(key, res, series_id, channel, passes) if windows else grid(key, res, series_id, channel, passes)
-    g = pipeline.with_bands(frame, res.fitted, level, kind)
+    g = res.verbs.with_bands(frame, level, kind)
     pts = user_points(key, res) if windows else model_points(key, res)
     here = pts[(pts["series_id"] == series_id) & (pts["channel"] == channel) & (pts["role"] != "unused")]
     f = res.fitted

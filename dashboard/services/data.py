@@ -43,7 +43,6 @@ from levy_core.data import (
     say_duration,
     user_time_unit,
 )
-from levy_core.episodes.tasks import MIN_SERIES_FOR_SERIES_SPLIT
 
 __all__ = ["DEFAULT_SAMPLE", "DataSource", "DataSummary", "Loaded", "check_upload_size", "content_hash",
            "data_key", "data_time_axis", "detected_mapping", "env_data_path", "few_series", "hours_per", "load", "load_observations",
@@ -148,6 +147,10 @@ def load(src: DataSource, mapping_json: str | None, time_unit: str) -> Loaded:
 
 def few_series(obs: Observations) -> bool:
     """Fewer series than a split by series needs: a forecast runs on rolling origins."""
+    from levy_core.forecast.verbs import (
+        MIN_SERIES_FOR_SERIES_SPLIT,  # the fit's rule (loads PyTorch: here)
+    )
+
     return obs.n_series < MIN_SERIES_FOR_SERIES_SPLIT
 
 

@@ -1,4 +1,4 @@
-"""Evaluation: both methods scored on the test split (``pipeline.evaluate``), the calibration
+"""Evaluation: both methods scored on the test split (``pipeline_evaluation.evaluate``), the calibration
 curves, the conformal guarantee's checks, the coverage per channel, the trust ranking, and
 the downloads of the per-query predictions and the ranking.
 
@@ -22,7 +22,7 @@ from levy_dashboard.display.tables import (
 )
 from levy_dashboard.fitting.fits import FitResult
 
-from levy_core import pipeline
+from levy_core.forecast.verbs import PRED_COLUMNS
 from levy_core.serving.csv_safety import to_safe_csv
 
 __all__ = ["GUARANTEE_CAPTION", "backtest_table", "bound_text", "calibration_curves", "channel_coverage", "coverage_note",
@@ -33,16 +33,16 @@ __all__ = ["GUARANTEE_CAPTION", "backtest_table", "bound_text", "calibration_cur
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def evaluation(key: str, _res: FitResult, mc_passes: int) -> tuple[dict[str, Any], pd.DataFrame]:
-    """``pipeline.evaluate`` (JSON metrics, per-query frame) with T MC-Dropout passes, without
+    """``pipeline_evaluation.evaluate`` (JSON metrics, per-query frame) with T MC-Dropout passes, without
     the sampler check (``sampler_check``: only the panels that show it pay for its draws; the
     band panel, the first a user sees, needs the per-query frame alone)."""
-    return pipeline.evaluate(_res.fitted, _res.data, mc_passes=mc_passes if _res.has_twin else 0, sampler_draws=0)
+    return _res.verbs.evaluate_data(_res.data, mc_passes=mc_passes if _res.has_twin else 0, sampler_draws=0)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def sampler_check(key: str, _res: FitResult) -> dict[str, Any]:
-    """``pipeline.sampler_check``: the 50-draw sampler's CRPS beside the closed form's."""
-    return pipeline.sampler_check(_res.fitted, _res.data)
+    """``pipeline_evaluation.sampler_check``: the 50-draw sampler's CRPS beside the closed form's."""
+    return _res.verbs.sampler_check(_res.data)
 
 
 def timing_rows(res: FitResult, result: dict[str, Any]) -> pd.DataFrame:
@@ -51,35 +51,35 @@ def timing_rows(res: FitResult, result: dict[str, Any]) -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def calibration_curves(key: str, _res: FitResult, mc_passes: int) -> dict[str, Any]:
-    """``pipeline.calibration_curves`` on the test split's evaluation."""
-    return pipeline.calibration_curves(_res.fitted, evaluation(key, _res, mc_passes)[1])
+    """``pipeline_evaluation.calibration_curves`` on the test split's evaluation."""
+    return _res.verbs.calibration_curves(evaluation(key, _res, mc_passes)[1])
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def guarantee_table(key: str, _res: FitResult, mc_passes: int) -> pd.DataFrame:
-    """``pipeline.coverage_checks`` on the test split, laid out by ``tables.guarantee_table``."""
-    return tables.guarantee_table(pipeline.coverage_checks(_res.fitted, evaluation(key, _res, mc_passes)[1]))
+    """``pipeline_evaluation.coverage_checks`` on the test split, laid out by ``tables.guarantee_table``."""
+    return tables.guarantee_table(_res.verbs.coverage_checks(evaluation(key, _res, mc_passes)[1]))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def channel_coverage(key: str, _res: FitResult, mc_passes: int, level: float) -> pd.DataFrame:
-    """``pipeline.channel_coverage`` of the conformal bands at ``level`` on the test split."""
-    return pipeline.channel_coverage(_res.fitted, evaluation(key, _res, mc_passes)[1], level)
+    """``pipeline_evaluation.channel_coverage`` of the conformal bands at ``level`` on the test split."""
+    return _res.verbs.channel_coverage(evaluation(key, _res, mc_passes)[1], level)
 
 
 def prediction_csv(pred: pd.DataFrame, res: FitResult | None = None) -> bytes:
     """The per-query predictions as ``levy evaluate --predictions`` writes them: in the user's
     ids and clock with ``res`` (each query's forecast ``origin`` on rolling origins), cells a
     spreadsheet would run as formulas neutralised."""
-    cols = [c for c in pipeline.PRED_COLUMNS if c in pred.columns]
-    frame = pred[cols] if res is None else pipeline.user_predictions(pred, res.data, fill_missing=False)
+    cols = [c for c in PRED_COLUMNS if c in pred.columns]
+    frame = pred[cols] if res is None else res.verbs.user_predictions(pred, res.data, fill_missing=False)
     return to_safe_csv(frame, index=False).encode()
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def ranking(key: str, _res: FitResult) -> tuple[pd.DataFrame, float]:
-    """``pipeline.rank``: series by trust, and the seconds it took."""
-    return pipeline.rank(_res.fitted, _res.data)
+    """``pipeline_ranking.rank``: series by trust, and the seconds it took."""
+    return _res.verbs.rank(_res.data)
 
 
 def ranking_csv(ranked: pd.DataFrame) -> bytes:
@@ -89,6 +89,6 @@ def ranking_csv(ranked: pd.DataFrame) -> bytes:
 
 def coverage_note(key: str, res: FitResult, mc_passes: int) -> str | None:
     """The sentence ``levy evaluate`` prints when the Lévy 90 % band's coverage on the test
-    split lies outside its per-series standard-error window (``pipeline.evaluate``'s
+    split lies outside its per-series standard-error window (``evaluate_data``'s
     ``coverage_note``); None within it."""
     return evaluation(key, res, mc_passes)[0]["coverage_note"]["text"]

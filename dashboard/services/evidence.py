@@ -3,7 +3,8 @@ observations, the attention weights of a query, why its band is as wide as it is
 against the median test query's, split into its evidence and disagreement factors), and
 the sampled operator's draws at a query (the identity check).
 
-Cache wrappers around ``levy_core.pipeline`` (``predict_queries``, ``split_predictions``,
+Cache wrappers around the fitted model's verbs (``levy_core.forecast.verbs``: ``predict_queries``,
+``split_predictions``,
 ``attention_weights``, ``operator_draws``, ``width_factors``, ``query_crps``) keyed by the
 fit key; queries come in the user's ids and hours and go to the model's space through
 ``user_clock.model_query``.
@@ -20,8 +21,8 @@ from levy_dashboard.data import user_clock
 from levy_dashboard.fitting.fits import FitResult
 from levy_dashboard.services.band import model_ids, model_points, time_axis
 
-from levy_core import pipeline
 from levy_core.data import DataError
+from levy_core.forecast.verbs import FittedVerbs
 
 __all__ = ["QueryExplanation", "attention", "channel_queries", "draws", "explain_query", "heldout_predictions",
            "heldout_queries", "query_attention", "query_crps", "query_draws", "query_marks", "scatter_name",
@@ -39,16 +40,16 @@ def heldout_predictions(key: str, _res: FitResult, series_id: str) -> pd.DataFra
     q = pts[(pts["series_id"] == series_id) & (pts["role"] == "held-out")].reset_index(drop=True)
     if q.empty:
         return pd.DataFrame(columns=["series_id", "channel", "time", "y_true", "mean", "pred_std"])
-    pred = pipeline.predict_queries(_res.fitted, _res.data, q[["series_id", "channel", "time"]])
+    pred = _res.verbs.predict_queries(_res.data, q[["series_id", "channel", "time"]])
     pred["y_true"] = q["value"].to_numpy()
     return pred
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def test_predictions(key: str, _res: FitResult) -> pd.DataFrame:
-    """``pipeline.split_predictions`` on the test split (empty when it has no queries)."""
+    """``predict.split_predictions`` on the test split (empty when it has no queries)."""
     try:
-        return pipeline.split_predictions(_res.fitted, _res.data, "test")
+        return _res.verbs.split_predictions(_res.data, "test")
     except DataError:
         return pd.DataFrame()
 
@@ -91,14 +92,14 @@ def scatter_name(res: FitResult) -> str:
 
 
 def width_factors(query: pd.Series, reference: pd.DataFrame) -> dict[str, float | str]:
-    """``pipeline.width_factors``: one query's σ̂ against the median reference query's."""
-    return pipeline.width_factors(query, reference)
+    """``diagnostics.width_factors``: one query's σ̂ against the median reference query's."""
+    return FittedVerbs.width_factors(query, reference)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def attention(key: str, _res: FitResult, series_id: str, channel: str, time_: float) -> pd.DataFrame:
-    """``pipeline.attention_weights`` of one query."""
-    return pipeline.attention_weights(_res.fitted, _res.data, series_id, channel, float(time_))
+    """``diagnostics.attention_weights`` of one query."""
+    return _res.verbs.attention_weights(_res.data, series_id, channel, float(time_))
 
 
 def query_attention(key: str, res: FitResult, series_id: str, channel: str, time_: float,
@@ -142,7 +143,7 @@ class QueryExplanation:
     error_ratio : float
         ``|y_true − mean| / (c·σ̂)``.
     factors : dict
-        ``pipeline.width_factors`` against the median test query (``ratio, evidence,
+        ``width_factors`` against the median test query (``ratio, evidence,
         disagreement, reason``).
     channel_shares : list of (str, float)
         The attention weight per channel, largest first (at most ``TOP_CHANNELS``).
@@ -193,9 +194,8 @@ def explain_query(key: str, res: FitResult, query: dict[str, Any], test: pd.Data
 @st.cache_data(show_spinner=False, max_entries=32)
 def draws(key: str, _res: FitResult, series_id: str, channel: str, time_: float, n_draws: int,
           seed: int = 0) -> dict[str, Any]:
-    """``pipeline.operator_draws`` at one query (with the RMSD's Monte-Carlo s.e.)."""
-    return pipeline.operator_draws(_res.fitted, _res.data, series_id, channel, float(time_), n_draws=n_draws,
-                                   seed=seed)
+    """``diagnostics.operator_draws`` at one query (with the RMSD's Monte-Carlo s.e.)."""
+    return _res.verbs.operator_draws(_res.data, series_id, channel, float(time_), n_draws=n_draws, seed=seed)
 
 
 def query_draws(key: str, res: FitResult, series_id: str, channel: str, time_: float, n_draws: int,
@@ -206,5 +206,5 @@ def query_draws(key: str, res: FitResult, series_id: str, channel: str, time_: f
 
 
 def query_crps(out: dict[str, Any], y_true: float, n_sampler: int = 50) -> dict[str, float]:
-    """``pipeline.query_crps``: closed form vs the first ``n_sampler`` scaled draws."""
-    return pipeline.query_crps(out, y_true, n_sampler)
+    """``diagnostics.query_crps``: closed form vs the first ``n_sampler`` scaled draws."""
+    return FittedVerbs.query_crps(out, y_true, n_sampler)

@@ -54,9 +54,9 @@ from levy_dashboard.fitting.saved_models import (
 )
 from levy_dashboard.fitting.shipped import ShippedModel, load_shipped, shipped_key, shipped_result
 
-from levy_core import pipeline
 from levy_core.data import DataError, Observations
-from levy_core.pipeline.user_units import readable_summary
+from levy_core.forecast.verbs import FittedVerbs
+from levy_core.model.sizes import MODEL_SIZES
 from levy_core.serving.modelzip import model_zip_bytes
 
 __all__ = ["MODEL_SIZES", "FitResult", "FitSettings", "JobView", "OpenedModel", "SessionLimits", "add_twin",
@@ -68,7 +68,6 @@ __all__ = ["MODEL_SIZES", "FitResult", "FitSettings", "JobView", "OpenedModel", 
            "status_text", "submit_fit", "submit_twin", "training_table", "transform_error"]
 
 log = logging.getLogger(__name__)
-MODEL_SIZES = pipeline.MODEL_SIZES  # for the sidebar: views do not import the pipeline
 
 
 # ----------------------------------------------------------------------------- the server's fit pool
@@ -141,14 +140,14 @@ def shipped_fit(source: DataSource, obs: Observations, obs_hash: str) -> FitResu
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def cutoff_range(obs_hash: str, _obs: Observations, seed: int = 0) -> tuple[float, float, float]:
-    """``pipeline.cutoff_range``: (min, max, default) forecast cut-off in the model's time."""
-    return pipeline.cutoff_range(_obs, seed)
+    """``FittedVerbs.cutoff_range``: (min, max, default) forecast cut-off in the model's time."""
+    return FittedVerbs.cutoff_range(_obs, seed)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def own_cutoffs_by_default(obs_hash: str, _obs: Observations, seed: int = 0) -> bool:
-    """``pipeline.own_cutoffs_by_default``: a forecast fit of these data gives each series its own cut-off."""
-    return pipeline.own_cutoffs_by_default(_obs, seed)
+    """``FittedVerbs.own_cutoffs_by_default``: a forecast fit of these data gives each series its own cut-off."""
+    return FittedVerbs.own_cutoffs_by_default(_obs, seed)
 
 
 def size_options(limits: SessionLimits) -> list[str]:
@@ -173,7 +172,7 @@ def settings_summary(res: FitResult) -> dict[str, Any]:
     """The fit in words and the data's clock (``model.json``'s ``summary``), then its raw
     settings, task (hours), model configuration, split and calibration scale (JSON)."""
     return {
-        "in words, on your clock": readable_summary(res.fitted),
+        "in words, on your clock": res.verbs.readable_summary(),
         "settings": dataclasses.asdict(res.settings),
         "task": res.fitted.task.to_dict(),
         "model": res.fitted.model_config.to_dict(),

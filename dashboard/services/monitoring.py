@@ -2,7 +2,7 @@
 channel on the observed queries), and has the data drifted from the training data?
 
 Cache wrappers around ``levy_core.serving.monitoring.monitor_coverage`` and
-``levy_core.pipeline.drift_report``, keyed by the fit key; tables laid out by ``tables``.
+``FittedVerbs.drift_report`` (``levy_core.forecast.verbs``), keyed by the fit key; tables laid out by ``tables``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from levy_dashboard.display import tables
 from levy_dashboard.display.tables import GUARANTEE_CAPTION
 from levy_dashboard.fitting.fits import FitResult
 
-from levy_core import pipeline
 from levy_core.data.drift import DENSITY_FACTOR, MIN_VALUES, RANGE_MARGIN, VALUE_SHARE
 from levy_core.serving.monitoring import CoverageMonitor, monitor_coverage
 
@@ -44,10 +43,10 @@ def monitoring(key: str, _res: FitResult) -> CoverageMonitor:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def drift(key: str, _res: FitResult) -> tuple[pd.DataFrame, bool, str]:
-    """``levy_core.pipeline.drift_report``: channels whose values lie far outside the training
+    """``drift_report``: channels whose values lie far outside the training
     range or whose sampling is far sparser or denser than in training, laid out by
     ``tables.drift_table``; with whether anything was checked and why not."""
-    report = pipeline.drift_report(_res.fitted, _res.data)
+    report = _res.verbs.drift_report(_res.data)
     return tables.drift_table(report.flags), report.checked, report.note
 
 

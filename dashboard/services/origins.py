@@ -3,8 +3,8 @@ duration, the forecast past the end of the data with its bands, and the backtest
 test origins (the adaptive and split conformal bands against what happened, their coverage
 over time).
 
-Cache wrappers around ``levy_core.pipeline`` (``predict_future``, ``with_bands``,
-``rolling_coverage``) keyed by the fit key; everything handed back is in the user's ids and
+Cache wrappers around the fitted model's verbs (``levy_core.forecast.verbs``:
+``predict_future``, ``with_bands``) and ``calibration.over_time.rolling_coverage``, keyed by the fit key; everything handed back is in the user's ids and
 clock (``user_clock``).
 """
 
@@ -24,10 +24,9 @@ from levy_dashboard.fitting.fits import FitResult, fast
 from levy_dashboard.services.band import model_points, time_axis
 from levy_dashboard.services.evaluation import evaluation
 
-from levy_core import pipeline
+from levy_core.calibration import over_time
 from levy_core.data import DataError, Observations, parse_duration
-from levy_core.episodes.origins import plan_origins
-from levy_core.pipeline.user_units import clock_of
+from levy_core.forecast.verbs import FittedVerbs
 
 __all__ = ["auto_horizon", "backtest_predictions", "future", "future_inputs", "future_points", "history_points",
            "horizon_text", "origin_inputs", "parse_horizon", "rolling_coverage", "test_origins"]
@@ -48,7 +47,7 @@ def auto_horizon(obs_hash: str, _obs: Observations) -> float | None:
     """The horizon a few-series forecast gets when none is given (``plan_origins``; None
     when the series are too short for one)."""
     try:
-        return plan_origins(_obs.frame).horizon
+        return FittedVerbs.default_horizon(_obs.frame)
     except DataError:
         return None
 
@@ -63,11 +62,10 @@ def future_points() -> int:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def future(key: str, _res: FitResult, series_id: str, channel: str, horizon: float, mc_passes: int) -> pd.DataFrame:
-    """``pipeline.predict_future`` of one series and channel up to ``horizon`` hours past its
+    """``predict_future`` of one series and channel up to ``horizon`` hours past its
     last observation (the user's ids and hours, ``when``), + MC-Dropout with T passes."""
-    f = pipeline.predict_future(_res.fitted, _res.data, float(horizon), n_points=future_points(),
-                                series_ids=[series_id], channels=[channel],
-                                mc_passes=mc_passes if _res.has_twin else 0)
+    f = _res.verbs.predict_future(_res.data, float(horizon), n_points=future_points(), series_ids=[series_id],
+                                  channels=[channel], mc_passes=mc_passes if _res.has_twin else 0)
     return user_clock.with_when(_res.data, f)
 
 
@@ -83,11 +81,11 @@ def future_inputs(key: str, res: FitResult, series_id: str, channel: str, level:
     only those move) and the series' history."""
     show_mc = show_mc and res.has_twin
     frame = future(key, res, series_id, channel, float(horizon), mc_passes if show_mc else 0)
-    g = pipeline.with_bands(frame, res.fitted, level, kind)
+    g = res.verbs.with_bands(frame, level, kind)
     _, last = res.data.clock.end_episode(series_id)
     when = user_clock.display_times(res.obs, [series_id], [last]).iloc[0]
     return FutureInputs(g, history_points(key, res, series_id, channel), series_id, channel, level,
-                        BAND_LABELS[kind], show_mc, float(horizon), when, time_axis(res), clock_of(res.fitted))
+                        BAND_LABELS[kind], show_mc, float(horizon), when, time_axis(res), res.verbs.clock())
 
 
 # ----------------------------------------------------------------------------- the backtest
@@ -103,8 +101,8 @@ def backtest_predictions(key: str, _res: FitResult, mc_passes: int) -> pd.DataFr
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def rolling_coverage(key: str, _res: FitResult, mc_passes: int, window: int = 10) -> pd.DataFrame:
-    """``pipeline.rolling_coverage`` of the backtest, each origin in the user's clock (``when``)."""
-    table = pipeline.rolling_coverage(evaluation(key, _res, mc_passes)[1], window=window)
+    """``over_time.rolling_coverage`` of the backtest, each origin in the user's clock (``when``)."""
+    table = over_time.rolling_coverage(evaluation(key, _res, mc_passes)[1], window=window)
     owner = backtest_predictions(key, _res, mc_passes).drop_duplicates("origin").set_index("origin")["series_id"]
     table = table.assign(series_id=owner.reindex(table["origin"]).to_numpy())
     return user_clock.with_when(_res.data, table, column="origin")

@@ -1,7 +1,7 @@
 """The band, per query: coverage by quintile of width, evidence and lead, and the risk–coverage
 curves against the per-channel constant, with the plain-words captions that say what they show.
 
-Cached wrappers of ``levy_core.pipeline.band_per_query`` on the test split's evaluation
+Cached wrappers of the fitted model's per-query verbs (``levy_core.forecast.verbs``) on the test split's evaluation
 (``services.evaluation.evaluation``), keyed by the fit key, MC-Dropout's passes T and the level.
 The lead is labelled in the data's time unit (date-times: the largest readable unit), the
 width in quintiles (it is cut within each channel, so its range mixes channels), the evidence
@@ -16,14 +16,7 @@ from levy_dashboard.fitting.fits import FitResult
 from levy_dashboard.services.evaluation import evaluation
 
 from levy_core.data import TIME_UNITS, DataError, Observations, user_time_unit
-from levy_core.pipeline.band_per_query import (
-    CONSTANT,
-    GROUPINGS,
-    SelectiveRisk,
-    coverage_by_group,
-    off_bins,
-)
-from levy_core.pipeline.band_per_query import selective_risk as _selective_risk
+from levy_core.forecast.verbs import CONSTANT, GROUPINGS, FittedVerbs, SelectiveRisk
 
 __all__ = ["CONSTANT", "GROUPINGS", "TOLERANCE", "Z_LIMIT", "bin_label", "lead_unit", "coverage_bins", "coverage_caption",
            "risk_caption", "selective_risk"]
@@ -63,9 +56,9 @@ def bin_label(grouping: str, bin_: int, low: float, high: float, n_bins: int = 5
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def coverage_bins(key: str, _res: FitResult, mc_passes: int, level: float) -> pd.DataFrame:
-    """``band_per_query.coverage_by_group`` of the test split at ``level`` (quintiles), with
+    """``coverage_by_group`` of the test split at ``level`` (quintiles), with
     each bin's tick ``label`` and the ``unit`` its key is in (the lead: the data's time unit)."""
-    table = coverage_by_group(_res.fitted, evaluation(key, _res, mc_passes)[1], level)
+    table = _res.verbs.coverage_by_group(evaluation(key, _res, mc_passes)[1], level)
     lead = table["grouping"] == "lead"
     unit, size = lead_unit(_res.obs, float(table.loc[lead, "key_high"].max()) if lead.any() else 1.0)
     labels = [bin_label(g, int(b), lo, hi, hours_per_unit=size) for g, b, lo, hi in
@@ -76,8 +69,8 @@ def coverage_bins(key: str, _res: FitResult, mc_passes: int, level: float) -> pd
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def selective_risk(key: str, _res: FitResult, mc_passes: int, level: float = 0.9) -> SelectiveRisk:
-    """``band_per_query.selective_risk`` of the test split (ranked by the ``level`` bands' half-widths)."""
-    return _selective_risk(_res.fitted, evaluation(key, _res, mc_passes)[1], level)
+    """``selective_risk`` of the test split (ranked by the ``level`` bands' half-widths)."""
+    return _res.verbs.selective_risk(evaluation(key, _res, mc_passes)[1], level)
 
 
 _BY = {"width": "by width", "evidence": "by n_eff", "lead": "by lead"}
@@ -102,7 +95,7 @@ def coverage_caption(table: pd.DataFrame, level: float) -> str:
     """Which bins of ``coverage_bins`` fall farther than 0.03 from ``level`` *and* more than
     3 standard errors from it, named method by method and grouping by grouping; or that every
     bin holds."""
-    off = off_bins(table, level, tolerance=TOLERANCE, z=Z_LIMIT)
+    off = FittedVerbs.off_bins(table, level, tolerance=TOLERANCE, z=Z_LIMIT)
     head = (f"How to read: the share of test queries inside the {100 * level:.0f} % conformal band within each "
             "fifth of the queries, cut by the band's own width (within each channel), by the evidence n_eff and by "
             "the lead (time from the query to the nearest observation); bars: ± 1.96 standard errors over series; "

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from levy_core import pipeline
 from levy_core.cli.inputs import load_data, read_options
 from levy_core.data import TIME_UNITS, DataError, Observations, parse_duration, to_user_time
 from levy_core.decisions.defaults import DEFAULT_DRAWS, DEFAULT_POINTS
@@ -70,12 +69,13 @@ def run_advise(args: argparse.Namespace) -> int:
     refuse_same_file({"the data file": args.data, "the model": args.model}, {"--out": args.out})
     if args.dayfirst and args.date_format:
         raise ValueError("give --dayfirst or --date-format, not both (the format says where the day is)")
-    from levy_core.pipeline.bands import band_levels
+    from levy_core.forecast.forecaster import LevyForecaster  # loads PyTorch: when the command runs
 
-    levels = band_levels(args.level)  # as `levy predict --level`: 0.9 or 90
+    levels = LevyForecaster.band_levels(args.level)  # as `levy predict --level`: 0.9 or 90
     if len(levels) != 1:
         raise ValueError(f"--level takes one band level for advise, got {len(levels)}")
-    fitted = pipeline.load_model(args.model)
+    forecaster = LevyForecaster.open_model(args.model)
+    fitted = forecaster.fitted
     if not Path(args.data).is_file():
         raise DataError(f"{args.data}: no such file; give the path of a CSV (or .csv.gz) or Parquet file of "
                         "observations")
@@ -87,12 +87,10 @@ def run_advise(args: argparse.Namespace) -> int:
 
     advice = advise(fitted, obs, args.series, targets=_names(args.targets), candidates=_names(args.candidates),
                     horizon=horizon, at=at, points=args.points, draws=args.draws, seed=args.seed, level=levels[0])
-    from levy_core.pipeline.user_units import clock_of, unit_of
-
-    table = advice_table(advice, obs, unit_of(fitted))
+    table = advice_table(advice, obs, forecaster.duration_unit())
     with TableWriter(args.out) as out:
         out.write(table)
-    for line in advice.sentences(args.top, clock=clock_of(fitted)):
+    for line in advice.sentences(args.top, clock=forecaster.clock()):
         print(line)
     print(f"wrote {out.rows} rows to {args.out} ({len(advice.candidates)} candidate measurements × "
           f"{len(advice.targets)} target channels of series {advice.series_id}, {round(100 * advice.level)} % "

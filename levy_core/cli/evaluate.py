@@ -8,7 +8,6 @@ import json
 import math
 import sys
 
-from levy_core import pipeline  # its names load on first use
 from levy_core.cli.arguments import add_model_and_data, bounded_int
 from levy_core.cli.inputs import dates, load_data, read_options, refuse_overwriting, warn_drift
 from levy_core.serving.csv_safety import to_safe_csv
@@ -24,15 +23,17 @@ def run_evaluate(args: argparse.Namespace) -> int:
     """The ``evaluate`` subcommand."""
     refuse_overwriting(args, json=args.json, predictions=args.predictions)
     dates(args)  # --dayfirst with --date-format: refused before the model is read
-    fitted = pipeline.load_model(args.model)
-    obs = load_data(args.data, read_options(args, fitted.reading))  # the fit's columns, unit and dates
-    warn_drift(pipeline.drift_report(fitted, obs))
-    data = pipeline.prepare(fitted, obs)
-    result, pred = pipeline.evaluate(fitted, data, mc_passes=args.mc_passes)
+    from levy_core.forecast.forecaster import LevyForecaster  # loads PyTorch: when the command runs
+
+    forecaster = LevyForecaster.open_model(args.model)
+    obs = load_data(args.data, read_options(args, forecaster.fitted.reading))  # the fit's columns, unit and dates
+    warn_drift(forecaster.drift_report(obs))
+    data = forecaster.prepare(obs)
+    result, pred = forecaster.evaluate_data(data, mc_passes=args.mc_passes)
     result = _json_safe(result)
     if args.predictions:  # each file renamed into place once complete (an error leaves none)
         with atomic_output(args.predictions) as tmp:
-            to_safe_csv(pipeline.user_predictions(pred, data), tmp, index=False)
+            to_safe_csv(forecaster.user_predictions(pred, data), tmp, index=False)
     with atomic_output(args.json) as tmp:
         tmp.write_text(json.dumps(result, indent=2))
     lv = result["levy"]
@@ -47,7 +48,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         print(f"adaptive conformal over {lv['test_origins']} test origins (γ = {lv['gamma']:g}): coverage "
               + ", ".join(f"{100 * float(k):.0f} % {v:.3f} (within ±{lv['adaptive_bound'][k]:.3f} of the level "
                           "in the long run)" for k, v in lv["adaptive_coverage"].items()), file=sys.stderr)
-    print(_guarantee_lines(pipeline.coverage_checks(fitted, pred)), file=sys.stderr)
+    print(_guarantee_lines(forecaster.coverage_checks(pred)), file=sys.stderr)
     print(_data_unit_lines(result), file=sys.stderr)
     if result["coverage_note"]["text"]:  # the band outside its per-series window, in plain words
         print(f"note: {result['coverage_note']['text']}", file=sys.stderr)

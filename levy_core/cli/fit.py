@@ -15,7 +15,6 @@ from typing import IO, TYPE_CHECKING
 
 from tqdm import tqdm
 
-from levy_core import pipeline  # its names load on first use
 from levy_core.cli.arguments import add_data, bounded_int, positive_seconds
 from levy_core.cli.inputs import (
     load_data,
@@ -24,13 +23,12 @@ from levy_core.cli.inputs import (
     refuse_overwriting,
     report_load,
 )
-from levy_core.data import DataError, parse_duration, say_duration, say_time
-from levy_core.data.calendar import check_freq
-from levy_core.data.times import TIME_UNITS
+from levy_core.data import TIME_UNITS, DataError, parse_duration, say_duration, say_time
 from levy_core.model.sizes import AUTO_MEDIUM_MIN_SERIES, MODEL_SIZES
 from levy_core.runtime.priority import add_nice_option, lower_priority
 
 if TYPE_CHECKING:
+    from levy_core.forecast.verbs import FittedModel
     from levy_core.training.train import Progress
 
 __all__ = ["MAX_EPOCHS", "EpochBars", "add_fit_command", "cutoff_hours", "in_unit", "run_fit"]
@@ -85,7 +83,7 @@ def in_unit(hours: float, unit: str) -> str:
     return say_time(hours, unit)
 
 
-def _forecast_plan(fitted: pipeline.FittedModel, unit: str) -> str:
+def _forecast_plan(fitted: FittedModel, unit: str) -> str:
     """Where a forecast fit's history ends, in the data's clock: the global cut-off, or on
     rolling origins the horizon forecast from each origin."""
     plan = fitted.split.origin_plan if fitted.split.mode == "origin" else None
@@ -96,37 +94,30 @@ def _forecast_plan(fitted: pipeline.FittedModel, unit: str) -> str:
 
 def run_fit(args: argparse.Namespace) -> int:
     """The ``fit`` subcommand."""
-    from levy_core.episodes.tasks import TaskConfig, cutoff_fraction_of
-    from levy_core.episodes.transforms import parse_transform
-    from levy_core.pipeline.modelfile import check_save_target, file_sha256
-    from levy_core.training.train import TrainConfig
+    from levy_core.forecast.forecaster import LevyForecaster
 
-    transform = parse_transform(args.transform)  # ValueError naming a bad kind, before any work
-    fraction = cutoff_fraction_of(args.cutoff)  # "auto", "60%": each series' own cut-off (a bad share: refused now)
+    # the settings checked before any work: a bad transform kind, a share out of range, a freq pandas cannot read
+    forecaster = LevyForecaster(size=args.size, epochs=args.epochs, seed=args.seed, season=args.season, task=args.task,
+                                horizon=args.horizon or None, cutoff=args.cutoff, max_seconds=args.max_seconds,
+                                twin=not args.no_twin, phi=args.phi, transform=args.transform, freq=args.freq,
+                                progress=None if args.quiet else EpochBars())
     refuse_overwriting(args, out=args.out)
     options = read_options(args)  # bad column names, --dayfirst with --date-format: before the fit
-    if args.freq is not None:
-        check_freq(args.freq)  # a freq pandas cannot read: refused before the fit
-    check_save_target(args.out)  # a link, a file, a folder that is not a model: refused before the fit
+    forecaster.check_save_target(args.out)  # a link, a file, a folder that is not a model: refused before the fit
     lower_priority(args.nice)  # before the fit starts torch's threads: they inherit it
     obs = load_data(args.data, options)
     report_load(obs)
     print(f"data: {obs.n_series} series, {obs.n_channels} channels, {obs.n_obs} observations", file=sys.stderr)
     unit = obs.report.input_time_unit
-    horizon = parse_duration(args.horizon, unit) if args.horizon else None
-    season = {"auto": None, "none": 0.0}.get(args.season.lower()) if args.season.lower() in ("auto", "none") \
-        else parse_duration(args.season, unit)
-    task = TaskConfig(args.task, cutoff=None if fraction is not None else cutoff_hours(args.cutoff, unit),
-                      horizon=horizon, season=season, cutoff_fraction=fraction)
-    train = TrainConfig(epochs=args.epochs, seed=args.seed, max_seconds=args.max_seconds)
+    if forecaster.cutoff_share is None:  # one time for every series: a bare number in the data's unit, in hours
+        forecaster.cutoff = cutoff_hours(args.cutoff, unit)
     t0 = time.perf_counter()
-    fitted = pipeline.fit(obs, task=task, train=train, size=args.size, train_twin=not args.no_twin,
-                          phi=args.phi, progress=None if args.quiet else EpochBars(), transform=transform)
-    fitted.source_sha256 = file_sha256(args.data)  # which file, byte for byte, the model was fitted on
+    fitted = forecaster.fit_observations(obs).fitted
+    fitted.source_sha256 = forecaster.file_sha256(args.data)  # which file, byte for byte, the model was fitted on
     fitted.reading = recorded_reading(options, obs, args.freq)  # reused by every later command
     out = fitted.save(args.out)
     tr = fitted.training
-    print(f"fitted a {pipeline.size_name(fitted.model_config)} model in {time.perf_counter() - t0:.1f} s: "
+    print(f"fitted a {forecaster.size_name()} model in {time.perf_counter() - t0:.1f} s: "
           f"split {fitted.split.mode} "
           f"({tr['n_series']['train']}/{tr['n_series']['stopping']}/{tr['n_series']['calibration']}/"
           f"{tr['n_series']['test']} train/early-stopping/calibration/test series), task {fitted.task.kind}"

@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from levy_core import pipeline  # its names load on first use
 from levy_core.cli.arguments import add_chunks, add_model_and_data, bounded_int
 from levy_core.cli.inputs import (
     dates,
@@ -27,8 +27,10 @@ from levy_core.data import DataError, Observations, parse_duration, read_queries
 from levy_core.data.calendar import check_freq
 from levy_core.data.drift import DriftTally
 from levy_core.data.recorded import ReadOptions
-from levy_core.pipeline.user_units import horizon_column, in_unit_of
 from levy_core.serving.table_writer import TableWriter
+
+if TYPE_CHECKING:  # the forecaster loads PyTorch: imported when the command runs
+    from levy_core.forecast.forecaster import LevyForecaster
 
 __all__ = ["MAX_POINTS", "add_predict_command", "refuse_infinite_bands", "run_predict"]
 
@@ -36,28 +38,20 @@ MAX_POINTS = 10_000
 """Largest ``levy predict --points``: grid points (or horizon steps) per series and channel."""
 
 
-def _band_kind(requested: str, fitted: pipeline.FittedModel, level: float) -> str:
-    """``auto``: the adaptive band where the fit walked it at this level (rolling origins),
-    split conformal otherwise."""
-    from levy_core.pipeline.bands import band_kind
-
-    return band_kind(requested, fitted, level)
-
-
-def _predictions(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Observations,
+def _predictions(args: argparse.Namespace, forecaster: LevyForecaster, obs: Observations,
                  level: float, options: ReadOptions) -> pd.DataFrame:
     """The predictions ``levy predict`` writes, in the user's ids and hours."""
-    data = pipeline.prepare(fitted, obs)
+    data = forecaster.prepare(obs)
     if args.queries and args.horizon:
         raise ValueError("give either --queries or --horizon, not both")
     if args.queries:
         queries = read_queries(args.queries, obs, dayfirst=options.dayfirst, date_format=options.date_format)
-        return _warn_horizon(pipeline.predict_user_queries(fitted, data, queries, level=level))
+        return _warn_horizon(forecaster.predict_user_queries(data, queries, level=level))
     if args.horizon:
         hours = parse_duration(args.horizon, obs.report.input_time_unit)
-        return _warn_horizon(pipeline.predict_future(fitted, data, hours, n_points=args.points, level=level,
-                                                     freq=_calendar(args, fitted, obs)))
-    pred = pipeline.predict_grid(fitted, data, n_points=args.points, level=level)
+        return _warn_horizon(forecaster.predict_future(data, hours, n_points=args.points, level=level,
+                                                       freq=_calendar(args, forecaster, obs)))
+    pred = forecaster.predict_grid(data, n_points=args.points, level=level)
     skipped = pred.attrs.get("skipped_series", [])
     if skipped:
         print(f"note: skipped {len(skipped)} series with no observation to predict from: {skipped[:5]}",
@@ -65,7 +59,7 @@ def _predictions(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Ob
     return data.clock.to_user(pred)
 
 
-def _calendar(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Observations) -> str | None:
+def _calendar(args: argparse.Namespace, forecaster: LevyForecaster, obs: Observations) -> str | None:
     """The calendar ``--horizon``'s steps fall on: ``--freq``, else the one the fit recorded
     (date-time data only; None: evenly spread)."""
     if args.freq is not None:
@@ -73,17 +67,18 @@ def _calendar(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Obser
             raise DataError(f"--freq {args.freq}: the data's times are numbers in {obs.report.input_time_unit}, "
                             "which have no calendar; --freq is for date-time data (leave it out)")
         return check_freq(args.freq)
-    recorded = fitted.reading.freq if fitted.reading is not None else None
+    reading = forecaster.fitted.reading
+    recorded = reading.freq if reading is not None else None
     return recorded if obs.report.time_origin is not None else None
 
 
-def _with_horizon(pred: pd.DataFrame, fitted: pipeline.FittedModel) -> pd.DataFrame:
+def _with_horizon(pred: pd.DataFrame, forecaster: LevyForecaster) -> pd.DataFrame:
     """``horizon`` (hours after the series' end) as ``horizon_<unit>`` in the user's unit
     (``horizon_days`` for data in days; ``horizon_hours`` for hours)."""
     if "horizon" not in pred:
         return pred
-    out = pred.rename(columns={"horizon": horizon_column(fitted)})
-    out[horizon_column(fitted)] = in_unit_of(fitted, pred["horizon"].to_numpy())
+    out = pred.rename(columns={"horizon": forecaster.horizon_column()})
+    out[forecaster.horizon_column()] = forecaster.in_duration_unit(pred["horizon"].to_numpy())
     return out
 
 
@@ -97,28 +92,29 @@ def _warn_horizon(pred: pd.DataFrame) -> pd.DataFrame:
 def run_predict(args: argparse.Namespace) -> int:
     """The ``predict`` subcommand."""
     from levy_core.calibration.over_time import GUARANTEE
-    from levy_core.pipeline.bands import band_levels, level_label
+    from levy_core.forecast.forecaster import LevyForecaster
     from levy_core.serving.chunked import predict_file
 
-    levels = band_levels(args.level)  # ValueError: not a fraction in (0, 1) or a percent in [10, 100)
+    levels = LevyForecaster.band_levels(args.level)  # ValueError: not a fraction in (0, 1) or a percent in [10, 100)
     refuse_overwriting(args, out=args.out)
     dates(args)  # --dayfirst with --date-format: refused before the model is read
-    fitted = pipeline.load_model(args.model)
+    forecaster = LevyForecaster.open_model(args.model)
+    fitted = forecaster.fitted
     options = read_options(args, fitted.reading)  # the fit's columns, unit and dates unless told otherwise
-    kinds = [_band_kind(args.band, fitted, level) for level in levels]
+    kinds = [forecaster.band_kind(args.band, level) for level in levels]
     drift = DriftTally(fitted.drift)
     if args.queries:  # the queries name series anywhere in the file: read it whole
         obs = load_data(args.data, options)
         drift.add(obs)
         with TableWriter(args.out) as out:
-            out.write(_prediction_table(args, fitted, obs, levels, options))
+            out.write(_prediction_table(args, forecaster, obs, levels, options))
         n = out.rows
     else:  # chunks of whole series, each written as it is predicted
         if not Path(args.data).is_file():
             raise DataError(f"{args.data}: no such file; give the path of a CSV (or .csv.gz) or Parquet file")
         with series_bar(args) as bar:
             n, totals = predict_file(args.data, args.out,
-                                     lambda obs: _prediction_table(args, fitted, obs, levels, options),
+                                     lambda obs: _prediction_table(args, forecaster, obs, levels, options),
                                      chunk_series=args.chunk_series, mapping=mapping_for(args.data, options.columns),
                                      time_unit=options.time_unit, progress=bar.update, drift=drift,
                                      dayfirst=options.dayfirst, date_format=options.date_format)
@@ -126,74 +122,70 @@ def run_predict(args: argparse.Namespace) -> int:
     warn_drift(drift.report())
     print(f"note: transform per channel (fitted and calibrated in it, bands mapped back): "
           f"{fitted.scaler.transform_note()}", file=sys.stderr)
-    shown = ", ".join(f"{level_label(level)} % {kind}" for level, kind in zip(levels, kinds, strict=True))
+    shown = ", ".join(f"{forecaster.level_label(level)} % {kind}" for level, kind in zip(levels, kinds, strict=True))
     print(f"wrote {n} predictions to {args.out} ({shown} band{'s' if len(levels) > 1 else ''}"
           + (f"; {GUARANTEE}" if "adaptive" in kinds else "") + ")", file=sys.stderr)
     return 0
 
 
-def _prediction_table(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Observations,
+def _prediction_table(args: argparse.Namespace, forecaster: LevyForecaster, obs: Observations,
                       levels: list[float], options: ReadOptions) -> pd.DataFrame:
     """The rows ``levy predict`` writes for ``obs`` (`_prediction_rows`), refused when a
     band is infinite (a level the calibration split has too few scores for)."""
-    table = _prediction_rows(args, fitted, obs, levels, options)
-    refuse_infinite_bands(table, fitted, levels)
+    table = _prediction_rows(args, forecaster, obs, levels, options)
+    refuse_infinite_bands(table, forecaster, levels)
     return table
 
 
-def refuse_infinite_bands(table: pd.DataFrame, fitted: pipeline.FittedModel, levels: list[float]) -> None:
+def refuse_infinite_bands(table: pd.DataFrame, forecaster: LevyForecaster, levels: list[float]) -> None:
     """ValueError when a band column holds ±inf: split conformal bounds a level ``L`` only
     when the calibration split has at least ``L / (1 - L)`` scores, so ±inf would be written."""
-    from levy_core.pipeline.bands import level_label
-
     bands = [c for c in table.columns if str(c).startswith(("lower", "upper")) or "-lo-" in str(c)
              or "-hi-" in str(c)]
     infinite = [c for c in bands if pd.api.types.is_float_dtype(table[c]) and np.isinf(table[c].to_numpy()).any()]
     if not infinite:
         return
-    conformal = getattr(fitted.levy_calibration, "conformal", None)
+    conformal = getattr(forecaster.fitted.levy_calibration, "conformal", None)
     scores = getattr(conformal, "scores_", None)
     n = 0 if scores is None else len(scores)
     most = f"{100 * n / (n + 1):.4g} %" if n else "a lower level"
-    shown = ", ".join(f"{level_label(level)} %" for level in levels)
+    shown = ", ".join(f"{forecaster.level_label(level)} %" for level in levels)
     raise ValueError(f"--level {shown}: the conformal band is infinite ({', '.join(map(str, infinite[:4]))}): the "
                      f"model's calibration split has {n:,} scores, too few to bound the band at this level; give "
                      f"a level of at most {most} (the bound per channel may be lower), or --band gaussian")
 
 
-def _prediction_rows(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Observations,
+def _prediction_rows(args: argparse.Namespace, forecaster: LevyForecaster, obs: Observations,
                      levels: list[float], options: ReadOptions) -> pd.DataFrame:
     """The rows ``levy predict`` writes for ``obs``: the user's ids and clock; one level's
     ``lower, upper``, or every level's (``--format nixtla``: NeuralForecast's columns)."""
-    pred = _predictions(args, fitted, obs, levels[0], options)
+    pred = _predictions(args, forecaster, obs, levels[0], options)
     if args.format == "nixtla" or len(levels) > 1:
-        return _level_table(args, fitted, obs, pred, levels)
+        return _level_table(args, forecaster, obs, pred, levels)
     level = levels[0]
-    kind = _band_kind(args.band, fitted, level)
+    kind = forecaster.band_kind(args.band, level)
     suffix = {"conformal": "conf", "gaussian": "gauss", "adaptive": "adaptive"}[kind]
     if f"lower_{suffix}" not in pred:
         raise ValueError(f"--band {kind} is not available for this model at level {level}; "
                          "use --band conformal or gaussian")
     pred = pred.rename(columns={f"lower_{suffix}": "lower", f"upper_{suffix}": "upper"})
     pred["time"] = to_user_time(pred["series_id"], pred["time"], obs).to_numpy()
-    cols = ["series_id", "channel", "time", *([horizon_column(fitted)] if "horizon" in pred else []), "mean",
+    cols = ["series_id", "channel", "time", *([forecaster.horizon_column()] if "horizon" in pred else []), "mean",
             "sigma", "lower", "upper", "log_evidence", "disagreement", "n_eff"]
-    return _with_horizon(pred, fitted)[cols]
+    return _with_horizon(pred, forecaster)[cols]
 
 
-def _level_table(args: argparse.Namespace, fitted: pipeline.FittedModel, obs: Observations, pred: pd.DataFrame,
+def _level_table(args: argparse.Namespace, forecaster: LevyForecaster, obs: Observations, pred: pd.DataFrame,
                  levels: list[float]) -> pd.DataFrame:
     """``levy predict``'s rows at several levels (``lower_<L>, upper_<L>`` per level) or in
     NeuralForecast's convention (``--format nixtla``: ``unique_id, ds, Lévy, Lévy-lo-90, …``)."""
-    from levy_core.pipeline.bands import level_bands, nixtla_frame
-
-    bands, _ = level_bands(pred, fitted, levels, args.band)
+    bands, _ = forecaster.level_bands(pred, levels, args.band)
     times = to_user_time(pred["series_id"], pred["time"], obs)
     if args.format == "nixtla":
-        return nixtla_frame(pred, times, bands, levels, fitted)
-    out = _with_horizon(pred, fitted)
+        return forecaster.nixtla_frame(pred, times, bands, levels)
+    out = _with_horizon(pred, forecaster)
     out["time"] = times.to_numpy()
-    cols = ["series_id", "channel", "time", *([horizon_column(fitted)] if "horizon" in pred else []), "mean", "sigma"]
+    cols = ["series_id", "channel", "time", *([forecaster.horizon_column()] if "horizon" in pred else []), "mean", "sigma"]
     return pd.concat([out[cols].reset_index(drop=True), bands.reset_index(drop=True),
                       out[["log_evidence", "disagreement", "n_eff"]].reset_index(drop=True)], axis=1)
 

@@ -7,7 +7,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from levy_core import pipeline  # its names load on first use
 from levy_core.cli.arguments import add_chunks, add_model_and_data, positive_int
 from levy_core.cli.inputs import (
     dates,
@@ -33,7 +32,11 @@ def run_rank(args: argparse.Namespace) -> int:
         if any(v is not None for v in given.values()):
             raise ValueError("--dayfirst and --date-format are not read by --engine ray: write the times as ISO "
                              "date-times (2024-01-31 14:05) or numbers, or rank without --engine ray")
-        options = read_options(args, pipeline.load_model(args.model).reading)
+        from levy_core.forecast.forecaster import (
+            LevyForecaster,  # loads PyTorch: when the command runs
+        )
+
+        options = read_options(args, LevyForecaster.open_model(args.model).fitted.reading)
         if (options.dayfirst, options.date_format) != (None, None):
             raise ValueError("the model was fitted with --dayfirst or --date-format, which --engine ray does not "
                              "read: write the times as ISO date-times (2024-01-31 14:05), or rank without --engine "
@@ -46,9 +49,10 @@ def run_rank(args: argparse.Namespace) -> int:
         return 0
     if args.address is not None:
         raise ValueError("--address names a Ray cluster: give it with --engine ray")
+    from levy_core.forecast.forecaster import LevyForecaster
     from levy_core.serving.chunked import rank_file
 
-    fitted = pipeline.load_model(args.model)
+    fitted = LevyForecaster.open_model(args.model).fitted
     options = read_options(args, fitted.reading)  # the fit's columns, unit and dates unless told otherwise
     drift = DriftTally(fitted.drift)
     with series_bar(args) as bar:

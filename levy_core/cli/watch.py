@@ -20,7 +20,6 @@ from pathlib import Path
 import pandas as pd
 from tqdm import tqdm
 
-from levy_core import pipeline
 from levy_core.cli.inputs import load_data, mapping_for, read_options
 from levy_core.data import DataError, Observations, to_user_time
 from levy_core.data.drift import DriftTally
@@ -80,6 +79,7 @@ def _user_rows(rows: pd.DataFrame, obs: Observations, only_flagged: bool) -> pd.
 def run_watch(args: argparse.Namespace) -> int:
     """``levy watch``: see the module docstring."""
     from levy_core.decisions.watch import WatchTally, calibrate_watch, iter_watch
+    from levy_core.forecast.forecaster import LevyForecaster
     from levy_core.serving.chunked import predict_file
 
     refuse_same_file({"the data file": args.data, "the model": args.model, "--calibration": args.calibration},
@@ -89,7 +89,7 @@ def run_watch(args: argparse.Namespace) -> int:
     for path in (args.data, args.calibration):
         if path is not None and not Path(path).is_file():
             raise DataError(f"{path}: no such file; give the path of a CSV (or .csv.gz) or Parquet file")
-    fitted = pipeline.load_model(args.model)
+    fitted = LevyForecaster.open_model(args.model).fitted
     options = read_options(args, fitted.reading)  # the fit's columns, unit and dates unless told otherwise
     if args.calibration is not None:
         cal = calibrate_watch(fitted, load_data(args.calibration, options), max_context=args.max_context)

@@ -26,7 +26,6 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from levy_core import pipeline
 from levy_core.data import (
     TIME_UNITS,
     ColumnMapping,
@@ -47,6 +46,9 @@ from levy_core.episodes.transforms import KINDS, TransformSpec, parse_transform
 from levy_core.forecast import windows as forecast_windows
 from levy_core.forecast.results import Backtest, Evaluation, fraction
 from levy_core.forecast.saved import open_saved_model, saved_settings
+from levy_core.forecast.verbs import FittedVerbs
+from levy_core.pipeline import modelfile, prepared, recipe, user_frames
+from levy_core.pipeline import predict as pipeline_predict
 from levy_core.pipeline.bands import (
     BAND_KINDS,
     level_bands,
@@ -73,14 +75,14 @@ class UnboundedBandWarning(UserWarning):
     """A band asked for came out infinite: too few calibration errors for its level."""
 
 
-class LevyForecaster:
+class LevyForecaster(FittedVerbs):
     """Fit once on a DataFrame; predict, evaluate and backtest, in the user's ids and clock.
 
     Parameters
     ----------
     size : {"auto", "small", "medium", "large"}
         The model's width (``levy fit --size``); ``"auto"``: medium on a frame of at least
-        ``pipeline.AUTO_MEDIUM_MIN_SERIES`` series, small below.
+        ``levy_core.model.sizes.AUTO_MEDIUM_MIN_SERIES`` series, small below.
     epochs : int
         Training epochs at most (early stopping may end sooner), at least 1.
     seed : int
@@ -156,7 +158,7 @@ class LevyForecaster:
                  date_format: str | None = None, transform: TransformSpec = "auto", id_col: str | None = None,
                  time_col: str | None = None, value_col: str | None = None, channel_col: str | None = None,
                  channels: Sequence[str] | None = None, freq: str | None = None) -> None:
-        pipeline.resolve_size(size, 0)  # ValueError for an unknown name, before any data is read
+        recipe.resolve_size(size, 0)  # ValueError for an unknown name, before any data is read
         if time_unit not in TIME_UNITS:
             raise ValueError(f"time_unit must be one of {', '.join(TIME_UNITS)}, got {time_unit!r}")
         if isinstance(channels, str):
@@ -178,7 +180,7 @@ class LevyForecaster:
             raise ValueError(f"transform kind(s) {bad} unknown: use auto, none, log or log1p")
         self.dayfirst, self.date_format = dayfirst, date_format
         self.freq = None if freq is None else check_freq(freq)  # DataError (a ValueError): not a calendar
-        self.fitted: pipeline.FittedModel | None = None
+        self.fitted: modelfile.FittedModel | None = None
         self.observations: Observations | None = None
         self.mapping: ColumnMapping | None = None
 
@@ -247,13 +249,13 @@ class LevyForecaster:
         if (queries is None) == (h is None):
             raise ValueError("give either h= (a horizon past each series' end, e.g. '36h') or a DataFrame of "
                              "queries, not both and not neither")
-        data = pipeline.prepare(fitted, obs)
+        data = prepared.prepare(fitted, obs)
         if queries is not None:
             asked = read_queries(queries, obs, dayfirst=self.dayfirst, date_format=self.date_format)
-            pred = pipeline.predict_user_queries(fitted, data, asked, level=levels[0])
+            pred = user_frames.predict_user_queries(fitted, data, asked, level=levels[0])
         else:
             hours = parse_duration(h, obs.report.input_time_unit)
-            pred = pipeline.predict_future(fitted, data, hours, n_points=points, level=levels[0],
+            pred = pipeline_predict.predict_future(fitted, data, hours, n_points=points, level=levels[0],
                                            freq=forecast_windows.calendar(self.freq, fitted, obs))
         if pred.attrs.get("beyond_horizon"):  # a library does not print: a warning the caller can filter
             warnings.warn(pred.attrs["beyond_horizon"], BeyondHorizonWarning, stacklevel=2)
@@ -277,7 +279,7 @@ class LevyForecaster:
     def drift(self, df: pd.DataFrame | None = None) -> DriftReport:
         """How ``df`` (default: the fitted data) differs from what the model learned from, per
         channel ([`levy_core.data.drift`][levy_core.data.drift]): ``.flags`` (a DataFrame) and ``.messages``."""
-        return pipeline.drift_report(self._require_fitted(), self._observations(df))
+        return user_frames.drift_report(self._require_fitted(), self._observations(df))
 
     def evaluate(self, df: pd.DataFrame, *, level: Sequence[float] | float = (80, 90), band: str = "auto",
                  mc_passes: int | None = None) -> Evaluation:
@@ -430,7 +432,7 @@ class LevyForecaster:
             A model directory ([`save`][levy_core.forecast.forecaster.LevyForecaster.save], ``FittedModel.save``, ``levy fit --out``), its
             ``model.json``, a model zip ([`save`][levy_core.forecast.forecaster.LevyForecaster.save] to ``….zip``,
             ``modelzip.model_zip_bytes``, the dashboard's download), or a zip's bytes.
-            Validated as [`load_model`][levy_core.pipeline.load_model] and
+            Validated as [`load_model`][levy_core.pipeline.modelfile.load_model] and
             [`load_model_zip`][levy_core.serving.modelzip.load_model_zip] do (safetensors and bounded JSON
             only; nothing executable is loaded).
 
@@ -451,6 +453,29 @@ class LevyForecaster:
         forecaster = cls(**saved_settings(fitted))
         forecaster.fitted = fitted
         return forecaster
+
+    @property
+    def cutoff_share(self) -> float | None:
+        """The share of each series' span where its own cut-off sits (``cutoff="60%"``: 0.6,
+        ``"auto"``: 0.5); None for one time for every series (or the default)."""
+        return cutoff_fraction_of(self.cutoff)
+
+    @classmethod
+    def open_model(cls, directory: str | Path) -> LevyForecaster:
+        """A forecaster around the model directory ``levy fit --out`` writes, read and checked as
+        ``levy predict MODEL`` reads it (no zip); settings as [`load`][levy_core.forecast.forecaster.LevyForecaster.load]'s.
+        ``ModelLoadError``: nothing there, or not a saved model."""
+        fitted = modelfile.load_model(directory)
+        forecaster = cls(**saved_settings(fitted))
+        forecaster.fitted = fitted
+        return forecaster
+
+    def fit_observations(self, obs: Observations) -> LevyForecaster:
+        """Fit (split, train, calibrate) on observations already read (``levy fit``: a file read
+        by chunks, its options recorded by the caller) with this forecaster's settings; ``self``.
+        A number ``cutoff`` is hours; ``horizon`` and ``season`` are read on ``obs``'s clock."""
+        self.fitted, self.observations = self._fit_observations(obs), obs
+        return self
 
     def plot(self, unique_id: object = None, *, channel: str | None = None, h: str | float | None = None,
              level: float = 90, df: pd.DataFrame | None = None, points: int = 100, band: str = "auto",
@@ -493,12 +518,7 @@ class LevyForecaster:
                              "observations to predict from")
         return self.observations
 
-    def _require_fitted(self) -> pipeline.FittedModel:
-        if self.fitted is None:
-            raise ValueError("fit the forecaster first (f.fit(df)) or load one (LevyForecaster.load(path))")
-        return self.fitted
-
-    def _fit_observations(self, obs: Observations) -> pipeline.FittedModel:
+    def _fit_observations(self, obs: Observations) -> modelfile.FittedModel:
         """Split, train and calibrate on ``obs`` with this forecaster's settings."""
         unit = obs.report.input_time_unit
         fraction = cutoff_fraction_of(self.cutoff)  # "auto", "60%": each series' own cut-off
@@ -507,7 +527,7 @@ class LevyForecaster:
                           horizon=self._hours(self.horizon, unit), season=_season_hours(self.season, unit),
                           cutoff_fraction=fraction)
         train = TrainConfig(epochs=self.epochs, seed=self.seed, max_seconds=self.max_seconds)
-        return pipeline.fit(obs, task=task, train=train, size=self.size, train_twin=self.twin, phi=self.phi,
+        return recipe.fit(obs, task=task, train=train, size=self.size, train_twin=self.twin, phi=self.phi,
                             progress=self.progress, transform=self.transform)
 
     def _backtest_horizon(self, h: str | float | None, unit: str) -> float:

@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from levy_core import pipeline
 from levy_core.data import DATETIME, DataError, Observations, parse_duration, user_time_unit
 from levy_core.forecast import windows as forecast_windows
 from levy_core.forecast.results import fraction
 from levy_core.pipeline.bands import level_bands, level_label, percent_levels
+from levy_core.pipeline.modelfile import FittedModel
+from levy_core.pipeline.predict import predict_future
+from levy_core.pipeline.prepared import prepare
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import plotly.graph_objects as go
@@ -59,14 +61,14 @@ def _pick(obs: Observations, unique_id: object, channel: str | None, channels: l
     return sid, str(channel)
 
 
-def forecast_frame(fitted: pipeline.FittedModel, obs: Observations, sid: str, channel: str, h: str | float,
+def forecast_frame(fitted: FittedModel, obs: Observations, sid: str, channel: str, h: str | float,
                    level: float, points: int, band: str) -> pd.DataFrame:
     """The forecast of one series and channel over ``h``: ``ds`` (the user's clock), ``Lévy``,
     ``Lévy-lo-<L>``, ``Lévy-hi-<L>``, ``log_evidence``, ``disagreement``; ``points`` rows."""
     frac = fraction(percent_levels(level)[0])
     one = obs.subset([sid])
     hours = parse_duration(h, obs.report.input_time_unit)
-    pred = pipeline.predict_future(fitted, pipeline.prepare(fitted, one), hours, n_points=points,
+    pred = predict_future(fitted, prepare(fitted, one), hours, n_points=points,
                                    series_ids=[sid], channels=[channel], level=frac).reset_index(drop=True)
     bands, _ = level_bands(pred, fitted, [frac], band)
     label, pct = level_label(frac), f"{100 * frac:g}"
@@ -80,7 +82,7 @@ def forecast_frame(fitted: pipeline.FittedModel, obs: Observations, sid: str, ch
     })
 
 
-def forecast_figure(fitted: pipeline.FittedModel, obs: Observations, *, unique_id: object = None,
+def forecast_figure(fitted: FittedModel, obs: Observations, *, unique_id: object = None,
                     channel: str | None = None, h: str | float, level: float = 90, points: int = 100,
                     band: str = "auto", signals: bool = True) -> go.Figure:
     """History, forecast and band of one series and channel; with ``signals``, log evidence

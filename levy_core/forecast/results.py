@@ -2,7 +2,7 @@
 [`backtest`][levy_core.forecast.forecaster.LevyForecaster.backtest] return: typed, frozen results, each with
 ``.to_frame()`` and a readable ``summary()`` (also its ``str``).
 
-Scores are those of ``levy evaluate`` ([`levy_core.pipeline.evaluate`][levy_core.pipeline.evaluate]): MSE, MAE, CRPS
+Scores are those of ``levy evaluate`` ([`levy_core.pipeline.evaluate`][levy_core.pipeline.evaluation.evaluate]): MSE, MAE, CRPS
 and the Gaussian NLL on the model's per-channel min-max normalised scale (as t-PatchGNN
 reports them, so channels of different units average), each band's coverage (scale-free)
 and its mean width on the same normalised scale. Levels are percents (``{80: 0.81, 90:

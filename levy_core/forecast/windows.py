@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from levy_core import pipeline
 from levy_core.calibration.coverage import coverage_note
 from levy_core.data import DATETIME, DataError, Observations, to_user_time, user_time_unit
 from levy_core.forecast.results import (
@@ -33,6 +32,8 @@ from levy_core.forecast.results import (
     band_scores,
     fraction,
 )
+from levy_core.pipeline import evaluation as pipeline_evaluation
+from levy_core.pipeline import modelfile, predict, prepared, user_frames
 from levy_core.pipeline.bands import level_bands, level_label, nixtla_frame
 from levy_core.pipeline.evaluation import evaluation_note, method_metrics
 from levy_core.pipeline.modelfile import FittedModel
@@ -60,26 +61,26 @@ def user_times(series_id: pd.Series | np.ndarray, hours: pd.Series | np.ndarray,
 
 def evaluation(fitted: FittedModel, obs: Observations, levels: Sequence[float], band: str,
                mc_passes: int | None) -> Evaluation:
-    """``pipeline.evaluate`` (without the sampler's draws) as an [`Evaluation`][levy_core.forecast.results.Evaluation] at the
+    """``pipeline_evaluation.evaluate`` (without the sampler's draws) as an [`Evaluation`][levy_core.forecast.results.Evaluation] at the
     percent ``levels``; ``band`` one of `EVALUATED_BANDS`."""
     if band not in EVALUATED_BANDS:
         raise ValueError(f"band must be one of {', '.join(EVALUATED_BANDS)} (auto scores the adaptive walk where "
                          f"the fit has one), got {band!r}")
-    data = pipeline.prepare(fitted, obs)
-    result, pred = pipeline.evaluate(fitted, data, mc_passes=mc_passes, sampler_draws=0)
+    data = prepared.prepare(fitted, obs)
+    result, pred = pipeline_evaluation.evaluate(fitted, data, mc_passes=mc_passes, sampler_draws=0)
     y = pred["y_norm"].to_numpy(np.float64)
     scores = tuple(_method_scores(result[_RESULT_KEYS[p.method.key]], y, p, levels, band)
                    for p in fitted.predictives(pred) if _RESULT_KEYS[p.method.key] in result)
     return Evaluation(n_queries=int(result["n_test"]), levels=tuple(levels),
                       scope="test split" if data.same_data else "every series", scores=scores,
-                      predictions=pipeline.user_predictions(pred, data), details=result,
+                      predictions=user_frames.user_predictions(pred, data), details=result,
                       notes=evaluation_notes(data, pred, y, fitted.predictives(pred)[0], scores[0].band),
                       data_units=data_unit_table(fitted, pred, result))
 
 
 def data_unit_table(fitted: FittedModel, pred: pd.DataFrame, result: Mapping) -> pd.DataFrame:
     """`Evaluation.data_units`: each method's ``per_channel_data_units`` of ``result``
-    (``pipeline.evaluate``'s dict) as rows ``method, channel, n_queries, mae, rmse, crps``."""
+    (``pipeline_evaluation.evaluate``'s dict) as rows ``method, channel, n_queries, mae, rmse, crps``."""
     rows = [{"method": p.name, "channel": channel, "n_queries": s["n"], "mae": s["mae"], "rmse": s["rmse"],
              "crps": s["crps"]}
             for p in fitted.predictives(pred) if _RESULT_KEYS[p.method.key] in result
@@ -92,7 +93,7 @@ def evaluation_notes(data: ModelData, pred: pd.DataFrame, y: np.ndarray, levy: P
     """The coverage notes of the Lévy band at each percent level of ``kinds`` (its band kind
     there) on ``evaluate``'s frame ``pred`` (``n`` rows; ``y`` (n,) normalised): the sentence
     of each band whose coverage lies outside its per-series window or is worth watching
-    (``pipeline.evaluation_note``). The adaptive walk's band is checked at 90 %, the level
+    (``pipeline_evaluation.evaluation_note``). The adaptive walk's band is checked at 90 %, the level
     ``pred`` holds its bounds for."""
     notes = []
     for lv, kind in kinds.items():
@@ -228,8 +229,8 @@ def score_window(fitted: FittedModel, win: Window, obs: Observations, levels: Se
     last-value baseline's forecasts of the same queries from the same history, scored the
     same way (`with_last_value`)."""
     queries = win.queries
-    data = pipeline.prepare(fitted, win.history)
-    pred = with_last_value(fitted, data, pipeline.predict_after_end(fitted, data, queries[["series_id", "channel",
+    data = prepared.prepare(fitted, win.history)
+    pred = with_last_value(fitted, data, predict.predict_after_end(fitted, data, queries[["series_id", "channel",
                                                                                          "time"]]))
     fractions = [fraction(lv) for lv in levels]
     bands, kinds = level_bands(pred, fitted, fractions, band)
@@ -255,7 +256,7 @@ def score_window(fitted: FittedModel, win: Window, obs: Observations, levels: Se
 
 
 def with_last_value(fitted: FittedModel, data: ModelData, pred: pd.DataFrame) -> pd.DataFrame:
-    """``pred`` (``pipeline.predict_after_end``'s frame on ``data``) with the last-value
+    """``pred`` (``predict.predict_after_end``'s frame on ``data``) with the last-value
     baseline's ``lv_mean_norm, lv_std_norm`` at its queries: each query's channel's last
     value in the context the model forecast from (the series' end episode; the channel's
     training mean where it holds none) and the spread the baseline fitted on the training
@@ -297,7 +298,7 @@ def _forecast_columns(p: Predictive, fractions: Sequence[float], kinds: Sequence
     return columns
 
 
-def calendar(freq: str | None, fitted: pipeline.FittedModel, obs: Observations) -> str | None:
+def calendar(freq: str | None, fitted: modelfile.FittedModel, obs: Observations) -> str | None:
     """The calendar ``predict(h=…)`` steps on: ``freq`` (``LevyForecaster(freq=…)``), else the
     one the fit recorded; None for numeric times (evenly spread steps)."""
     if obs.report.time_origin is None:

@@ -64,7 +64,7 @@ def operator_draws(fitted: FittedModel, data: Observations | ModelData, series_i
     predicts a gap within a few standard errors), the calibration scale ``scale_c``, the
     scaled draws ``mean + c(draw - mean)`` and the channel's ``transform``. On a log / log1p
     channel every value here is in the transformed units (``g(v)``, where the model works and
-    the identity holds; [`query_crps`][levy_core.pipeline.query_crps] scores there too); otherwise in the data's units.
+    the identity holds; [`query_crps`][levy_core.pipeline.diagnostics.query_crps] scores there too); otherwise in the data's units.
     """
     data = as_model_data(fitted, data)
     batch = _one_query(fitted, data, series_id, channel, time_)

@@ -263,7 +263,7 @@ def evaluate(fitted: FittedModel, data: Observations | ModelData, *, mc_passes: 
     ``guarantee``; ``levy_core.calibration.over_time.backtest``).
 
     Returns the ``evaluate`` JSON dict and the per-query frame (normalised and original units).
-    The dict's ``coverage_note`` is [`evaluation_note`][levy_core.pipeline.evaluation_note]'s ``CoverageNote.to_dict()``: its
+    The dict's ``coverage_note`` is [`evaluation_note`][levy_core.pipeline.evaluation.evaluation_note]'s ``CoverageNote.to_dict()``: its
     ``text`` says in plain words when the Lévy 90 % band's coverage lies outside its
     per-series standard-error window (None within it).
     """
@@ -321,7 +321,7 @@ def walked_gamma(fitted: FittedModel) -> float:
 
 def sampler_check(fitted: FittedModel, data: Observations | ModelData, *, n_draws: int = 50,
                   max_queries: int = 4000) -> dict[str, Any]:
-    """The ``sampler_50`` entry of [`evaluate`][levy_core.pipeline.evaluate] alone: the fair ensemble CRPS of
+    """The ``sampler_50`` entry of [`evaluate`][levy_core.pipeline.evaluation.evaluate] alone: the fair ensemble CRPS of
     ``n_draws`` draws of the sampled operator on at most ``max_queries`` test queries, beside
     the closed form's CRPS on the same queries (what ``evaluate(..., sampler_draws=0)``
     leaves out; the same numbers, for a caller that shows the check on demand)."""

@@ -1,4 +1,4 @@
-"""A fitted model on disk and in memory: [`FittedModel`][levy_core.pipeline.FittedModel], ``save`` and [`load_model`][levy_core.pipeline.load_model].
+"""A fitted model on disk and in memory: [`FittedModel`][levy_core.pipeline.modelfile.FittedModel], ``save`` and [`load_model`][levy_core.pipeline.modelfile.load_model].
 
 A model directory holds ``model.json`` (configs, split, scaler, calibrations, the baseline)
 and safetensors weights; nothing executable is ever loaded.

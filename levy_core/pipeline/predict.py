@@ -1,7 +1,7 @@
 """Predictions of a fitted model: at the observed queries of a split, on a dense grid, or
 at queries the user names; normalised passes converted to original units once, at the end.
 
-Every function takes the data as [`ModelData`][levy_core.pipeline.ModelData] (or
+Every function takes the data as [`ModelData`][levy_core.pipeline.prepared.ModelData] (or
 ``Observations``, prepared on the way in) and works in the model's series space.
 """
 
@@ -199,7 +199,7 @@ def predict_queries(fitted: FittedModel, data: Observations | ModelData, queries
     space**, each from its series' **fixed episode** (the held-out split's context: before the
     cut-off, or outside the hold-out), as ``evaluate`` and the dashboard's held-out points
     see it; rows in the order given. A user's queries see every observation before them
-    instead: [`predict_user_queries`][levy_core.pipeline.predict_user_queries]."""
+    instead: [`predict_user_queries`][levy_core.pipeline.user_frames.predict_user_queries]."""
     need = {"series_id", "channel", "time"}
     if not need <= set(queries.columns):
         raise DataError(f"queries need the columns {sorted(need)}; got {list(queries.columns)}")
@@ -271,7 +271,7 @@ def predict_future(fitted: FittedModel, data: Observations | ModelData, horizon:
 
     Returns one row per (series, channel, step) with ``series_id, channel, time`` (the
     user's hours), ``horizon`` (hours after the series' last observation) and the columns of
-    [`predict_grid`][levy_core.pipeline.predict_grid]. ``channels``: default, the channels each series has observed.
+    [`predict_grid`][levy_core.pipeline.predict.predict_grid]. ``channels``: default, the channels each series has observed.
     ``freq``: date-time data only, the calendar the steps fall on (a pandas alias such as
     ``W-SAT`` or ``MS``: `levy_core.data.calendar.calendar_steps`, at most ``n_points``
     of them per series); None: ``n_points`` steps evenly over the horizon.
@@ -343,7 +343,7 @@ def calendar_future(obs: Observations, series_id: str, last: float, horizon: flo
 def predict_after_end(fitted: FittedModel, data: Observations | ModelData, queries: pd.DataFrame, *,
                       level: float = 0.9, mc_passes: int = 0) -> pd.DataFrame:
     """Forecasts at given times past each series' end, from every observation of the
-    series' latest episode (the context [`predict_future`][levy_core.pipeline.predict_future] forecasts from); **user ids
+    series' latest episode (the context [`predict_future`][levy_core.pipeline.predict.predict_future] forecasts from); **user ids
     and clock**, rows in the order given.
 
     Parameters
@@ -359,8 +359,8 @@ def predict_after_end(fitted: FittedModel, data: Observations | ModelData, queri
     -------
     pandas.DataFrame
         ``n`` rows: ``series_id, channel, time`` as given, ``horizon`` (hours after the
-        series' last observation) and the columns of [`predict_grid`][levy_core.pipeline.predict_grid];
-        ``attrs["beyond_horizon"]`` as [`predict_future`][levy_core.pipeline.predict_future] sets it.
+        series' last observation) and the columns of [`predict_grid`][levy_core.pipeline.predict.predict_grid];
+        ``attrs["beyond_horizon"]`` as [`predict_future`][levy_core.pipeline.predict.predict_future] sets it.
     """
     q = checked_queries(queries, "forecast at")
     data = as_model_data(fitted, data)

@@ -1,6 +1,6 @@
 """Observations as one fitted model sees them, prepared once.
 
-[`prepare`][levy_core.pipeline.prepare] maps the user's observations into the model's series space (through the
+[`prepare`][levy_core.pipeline.prepared.prepare] maps the user's observations into the model's series space (through the
 split's `SeriesClock`), normalises them into an
 `EpisodeBuilder` and records which split role each series has.
 Every prediction, evaluation, ranking and diagnostic function takes the result, so the

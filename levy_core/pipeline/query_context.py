@@ -6,7 +6,7 @@ model was fitted and calibrated on:
 
 * task ``forecast``: every observation of the query's series strictly before the query
   time; a query after the series' last observation thus sees the whole series — exactly the
-  context ``--horizon`` ([`predict_after_end`][levy_core.pipeline.predict_after_end]) forecasts
+  context ``--horizon`` ([`predict_after_end`][levy_core.pipeline.predict.predict_after_end]) forecasts
   from, so both give identical numbers at the same time;
 * task ``interpolate``: every observation of the series.
 
@@ -20,7 +20,7 @@ in ``[o − history, o]``, as the model was trained and calibrated.
 The held-out split's own queries (``evaluate``, ``calibrate``, the dashboard's held-out
 points) keep their fixed episode — context before the cut-off, queries after — in
 `observed_queries` and
-[`predict_queries`][levy_core.pipeline.predict_queries].
+[`predict_queries`][levy_core.pipeline.predict.predict_queries].
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def context_items(data: ModelData, kind: str, queries: pd.DataFrame,
 def predict_from_past(fitted: FittedModel, data: Observations | ModelData, queries: pd.DataFrame, *,
                       level: float = 0.9, mc_passes: int = 0) -> pd.DataFrame:
     """Predictions at ``queries`` in the **model's series space** (``n`` rows, columns
-    series_id, channel, time; map a user's with [`user_queries_to_model`][levy_core.pipeline.user_queries_to_model]), each from
+    series_id, channel, time; map a user's with [`user_queries_to_model`][levy_core.pipeline.query_context.user_queries_to_model]), each from
     the context `context_items` gives it; ``n`` rows in the order given with the
     columns of ``predict_grid`` and ``n_context`` (observations the query drew on).
     ``attrs["beyond_horizon"]``: ``horizon_note``'s warning on rolling origins.

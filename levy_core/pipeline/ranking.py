@@ -64,7 +64,7 @@ def order_by_trust(scores: pd.DataFrame, first_rank: int = 1) -> pd.DataFrame:
 @torch.no_grad()
 def score_series(fitted: FittedModel, data: Observations | ModelData, *, points_per_channel: int = 2,
                  batch_series: int = RANK_BATCH_SERIES, workers: int | None = None) -> tuple[pd.DataFrame, float]:
-    """The trust score of every user series in ``data``, unsorted (what [`rank`][levy_core.pipeline.rank] ranks).
+    """The trust score of every user series in ``data``, unsorted (what [`rank`][levy_core.pipeline.ranking.rank] ranks).
 
     A series' score depends on that series alone, so scoring the data in pieces of whole
     series (``levy_core.serving.chunked``, ``levy_core.serving.ray_engine``) gives the scores of the whole.

@@ -7,8 +7,8 @@ benchmarks all go through these steps, so none of them rebuilds the recipe:
    build the normalised episodes and the usable series of each role;
 2. `train_levy_model` / `train_twin_model` — train a model on the fitting series, the epoch
    picked on the early-stopping series;
-3. `assemble` — the [`FittedModel`][levy_core.pipeline.FittedModel] with its last-value baseline, calibrated on
-   the calibration split ([`calibrate`][levy_core.pipeline.calibrate]).
+3. `assemble` — the [`FittedModel`][levy_core.pipeline.modelfile.FittedModel] with its last-value baseline, calibrated on
+   the calibration split ([`calibrate`][levy_core.pipeline.recipe.calibrate]).
 """
 
 from __future__ import annotations
@@ -454,7 +454,7 @@ def fit(obs: Observations, *, task: TaskConfig | None = None, train: TrainConfig
     train : TrainConfig, optional
     size : {"auto", "small", "medium", "large"}
         ``"auto"``: medium on a file of at least ``AUTO_MEDIUM_MIN_SERIES`` series, small below
-        ([`resolve_size`][levy_core.pipeline.resolve_size]).
+        ([`resolve_size`][levy_core.pipeline.recipe.resolve_size]).
     train_twin : bool
         Also train the softmax+dropout twin (needed for MC-Dropout and the softmax baseline).
     mc_passes : int

@@ -1,7 +1,7 @@
 """The pipeline's results in the user's ids and clock: predictions at a CSV's queries
-([`predict_user_queries`][levy_core.pipeline.predict_user_queries]), ``evaluate``'s frame as PRED.csv holds it
-([`user_predictions`][levy_core.pipeline.user_predictions]), bands added at a level ([`with_bands`][levy_core.pipeline.with_bands]) and the drift report
-([`drift_report`][levy_core.pipeline.drift_report])."""
+([`predict_user_queries`][levy_core.pipeline.user_frames.predict_user_queries]), ``evaluate``'s frame as PRED.csv holds it
+([`user_predictions`][levy_core.pipeline.user_frames.user_predictions]), bands added at a level ([`with_bands`][levy_core.pipeline.user_frames.with_bands]) and the drift report
+([`drift_report`][levy_core.pipeline.user_frames.drift_report])."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def predict_user_queries(fitted: FittedModel, data: Observations | ModelData, qu
                          level: float = 0.9, mc_passes: int = 0) -> pd.DataFrame:
     """Predictions at ``n`` queries in the user's series ids and clock (what a CSV of
     queries holds, columns series_id, channel, time): mapped into the model's space once on
-    the way in ([`user_queries_to_model`][levy_core.pipeline.user_queries_to_model]), each
+    the way in ([`user_queries_to_model`][levy_core.pipeline.query_context.user_queries_to_model]), each
     answered from every observation of its series in ``data`` before its time (forecast)
     or the whole series (interpolate) — for a query after a series' end, the numbers
     ``--horizon`` gives at that time (``levy_core.pipeline.query_context``) — and reported

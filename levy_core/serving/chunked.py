@@ -116,7 +116,7 @@ def rank_file(fitted: FittedModel, path: str | os.PathLike[str], out: str | os.P
               date_format: str | None = None) -> RankSummary:
     """Rank every series of a CSV or Parquet file by trust, in bounded memory.
 
-    The same scores and order as [`levy_core.pipeline.ranking.rank`][levy_core.pipeline.rank] on the whole file, written
+    The same scores and order as [`levy_core.pipeline.ranking.rank`][levy_core.pipeline.ranking.rank] on the whole file, written
     to ``out`` (``.parquet`` → Parquet, CSV otherwise) with the columns ``rank`` and
     `SCORE_COLUMNS`.
 

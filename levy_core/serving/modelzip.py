@@ -6,7 +6,7 @@ writes it). An uploaded zip is hostile input: its member names, kinds and sizes 
 from the central directory before anything is extracted, every member is read back with its
 actual size bounded, pickles and nested archives are refused by their first bytes, and the
 files are written to a private temporary directory (deleted afterwards) that
-[`levy_core.pipeline.modelfile.load_model`][levy_core.pipeline.load_model] then validates exactly as it does a model directory.
+[`levy_core.pipeline.modelfile.load_model`][levy_core.pipeline.modelfile.load_model] then validates exactly as it does a model directory.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def _zip_directory(directory: Path) -> bytes:
 
 def load_model_zip(data: bytes, *, name: str = "the zip") -> FittedModel:
     """Open a model zip: checked member by member, extracted to a private temporary
-    directory, validated by [`load_model`][levy_core.pipeline.load_model] (safetensors weights and
+    directory, validated by [`load_model`][levy_core.pipeline.modelfile.load_model] (safetensors weights and
     bounded JSON only), then deleted.
 
     Parameters

@@ -3,7 +3,7 @@
 A saved model is applied to data it never saw; where that data has observed futures (the
 observations after the forecast cut-off, or the held-out share for interpolation — what
 ``levy evaluate`` scores), its conformal band is checked against them with the verdicts
-``levy evaluate`` gives ([`levy_core.pipeline.evaluation.coverage_checks`][levy_core.pipeline.coverage_checks]: the window
+``levy evaluate`` gives ([`levy_core.pipeline.evaluation.coverage_checks`][levy_core.pipeline.evaluation.coverage_checks]: the window
 ``level − 3 s.e. .. level + 1/(n+1) + 3 s.e.`` with the per-series s.e.), overall and per
 channel. The band's guarantee assumed data exchangeable with the calibration data: a level
 or a channel outside its window says the new data is not like it.
@@ -44,7 +44,7 @@ class CoverageMonitor:
     n_queries, n_series : int
         Observed queries and the model-space series they come from (``unit``).
     checks : DataFrame
-        [`coverage_checks`][levy_core.pipeline.coverage_checks] of the Lévy band, one row per level.
+        [`coverage_checks`][levy_core.pipeline.evaluation.coverage_checks] of the Lévy band, one row per level.
     by_channel : DataFrame
         `CHANNEL_COLUMNS`, one row per (channel, level): the conformal coverage, the
         window it should lie in (per-series s.e. with two series or more, binomial

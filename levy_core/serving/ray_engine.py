@@ -19,7 +19,7 @@ What a worker needs: ``levy-core`` installed (``pip install 'levy-core[ray]'``) 
 access to DATA at the same path (a shared file system). The
 model is not read from disk by workers: its ``model.json`` and ``levy.safetensors`` travel
 as bytes in the actor's constructor, and each actor loads them once through
-[`load_model`][levy_core.pipeline.load_model] (the same checks: JSON and safetensors only).
+[`load_model`][levy_core.pipeline.modelfile.load_model] (the same checks: JSON and safetensors only).
 """
 
 from __future__ import annotations

@@ -16,7 +16,10 @@ import pandas as pd
 import pytest
 from cli_helpers import assert_clean_error, run
 
-from levy_core import pipeline
+from levy_core.pipeline.evaluation import PRED_COLUMNS
+from levy_core.pipeline.modelfile import load_model
+from levy_core.pipeline.predict import predict_grid
+from levy_core.pipeline.recipe import size_name
 
 PREDICT_COLUMNS = [
     "series_id",
@@ -71,7 +74,7 @@ def test_fit_size_names_a_preset_and_refuses_others(capsys, fit_csv: Path, tmp_p
                        "--no-twin", "--quiet", "--size", "medium", "--nice", 0)
     assert code == 0, err
     assert "fitted a medium model" in err
-    assert pipeline.size_name(pipeline.load_model(tmp_path / "m").model_config) == "medium"
+    assert size_name(load_model(tmp_path / "m").model_config) == "medium"
     code, _, err = run(capsys, "fit", fit_csv, "--out", tmp_path / "n", "--size", "huge")
     assert code == 2 and "invalid choice: 'huge'" in err
 
@@ -98,9 +101,9 @@ def test_fit_writes_a_model_directory(capsys, fit_csv: Path, tmp_path: Path) -> 
     assert not (out_dir / "softmax.safetensors").exists(), "--no-twin"
     assert "saved to" in out + err and "Traceback" not in out + err
     assert "fitted a small model" in err, "--size auto on a file of few series: small, and said"
-    fitted = pipeline.load_model(out_dir)  # loadable, with the options recorded
+    fitted = load_model(out_dir)  # loadable, with the options recorded
     assert fitted.task.kind == "interpolate" and fitted.split.seed == 3
-    assert pipeline.size_name(fitted.model_config) == "small"
+    assert size_name(fitted.model_config) == "small"
     assert fitted.train_config.epochs == 1 and fitted.twin is None
     assert sorted(fitted.split.train + fitted.split.calibration + fitted.split.test) == sorted(
         pd.read_csv(fit_csv)["series_id"].unique()
@@ -138,7 +141,7 @@ def test_predict_writes_the_documented_columns(
     )
     assert code == 0, err
     conf = pd.read_csv(out_conf)
-    grid = pipeline.predict_grid(fitted, fit_obs, n_points=4, level=0.8)
+    grid = predict_grid(fitted, fit_obs, n_points=4, level=0.8)
     np.testing.assert_allclose(conf["lower"], grid["lower_conf"], rtol=1e-6)
     np.testing.assert_allclose(conf["upper"], grid["upper_conf"], rtol=1e-6)
 
@@ -197,7 +200,7 @@ def test_evaluate_writes_exactly_the_documented_json_and_columns(
     assert set(result["softmax"]) == {"mse", "mae"}
     assert "crps" in result["sampler_50"]
     pred = pd.read_csv(pred_path)
-    assert list(pred.columns) == EVALUATE_COLUMNS == pipeline.PRED_COLUMNS
+    assert list(pred.columns) == EVALUATE_COLUMNS == PRED_COLUMNS
     assert len(pred) == result["n_test"] > 0
     # the file the model was fitted on: its recorded test split, not every series
     assert set(pred["series_id"].astype(str)) <= set(fitted.split.test)

@@ -14,11 +14,12 @@ import pandas as pd
 import pytest
 from cli_helpers import assert_clean_error, run
 
-from levy_core import pipeline
 from levy_core.cli.main import build_parser, main
 from levy_core.data import ColumnNames, DataError, detect_mapping, from_frame
 from levy_core.data.recorded import RecordedReading, TimeUnitConflict
 from levy_core.forecast.forecaster import LevyForecaster
+from levy_core.pipeline.modelfile import ModelLoadError, load_model
+from levy_core.pipeline.recipe import fit
 
 FIT = ("--epochs", "2", "--no-twin", "--quiet", "--nice", "0")
 
@@ -79,7 +80,7 @@ def test_fit_reads_time_day_as_the_time_column_and_records_the_reading(pbc_model
     assert reading["columns"]["time"] == "day" and reading["columns"]["series"] is None  # id: found by name
     assert reading["mapping"] == {"time": "day", "value": None, "series": "id", "channel": None,
                                   "wide_channels": ["bili", "albumin", "platelet"], "layout": "wide"}
-    fitted = pipeline.load_model(pbc_model)
+    fitted = load_model(pbc_model)
     assert fitted.reading == RecordedReading.from_dict(reading) and fitted.reading.columns == ColumnNames(time="day")
 
 
@@ -89,7 +90,7 @@ def test_fit_prints_the_reading_it_records(pbc_csv: Path, tmp_path: Path, capsys
     assert code == 0, err
     assert "reading: wide: series='id', time='day', channels=['bili', 'albumin']; numeric times in days" in err
     assert "ignored column(s) 'platelet'" in err
-    assert pipeline.load_model(tmp_path / "m").channels == ["albumin", "bili"]
+    assert load_model(tmp_path / "m").channels == ["albumin", "bili"]
 
 
 def test_predict_without_time_unit_writes_the_same_file_as_with_it(pbc_model: Path, pbc_csv: Path, tmp_path: Path,
@@ -164,7 +165,7 @@ def test_the_long_form_is_named_with_value_and_channel(tmp_path: Path, capsys) -
     code, _, err = run(capsys, "fit", tmp_path / "long.csv", "--id", "subject", "--time", "when", "--value",
                        "result", "--channel", "lab", "--time-unit", "days", "--out", tmp_path / "m", *FIT)
     assert code == 0, err
-    assert pipeline.load_model(tmp_path / "m").channels == ["albumin", "bili", "platelet"]
+    assert load_model(tmp_path / "m").channels == ["albumin", "bili", "platelet"]
     code, out, err = run(capsys, "fit", tmp_path / "long.csv", "--time", "when", "--value", "result",
                          "--channels", "lab", "--out", tmp_path / "n", *FIT)
     assert_clean_error(code, out, err)
@@ -180,7 +181,7 @@ def test_a_model_saved_before_the_reading_was_recorded_behaves_as_before(pbc_mod
     meta = json.loads((old / "model.json").read_text())
     del meta["reading"]
     (old / "model.json").write_text(json.dumps(meta))
-    assert pipeline.load_model(old).reading is None
+    assert load_model(old).reading is None
     runs = {}
     for name, unit in (("default", []), ("hours", ["--time-unit", "hours"]), ("days", ["--time-unit", "days"])):
         code, _, err = run(capsys, "predict", old, pbc_csv, "--horizon", "2", "--points", "2", *unit,
@@ -211,8 +212,8 @@ def test_a_hostile_reading_in_model_json_is_refused_by_name(pbc_model: Path, tmp
     meta = json.loads((bad / "model.json").read_text())
     meta["reading"] = reading
     (bad / "model.json").write_text(json.dumps(meta))
-    with pytest.raises(pipeline.ModelLoadError, match="reading") as caught:
-        pipeline.load_model(bad)
+    with pytest.raises(ModelLoadError, match="reading") as caught:
+        load_model(bad)
     assert message in str(caught.value)
 
 
@@ -269,7 +270,7 @@ def test_the_forecaster_names_the_columns_and_its_saved_model_reads_alike(tmp_pa
 def test_the_forecaster_fits_pbc_with_time_col_day(pbc_csv: Path, pbc_model: Path, tmp_path: Path) -> None:
     frame = pd.read_csv(pbc_csv)
     f = LevyForecaster(time_col="day", time_unit="days", epochs=2, seed=0).fit(frame)
-    assert f.fitted.reading.to_dict() == pipeline.load_model(pbc_model).reading.to_dict(), "as levy fit records it"
+    assert f.fitted.reading.to_dict() == load_model(pbc_model).reading.to_dict(), "as levy fit records it"
     f.save(tmp_path / "f")
     code = main(["predict", str(tmp_path / "f"), str(pbc_csv), "--horizon", "90", "--points", "2", "--out",
                  str(tmp_path / "p.csv"), "--quiet"])
@@ -278,7 +279,7 @@ def test_the_forecaster_fits_pbc_with_time_col_day(pbc_csv: Path, pbc_model: Pat
 
 def test_a_fit_on_a_chosen_mapping_records_it_as_the_dashboard_chooses_it(tmp_path: Path, capsys) -> None:
     """The dashboard reads an upload with the Data tab's mapping (``read_csv(mapping=…)``) and
-    fits through ``pipeline.fit``: the mapping and the unit are recorded, and the CLI reuses them."""
+    fits through ``fit``: the mapping and the unit are recorded, and the CLI reuses them."""
     from levy_core.data import ColumnMapping, read_csv
     from levy_core.episodes.tasks import TaskConfig
     from levy_core.training.train import TrainConfig
@@ -287,10 +288,10 @@ def test_a_fit_on_a_chosen_mapping_records_it_as_the_dashboard_chooses_it(tmp_pa
     frame.to_csv(tmp_path / "upload.csv", index=False)
     chosen = ColumnMapping(time="when", series="who", wide_channels=("bili", "albumin"), layout="wide")
     obs = read_csv(tmp_path / "upload.csv", mapping=chosen, time_unit="days")
-    fitted = pipeline.fit(obs, task=TaskConfig("forecast"), train=TrainConfig(epochs=1, seed=0), train_twin=False)
+    fitted = fit(obs, task=TaskConfig("forecast"), train=TrainConfig(epochs=1, seed=0), train_twin=False)
     assert fitted.reading.columns == ColumnNames(series="who", time="when", channels=("bili", "albumin"))
     assert (fitted.reading.time_unit, fitted.reading.mapping) == ("days", chosen)
-    found = pipeline.fit(from_frame(pbc_like(16), time_unit="days"), task=TaskConfig("forecast"),
+    found = fit(from_frame(pbc_like(16), time_unit="days"), task=TaskConfig("forecast"),
                          train=TrainConfig(epochs=1, seed=0), train_twin=False)
     assert found.reading.columns.empty and found.reading.mapping.time == "day", "detected: nothing named"
     fitted.save(tmp_path / "m")

@@ -7,25 +7,25 @@ from pathlib import Path
 
 import pytest
 
-from levy_core import pipeline
 from levy_core.cli.main import main
 from levy_core.data.clock import DAYS_PER_YEAR
+from levy_core.pipeline import recipe
 
 
 class Stop(Exception):
-    """Raised by the stand-in for ``pipeline.fit``: the options got through."""
+    """Raised by the stand-in for ``recipe.fit``: the options got through."""
 
 
 @pytest.fixture
 def fits(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
-    """Every call the CLI makes to ``pipeline.fit``, which trains nothing here."""
+    """Every call the CLI makes to ``recipe.fit``, which trains nothing here."""
     calls: list[dict] = []
 
     def fake_fit(obs, **kwargs):
         calls.append(kwargs)
         raise Stop
 
-    monkeypatch.setattr(pipeline, "fit", fake_fit)
+    monkeypatch.setattr(recipe, "fit", fake_fit)
     return calls
 
 

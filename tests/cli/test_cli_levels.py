@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core import pipeline
 from levy_core.cli.main import main
 from levy_core.pipeline.bands import band_levels, level_bands, level_label
+from levy_core.pipeline.predict import predict_future, predict_grid
 
 DEFAULT_COLUMNS = ["series_id", "channel", "time", "mean", "sigma", "lower", "upper", "log_evidence",
                    "disagreement", "n_eff"]
@@ -39,7 +39,7 @@ def test_several_levels_give_a_band_each(capsys, fitted, fitted_dir, fit_obs, fi
     assert list(pred.columns) == ["series_id", "channel", "time", "mean", "sigma", "lower_80", "upper_80",
                                   "lower_90", "upper_90", "log_evidence", "disagreement", "n_eff"]
     assert (pred["lower_90"] <= pred["lower_80"]).all() and (pred["upper_80"] <= pred["upper_90"]).all()
-    grid = pipeline.predict_grid(fitted, fit_obs, n_points=3, level=0.8)  # the Gaussian band the library draws
+    grid = predict_grid(fitted, fit_obs, n_points=3, level=0.8)  # the Gaussian band the library draws
     np.testing.assert_allclose(pred["lower_80"], grid["lower_gauss"], rtol=1e-9)
     np.testing.assert_allclose(pred["upper_80"], grid["upper_gauss"], rtol=1e-9)
     assert "80 % gaussian, 90 % gaussian bands" in err
@@ -52,7 +52,7 @@ def test_nixtla_format(capsys, fitted, fitted_dir, fit_obs, fit_csv, tmp_path) -
     pred = pd.read_csv(out, dtype={"unique_id": str})
     assert list(pred.columns) == ["unique_id", "ds", "channel", "Lévy", "Lévy-lo-95", "Lévy-lo-80", "Lévy-hi-80",
                                   "Lévy-hi-95"]
-    future = pipeline.predict_future(fitted, fit_obs, 6.0, n_points=3)
+    future = predict_future(fitted, fit_obs, 6.0, n_points=3)
     bands, kinds = level_bands(future, fitted, [0.8, 0.95])
     assert kinds == ["conformal", "conformal"]  # many series: split conformal
     np.testing.assert_allclose(pred["Lévy"], future["mean"], rtol=1e-9)

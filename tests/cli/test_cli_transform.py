@@ -12,9 +12,10 @@ import pandas as pd
 import pytest
 from cli_helpers import assert_clean_error, run
 
-from levy_core import pipeline
 from levy_core.cli.main import main
 from levy_core.forecast.forecaster import LevyForecaster
+from levy_core.pipeline.diagnostics import operator_draws, query_crps
+from levy_core.pipeline.modelfile import load_model
 
 
 def positive_panel(n_series: int = 40, seed: int = 0) -> pd.DataFrame:
@@ -48,7 +49,7 @@ def fitted_auto(panel_csv: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
 def test_fit_chooses_saves_and_prints_the_transform(fitted_auto: Path, capsys) -> None:
     meta = json.loads((fitted_auto / "model.json").read_text())
     assert meta["scaler"]["transform"] == {"bili": "log", "temp": "none"}
-    assert pipeline.load_model(fitted_auto).scaler.transform_of("bili") == "log"
+    assert load_model(fitted_auto).scaler.transform_of("bili") == "log"
 
 
 def test_predict_says_the_transform_and_keeps_the_band_above_zero(fitted_auto: Path, panel_csv: Path,
@@ -70,7 +71,7 @@ def test_a_model_saved_before_transforms_loads_with_none(fitted_auto: Path, tmp_
     meta = json.loads((old / "model.json").read_text())
     del meta["scaler"]["transform"]
     (old / "model.json").write_text(json.dumps(meta))
-    assert pipeline.load_model(old).scaler.transforms == {}
+    assert load_model(old).scaler.transforms == {}
 
 
 def test_fit_refuses_a_bad_transform_by_name(panel_csv: Path, tmp_path: Path, capsys) -> None:
@@ -101,17 +102,17 @@ def test_the_forecaster_takes_the_transform_and_refuses_a_bad_one() -> None:
 def test_the_identity_view_works_in_the_transformed_units(fitted_auto: Path, panel_csv: Path) -> None:
     from levy_core.data import read_csv
 
-    fitted = pipeline.load_model(fitted_auto)
+    fitted = load_model(fitted_auto)
     obs = read_csv(panel_csv)
     sid = obs.series_ids[0]
     t = float(obs.frame[(obs.frame["series_id"] == sid)]["time"].max()) + 2.0
-    out = pipeline.operator_draws(fitted, obs, sid, "bili", t, n_draws=4000)
+    out = operator_draws(fitted, obs, sid, "bili", t, n_draws=4000)
     assert out["transform"] == "log"
     lo, hi = fitted.scaler.minimum["bili"], fitted.scaler.maximum["bili"]
     assert lo - 1 <= out["mean"] <= hi + 1  # log units, not mg/dL
     assert out["rmsd_z"] < 5  # the identity, where it holds
     y = float(np.exp(out["mean"]))
-    crps = pipeline.query_crps(out, y)
+    crps = query_crps(out, y)
     # scored in log units: the Gaussian's CRPS at its own median, c·σ̂ (2φ(0) − 1/√π)
     c_sigma = out["scale_c"] * out["sigma"]
     assert crps["closed_form"] == pytest.approx(c_sigma * (2 / np.sqrt(2 * np.pi) - 1 / np.sqrt(np.pi)), rel=1e-9)

@@ -21,7 +21,7 @@ from levy_dashboard.fitting import fit_pool
 from levy_dashboard.session.state import PANELS
 from streamlit.testing.v1 import AppTest
 
-from levy_core import pipeline
+from levy_core.pipeline.evaluation import PRED_COLUMNS
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -240,7 +240,7 @@ def test_calibration_panel_report_and_csv():
     assert "MC-Dropout (T = 5)" in html and res.data_label in html
     assert "Does the conformal band hold its level?" in html and "per-series s.e." in html
     csv = services.evaluation.prediction_csv(services.evaluation.evaluation(res.key, res, 5)[1]).decode()
-    assert csv.splitlines()[0].split(",") == pipeline.PRED_COLUMNS
+    assert csv.splitlines()[0].split(",") == PRED_COLUMNS
 
 
 @pytest.mark.integration

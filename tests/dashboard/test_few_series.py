@@ -22,7 +22,7 @@ from levy_dashboard.display import report, tables
 from levy_dashboard.session.state import PANELS
 from streamlit.testing.v1 import AppTest
 
-from levy_core import pipeline
+from levy_core.calibration.over_time import GUARANTEE
 
 SINGLE = "Single sensor series"
 PSEUDO = re.compile(r"\w@\d+|@end")  # a model-space pseudo-series id
@@ -161,7 +161,7 @@ def test_future_band_extends_past_the_last_observation_and_widens():
     assert reach == pytest.approx(res.fitted.task.horizon, rel=0.02)  # the fit's horizon by default
     assert upper[-1] - lower[-1] > upper[0] - lower[0]  # wider at the last step than at the first
     assert fig["layout"]["xaxis3"]["title"]["text"] == "time (UTC)"
-    assert pipeline.GUARANTEE in " ".join(c.value for c in at.caption)
+    assert GUARANTEE in " ".join(c.value for c in at.caption)
 
 
 @pytest.mark.slow  # a forecast fit in the app
@@ -197,7 +197,7 @@ def test_backtest_panel_shows_both_methods_over_time_and_the_guarantee():
     assert any(s.get("y0") == 0.9 and s.get("y1") == 0.9 for s in rolling["layout"]["shapes"])
     assert pd.to_datetime(values(trace(rolling, "Lévy — adaptive")["x"])).min() > pd.Timestamp("2024-03-22")
     text = " ".join(m.value for m in at.markdown)
-    assert pipeline.GUARANTEE in text
+    assert GUARANTEE in text
     metrics = {m.label: m.value for m in at.metric}
     res = services.fit.cached_fit(at.session_state["_fit_key"])
     result, _ = services.evaluation.evaluation(res.key, res, services.fit.default_mc_passes())

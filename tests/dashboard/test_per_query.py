@@ -162,11 +162,13 @@ def test_report_carries_the_quintiles_and_the_reference_line(res):
 
 
 @pytest.mark.usefixtures("fresh_caches")
-@pytest.mark.parametrize("attr", ["coverage_by_group", "_selective_risk"])
+@pytest.mark.parametrize("attr", ["coverage_by_group", "selective_risk"])
 def test_a_cache_hit_computes_nothing_and_another_level_does(res, monkeypatch, attr):
+    from levy_core.pipeline import band_per_query  # what the fitted model's verb runs
+
     calls = []
-    real = getattr(services.per_query, attr)
-    monkeypatch.setattr(services.per_query, attr, lambda *a, **k: calls.append(a[2:]) or real(*a, **k))
+    real = getattr(band_per_query, attr)
+    monkeypatch.setattr(band_per_query, attr, lambda *a, **k: calls.append(a[2:]) or real(*a, **k))
     get = services.per_query.coverage_bins if attr == "coverage_by_group" else services.per_query.selective_risk
     first = get(res.key, res, T, 0.9)
     again = get(res.key, res, T, 0.9)

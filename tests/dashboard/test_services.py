@@ -32,8 +32,8 @@ from levy_dashboard.display import report, tables
 from levy_dashboard.fitting import fits
 from levy_dashboard.fitting.fits import FitResult, FitSettings
 
-from levy_core import pipeline
 from levy_core.data import ColumnMapping, DataError, Observations, preview_table
+from levy_core.pipeline import diagnostics, evaluation, predict, ranking, recipe, user_frames
 from levy_core.pipeline.prepared import ModelData
 
 MC = 5  # MC-Dropout passes: default_mc_passes() with LEVY_DASHBOARD_FAST=1
@@ -157,7 +157,7 @@ def wres(settings: FitSettings) -> FitResult:
 
 @pytest.fixture(scope="module")
 def evaluated(res: FitResult) -> tuple[dict[str, Any], pd.DataFrame]:
-    return pipeline.evaluate(res.fitted, res.data, mc_passes=MC)
+    return evaluation.evaluate(res.fitted, res.data, mc_passes=MC)
 
 
 @pytest.fixture(scope="module")
@@ -261,7 +261,7 @@ def test_load_observations_bad_upload_raises_and_is_not_cached(monkeypatch: pyte
 
 def test_cutoff_range_is_pipeline(sample: Sample):
     for seed in (0, 1):
-        assert_same(services.fit.cutoff_range(sample.obs_hash, sample.obs, seed), pipeline.cutoff_range(sample.obs, seed))
+        assert_same(services.fit.cutoff_range(sample.obs_hash, sample.obs, seed), recipe.cutoff_range(sample.obs, seed))
     lo, hi, default = services.fit.cutoff_range(sample.obs_hash, sample.obs)
     assert lo <= default <= hi
 
@@ -284,17 +284,17 @@ def test_grid_is_predict_grid(res: FitResult, pick: tuple[str, str]):
     sid, ch = pick
     assert services.band.grid_points() == 120  # LEVY_DASHBOARD_FAST=1
     g = services.band.grid(res.key, res, sid, ch, MC)
-    assert_same(g, pipeline.predict_grid(res.fitted, res.data, [sid], [ch], n_points=120, mc_passes=MC))
+    assert_same(g, predict.predict_grid(res.fitted, res.data, [sid], [ch], n_points=120, mc_passes=MC))
     assert len(g) == 120 and "mc_mean" in g.columns
     g = services.band.grid(res.key, res, sid, ch, 3, n_points=17)
-    assert_same(g, pipeline.predict_grid(res.fitted, res.data, [sid], [ch], n_points=17, mc_passes=3))
+    assert_same(g, predict.predict_grid(res.fitted, res.data, [sid], [ch], n_points=17, mc_passes=3))
 
 
 def test_grid_of_a_fit_without_twin_skips_mc_dropout(fres: FitResult):
     sid = fres.data.series_choices()[0]
     ch = fres.data.channels_of(sid, fres.fitted.channels)[0]
     g = services.band.grid(fres.key, fres, sid, ch, MC)
-    assert_same(g, pipeline.predict_grid(fres.fitted, fres.data, [sid], [ch], n_points=120, mc_passes=0))
+    assert_same(g, predict.predict_grid(fres.fitted, fres.data, [sid], [ch], n_points=120, mc_passes=0))
     assert "mc_mean" not in g.columns
 
 
@@ -312,7 +312,7 @@ def test_evaluation_is_evaluate(res: FitResult, evaluated: tuple[dict[str, Any],
 
 def test_ranking_is_rank(res: FitResult):
     ranked, seconds = services.evaluation.ranking(res.key, res)
-    direct, _ = pipeline.rank(res.fitted, res.data)
+    direct, _ = ranking.rank(res.fitted, res.data)
     assert_same(ranked, direct)
     assert isinstance(seconds, float) and seconds >= 0
 
@@ -320,50 +320,50 @@ def test_ranking_is_rank(res: FitResult):
 def test_attention_is_attention_weights(res: FitResult, pick: tuple[str, str], query: float):
     sid, ch = pick
     w = services.evidence.attention(res.key, res, sid, ch, query)
-    assert_same(w, pipeline.attention_weights(res.fitted, res.data, sid, ch, query))
+    assert_same(w, diagnostics.attention_weights(res.fitted, res.data, sid, ch, query))
     assert "data_share" in w.attrs  # survives the cache's pickling
 
 
 def test_draws_same_seed_same_draws(res: FitResult, pick: tuple[str, str], query: float):
     sid, ch = pick
     out = services.evidence.draws(res.key, res, sid, ch, query, 200, seed=3)
-    assert_same(out, pipeline.operator_draws(res.fitted, res.data, sid, ch, query, n_draws=200, seed=3))
+    assert_same(out, diagnostics.operator_draws(res.fitted, res.data, sid, ch, query, n_draws=200, seed=3))
     assert out["draws"].shape == (200,)
     other = services.evidence.draws(res.key, res, sid, ch, query, 200, seed=4)
     assert not np.array_equal(out["draws"], other["draws"])  # the seed is passed through
     y = 1.0
-    assert services.evidence.query_crps(out, y) == pipeline.query_crps(out, y, 50)
-    assert services.evidence.query_crps(out, y, 20) == pipeline.query_crps(out, y, 20)
+    assert services.evidence.query_crps(out, y) == diagnostics.query_crps(out, y, 50)
+    assert services.evidence.query_crps(out, y, 20) == diagnostics.query_crps(out, y, 20)
 
 
 def test_test_predictions_is_split_predictions(res: FitResult, monkeypatch: pytest.MonkeyPatch):
-    assert_same(services.evidence.test_predictions(res.key, res), pipeline.split_predictions(res.fitted, res.data, "test"))
+    assert_same(services.evidence.test_predictions(res.key, res), predict.split_predictions(res.fitted, res.data, "test"))
 
     def no_test_series(*args: Any, **kwargs: Any) -> pd.DataFrame:
         raise DataError("no test series with both context and observations to predict")
 
-    monkeypatch.setattr(pipeline, "split_predictions", no_test_series)
+    monkeypatch.setattr(predict, "split_predictions", no_test_series)
     assert services.evidence.test_predictions(f"{res.key}~no-test-series", res).empty
 
 
 def test_calibration_tables_are_pipeline(res: FitResult, evaluated: tuple[dict[str, Any], pd.DataFrame]):
     pred = evaluated[1]
-    assert_same(services.evaluation.calibration_curves(res.key, res, MC), pipeline.calibration_curves(res.fitted, pred))
+    assert_same(services.evaluation.calibration_curves(res.key, res, MC), evaluation.calibration_curves(res.fitted, pred))
     assert_same(services.evaluation.guarantee_table(res.key, res, MC),
-                tables.guarantee_table(pipeline.coverage_checks(res.fitted, pred)))
+                tables.guarantee_table(evaluation.coverage_checks(res.fitted, pred)))
     for level in (0.5, 0.9):
         assert_same(services.evaluation.channel_coverage(res.key, res, MC, level),
-                    pipeline.channel_coverage(res.fitted, pred, level))
+                    evaluation.channel_coverage(res.fitted, pred, level))
     note = services.evaluation.coverage_note(res.key, res, MC)
-    assert note == pipeline.evaluation_note(res.data, pred).text == evaluated[0]["coverage_note"]["text"]
+    assert note == evaluation.evaluation_note(res.data, pred).text == evaluated[0]["coverage_note"]["text"]
 
 
 def test_small_delegations(res: FitResult, evaluated: tuple[dict[str, Any], pd.DataFrame]):
     result, pred = services.evaluation.evaluation(res.key, res, MC)
     assert_same(services.evaluation.timing_rows(res, result), tables.timing_rows(res.fitted.training, result))
     for i in (0, len(pred) // 2, len(pred) - 1):
-        assert services.evidence.width_factors(pred.iloc[i], pred) == pipeline.width_factors(pred.iloc[i], pred)
-    assert services.fit.MODEL_SIZES is pipeline.MODEL_SIZES
+        assert services.evidence.width_factors(pred.iloc[i], pred) == diagnostics.width_factors(pred.iloc[i], pred)
+    assert services.fit.MODEL_SIZES is recipe.MODEL_SIZES
     assert services.evaluation.metrics_table is tables.metrics_table
 
 
@@ -379,7 +379,7 @@ def test_heldout_predictions_in_model_space(wres: FitResult, res: FitResult):
             assert_same(pred["channel"].tolist(), held["channel"].tolist())
             np.testing.assert_array_equal(pred["time"].to_numpy(), held["time"].to_numpy())
             np.testing.assert_array_equal(pred["y_true"].to_numpy(), held["value"].to_numpy())
-            direct = pipeline.predict_queries(r.fitted, r.data, held[["series_id", "channel", "time"]])
+            direct = predict.predict_queries(r.fitted, r.data, held[["series_id", "channel", "time"]])
             assert_same(pred.drop(columns="y_true"), direct)
     user_ids = set(wres.obs.frame["series_id"])
     assert not set(wres.data.series_choices()) & user_ids  # windows: model ids are not the user's
@@ -403,10 +403,10 @@ def test_heldout_predictions_of_a_series_without_held_out(res: FitResult, monkey
 
 def test_band_inputs_bands_are_with_bands(res: FitResult, pick: tuple[str, str]):
     sid, ch = pick
-    plain = pipeline.predict_grid(res.fitted, res.data, [sid], [ch], n_points=120, mc_passes=MC)
+    plain = predict.predict_grid(res.fitted, res.data, [sid], [ch], n_points=120, mc_passes=MC)
     for level, kind in ((0.9, "gaussian"), (0.6, "conformal")):
         inputs = services.band.band_inputs(res.key, res, sid, ch, level, kind, MC)
-        expected = pipeline.with_bands(plain, res.fitted, level, kind)
+        expected = user_frames.with_bands(plain, res.fitted, level, kind)
         assert_same(inputs.grid[["lower", "upper", "mc_lower", "mc_upper"]],
                     expected[["lower", "upper", "mc_lower", "mc_upper"]])
         assert_same(inputs.grid.drop(columns="when"), expected)
@@ -420,7 +420,7 @@ def test_band_inputs_moving_level_or_kind_runs_no_model(res: FitResult, pick: tu
                                                          monkeypatch: pytest.MonkeyPatch):
     sid, ch = pick
     first = services.band.band_inputs(res.key, res, sid, ch, 0.9, "gaussian", MC)
-    grids = Counter(monkeypatch, pipeline, "predict_grid")
+    grids = Counter(monkeypatch, predict, "predict_grid")
     narrow = services.band.band_inputs(res.key, res, sid, ch, 0.5, "gaussian", MC)
     conformal = services.band.band_inputs(res.key, res, sid, ch, 0.9, "conformal", MC)
     assert grids.calls == 0
@@ -486,10 +486,10 @@ def _cases() -> dict[str, Case]:
         "raw_table": ((services.data, "preview_table"),
                       lambda r, s, p, q: services.data.raw_table(s.digest, s.data, s.name),
                       lambda r, s, p, q: services.data.raw_table("other", s.data, s.name)),
-        "cutoff_range": ((pipeline, "cutoff_range"),
+        "cutoff_range": ((recipe, "cutoff_range"),
                          lambda r, s, p, q: services.fit.cutoff_range(s.obs_hash, s.obs),
                          lambda r, s, p, q: services.fit.cutoff_range("other", s.obs)),
-        "own_cutoffs_by_default": ((pipeline, "own_cutoffs_by_default"),
+        "own_cutoffs_by_default": ((recipe, "own_cutoffs_by_default"),
                                    lambda r, s, p, q: services.fit.own_cutoffs_by_default(s.obs_hash, s.obs),
                                    lambda r, s, p, q: services.fit.own_cutoffs_by_default("other", s.obs)),
         "model_points": ((ModelData, "points"), lambda r, s, p, q: services.band.model_points(r.key, r),
@@ -498,31 +498,31 @@ def _cases() -> dict[str, Case]:
                            lambda r, s, p, q: services.band.series_choices("other", r)),
         "channels_of": ((ModelData, "channels_of"), lambda r, s, p, q: services.band.channels_of(r.key, r, p[0]),
                         lambda r, s, p, q: services.band.channels_of("other", r, p[0])),
-        "grid": ((pipeline, "predict_grid"), lambda r, s, p, q: services.band.grid(r.key, r, *p, MC),
+        "grid": ((predict, "predict_grid"), lambda r, s, p, q: services.band.grid(r.key, r, *p, MC),
                  lambda r, s, p, q: services.band.grid(r.key, r, *p, 3)),
-        "heldout_predictions": ((pipeline, "predict_queries"),
+        "heldout_predictions": ((predict, "predict_queries"),
                                 lambda r, s, p, q: services.evidence.heldout_predictions(r.key, r, p[0]),
                                 lambda r, s, p, q: services.evidence.heldout_predictions("other", r, p[0])),
-        "test_predictions": ((pipeline, "split_predictions"), lambda r, s, p, q: services.evidence.test_predictions(r.key, r),
+        "test_predictions": ((predict, "split_predictions"), lambda r, s, p, q: services.evidence.test_predictions(r.key, r),
                              lambda r, s, p, q: services.evidence.test_predictions("other", r)),
-        "evaluation": ((pipeline, "evaluate"), lambda r, s, p, q: services.evaluation.evaluation(r.key, r, MC),
+        "evaluation": ((evaluation, "evaluate"), lambda r, s, p, q: services.evaluation.evaluation(r.key, r, MC),
                        lambda r, s, p, q: services.evaluation.evaluation(r.key, r, 3)),
-        "calibration_curves": ((pipeline, "calibration_curves"),
+        "calibration_curves": ((evaluation, "calibration_curves"),
                                lambda r, s, p, q: services.evaluation.calibration_curves(r.key, r, MC),
                                lambda r, s, p, q: services.evaluation.calibration_curves("other", r, MC)),
-        "guarantee_table": ((pipeline, "coverage_checks"),
+        "guarantee_table": ((evaluation, "coverage_checks"),
                             lambda r, s, p, q: services.evaluation.guarantee_table(r.key, r, MC),
                             lambda r, s, p, q: services.evaluation.guarantee_table("other", r, MC)),
-        "channel_coverage": ((pipeline, "channel_coverage"),
+        "channel_coverage": ((evaluation, "channel_coverage"),
                              lambda r, s, p, q: services.evaluation.channel_coverage(r.key, r, MC, 0.9),
                              lambda r, s, p, q: services.evaluation.channel_coverage(r.key, r, MC, 0.8)),
-        "sampler_check": ((pipeline, "sampler_check"), lambda r, s, p, q: services.evaluation.sampler_check(r.key, r),
+        "sampler_check": ((evaluation, "sampler_check"), lambda r, s, p, q: services.evaluation.sampler_check(r.key, r),
                           lambda r, s, p, q: services.evaluation.sampler_check("other", r)),
-        "ranking": ((pipeline, "rank"), lambda r, s, p, q: services.evaluation.ranking(r.key, r),
+        "ranking": ((ranking, "rank"), lambda r, s, p, q: services.evaluation.ranking(r.key, r),
                     lambda r, s, p, q: services.evaluation.ranking("other", r)),
-        "attention": ((pipeline, "attention_weights"), lambda r, s, p, q: services.evidence.attention(r.key, r, *p, q),
+        "attention": ((diagnostics, "attention_weights"), lambda r, s, p, q: services.evidence.attention(r.key, r, *p, q),
                       lambda r, s, p, q: services.evidence.attention(r.key, r, *p, q + 0.5)),
-        "draws": ((pipeline, "operator_draws"), lambda r, s, p, q: services.evidence.draws(r.key, r, *p, q, 100),
+        "draws": ((diagnostics, "operator_draws"), lambda r, s, p, q: services.evidence.draws(r.key, r, *p, q, 100),
                   lambda r, s, p, q: services.evidence.draws(r.key, r, *p, q, 100, seed=1)),
     }
 
@@ -579,7 +579,7 @@ def test_fit_key_differs_when_any_setting_differs(sample: Sample, settings: FitS
 def test_fit_model_twice_is_the_same_result(wres: FitResult, monkeypatch: pytest.MonkeyPatch):
     obs, s = wres.obs, wres.settings
     h = services.data.data_key(obs)
-    fitting = Counter(monkeypatch, pipeline, "fit")
+    fitting = Counter(monkeypatch, recipe, "fit")
     first = services.fit.fit_model(obs, h, "upload: wide.csv", s)
     assert fitting.calls == 1 and first.key == services.fit.fit_key(h, s) == wres.key
     assert services.fit.cached_fit(first.key) is first
@@ -643,7 +643,7 @@ def test_add_twin(fres: FitResult, monkeypatch: pytest.MonkeyPatch):
     assert fres.fitted.twin is None  # the original is left as it was
     assert [h for h in twin.history if h["model"] == "levy"] == [h for h in fres.history if h["model"] == "levy"]
     assert any(h["model"] == "softmax" for h in twin.history)
-    adding = Counter(monkeypatch, pipeline, "add_twin")
+    adding = Counter(monkeypatch, recipe, "add_twin")
     assert services.fit.add_twin(fres) is twin and services.fit.cached_fit(twin.key) is twin
     assert services.fit.add_twin(twin) is twin
     assert adding.calls == 0
@@ -656,14 +656,14 @@ def test_prediction_csv_has_the_pred_columns_in_order(res: FitResult):
     _, pred = services.evaluation.evaluation(res.key, res, MC)
     shuffled = pred[list(reversed(pred.columns))].assign(extra=1.0)
     out = pd.read_csv(io.BytesIO(services.evaluation.prediction_csv(shuffled)), dtype={"series_id": str})
-    assert list(out.columns) == pipeline.PRED_COLUMNS
-    expected = pred[pipeline.PRED_COLUMNS].reset_index(drop=True)
+    assert list(out.columns) == evaluation.PRED_COLUMNS
+    expected = pred[evaluation.PRED_COLUMNS].reset_index(drop=True)
     # exact: the CSV holds each float's shortest round-trip text (float32 columns as float32's),
     # so parsing it back into the column's own dtype gives the same bits
     pd.testing.assert_frame_equal(out.astype(expected.dtypes.to_dict()), expected, check_exact=True)
     no_mc = pred.drop(columns=["mc_mean", "mc_std"])
     header = services.evaluation.prediction_csv(no_mc).decode().splitlines()[0].split(",")
-    assert header == [c for c in pipeline.PRED_COLUMNS if c not in ("mc_mean", "mc_std")]
+    assert header == [c for c in evaluation.PRED_COLUMNS if c not in ("mc_mean", "mc_std")]
 
 
 def test_build_report(res: FitResult, pick: tuple[str, str]):

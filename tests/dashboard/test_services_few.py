@@ -14,8 +14,9 @@ from levy_dashboard.data import user_clock
 from levy_dashboard.display import tables
 from levy_dashboard.fitting.fits import FitResult
 
-from levy_core import pipeline
+from levy_core.calibration import over_time
 from levy_core.data import DataError, parse_duration, to_user_time
+from levy_core.pipeline import evaluation, predict, user_frames
 
 MC = 5
 
@@ -46,13 +47,13 @@ def test_series_and_channels_are_the_users(ores: FitResult):
 
 def test_future_is_predict_future_in_the_users_clock(ores: FitResult):
     f = services.origins.future(ores.key, ores, "series_0", "temperature_c", 40.0, MC)
-    direct = pipeline.predict_future(ores.fitted, ores.data, 40.0, n_points=services.origins.future_points(),
+    direct = predict.predict_future(ores.fitted, ores.data, 40.0, n_points=services.origins.future_points(),
                                      series_ids=["series_0"], channels=["temperature_c"], mc_passes=MC)
     pd.testing.assert_frame_equal(f.drop(columns="when"), direct, check_exact=True)
     when = to_user_time(direct["series_id"], direct["time"], ores.obs).dt.tz_localize(None)
     np.testing.assert_array_equal(f["when"].to_numpy(), when.to_numpy())
     inputs = services.origins.future_inputs(ores.key, ores, "series_0", "temperature_c", 0.8, "adaptive", 40.0, MC)
-    bands = pipeline.with_bands(direct, ores.fitted, 0.8, "adaptive")
+    bands = user_frames.with_bands(direct, ores.fitted, 0.8, "adaptive")
     np.testing.assert_array_equal(inputs.grid["lower"].to_numpy(), bands["lower"].to_numpy())
     np.testing.assert_array_equal(inputs.grid["mc_upper"].to_numpy(), bands["mc_upper"].to_numpy())
     assert inputs.band_label == "adaptive conformal" and inputs.last == inputs.points["when"].max()
@@ -64,8 +65,8 @@ def test_future_is_predict_future_in_the_users_clock(ores: FitResult):
 def test_future_cache_hit_runs_no_model(ores: FitResult, monkeypatch: pytest.MonkeyPatch):
     services.origins.future(ores.key, ores, "series_0", "humidity_pct", 30.0, MC)
     calls = []
-    original = pipeline.predict_future
-    monkeypatch.setattr(pipeline, "predict_future", lambda *a, **k: calls.append(1) or original(*a, **k))
+    original = predict.predict_future
+    monkeypatch.setattr(predict, "predict_future", lambda *a, **k: calls.append(1) or original(*a, **k))
     for kind in ("adaptive", "conformal", "gaussian"):  # only the bands move: no model pass
         services.origins.future_inputs(ores.key, ores, "series_0", "humidity_pct", 0.9, kind, 30.0, MC)
     assert calls == []
@@ -75,7 +76,7 @@ def test_future_cache_hit_runs_no_model(ores: FitResult, monkeypatch: pytest.Mon
 
 @pytest.mark.slow  # a backtest refits on rolling origins
 def test_backtest_is_evaluate_and_rolling_coverage_in_the_users_clock(ores: FitResult):
-    result, pred = pipeline.evaluate(ores.fitted, ores.data, mc_passes=MC)
+    result, pred = evaluation.evaluate(ores.fitted, ores.data, mc_passes=MC)
     user = services.origins.backtest_predictions(ores.key, ores, MC)
     mapped = ores.data.clock.to_user(pred)
     np.testing.assert_array_equal(user["time"].to_numpy(), mapped["time"].to_numpy())
@@ -83,7 +84,7 @@ def test_backtest_is_evaluate_and_rolling_coverage_in_the_users_clock(ores: FitR
     np.testing.assert_array_equal(user["origin"].to_numpy(), pred["origin"].to_numpy())
     np.testing.assert_array_equal(user["lower_adaptive_90"].to_numpy(), pred["lower_adaptive_90"].to_numpy())
     rolling = services.origins.rolling_coverage(ores.key, ores, MC, 10)
-    direct = pipeline.rolling_coverage(pred, window=10)
+    direct = over_time.rolling_coverage(pred, window=10)
     pd.testing.assert_frame_equal(rolling[list(direct.columns)], direct, check_exact=True)
     assert rolling["series_id"].eq("series_0").all() and rolling["when"].notna().all()
     origins = services.origins.test_origins(ores, "series_0")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from levy_dashboard.fitting import fit_pool, fits, saved_models
 
-from levy_core import pipeline
+from levy_core.pipeline import recipe
 
 
 class Stop(Exception):
@@ -29,7 +29,7 @@ def test_the_setting_reaches_the_fit(monkeypatch: pytest.MonkeyPatch, fit_obs) -
         seen.append(kwargs["transform"])
         raise Stop
 
-    monkeypatch.setattr(pipeline, "fit", fake_fit)
+    monkeypatch.setattr(recipe, "fit", fake_fit)
     for text, parsed in (("none", "none"), ("a=log, b=none", {"a": "log", "b": "none"})):
         with pytest.raises(Stop):
             fits.fit_model(fit_obs, "hash-" + text, "test", fits.FitSettings(epochs=1, mc_passes=2, transform=text))

@@ -278,8 +278,10 @@ def test_values_at_the_bound_fit_and_predict_finite() -> None:
     evaluation in their own units without an overflow (1e160 would overflow there)."""
     import warnings
 
-    from levy_core import pipeline
     from levy_core.data import load_sample
+    from levy_core.pipeline.evaluation import evaluate
+    from levy_core.pipeline.prepared import prepare
+    from levy_core.pipeline.recipe import fit
     from levy_core.training.train import TrainConfig
 
     frame = load_sample("Synthetic multichannel").frame
@@ -289,8 +291,8 @@ def test_values_at_the_bound_fit_and_predict_finite() -> None:
     obs = from_frame(frame)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        fitted = pipeline.fit(obs, train=TrainConfig(epochs=1), train_twin=False)
-        result, pred = pipeline.evaluate(fitted, pipeline.prepare(fitted, obs), mc_passes=2)
+        fitted = fit(obs, train=TrainConfig(epochs=1), train_twin=False)
+        result, pred = evaluate(fitted, prepare(fitted, obs), mc_passes=2)
     numeric = pred.select_dtypes("number")
     assert np.isfinite(numeric.to_numpy()).all()
     assert np.isfinite(result["levy"]["mse"])

@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core import pipeline
 from levy_core.cli.main import main
 from levy_core.data import DataError, Observations, from_frame
 from levy_core.data.drift import (
@@ -25,7 +24,10 @@ from levy_core.data.drift import (
     check_drift,
     reference_from,
 )
+from levy_core.pipeline.modelfile import ModelLoadError, load_model
+from levy_core.pipeline.prepared import prepare
 from levy_core.pipeline.recipe import drift_reference
+from levy_core.pipeline.user_frames import drift_report
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +133,7 @@ def test_unknown_channels_are_refused_by_name(fitted, fit_obs: Observations) -> 
     frame.loc[frame.index[:10], "channel"] = "lactate"
     frame.loc[frame.index[10:20], "channel"] = "Temp"
     with pytest.raises(DataError) as err:
-        pipeline.prepare(fitted, from_frame(frame))
+        prepare(fitted, from_frame(frame))
     message = str(err.value)
     assert "'Temp', 'lactate'" in message and "never trained on" in message
     assert all(repr(c) in message for c in fitted.channels), "names the channels the model knows"
@@ -147,7 +149,7 @@ def test_the_fit_records_the_training_series_statistics(fitted, fit_obs: Observa
 
 
 def test_the_model_file_keeps_them(fitted, fitted_dir: Path) -> None:
-    assert pipeline.load_model(fitted_dir).drift == fitted.drift
+    assert load_model(fitted_dir).drift == fitted.drift
 
 
 def without_drift(fitted_dir: Path, tmp_path: Path) -> Path:
@@ -160,8 +162,8 @@ def without_drift(fitted_dir: Path, tmp_path: Path) -> Path:
 
 
 def test_a_model_saved_before_drift_statistics_loads_and_says_not_checked(fitted_dir, fit_obs, tmp_path) -> None:
-    old = pipeline.load_model(without_drift(fitted_dir, tmp_path))
-    report = pipeline.drift_report(old, fit_obs)
+    old = load_model(without_drift(fitted_dir, tmp_path))
+    report = drift_report(old, fit_obs)
     assert old.drift is None and not report.checked and report.flags.empty
     assert report.messages == [NOT_RECORDED] and "predates drift statistics" in NOT_RECORDED
 
@@ -181,8 +183,8 @@ def test_damaged_drift_statistics_are_refused(fitted_dir: Path, tmp_path: Path, 
     else:
         meta["drift"] = [1, 2]
     (broken / "model.json").write_text(json.dumps(meta))
-    with pytest.raises(pipeline.ModelLoadError, match="drift statistics|not a finite number"):
-        pipeline.load_model(broken)
+    with pytest.raises(ModelLoadError, match="drift statistics|not a finite number"):
+        load_model(broken)
 
 
 def run(capsys, *argv: object) -> tuple[int, str]:

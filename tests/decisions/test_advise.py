@@ -10,10 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core import pipeline
 from levy_core.data import DataError, Observations
 from levy_core.decisions.advise import advise
 from levy_core.episodes.tasks import TaskConfig
+from levy_core.pipeline.predict import predict_future
+from levy_core.pipeline.recipe import fit
 from levy_core.training.train import TrainConfig
 
 HORIZON, POINTS = 6.0, 6
@@ -28,7 +29,7 @@ def one_series(new_obs: Observations) -> Observations:
 def origin_fit(synthetic_obs: Observations):
     """A tiny fit on rolling origins (two series: classical offsets, lead factors)."""
     obs = synthetic_obs.subset(synthetic_obs.series_ids[:2])
-    fitted = pipeline.fit(obs, task=TaskConfig(horizon=HORIZON), train=TrainConfig(epochs=1, seed=0), size="small",
+    fitted = fit(obs, task=TaskConfig(horizon=HORIZON), train=TrainConfig(epochs=1, seed=0), size="small",
                           train_twin=False)
     return fitted, obs
 
@@ -45,7 +46,7 @@ def really(fitted, obs: Observations, series_id: str, channel: str, ahead: float
     target times still ahead of it (the grid is aligned: ``ahead`` is a whole step)."""
     data = appended(obs, series_id, channel, advice.now + ahead, value)
     steps = int(round(POINTS * (HORIZON - ahead) / HORIZON))
-    pred = pipeline.predict_future(fitted, data, HORIZON - ahead, n_points=steps, series_ids=[series_id],
+    pred = predict_future(fitted, data, HORIZON - ahead, n_points=steps, series_ids=[series_id],
                                    channels=list(advice.targets))
     band = advice.band(0).reset_index(names="query")
     merged = band.merge(pred, on="channel", suffixes=("", "_real"))
@@ -174,7 +175,7 @@ def test_several_series_need_a_name(fitted, new_obs) -> None:
 def test_with_the_per_query_map_a_given_value_is_the_band_of_really_appending_it(synthetic_obs, one_series) -> None:
     """The opt-in map s(q) reads the context (distances, the channel's history): advice on a
     model with it gives, for a given value, the band of really appending that value."""
-    mapped = pipeline.fit(synthetic_obs, train=TrainConfig(epochs=2, seed=0), size="small", train_twin=False,
+    mapped = fit(synthetic_obs, train=TrainConfig(epochs=2, seed=0), size="small", train_twin=False,
                           band_map=True)
     assert mapped.query_scale is not None
     sid = one_series.series_ids[0]

@@ -7,17 +7,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core import pipeline
 from levy_core.data import Observations, from_frame
 from levy_core.decisions.advise import advise
 from levy_core.episodes.tasks import TaskConfig
+from levy_core.pipeline.modelfile import FittedModel
+from levy_core.pipeline.predict import predict_future
+from levy_core.pipeline.recipe import fit
 from levy_core.training.train import TrainConfig
 
 HORIZON, POINTS = 6.0, 6
 
 
 @pytest.fixture(scope="module")
-def log_fit() -> tuple[pipeline.FittedModel, Observations]:
+def log_fit() -> tuple[FittedModel, Observations]:
     rng = np.random.default_rng(0)
     rows = []
     for s in range(40):
@@ -26,7 +28,7 @@ def log_fit() -> tuple[pipeline.FittedModel, Observations]:
             rows.append((f"p{s}", float(t), "bili", float(np.exp(level + rng.normal(0, 0.5)))))
             rows.append((f"p{s}", float(t), "temp", float(rng.normal(37.0, 0.4))))
     obs = from_frame(pd.DataFrame(rows, columns=["series_id", "time", "channel", "value"]))
-    fitted = pipeline.fit(obs, task=TaskConfig(cutoff=24.0), train=TrainConfig(epochs=2, seed=0), size="small",
+    fitted = fit(obs, task=TaskConfig(cutoff=24.0), train=TrainConfig(epochs=2, seed=0), size="small",
                           train_twin=False)
     assert fitted.scaler.transforms == {"bili": "log"}
     return fitted, obs
@@ -40,7 +42,7 @@ def test_a_given_value_is_the_band_of_really_appending_it_on_a_log_channel(log_f
                     values=[2.0])
     extra = pd.DataFrame({"series_id": [sid], "channel": ["bili"], "time": [advice.now], "value": [2.0]})
     frame = pd.concat([one.frame, extra]).sort_values(["series_id", "time", "channel"], kind="stable")
-    real = pipeline.predict_future(fitted, Observations(frame=frame.reset_index(drop=True), report=one.report),
+    real = predict_future(fitted, Observations(frame=frame.reset_index(drop=True), report=one.report),
                                    HORIZON, n_points=POINTS, series_ids=[sid], channels=["bili"])
     band = advice.band(0)
     assert len(band) == len(real) == POINTS

@@ -12,15 +12,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core import pipeline
 from levy_core.calibration.adaptive import AdaptiveConformal
-from levy_core.calibration.over_time import ADAPTIVE_GAMMA, origin_gamma
+from levy_core.calibration.over_time import ADAPTIVE_GAMMA, origin_gamma, rolling_coverage
 from levy_core.cli.main import main
 from levy_core.data import DataError, from_frame
 from levy_core.episodes.origins import END, OriginClock, OriginPlan, plan_origins
 from levy_core.episodes.tasks import TaskConfig, make_origin_split, training_frame
-from levy_core.pipeline.evaluation import walked_gamma
+from levy_core.pipeline.evaluation import evaluate, walked_gamma
 from levy_core.pipeline.modelfile import load_model
+from levy_core.pipeline.predict import predict_future
+from levy_core.pipeline.ranking import rank
+from levy_core.pipeline.recipe import fit
 from levy_core.training.train import TrainConfig
 
 PSEUDO_ID = re.compile(r"@(\d+|end)\b")
@@ -39,7 +41,7 @@ def drifting_series(n: int = 400, seed: int = 0) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def drift():
     obs = from_frame(drifting_series())
-    fitted = pipeline.fit(obs, task=TaskConfig("forecast", horizon=24.0), train=TrainConfig(epochs=3, seed=0),
+    fitted = fit(obs, task=TaskConfig("forecast", horizon=24.0), train=TrainConfig(epochs=3, seed=0),
                           train_twin=False)
     return obs, fitted
 
@@ -113,7 +115,7 @@ def test_split_is_chronological_and_training_targets_stop_at_the_first_calibrati
 def test_adaptive_walk_keeps_its_long_run_guarantee_on_a_drifting_series(drift) -> None:
     obs, fitted = drift
     assert fitted.split.mode == "origin" and set(fitted.adaptive) == {"levy"}
-    result, pred = pipeline.evaluate(fitted, obs, sampler_draws=0)
+    result, pred = evaluate(fitted, obs, sampler_draws=0)
     levy = result["levy"]
     assert levy["test_origins"] == len(fitted.split.test)
     for level, coverage in levy["adaptive_coverage"].items():
@@ -121,7 +123,7 @@ def test_adaptive_walk_keeps_its_long_run_guarantee_on_a_drifting_series(drift) 
         assert abs((1 - coverage) - (1 - float(level))) <= levy["adaptive_bound"][level] + 1e-12
     assert "Gibbs" in result["guarantee"]
     assert {"origin", "lower_adaptive_90", "upper_adaptive_90"} <= set(pred.columns)
-    rolling = pipeline.rolling_coverage(pred)
+    rolling = rolling_coverage(pred)
     assert set(rolling["band"]) == {"adaptive", "split conformal"}
     assert rolling["coverage"].between(0, 1).all()
 
@@ -129,7 +131,7 @@ def test_adaptive_walk_keeps_its_long_run_guarantee_on_a_drifting_series(drift) 
 @pytest.mark.slow
 def test_future_band_widens_and_keeps_the_level_past_the_training_range(drift) -> None:
     obs, fitted = drift
-    fut = pipeline.predict_future(fitted, obs, 72.0, n_points=12)
+    fut = predict_future(fitted, obs, 72.0, n_points=12)
     assert set(fut["series_id"]) == {"sensor"} and (fut["horizon"] > 0).all()
     last_time = obs.frame["time"].max()
     np.testing.assert_allclose(fut["time"] - fut["horizon"], last_time)
@@ -151,12 +153,12 @@ def test_a_walk_that_ends_past_its_step_still_gives_the_forecast_a_finite_band(d
     fitted.adaptive["levy"]["0.9"] = AdaptiveConformal.from_dict(state)
     try:
         assert np.isinf(fitted.adaptive["levy"]["0.9"].quantile())
-        fut = pipeline.predict_future(fitted, obs, 24.0, n_points=6)
+        fut = predict_future(fitted, obs, 24.0, n_points=6)
     finally:
         fitted.adaptive["levy"]["0.9"] = walked
     half = (fut["upper_adaptive"] - fut["lower_adaptive"]).to_numpy() / 2
     assert np.isfinite(half).all() and (half > 0).all()
-    fut_walked = pipeline.predict_future(fitted, obs, 24.0, n_points=6)
+    fut_walked = predict_future(fitted, obs, 24.0, n_points=6)
     ratio = half / ((fut_walked["upper_adaptive"] - fut_walked["lower_adaptive"]).to_numpy() / 2)
     # the same σ at each query: the widest score seen over the walked state's quantile
     np.testing.assert_allclose(ratio, max(walked.scores_) / walked.quantile(), rtol=1e-9)
@@ -178,7 +180,7 @@ def test_the_fit_walks_at_one_step_per_horizon_of_overlapping_origins(drift) -> 
                                for level, aci in walked.items()}
     try:
         assert walked_gamma(fitted) == ADAPTIVE_GAMMA
-        result, _ = pipeline.evaluate(fitted, obs, sampler_draws=0)
+        result, _ = evaluate(fitted, obs, sampler_draws=0)
         assert result["levy"]["gamma"] == ADAPTIVE_GAMMA
     finally:
         fitted.adaptive["levy"] = walked
@@ -189,7 +191,7 @@ def test_the_adaptive_walks_scale_is_saved_and_a_model_saved_before_it_keeps_its
     obs, fitted = drift
     directory = fitted.save(tmp_path / "model")
     assert load_model(directory).adaptive_by_channel
-    before = pipeline.predict_future(fitted, obs, 24.0, n_points=4)
+    before = predict_future(fitted, obs, 24.0, n_points=4)
     meta_path = directory / "model.json"
     meta = json.loads(meta_path.read_text())
     del meta["adaptive_by_channel"]  # as a model saved before the walk ran on calibrated σ
@@ -199,7 +201,7 @@ def test_the_adaptive_walks_scale_is_saved_and_a_model_saved_before_it_keeps_its
     # a model without the flag has its walk's state read with the raw spread, as it was walked:
     # here (the flag taken off a new model) the band moves by the channel's scale c, so the flag
     # is what decides which σ a saved walk is read with
-    raw = pipeline.predict_future(old, obs, 24.0, n_points=4)
+    raw = predict_future(old, obs, 24.0, n_points=4)
     assert np.isfinite(raw["upper_adaptive"]).all()
     assert not np.allclose(raw["upper_adaptive"], before["upper_adaptive"])
 
@@ -221,7 +223,7 @@ def evaluated(drift, tmp_path_factory):
 @pytest.mark.slow
 def test_outputs_are_in_the_users_ids_and_clock(drift, evaluated, tmp_path) -> None:
     obs, fitted = drift
-    ranked, _ = pipeline.rank(fitted, obs)
+    ranked, _ = rank(fitted, obs)
     assert ranked["series_id"].tolist() == ["sensor"]
     model_dir, data, pred_path, _ = evaluated
     queries = tmp_path / "q.csv"
@@ -271,5 +273,5 @@ def test_a_horizon_too_long_is_refused_in_the_datas_clock(unit: str, said: str) 
     obs = from_frame(pd.DataFrame({"series_id": "a", "channel": "x", "time": t, "value": np.sin(t)}), time_unit=unit)
     hours = 30 * (24 if unit == "days" else 1)
     with pytest.raises(DataError, match=re.escape(said)) as err:
-        pipeline.fit(obs, task=TaskConfig("forecast", horizon=hours), train=TrainConfig(epochs=1))
+        fit(obs, task=TaskConfig("forecast", horizon=hours), train=TrainConfig(epochs=1))
     assert "30 " + unit in str(err.value) and not re.search(r"\d h\b", str(err.value))

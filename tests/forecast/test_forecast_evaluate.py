@@ -2,7 +2,7 @@
 typed results whose numbers are the pipeline's own, levels are percents, and one save
 format (a directory or its zip) loads back to the same predictions.
 
-Tolerances: ``evaluate`` calls ``pipeline.evaluate`` on the same model and data, so its
+Tolerances: ``evaluate`` calls ``evaluation.evaluate`` on the same model and data, so its
 scores are the same floats (compared to 1e-12 relative). A backtest forecast equals
 ``predict`` at the same times from the same history (the same model pass; compared to 1e-9
 relative: float32 passes, float64 conversions, no randomness). Scores recomputed here from a
@@ -20,10 +20,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core import LevyForecaster, pipeline
+from levy_core import LevyForecaster
 from levy_core.data import DataError, Observations
 from levy_core.forecast.forecaster import Backtest, Evaluation
 from levy_core.forecast.results import Scores, WindowScores
+from levy_core.pipeline import evaluation, modelfile
 from levy_core.serving.modelzip import model_zip_bytes
 
 BANDS = ["Lévy", "Lévy-lo-90", "Lévy-lo-80", "Lévy-hi-80", "Lévy-hi-90"]
@@ -45,7 +46,7 @@ def test_evaluate_returns_the_pipelines_numbers(loaded: LevyForecaster, nixtla_d
     assert isinstance(ev, Evaluation) and all(isinstance(s, Scores) for s in ev.scores)
     assert [s.method for s in ev.scores] == ["Lévy", "MC-Dropout", "last value"]
     assert ev.scope == "test split", "the frame the model was fitted on is scored on its test split"
-    result, pred = pipeline.evaluate(loaded.fitted, fit_obs, sampler_draws=0)
+    result, pred = evaluation.evaluate(loaded.fitted, fit_obs, sampler_draws=0)
     assert ev.n_queries == result["n_test"] == len(pred)
     for scores, key in zip(ev.scores, ["levy", "mc_dropout", "last_value"], strict=True):
         for name in ("mse", "mae", "crps", "nll"):
@@ -130,10 +131,10 @@ def test_bad_input_is_refused_with_a_message(loaded: LevyForecaster, nixtla_df, 
         fresh.backtest(nixtla_df, h=6, n_windows=40)
     with pytest.raises(ValueError, match="band must be one of"):
         loaded.evaluate(nixtla_df, band="adaptive")
-    with pytest.raises(pipeline.ModelLoadError, match="does not exist"):
+    with pytest.raises(modelfile.ModelLoadError, match="does not exist"):
         LevyForecaster.load(tmp_path / "missing.zip")
     (tmp_path / "notes.zip").write_text("not a zip")
-    with pytest.raises(pipeline.ModelLoadError, match="not a zip file"):
+    with pytest.raises(modelfile.ModelLoadError, match="not a zip file"):
         LevyForecaster.load(tmp_path / "notes.zip")
 
 
@@ -228,7 +229,7 @@ def test_a_backtest_window_is_predict_from_the_history(cycle_backtest, daily_cyc
         assert scores.band == {80: "adaptive", 90: "adaptive"}, "few series: the band predict draws"
     # on a fit of few series, evaluate scores the adaptive walk over the test origins
     ev = model.evaluate(daily_cycle[daily_cycle["ds"] <= first_cut])
-    result, _ = pipeline.evaluate(model.fitted, model.observations, sampler_draws=0)
+    result, _ = evaluation.evaluate(model.fitted, model.observations, sampler_draws=0)
     walk = result["levy"]
     assert ev.coverage == pytest.approx({80: walk["adaptive_coverage"]["0.8"], 90: walk["adaptive_coverage"]["0.9"]})
     assert ev.width == pytest.approx({80: walk["adaptive_mean_width"]["0.8"], 90: walk["adaptive_mean_width"]["0.9"]})

@@ -13,12 +13,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core import LevyForecaster, metrics, pipeline
+from levy_core import LevyForecaster, metrics
 from levy_core.calibration.adaptive import AdaptiveConformal
 from levy_core.calibration.coverage import coverage_check, group_resplit_coverage
 from levy_core.calibration.scores import weighted_quantile
 from levy_core.calibration.split_conformal import SplitConformal
 from levy_core.data import Observations
+from levy_core.pipeline import evaluation, predict
 from levy_core.serving.monitoring import monitor_coverage
 
 PERCENT_REFUSED = r"90 looks like a percent; this function takes fractions \(write 0\.9 for a 90 % band\)"
@@ -30,7 +31,7 @@ MEAN, SIGMA = np.zeros(40), np.ones(40)
 
 @pytest.fixture(scope="module")
 def test_pred(fitted, fit_obs: Observations) -> pd.DataFrame:
-    return pipeline.split_predictions(fitted, fit_obs, "test")
+    return predict.split_predictions(fitted, fit_obs, "test")
 
 
 def fraction_apis(fitted, fit_obs: Observations, pred: pd.DataFrame) -> dict[str, Callable[[float], object]]:
@@ -49,10 +50,10 @@ def fraction_apis(fitted, fit_obs: Observations, pred: pd.DataFrame) -> dict[str
         "AdaptiveConformal": lambda lv: AdaptiveConformal(lv),
         "weighted_quantile": lambda lv: weighted_quantile(Y, SIGMA, lv),
         "Predictive.interval": lambda lv: p.interval(lv, "conformal"),
-        "pipeline.coverage_checks": lambda lv: pipeline.coverage_checks(fitted, pred, levels=(0.5, lv)),
-        "pipeline.channel_coverage": lambda lv: pipeline.channel_coverage(fitted, pred, lv),
-        "pipeline.split_predictions": lambda lv: pipeline.split_predictions(fitted, fit_obs, "test", level=lv),
-        "pipeline.predict_future": lambda lv: pipeline.predict_future(fitted, fit_obs, 6.0, n_points=2, level=lv),
+        "evaluation.coverage_checks": lambda lv: evaluation.coverage_checks(fitted, pred, levels=(0.5, lv)),
+        "evaluation.channel_coverage": lambda lv: evaluation.channel_coverage(fitted, pred, lv),
+        "predict.split_predictions": lambda lv: predict.split_predictions(fitted, fit_obs, "test", level=lv),
+        "predict.predict_future": lambda lv: predict.predict_future(fitted, fit_obs, 6.0, n_points=2, level=lv),
         "monitor_coverage": lambda lv: monitor_coverage(fitted, fit_obs, levels=(0.5, lv)),
     }
 

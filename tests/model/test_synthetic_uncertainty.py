@@ -12,9 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core import metrics, pipeline
+from levy_core import metrics
 from levy_core.data import SAMPLE_DIR, load_sample
 from levy_core.episodes.tasks import TaskConfig
+from levy_core.pipeline import predict, recipe
 
 pytestmark = pytest.mark.slow
 
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def fitted_interpolation():
     obs = load_sample("Synthetic multichannel")
-    fitted = pipeline.fit(obs, task=TaskConfig("interpolate"), train_twin=False)
+    fitted = recipe.fit(obs, task=TaskConfig("interpolate"), train_twin=False)
     return obs, fitted
 
 
@@ -37,7 +38,7 @@ def _in_gap(grid: pd.DataFrame, gaps: pd.DataFrame) -> np.ndarray:
 def test_sigma_is_at_least_twice_as_large_inside_gaps(fitted_interpolation):
     obs, fitted = fitted_interpolation
     gaps = pd.read_csv(SAMPLE_DIR / "synthetic_gaps.csv", dtype={"series_id": str})
-    grid = pipeline.predict_grid(fitted, obs, fitted.split.test, n_points=200)
+    grid = predict.predict_grid(fitted, obs, fitted.split.test, n_points=200)
     inside = _in_gap(grid, gaps)
     assert inside.sum() > 100 and (~inside).sum() > 100
     ratio = grid.loc[inside, "sigma"].mean() / grid.loc[~inside, "sigma"].mean()
@@ -52,7 +53,7 @@ def test_sigma_is_at_least_twice_as_large_inside_gaps(fitted_interpolation):
 
 def test_sigma_ranks_test_errors(fitted_interpolation):
     obs, fitted = fitted_interpolation
-    pred = pipeline.split_predictions(fitted, obs, "test")
+    pred = predict.split_predictions(fitted, obs, "test")
     rho = metrics.spearman_sigma_abs_error(pred["y_norm"], pred["mean_norm"], pred["sigma_norm"])
     assert rho > 0, f"Spearman(σ̂, |error|) = {rho:.3f}"
 
@@ -61,7 +62,7 @@ def test_no_flicker_between_observations(fitted_interpolation):
     """Within each gap longer than three median sampling intervals, σ̂ on a dense grid has
     at most one interior local maximum (one bump, not a comb) in at least 90 % of the gaps."""
     obs, fitted = fitted_interpolation
-    grid = pipeline.predict_grid(fitted, obs, fitted.split.test, n_points=400)
+    grid = predict.predict_grid(fitted, obs, fitted.split.test, n_points=400)
     frame = obs.frame[obs.frame["series_id"].isin(fitted.split.test)]
     checked, smooth = 0, 0
     for sid, s in frame.groupby("series_id"):
@@ -91,7 +92,7 @@ def test_far_from_the_data_a_fitted_model_knows_less(fitted_interpolation):
     rows = [(sid, ch, end[sid] + m * span[sid], m) for sid in span.index for ch in fitted.channels
             for m in (0.01, 1.0, 10.0, 100.0)]
     queries = pd.DataFrame(rows, columns=["series_id", "channel", "time", "m"])
-    pred = pipeline.predict_queries(fitted, obs, queries.drop(columns="m"))
+    pred = predict.predict_queries(fitted, obs, queries.drop(columns="m"))
     pred = pred.assign(m=queries["m"].to_numpy())
     wide = pred.pivot_table(index=["series_id", "channel"], columns="m", values=["sigma", "n_eff"])
     assert (wide[("n_eff", 10.0)] <= 0.5 * wide[("n_eff", 0.01)]).mean() >= 0.9

@@ -6,16 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from levy_core import pipeline
 from levy_core.calibration.query_scale import CONTEXT_COLUMNS, query_features
-from levy_core.pipeline.predict import observed_queries
-from levy_core.pipeline.recipe import band_map_split, prepare_fit
+from levy_core.pipeline.modelfile import load_model
+from levy_core.pipeline.predict import observed_queries, split_predictions
+from levy_core.pipeline.recipe import band_map_split, fit, prepare_fit
 from levy_core.training.train import TrainConfig
 
 
 @pytest.fixture(scope="module")
 def mapped(synthetic_obs):
-    return pipeline.fit(synthetic_obs, train=TrainConfig(epochs=2, seed=0), size="small", train_twin=False,
+    return fit(synthetic_obs, train=TrainConfig(epochs=2, seed=0), size="small", train_twin=False,
                         band_map=True)
 
 
@@ -34,7 +34,7 @@ def test_the_map_is_fitted_on_held_out_series_and_the_band_on_others(mapped, syn
 
 
 def test_the_spread_is_the_map_of_the_pass(mapped, synthetic_obs) -> None:
-    pred = pipeline.split_predictions(mapped, synthetic_obs, "test")
+    pred = split_predictions(mapped, synthetic_obs, "test")
     index = {c: i for i, c in enumerate(mapped.channels)}
     x = query_features(pred["evidence_term"].to_numpy(), pred["disagreement_term_norm"].to_numpy(),
                        {k: pred[k].to_numpy() for k in CONTEXT_COLUMNS}, mapped.query_scale.unit)
@@ -46,10 +46,10 @@ def test_the_spread_is_the_map_of_the_pass(mapped, synthetic_obs) -> None:
 
 
 def test_a_saved_map_loads_and_predicts_the_same(mapped, synthetic_obs, tmp_path) -> None:
-    loaded = pipeline.load_model(mapped.save(tmp_path / "m"))
+    loaded = load_model(mapped.save(tmp_path / "m"))
     assert loaded.query_scale == mapped.query_scale
-    a = pipeline.split_predictions(mapped, synthetic_obs, "test")
-    b = pipeline.split_predictions(loaded, synthetic_obs, "test")
+    a = split_predictions(mapped, synthetic_obs, "test")
+    b = split_predictions(loaded, synthetic_obs, "test")
     np.testing.assert_array_equal(a["upper_conf"], b["upper_conf"])
 
 

@@ -18,7 +18,7 @@ import pytest
 from cli_helpers import run
 from follow_up import SINGLE, own_split, pbc_like
 
-from levy_core import LevyForecaster, pipeline
+from levy_core import LevyForecaster
 from levy_core.data import DataError, from_frame
 from levy_core.episodes.tasks import (
     PER_SERIES_DEFAULT,
@@ -27,6 +27,7 @@ from levy_core.episodes.tasks import (
     resolve_task,
     taking_part,
 )
+from levy_core.pipeline import modelfile, prepared
 from levy_core.pipeline.left_out import left_out_note
 from levy_core.pipeline.recipe import own_cutoffs_by_default, prepare_fit
 
@@ -104,8 +105,8 @@ def test_cli_fit_per_series_records_the_rule(capsys: pytest.CaptureFixture[str],
                               f"median series midpoint, {common:g} days) would leave out {missed} of 61 series, "
                               f"{missed - 1} more than this fit. 1 of 61 series sits out of this fit: {SINGLE}; "), note
     # later commands split each series the same way: evaluate scores every patient's own future
-    fitted = pipeline.load_model(tmp_path / "m")
-    data = pipeline.prepare(fitted, from_frame(wide, time_unit="days"))
+    fitted = modelfile.load_model(tmp_path / "m")
+    data = prepared.prepare(fitted, from_frame(wide, time_unit="days"))
     assert data.builder.task.per_series and set(data.builder.usable(sorted(data.builder.series))) >= enough
     code, _, err = run(capsys, "evaluate", tmp_path / "m", csv, "--time-unit", "days", "--json", tmp_path / "e.json",
                        "--predictions", tmp_path / "p.csv", "--mc-passes", 0)
@@ -120,8 +121,8 @@ def test_cli_fit_per_series_records_the_rule(capsys: pytest.CaptureFixture[str],
     for task, match in (({"cutoff_fraction": 1.5}, "cutoff_fraction must lie strictly between"),
                         ({"cutoff": 24.0}, "give one forecast cut-off")):
         (tmp_path / "m" / "model.json").write_text(json.dumps({**saved, "task": {**saved["task"], **task}}))
-        with pytest.raises(pipeline.ModelLoadError, match=match):
-            pipeline.load_model(tmp_path / "m")
+        with pytest.raises(modelfile.ModelLoadError, match=match):
+            modelfile.load_model(tmp_path / "m")
 
 
 def test_cli_absolute_cutoff_keeps_the_global_rule(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -17,10 +17,23 @@ import torch
 from scipy import stats
 
 from levy_core import metrics as M
-from levy_core import pipeline
 from levy_core.data import DataError, Observations, from_frame
 from levy_core.episodes.tasks import TaskConfig
-from levy_core.pipeline import FORMAT, PRED_COLUMNS, ModelLoadError, load_model
+from levy_core.pipeline.diagnostics import attention_weights, operator_draws
+from levy_core.pipeline.evaluation import (
+    PRED_COLUMNS,
+    coverage_checks,
+    evaluate,
+    sampler_check,
+    timed,
+)
+from levy_core.pipeline.modelfile import FORMAT, ModelLoadError, load_model
+from levy_core.pipeline.predict import predict_grid, predict_queries, split_predictions
+from levy_core.pipeline.prepared import prepare
+from levy_core.pipeline.query_context import predict_from_past, user_queries_to_model
+from levy_core.pipeline.ranking import rank
+from levy_core.pipeline.recipe import fit
+from levy_core.pipeline.user_frames import predict_user_queries
 from levy_core.training.train import TrainConfig
 
 LEVELS = ["0.5", "0.8", "0.9", "0.95"]
@@ -57,7 +70,7 @@ GRID_COLUMNS = [
 @pytest.fixture(scope="module")
 def evaluated(fitted, fit_obs):
     """``evaluate`` on the data the model was fitted on (its recorded test split)."""
-    return pipeline.evaluate(fitted, fit_obs, mc_passes=4)
+    return evaluate(fitted, fit_obs, mc_passes=4)
 
 
 def copy_model(fitted_dir: Path, tmp_path: Path) -> Path:
@@ -83,8 +96,8 @@ def test_save_load_round_trip_gives_identical_predictions(fitted, fitted_dir, fi
     for key, value in fitted.levy.state_dict().items():
         assert torch.equal(loaded.levy.state_dict()[key], value), key
     ids = fit_obs.series_ids[:3]
-    a = pipeline.predict_grid(fitted, fit_obs, ids, n_points=9, mc_passes=3)
-    b = pipeline.predict_grid(loaded, fit_obs, ids, n_points=9, mc_passes=3)
+    a = predict_grid(fitted, fit_obs, ids, n_points=9, mc_passes=3)
+    b = predict_grid(loaded, fit_obs, ids, n_points=9, mc_passes=3)
     pd.testing.assert_frame_equal(a, b)
 
 
@@ -197,7 +210,7 @@ def test_saved_format_is_recorded(fitted_dir: Path) -> None:
 def test_predict_grid_columns_sizes_bands_and_units(fitted, fit_obs) -> None:
     n_points = 7
     ids = fit_obs.series_ids[:5]
-    grid = pipeline.predict_grid(fitted, fit_obs, ids, n_points=n_points, level=0.9)
+    grid = predict_grid(fitted, fit_obs, ids, n_points=n_points, level=0.9)
     assert set(GRID_COLUMNS) <= set(grid.columns)
     assert len(grid) == len(ids) * len(fitted.channels) * n_points
     counts = grid.groupby(["series_id", "channel"]).size()
@@ -241,7 +254,7 @@ def test_predict_grid_columns_sizes_bands_and_units(fitted, fit_obs) -> None:
 
 def test_predict_grid_rejects_unknown_series(fitted, fit_obs) -> None:
     with pytest.raises(DataError):
-        pipeline.predict_grid(fitted, fit_obs, ["no-such-series"], n_points=3)
+        predict_grid(fitted, fit_obs, ["no-such-series"], n_points=3)
 
 
 def test_predict_queries_returns_one_row_per_query(fitted, fit_obs) -> None:
@@ -253,15 +266,15 @@ def test_predict_queries_returns_one_row_per_query(fitted, fit_obs) -> None:
             "time": [30.0, 31.5, 47.0],
         }
     )
-    pred = pipeline.predict_queries(fitted, fit_obs, queries)
+    pred = predict_queries(fitted, fit_obs, queries)
     assert len(pred) == 3
     assert sorted(zip(pred["channel"], pred["time"], strict=True)) == sorted(
         zip(queries["channel"], queries["time"], strict=True)
     )
     assert np.isfinite(pred[["mean", "sigma", "lower_gauss", "upper_gauss"]].to_numpy()).all()
     # same query through the grid gives the same number (one code path, one context)
-    grid = pipeline.predict_grid(fitted, fit_obs, [sid], ["noisy"], n_points=5)
-    one = pipeline.predict_queries(fitted, fit_obs, grid[["series_id", "channel", "time"]])
+    grid = predict_grid(fitted, fit_obs, [sid], ["noisy"], n_points=5)
+    one = predict_queries(fitted, fit_obs, grid[["series_id", "channel", "time"]])
     np.testing.assert_allclose(one["mean"], grid["mean"], rtol=1e-5)
     for bad in (
         {"series_id": ["nope"], "channel": ["noisy"], "time": [30.0]},
@@ -269,7 +282,7 @@ def test_predict_queries_returns_one_row_per_query(fitted, fit_obs) -> None:
         {"series": [sid], "channel": ["noisy"], "time": [30.0]},
     ):
         with pytest.raises(DataError):
-            pipeline.predict_queries(fitted, fit_obs, pd.DataFrame(bad))
+            predict_queries(fitted, fit_obs, pd.DataFrame(bad))
 
 
 def test_series_without_context_does_not_break_predictions(fitted, fit_obs) -> None:
@@ -280,21 +293,21 @@ def test_series_without_context_does_not_break_predictions(fitted, fit_obs) -> N
     assert len(late) and (normal["time"] < fitted.task.cutoff).any(), "one series without context, one with"
     obs = from_frame(pd.concat([late, normal], ignore_index=True))
     # every series by default: the one without context is skipped and named, the other predicted
-    grid = pipeline.predict_grid(fitted, obs, n_points=5)
+    grid = predict_grid(fitted, obs, n_points=5)
     assert grid.attrs["skipped_series"] == [sids[0]]
     assert set(grid["series_id"]) == {sids[1]}
     assert len(grid) == len(fitted.channels) * 5
     assert np.isfinite(grid[["mean", "sigma", "lower_gauss", "upper_gauss"]].to_numpy()).all()
     # asked for by name, it is refused with a message naming it
     with pytest.raises(DataError, match="nothing to predict from") as exc:
-        pipeline.predict_grid(fitted, obs, [sids[0], sids[1]], n_points=5)
+        predict_grid(fitted, obs, [sids[0], sids[1]], n_points=5)
     assert sids[0] in str(exc.value)
 
 
 def test_split_predictions_only_contain_the_role(fitted, fit_obs) -> None:
     frame = fit_obs.frame
     for role in ("test", "calibration"):
-        pred = pipeline.split_predictions(fitted, fit_obs, role)
+        pred = split_predictions(fitted, fit_obs, role)
         assert set(pred["series_id"]) == set(getattr(fitted.split, role))
         assert (pred["time"] > fitted.task.cutoff).all()
         # y_true is the observation itself, in original units
@@ -370,7 +383,7 @@ def test_fit_picks_the_epoch_on_held_out_training_series(fitted) -> None:
 
 def test_coverage_checks_agree_with_the_json_and_the_metrics(evaluated, fitted) -> None:
     result, pred = evaluated
-    table = pipeline.coverage_checks(fitted, pred)
+    table = coverage_checks(fitted, pred)
     assert list(table["method"].unique()) == ["Lévy", "MC-Dropout"]
     assert len(table) == 2 * len(LEVELS)
     n_cal_series = (fitted.training.get("band_map") or fitted.training["n_series"])["calibration_series" if
@@ -401,13 +414,13 @@ def test_the_sampler_check_alone_is_evaluates_entry(evaluated, fitted, fit_obs) 
     """``sampler_check`` (what the dashboard computes only on the panels that show it) gives
     ``evaluate``'s ``sampler_50`` entry exactly: the same seeded draws on the same queries."""
     result, _ = evaluated
-    assert pipeline.sampler_check(fitted, fit_obs) == result["sampler_50"]
+    assert sampler_check(fitted, fit_obs) == result["sampler_50"]
     with pytest.raises(ValueError, match="at least 2 draws"):
-        pipeline.sampler_check(fitted, fit_obs, n_draws=1)
+        sampler_check(fitted, fit_obs, n_draws=1)
 
 
 def test_evaluate_on_a_new_file_uses_all_its_series(fitted, new_obs: Observations) -> None:
-    result, pred = pipeline.evaluate(fitted, new_obs, mc_passes=2, sampler_draws=0)
+    result, pred = evaluate(fitted, new_obs, mc_passes=2, sampler_draws=0)
     assert set(pred["series_id"]) == set(new_obs.series_ids)
     expected = int((new_obs.frame["time"] > fitted.task.cutoff).sum())
     assert result["n_test"] == len(pred) == expected
@@ -418,7 +431,7 @@ def test_evaluate_on_a_new_file_uses_all_its_series(fitted, new_obs: Observation
 
 
 def test_rank_scores_every_series_once_in_trust_order(fitted, fit_obs) -> None:
-    ranked, seconds = pipeline.rank(fitted, fit_obs)
+    ranked, seconds = rank(fitted, fit_obs)
     assert seconds > 0
     assert sorted(ranked["series_id"]) == sorted(fit_obs.series_ids)
     assert ranked["rank"].tolist() == list(range(1, fit_obs.n_series + 1))
@@ -439,7 +452,7 @@ def test_rank_scores_every_series_once_in_trust_order(fitted, fit_obs) -> None:
 
 def test_attention_weights_sum_to_one_per_head(fitted, fit_obs) -> None:
     sid = fit_obs.series_ids[1]
-    weights = pipeline.attention_weights(fitted, fit_obs, sid, "smooth", fitted.task.cutoff + 2.0)
+    weights = attention_weights(fitted, fit_obs, sid, "smooth", fitted.task.cutoff + 2.0)
     n_ctx = int(
         ((fit_obs.frame["series_id"] == sid) & (fit_obs.frame["time"] <= fitted.task.cutoff)).sum()
     )
@@ -451,9 +464,9 @@ def test_attention_weights_sum_to_one_per_head(fitted, fit_obs) -> None:
         assert weights[col].sum() == pytest.approx(1.0, abs=1e-5), col
     assert (weights["time"] <= fitted.task.cutoff).all()
     with pytest.raises(DataError):
-        pipeline.attention_weights(fitted, fit_obs, "nope", "smooth", 30.0)
+        attention_weights(fitted, fit_obs, "nope", "smooth", 30.0)
     with pytest.raises(DataError):
-        pipeline.attention_weights(fitted, fit_obs, sid, "nope", 30.0)
+        attention_weights(fitted, fit_obs, sid, "nope", 30.0)
 
 
 def test_operator_draws_match_the_closed_form_sigma(fitted, fit_obs) -> None:
@@ -467,7 +480,7 @@ def test_operator_draws_match_the_closed_form_sigma(fitted, fit_obs) -> None:
     ]
     t = float(rows["time"].iloc[len(rows) // 2])  # among the context: plenty of evidence
     n = 4000
-    out = pipeline.operator_draws(fitted, fit_obs, sid, "coupled", t, n_draws=n, seed=1)
+    out = operator_draws(fitted, fit_obs, sid, "coupled", t, n_draws=n, seed=1)
     draws, mean, sigma = out["draws"], out["mean"], out["sigma"]
     assert draws.shape == (n,) and np.isfinite(draws).all() and sigma > 0
     sq = (draws - mean) ** 2
@@ -478,7 +491,7 @@ def test_operator_draws_match_the_closed_form_sigma(fitted, fit_obs) -> None:
     # the draws are centred on the closed-form mean (5 standard errors)
     assert abs(draws.mean() - mean) <= 5 * draws.std(ddof=1) / math.sqrt(n)
     # the closed form is the prediction itself
-    pred = pipeline.predict_queries(
+    pred = predict_queries(
         fitted, fit_obs, pd.DataFrame({"series_id": [sid], "channel": ["coupled"], "time": [t]})
     )
     assert mean == pytest.approx(float(pred["mean"].iloc[0]), rel=1e-5)
@@ -492,7 +505,7 @@ def test_operator_draws_match_the_closed_form_sigma(fitted, fit_obs) -> None:
         rtol=1e-5,
         atol=1e-6 * c * np.abs(draws).max(),
     )
-    again = pipeline.operator_draws(fitted, fit_obs, sid, "coupled", t, n_draws=n, seed=1)
+    again = operator_draws(fitted, fit_obs, sid, "coupled", t, n_draws=n, seed=1)
     np.testing.assert_array_equal(again["draws"], draws)
 
 
@@ -503,16 +516,16 @@ def test_operator_draws_match_the_closed_form_sigma(fitted, fit_obs) -> None:
 def window_fitted(synthetic_obs: Observations):
     """Few series (< 10) interpolated: split by time windows. Lévy only, one epoch."""
     obs = synthetic_obs.subset(synthetic_obs.series_ids[-3:])
-    return obs, pipeline.fit(obs, task=TaskConfig("interpolate"), train=TrainConfig(epochs=1), train_twin=False)
+    return obs, fit(obs, task=TaskConfig("interpolate"), train=TrainConfig(epochs=1), train_twin=False)
 
 
 def test_window_mode_pipeline_predicts_and_evaluates_test_windows(window_fitted) -> None:
     obs, fitted = window_fitted
     assert fitted.split.mode == "window" and fitted.twin is None
-    grid = pipeline.predict_grid(fitted, obs, fitted.split.test[:2], n_points=4)
+    grid = predict_grid(fitted, obs, fitted.split.test[:2], n_points=4)
     assert len(grid) == 2 * len(fitted.channels) * 4
     assert np.isfinite(grid[["mean", "sigma", "lower_gauss", "upper_gauss"]].to_numpy()).all()
-    result, pred = pipeline.evaluate(fitted, obs, sampler_draws=0)
+    result, pred = evaluate(fitted, obs, sampler_draws=0)
     assert set(result) == {"n_test", "levy", "last_value", "coverage_note"}, "no twin: no MC-Dropout or softmax entries"
     assert set(pred["series_id"]) <= set(fitted.split.test) and len(pred) == result["n_test"] > 0
 
@@ -521,15 +534,15 @@ def test_window_mode_accepts_queries_in_the_users_series_ids(window_fitted) -> N
     obs, fitted = window_fitted
     sid = obs.series_ids[0]
     queries = pd.DataFrame({"series_id": [sid], "channel": ["smooth"], "time": [30.0]})
-    pred = pipeline.predict_user_queries(fitted, obs, queries)
+    pred = predict_user_queries(fitted, obs, queries)
     assert len(pred) == 1 and np.isfinite(pred["mean"]).all()
     assert pred["series_id"].iloc[0] == sid and pred["time"].iloc[0] == 30.0, "reported in the user's clock"
     # the same query in the model's own space (the window holding 30 h) gives the same numbers
-    data = pipeline.prepare(fitted, obs)
-    model_q = pipeline.user_queries_to_model(data, queries)
+    data = prepare(fitted, obs)
+    model_q = user_queries_to_model(data, queries)
     assert model_q["series_id"].iloc[0] == data.clock.queries_to_model(queries)["series_id"].iloc[0]
     assert model_q["series_id"].iloc[0].startswith(f"{sid}@")
-    same = pipeline.predict_from_past(fitted, obs, model_q)
+    same = predict_from_past(fitted, obs, model_q)
     np.testing.assert_array_equal(same["mean"].to_numpy(), pred["mean"].to_numpy())
     # interpolation: the whole window is the context, the fixed hold-out included
     assert int(pred["n_context"].iloc[0]) == len(data.builder.series[model_q["series_id"].iloc[0]].time)
@@ -542,10 +555,10 @@ def test_short_timings_are_repeated_and_the_median_reported() -> None:
         calls.append(1)
         return len(calls)
 
-    result, seconds = pipeline.timed(work, min_total=10.0, max_runs=7)
+    result, seconds = timed(work, min_total=10.0, max_runs=7)
     assert result == 1 and len(calls) == 7 and 0 <= seconds < 0.1  # instant work: all 7 runs
     calls.clear()
-    result, _ = pipeline.timed(work, min_total=0.0)
+    result, _ = timed(work, min_total=0.0)
     assert result == 1 and len(calls) == 1  # long enough at once: one run
 
 

@@ -18,7 +18,7 @@ _FIT_AFTER_PRELOAD = """
 import sys
 from levy_core.pipeline.preload import preload_fit
 preload_fit()
-from levy_core import pipeline
+from levy_core.pipeline.recipe import fit
 from levy_core.data import SAMPLES, read_csv
 from levy_core.episodes.tasks import TaskConfig
 from levy_core.serving.modelzip import load_model_zip, model_zip_bytes
@@ -27,7 +27,7 @@ samples = {"Synthetic multichannel": "interpolate", "Single sensor series": "for
 observations = {name: read_csv(SAMPLES[name]) for name in samples}
 before = set(sys.modules)
 for name, kind in samples.items():
-    fitted = pipeline.fit(observations[name], task=TaskConfig(kind=kind), train=TrainConfig(epochs=1),
+    fitted = fit(observations[name], task=TaskConfig(kind=kind), train=TrainConfig(epochs=1),
                           size="small", train_twin=True, mc_passes=2)
     load_model_zip(model_zip_bytes(fitted))
 heavy = ("torch", "scipy", "sklearn", "pandas", "pyarrow", "numpy", "levy_core")

@@ -18,7 +18,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core import pipeline
 from levy_core.data import DataError, Observations, from_frame, load_sample
 from levy_core.episodes.tasks import (
     MIN_SERIES_FOR_SERIES_SPLIT,
@@ -26,7 +25,10 @@ from levy_core.episodes.tasks import (
     TaskConfig,
     to_windows,
 )
+from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.prepared import ModelData, as_model_data, natural_key, prepare
+from levy_core.pipeline.ranking import rank
+from levy_core.pipeline.recipe import fit
 from levy_core.training.train import TrainConfig
 
 POINT_COLUMNS = ["series_id", "channel", "time", "value", "role", "split"]
@@ -53,31 +55,31 @@ def sample() -> Observations:
 
 
 @pytest.fixture(scope="module")
-def many(sample: Observations) -> tuple[Observations, pipeline.FittedModel]:
+def many(sample: Observations) -> tuple[Observations, FittedModel]:
     """16 series renamed "s0" … "s15", Lévy only, one epoch."""
     frame = sample.subset(sample.series_ids[:16]).frame.copy()
     frame["series_id"] = "s" + frame["series_id"].str[1:].astype(int).astype(str)
     obs = from_frame(frame)
-    fitted = pipeline.fit(obs, train=TrainConfig(epochs=1), train_twin=False)
+    fitted = fit(obs, train=TrainConfig(epochs=1), train_twin=False)
     assert fitted.split.mode == "series" and fitted.task.kind == "forecast"
     return obs, fitted
 
 
 @pytest.fixture(scope="module")
-def few(sample: Observations) -> tuple[Observations, pipeline.FittedModel]:
+def few(sample: Observations) -> tuple[Observations, FittedModel]:
     """3 series (< MIN_SERIES_FOR_SERIES_SPLIT), interpolated: window mode."""
     obs = sample.subset(sample.series_ids[-3:])
     assert obs.n_series < MIN_SERIES_FOR_SERIES_SPLIT
-    fitted = pipeline.fit(obs, task=TaskConfig("interpolate"), train=TrainConfig(epochs=1), train_twin=False)
+    fitted = fit(obs, task=TaskConfig("interpolate"), train=TrainConfig(epochs=1), train_twin=False)
     assert fitted.split.mode == "window" and fitted.split.window_hours > 0
     return obs, fitted
 
 
 @pytest.fixture(scope="module")
-def origin(sample: Observations) -> tuple[Observations, pipeline.FittedModel]:
+def origin(sample: Observations) -> tuple[Observations, FittedModel]:
     """3 series (< MIN_SERIES_FOR_SERIES_SPLIT) forecast: rolling origins."""
     obs = sample.subset(sample.series_ids[-3:])
-    fitted = pipeline.fit(obs, task=TaskConfig("forecast"), train=TrainConfig(epochs=1), train_twin=False)
+    fitted = fit(obs, task=TaskConfig("forecast"), train=TrainConfig(epochs=1), train_twin=False)
     assert fitted.split.mode == "origin" and fitted.task.cutoff == 0.0
     return obs, fitted
 
@@ -188,7 +190,7 @@ def test_scoring_new_data_never_hashes_it(many, monkeypatch) -> None:
     real = Observations.content_hash
     monkeypatch.setattr(Observations, "content_hash", lambda self: calls.append(1) or real(self))
     data = prepare(fitted, other)
-    ranked, _ = pipeline.rank(fitted, data)
+    ranked, _ = rank(fitted, data)
     assert len(ranked) == other.n_series and calls == []
     assert data.same_data is False and calls == [1]
     assert data.roles == {} and calls == [1], "asked once, remembered"

@@ -10,10 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core import pipeline
 from levy_core.cli.main import main
 from levy_core.data import DataError, Observations, from_frame
 from levy_core.episodes.tasks import TaskConfig
+from levy_core.pipeline.modelfile import FittedModel
+from levy_core.pipeline.predict import predict_after_end, predict_future, predict_queries
+from levy_core.pipeline.prepared import prepare
+from levy_core.pipeline.recipe import fit
+from levy_core.pipeline.user_frames import predict_user_queries
 from levy_core.training.train import TrainConfig
 
 NUMBERS = ["mean", "sigma", "pred_std", "lower_gauss", "upper_gauss", "lower_conf", "upper_conf", "log_evidence",
@@ -36,10 +40,10 @@ def pbc_like(late: float = 0.01) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def pbc() -> tuple[Observations, pipeline.FittedModel]:
+def pbc() -> tuple[Observations, FittedModel]:
     """A model cut off early (day 60) on a PBC-shaped panel: the fixed episodes end there."""
     obs = from_frame(pbc_like())
-    fitted = pipeline.fit(obs, task=TaskConfig("forecast", cutoff=60 * DAY), train=TrainConfig(epochs=1, seed=0),
+    fitted = fit(obs, task=TaskConfig("forecast", cutoff=60 * DAY), train=TrainConfig(epochs=1, seed=0),
                           size="small", train_twin=False)
     assert fitted.split.mode == "series"
     return obs, fitted
@@ -53,11 +57,11 @@ def test_a_query_long_after_the_cutoff_sees_the_latest_readings(pbc) -> None:
     frame = obs.frame
     last = frame.groupby("series_id")["time"].max()
     queries = pd.DataFrame({"series_id": last.index, "channel": "bili", "time": last.to_numpy() + 24 * DAY})
-    asked = pipeline.predict_user_queries(fitted, obs, queries)
-    ahead = pipeline.predict_after_end(fitted, obs, queries)
+    asked = predict_user_queries(fitted, obs, queries)
+    ahead = predict_after_end(fitted, obs, queries)
     np.testing.assert_array_equal(asked[NUMBERS].to_numpy(), ahead[NUMBERS].to_numpy())
     assert (asked["n_context"] == frame.groupby("series_id").size().loc[last.index].to_numpy()).all()
-    stale = pipeline.predict_queries(fitted, obs, queries)  # the held-out split's fixed episode
+    stale = predict_queries(fitted, obs, queries)  # the held-out split's fixed episode
     latest = frame[frame["channel"] == "bili"].groupby("series_id")["value"].last().loc[last.index].to_numpy()
     assert (np.abs(asked["mean"] - latest) < np.abs(stale["mean"] - latest)).all()
     assert asked["mean"].std() > 3 * stale["mean"].std(), "each patient's own level, not one stale answer"
@@ -74,20 +78,20 @@ def test_a_forecast_query_uses_only_the_observations_before_it(pbc) -> None:
     times = obs.frame.loc[obs.frame["series_id"] == sid, "time"].unique()
     t = float(times[6] + times[7]) / 2  # between two readings, after the cut-off
     query = pd.DataFrame({"series_id": [sid], "channel": ["bili"], "time": [t]})
-    base = pipeline.predict_user_queries(fitted, obs, query)
+    base = predict_user_queries(fitted, obs, query)
     assert int(base["n_context"].iloc[0]) == 2 * 7  # two labs at each of the 7 visits before t
-    after = pipeline.predict_user_queries(fitted, with_row(obs, sid, "bili", t + 1.0, 9.0), query)
+    after = predict_user_queries(fitted, with_row(obs, sid, "bili", t + 1.0, 9.0), query)
     np.testing.assert_array_equal(after[NUMBERS].to_numpy(), base[NUMBERS].to_numpy())
-    before = pipeline.predict_user_queries(fitted, with_row(obs, sid, "bili", t - 1.0, 9.0), query)
+    before = predict_user_queries(fitted, with_row(obs, sid, "bili", t - 1.0, 9.0), query)
     assert int(before["n_context"].iloc[0]) == 2 * 7 + 1
     assert float(before["mean"].iloc[0]) != pytest.approx(float(base["mean"].iloc[0]), rel=1e-4)
     with pytest.raises(DataError, match="nothing to forecast from"):  # nothing before it
-        pipeline.predict_user_queries(fitted, obs, query.assign(time=-DAY))
+        predict_user_queries(fitted, obs, query.assign(time=-DAY))
 
 
 def test_queries_sharing_a_context_are_one_item(pbc) -> None:
     obs, fitted = pbc
-    data = pipeline.prepare(fitted, obs)
+    data = prepare(fitted, obs)
     sid = obs.series_ids[0]
     end = float(obs.frame.loc[obs.frame["series_id"] == sid, "time"].max())
     q = pd.DataFrame({"series_id": sid, "time": end + np.arange(1.0, 11.0), "code": 0})
@@ -104,10 +108,10 @@ def test_rolling_origins_and_windows_answer_past_the_end_as_horizon(synthetic_ob
     interpolated in windows: a query after the end is the ``--horizon`` forecast."""
     for task, n in (("forecast", 1), ("interpolate", 3)):
         obs = synthetic_obs.subset(synthetic_obs.series_ids[-n:])
-        fitted = pipeline.fit(obs, task=TaskConfig(task), train=TrainConfig(epochs=1), train_twin=False)
+        fitted = fit(obs, task=TaskConfig(task), train=TrainConfig(epochs=1), train_twin=False)
         assert fitted.split.mode == ("origin" if task == "forecast" else "window")
-        future = pipeline.predict_future(fitted, obs, 6.0, n_points=4)
-        asked = pipeline.predict_user_queries(fitted, obs, future[["series_id", "channel", "time"]])
+        future = predict_future(fitted, obs, 6.0, n_points=4)
+        asked = predict_user_queries(fitted, obs, future[["series_id", "channel", "time"]])
         np.testing.assert_array_equal(asked[NUMBERS].to_numpy(), future[NUMBERS].to_numpy())
         assert asked["time"].tolist() == future["time"].tolist()
         assert asked.attrs.get("beyond_horizon") == future.attrs.get("beyond_horizon")

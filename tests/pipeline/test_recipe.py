@@ -190,9 +190,9 @@ def test_add_twin_leaves_the_levy_model_and_its_calibration_alone(both_ways) -> 
 
 def test_add_twin_gives_a_working_mc_dropout(both_ways) -> None:
     data, _, _, added, _, _ = both_ways
-    from levy_core import pipeline
+    from levy_core.pipeline.predict import split_predictions
 
-    pred = pipeline.split_predictions(added, data, "test", mc_passes=MC_PASSES)
+    pred = split_predictions(added, data, "test", mc_passes=MC_PASSES)
     assert {"mc_mean", "mc_std", "mc_lower", "mc_upper"} <= set(pred.columns)
     assert np.isfinite(pred[["mc_mean", "mc_std"]].to_numpy()).all() and (pred["mc_std"] > 0).all()
 
@@ -281,15 +281,16 @@ def test_a_shifted_clock_gives_the_same_model_and_band(obs: Observations) -> Non
     """Hours before an event (a clock that starts at −24 h) or far after its origin: the
     time scale follows the spans, so the fit and its band are those of the same data from 0
     (to float32 rounding of the shifted times, ~1e-6 relative at these magnitudes)."""
-    from levy_core import pipeline
+
     from levy_core.data import from_frame
+    from levy_core.pipeline.predict import predict_grid
 
     def fitted_band(shift: float):
         frame = obs.frame.assign(time=obs.frame["time"] + shift)
         shifted = from_frame(frame)
         task = TaskConfig("forecast", cutoff=24.0 + shift)
         f = fit(shifted, task=task, train=TrainConfig(epochs=1, seed=0), train_twin=False)
-        grid = pipeline.predict_grid(f, shifted, shifted.series_ids[:3], n_points=6)
+        grid = predict_grid(f, shifted, shifted.series_ids[:3], n_points=6)
         return f, grid
 
     base, band = fitted_band(0.0)

@@ -117,14 +117,15 @@ def test_mc_dropout_band_is_smooth_along_the_grid() -> None:
     time, so the MC band does not jitter between neighbouring grid points by its Monte-Carlo
     error. With a fresh mask per query, about half of the steps of the spread reverse sign
     (noise); here few do."""
-    from levy_core import pipeline
     from levy_core.data import load_sample
     from levy_core.episodes.tasks import TaskConfig
+    from levy_core.pipeline.predict import predict_grid
+    from levy_core.pipeline.recipe import fit
     from levy_core.training.train import TrainConfig
 
     obs = load_sample("Synthetic multichannel")
-    fitted = pipeline.fit(obs, task=TaskConfig("interpolate"), train=TrainConfig(epochs=2, seed=0), mc_passes=5)
-    grid = pipeline.predict_grid(fitted, obs, obs.series_ids[:2], n_points=200, mc_passes=20)
+    fitted = fit(obs, task=TaskConfig("interpolate"), train=TrainConfig(epochs=2, seed=0), mc_passes=5)
+    grid = predict_grid(fitted, obs, obs.series_ids[:2], n_points=200, mc_passes=20)
     for _, g in grid.groupby(["series_id", "channel"]):
         step = np.diff(g["mc_std"].to_numpy())
         reversals = np.mean(np.sign(step[1:]) != np.sign(step[:-1]))

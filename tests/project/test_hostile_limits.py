@@ -36,7 +36,6 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from levy_core import pipeline
 from levy_core.cli import main as cli
 from levy_core.cli.evaluate import MAX_MC_PASSES
 from levy_core.cli.predict import MAX_POINTS
@@ -45,6 +44,8 @@ from levy_core.data import parquet as parquet_module
 from levy_core.data.parquet import MAX_ID_CHARS, check_parquet, read_parquet
 from levy_core.model.limits import MAX_JSON_CONTAINERS, NUMBER_BOUNDS
 from levy_core.pipeline.modelfile import ModelLoadError, load_model
+from levy_core.pipeline.predict import predict_grid
+from levy_core.pipeline.prepared import prepare
 from levy_core.serving.modelzip import load_model_zip, model_zip_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -300,9 +301,9 @@ def test_every_bounded_number_at_its_bounds_runs_a_pass_and_past_them_is_refused
         return
     if name == "task.cutoff" and value < 0:  # a cut-off before every observation: nothing to predict from
         with pytest.raises(DataError, match="no observation before the forecast cut-off"):
-            pipeline.predict_grid(fitted, pipeline.prepare(fitted, new_obs), n_points=5)
+            predict_grid(fitted, prepare(fitted, new_obs), n_points=5)
         return
-    pred = pipeline.predict_grid(fitted, pipeline.prepare(fitted, new_obs), n_points=5)
+    pred = predict_grid(fitted, prepare(fitted, new_obs), n_points=5)
     numbers = pred[["mean", "sigma", "lower_conf", "upper_conf", "lower_gauss", "upper_gauss"]].to_numpy(float)
     assert len(pred) and np.isfinite(numbers).all(), name
 

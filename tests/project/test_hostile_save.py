@@ -28,8 +28,8 @@ import torch
 from cli_helpers import assert_clean_error, run
 from safetensors import SafetensorError
 
-from levy_core import LevyForecaster, pipeline
-from levy_core.pipeline import modelfile
+from levy_core import LevyForecaster
+from levy_core.pipeline import modelfile, predict, prepared, recipe
 from levy_core.runtime import atomic
 from levy_core.serving.table_writer import TableWriter, atomic_output
 
@@ -44,7 +44,7 @@ def new_model(fitted):
 
 
 def _predict(model, obs) -> np.ndarray:
-    pred = pipeline.predict_future(model, pipeline.prepare(model, obs), 6.0, n_points=3)
+    pred = predict.predict_future(model, prepared.prepare(model, obs), 6.0, n_points=3)
     return pred[["mean", "sigma"]].to_numpy()
 
 
@@ -56,7 +56,7 @@ def expected(fitted, new_model, new_obs) -> dict[str, np.ndarray]:
 def which(directory: Path, fitted, new_model, new_obs, expected) -> str:
     """'old' or 'new' when ``directory`` holds that model whole (weights, twin, model.json and
     predictions bit-identical); fails the test on a mix."""
-    loaded = pipeline.load_model(directory)
+    loaded = modelfile.load_model(directory)
     matches = []
     for name, model in (("old", fitted), ("new", new_model)):
         same_weights = all(torch.equal(a, b) for a, b in zip(loaded.levy.state_dict().values(),
@@ -196,7 +196,7 @@ def test_the_new_model_replaces_the_old_twin(tmp_path, fitted, new_model):
     assert (target / "softmax.safetensors").is_file()
     new_model.save(target)
     assert sorted(os.listdir(target)) == ["levy.safetensors", "model.json"]
-    assert pipeline.load_model(target).twin is None
+    assert modelfile.load_model(target).twin is None
 
 
 # ----------------------------------------------------------------------------- refused targets
@@ -259,7 +259,7 @@ def test_a_target_that_is_not_a_model_is_refused_by_name(tmp_path, monkeypatch, 
     make(target)
     before = _snapshot(tmp_path)
     if how == "levy fit --out":  # refused before the fit starts
-        monkeypatch.setattr(pipeline, "fit", lambda *a, **k: pytest.fail("fitted before the target was checked"))
+        monkeypatch.setattr(recipe, "fit", lambda *a, **k: pytest.fail("fitted before the target was checked"))
         code, out, err = run(capsys, "fit", fit_csv, "--out", target, "--epochs", "1")
         assert_clean_error(code, out, err)
         assert re.search(message, err), err
@@ -274,8 +274,8 @@ def test_a_target_that_is_not_a_model_is_refused_by_name(tmp_path, monkeypatch, 
 
 def test_an_empty_folder_or_an_old_model_is_replaced(tmp_path, fitted, new_model):
     (tmp_path / "empty").mkdir()
-    assert pipeline.load_model(fitted.save(tmp_path / "empty")).twin is not None
-    assert pipeline.load_model(new_model.save(tmp_path / "empty")).mc_passes == 7
+    assert modelfile.load_model(fitted.save(tmp_path / "empty")).twin is not None
+    assert modelfile.load_model(new_model.save(tmp_path / "empty")).mc_passes == 7
 
 
 def test_a_zip_over_a_link_replaces_the_link_not_the_file_it_points_to(tmp_path, fitted):
@@ -306,7 +306,7 @@ FULL_DISK = [(case, step) for case in WRITE_ERRORS for step in ([1] if "safetens
 def test_levy_fit_on_a_full_disk_keeps_the_old_model(tmp_path, monkeypatch, capsys, fitted, new_model, new_obs,
                                                     expected, fit_csv, case, step):
     target = fitted.save(tmp_path / "m")
-    monkeypatch.setattr(pipeline, "fit", lambda *a, **k: copy.copy(new_model))
+    monkeypatch.setattr(recipe, "fit", lambda *a, **k: copy.copy(new_model))
     Injected.patch(monkeypatch, step, WRITE_ERRORS[case])
     code, out, err = run(capsys, "fit", fit_csv, "--out", target, "--epochs", "1", "--quiet")
     monkeypatch.undo()

@@ -23,10 +23,10 @@ import numpy as np
 import pytest
 import torch
 
-from levy_core import pipeline
 from levy_core.cli.main import main as levy
 from levy_core.data import SAMPLES, read_csv
 from levy_core.pipeline.modelfile import file_sha256, load_model
+from levy_core.pipeline.predict import predict_grid
 from levy_core.runtime.threads import using_threads
 from levy_core.serving.modelzip import load_model_zip
 
@@ -84,8 +84,8 @@ def _check_same(name: str, tmp_path: Path) -> None:
     for a, b in zip(_weights(shipped), _weights(refit), strict=True):
         np.testing.assert_array_equal(a, b)
     assert shipped.levy_calibration.scale_ == refit.levy_calibration.scale_
-    p0 = pipeline.predict_grid(shipped, obs, n_points=7)
-    p1 = pipeline.predict_grid(refit, obs, n_points=7)
+    p0 = predict_grid(shipped, obs, n_points=7)
+    p1 = predict_grid(refit, obs, n_points=7)
     for col in ("mean", "sigma", "log_evidence", "disagreement"):
         np.testing.assert_array_equal(p0[col].to_numpy(), p1[col].to_numpy(), err_msg=col)
 

@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 from data_files import write
 
-from levy_core import pipeline
 from levy_core.cli.main import main
 from levy_core.data import DataError, Observations, read_csv
 from levy_core.data import series_chunks as series_chunks_module
 from levy_core.data.series_chunks import ChunkTotals, UngroupedSeriesError, iter_series_chunks
-from levy_core.pipeline.ranking import SCORE_COLUMNS
+from levy_core.pipeline.predict import predict_grid
+from levy_core.pipeline.ranking import SCORE_COLUMNS, rank
 from levy_core.serving import chunked
 from levy_core.serving.table_writer import TableWriter
 
@@ -114,7 +114,7 @@ def read_ranking(path: Path) -> pd.DataFrame:
 @pytest.mark.parametrize("out_name", ["rank.csv", "rank.parquet"])
 def test_rank_file_equals_the_in_memory_ranking(fitted, many_csv: Path, many_parquet: Path, tmp_path: Path,
                                                 monkeypatch, out_name: str) -> None:
-    expected, _ = pipeline.rank(fitted, read_csv(many_csv))
+    expected, _ = rank(fitted, read_csv(many_csv))
     monkeypatch.setattr(chunked, "MERGE_FAN_IN", 3)  # 6 runs: merged in rounds
     for source in (many_csv, many_parquet):
         out = tmp_path / out_name
@@ -134,7 +134,7 @@ def test_a_small_file_with_series_out_of_place_is_ranked_whole(fitted, synthetic
                                                                tmp_path: Path) -> None:
     shuffled = tmp_path / "shuffled.csv"
     synthetic_obs.frame.sample(frac=1.0, random_state=0).to_csv(shuffled, index=False)
-    expected, _ = pipeline.rank(fitted, read_csv(shuffled))
+    expected, _ = rank(fitted, read_csv(shuffled))
     summary = chunked.rank_file(fitted, shuffled, tmp_path / "rank.csv", chunk_series=5)
     got = read_ranking(tmp_path / "rank.csv")
     assert summary.totals.chunks == 1 and got["series_id"].tolist() == expected["series_id"].tolist()
@@ -149,7 +149,7 @@ def test_a_big_file_with_series_out_of_place_says_to_sort_it(fitted, tmp_path: P
 
 def test_predict_file_writes_what_the_whole_file_predicts(fitted, many_csv: Path, tmp_path: Path) -> None:
     def grid(obs: Observations) -> pd.DataFrame:
-        return pipeline.predict_grid(fitted, obs, n_points=5)[["series_id", "channel", "time", "mean_norm",
+        return predict_grid(fitted, obs, n_points=5)[["series_id", "channel", "time", "mean_norm",
                                                               "sigma_norm"]]
 
     expected = grid(read_csv(many_csv)).sort_values(SORT, ignore_index=True)

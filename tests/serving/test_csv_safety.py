@@ -183,9 +183,9 @@ EXPECTED_IDS = {neutralise_cell(i.strip()) for i in IDS}
 
 
 def test_the_hostile_ids_reach_the_model(hostile) -> None:
-    from levy_core import pipeline
+    from levy_core.pipeline.modelfile import load_model
 
-    fitted = pipeline.load_model(hostile[1])
+    fitted = load_model(hostile[1])
     assert sorted(fitted.channels) == sorted(["-coupled", "@noisy", "smooth"])
     split = fitted.split
     assert {i.strip() for i in IDS} == set(split.train + split.stopping + split.calibration + split.test)

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 import torch
 
-from levy_core import pipeline
 from levy_core.pipeline.model_loading import MAX_MODEL_JSON_BYTES
 from levy_core.pipeline.modelfile import ModelLoadError
+from levy_core.pipeline.predict import predict_grid
 from levy_core.serving import modelzip
 from levy_core.serving.modelzip import load_model_zip, model_zip_bytes
 
@@ -67,8 +67,8 @@ def patch_central(data: bytes, offset: int, fmt: str, value: int) -> bytes:
 
 def test_the_round_trip_predicts_exactly_as_the_fitted_model(fitted, new_obs, good_zip, private_tmp) -> None:
     opened = load_model_zip(good_zip)
-    before = pipeline.predict_grid(fitted, new_obs, n_points=20)
-    after = pipeline.predict_grid(opened, new_obs, n_points=20)
+    before = predict_grid(fitted, new_obs, n_points=20)
+    after = predict_grid(opened, new_obs, n_points=20)
     for column in ("mean", "sigma", "lower_conf", "upper_conf", "log_evidence"):
         np.testing.assert_array_equal(after[column].to_numpy(), before[column].to_numpy())
     assert opened.channels == fitted.channels and opened.twin is not None

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from levy_core import pipeline
 from levy_core.data import from_frame
-from levy_core.pipeline.evaluation import LEVELS
+from levy_core.pipeline.evaluation import LEVELS, channel_coverage, coverage_checks, evaluate
+from levy_core.pipeline.recipe import fit
 from levy_core.serving.monitoring import CHANNEL_COLUMNS, monitor_coverage
 
 
@@ -20,8 +20,8 @@ def monitored(fitted, new_obs):
 
 
 def test_the_verdicts_are_those_of_levy_evaluate(fitted, new_obs, monitored) -> None:
-    _, pred = pipeline.evaluate(fitted, new_obs, mc_passes=0, sampler_draws=0)
-    expected = pipeline.coverage_checks(fitted, pred)
+    _, pred = evaluate(fitted, new_obs, mc_passes=0, sampler_draws=0)
+    expected = coverage_checks(fitted, pred)
     expected = expected[expected["method"] == "Lévy"].reset_index(drop=True)
     assert monitored.observed and monitored.new_data
     assert monitored.n_queries == len(pred) and monitored.n_series == new_obs.n_series
@@ -31,11 +31,11 @@ def test_the_verdicts_are_those_of_levy_evaluate(fitted, new_obs, monitored) -> 
 
 
 def test_per_channel_coverage_is_the_calibration_panels(fitted, new_obs, monitored) -> None:
-    _, pred = pipeline.evaluate(fitted, new_obs, mc_passes=0, sampler_draws=0)
+    _, pred = evaluate(fitted, new_obs, mc_passes=0, sampler_draws=0)
     assert list(monitored.by_channel.columns) == CHANNEL_COLUMNS
     assert len(monitored.by_channel) == len(LEVELS) * len(fitted.channels)
     for level in LEVELS:
-        panel = pipeline.channel_coverage(fitted, pred, level)
+        panel = channel_coverage(fitted, pred, level)
         panel = panel[panel["method"] == "Lévy"].set_index("channel")
         mine = monitored.by_channel[monitored.by_channel["level"] == level].set_index("channel")
         assert mine["coverage"].to_dict() == pytest.approx(panel["coverage"].to_dict())
@@ -99,7 +99,7 @@ def test_a_model_on_rolling_origins_counts_forecast_origins() -> None:
     from levy_core.training.train import TrainConfig
 
     obs = load_sample("Single sensor series")
-    fitted = pipeline.fit(obs, train=TrainConfig(epochs=1, max_seconds=2.0, seed=0), train_twin=False)
+    fitted = fit(obs, train=TrainConfig(epochs=1, max_seconds=2.0, seed=0), train_twin=False)
     own = monitor_coverage(fitted, obs)
     assert fitted.split.mode == "origin" and own.unit == "forecast origins"
     assert own.n_series == len(fitted.split.test) and "forecast origins (the test split" in own.note

@@ -12,8 +12,8 @@ from levy_dashboard.fitting import fit_pool, fits
 from levy_dashboard.fitting.fit_pool import FitPool, JobView
 from levy_dashboard.services.fit import status_text
 
-from levy_core import pipeline
 from levy_core.data import read_csv
+from levy_core.pipeline.predict import predict_grid
 from levy_core.runtime.priority import thread_niceness
 from levy_core.runtime.threads import using_threads
 from levy_core.serving.modelzip import load_model_zip
@@ -35,7 +35,7 @@ def _submit(p: FitPool, obs, seed: int, epochs: int = 2, key: str | None = None,
 
 def _predictions(zip_bytes: bytes, obs) -> np.ndarray:
     fitted = load_model_zip(zip_bytes)
-    grid = pipeline.predict_grid(fitted, obs, n_points=5)
+    grid = predict_grid(fitted, obs, n_points=5)
     return grid[["mean", "sigma", "log_evidence", "disagreement"]].to_numpy()
 
 
@@ -255,7 +255,7 @@ def test_previews_arrive_while_the_levy_model_trains_and_draw_a_band(obs, pool2)
     assert preview is not None, "a preview came before the fit ended"
     assert preview.preview.startswith("epoch ") and "Training on upload: x.csv" in preview.describe()
     assert progress["best_epoch"] >= 1, "a preview is a model better than the untrained one"
-    grid = pipeline.predict_grid(preview.fitted, obs, n_points=5)
+    grid = predict_grid(preview.fitted, obs, n_points=5)
     assert np.isfinite(grid["sigma"]).all() and (grid["sigma"] > 0).all()
     assert pool2.wait("previewed", timeout=300).state == "done"
     assert pool2.models("previewed")[0] is None, "the final model replaces the preview"

@@ -19,6 +19,7 @@ from levy_dashboard import services
 from levy_dashboard.fitting import fits
 from streamlit.testing.v1 import AppTest
 
+from levy_core.pipeline import recipe
 from levy_core.pipeline.model_loading import MAX_MODEL_JSON_BYTES
 from levy_core.serving.modelzip import load_model_zip
 
@@ -84,7 +85,7 @@ def test_a_saved_model_opens_in_a_fresh_session_and_scores_new_data_without_refi
     data, fit_key = saved
     at = start()  # a fresh session on the bundled sample (its default fit is the one fit allowed)
     trained = []
-    monkeypatch.setattr(fits.pipeline, "fit", lambda *a, **k: trained.append(1))  # from here on, no fit here
+    monkeypatch.setattr(recipe, "fit", lambda *a, **k: trained.append(1))  # from here on, no fit here
     monkeypatch.setattr(services.fit, "submit_fit", lambda *a, **k: trained.append(2))  # ... nor in the server's pool
     at = upload(at, "icu_model.zip", data, key="model_upload")
     assert at.session_state["_opened_model"].name == "icu_model.zip"
@@ -244,16 +245,16 @@ def test_an_opened_model_reads_new_data_with_its_recorded_columns_and_clock(monk
     (levy predict's rule), not refused for want of a time column nor read in hours."""
     import io as _io
 
-    from levy_core import pipeline
     from levy_core.data import read_csv
     from levy_core.data.columns import ColumnMapping
     from levy_core.episodes.tasks import TaskConfig
+    from levy_core.pipeline.recipe import fit
     from levy_core.serving.modelzip import model_zip_bytes
     from levy_core.training.train import TrainConfig
 
     mapping = ColumnMapping(time="when_d", value="result", series="ward_bed", channel="lab")
     obs = read_csv(_io.BytesIO(odd_columns_csv(0, 16)), mapping=mapping, time_unit="days")
-    fitted = pipeline.fit(obs, task=TaskConfig("interpolate"), train=TrainConfig(epochs=2, seed=0), train_twin=False)
+    fitted = fit(obs, task=TaskConfig("interpolate"), train=TrainConfig(epochs=2, seed=0), train_twin=False)
     assert fitted.reading is not None and fitted.reading.time_unit == "days"
     at = start()
     monkeypatch.setattr(services.fit, "submit_fit", lambda *a, **k: pytest.fail("no fit: the model scores"))
