@@ -6,7 +6,7 @@ A thin facade over the modules that do the work (see ``docs/architecture.md``):
 * ``modelfile`` — [`FittedModel`][levy_core.pipeline.FittedModel], its save and [`load_model`][levy_core.pipeline.load_model];
 * ``prepared`` — the data in the model's series space, prepared once ([`prepare`][levy_core.pipeline.prepare]);
 * ``predict`` — at a split's observed queries, on a grid, at given queries, past each series' end;
-* ``predictive`` — one method's predictive as an object (std, intervals, original units);
+* ``predictive`` — one method's predictive as an object (std, original units) and its ``Band`` (every level's bounds, derived once);
 * ``evaluation`` — every method scored the same way, the coverage guarantee;
 * ``ranking`` and ``diagnostics`` — trust ranking, attention weights, operator draws.
 

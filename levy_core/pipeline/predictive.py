@@ -86,7 +86,8 @@ class Band:
     mean, mean_original : ndarray, shape (n,)
         The point prediction, normalised and in the data's units.
     sigma : ndarray, shape (n,)
-        The method's raw spread before calibration (Lévy: σ̂), normalised units.
+        The spread the band scales, before calibration (`Predictive.spread`: Lévy's σ̂,
+        times the lead's factor ``s(h)`` on rolling origins), normalised units.
     std : ndarray, shape (n,)
         The calibrated standard deviation ``c_channel · sigma``, normalised units.
     evidence, disagreement : ndarray of shape (n,) or None
@@ -115,8 +116,9 @@ class Band:
         for i, (lv, kd) in enumerate(zip(self.levels, self.kinds, strict=True)):
             if lv == level and (kind is None or kd == kind):
                 return i
-        raise ValueError(f"the {self.method.name} band was derived at {list(zip(self.levels, self.kinds, strict=True))}, "
-                         f"not at level {level} ({kind or 'any kind'})")
+        derived = list(zip(self.levels, self.kinds, strict=True))
+        raise ValueError(f"the {self.method.name} band was derived at {derived}, not at level {level} "
+                         f"({kind or 'any kind'})")
 
     def bounds(self, level: float, kind: str | None = None, *,
                original: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -145,6 +147,12 @@ class Predictive:
     channels : ndarray, shape (n,)
         Each query's channel (conformal groups, and the scaler's lookup).
     scaler : ChannelScaler
+    adaptive : mapping of str to AdaptiveConformal, optional
+        Rolling origins: the adaptive walk's state after the test origins, by level.
+    adaptive_by_channel : bool
+        The walk ran on each channel's calibrated σ (models saved before it: the raw spread).
+    evidence, disagreement : ndarray of shape (n,), optional
+        Lévy: the frame's ``log_evidence`` and ``disagreement_norm``, carried into its `Band`.
     """
 
     method: Method
@@ -258,18 +266,18 @@ def to_original_units(frame: pd.DataFrame, methods: list[Predictive], scaler: Ch
         if "mean_norm" in frame:  # comparable across channels: the scatter's colour
             out["abs_error_norm"] = np.abs(frame["y_norm"].to_numpy() - frame["mean_norm"].to_numpy())
     for p in methods:
-        if p.method.key == "levy":
-            out["mean"] = p.original_mean()
+        if p.method.key == "levy":  # its bands at the level: Gaussian, conformal, adaptive where walked
+            kinds = ("gaussian", "conformal") + (("adaptive",) if p.adaptive and str(level) in p.adaptive else ())
+            band = p.band((level,) * len(kinds), kinds)
+            out["mean"] = band.mean_original
             out["sigma"] = (frame["sigma_norm"].to_numpy() if "sigma_norm" in frame else p.spread) * scale
             out["spread"] = p.spread * scale  # the band's spread before calibration: σ̂, or s(q) on panels
             out["pred_std"] = p.std(original=True)
-            walked = bool(p.adaptive and str(level) in p.adaptive)
-            band = p.band((level,) * (3 if walked else 2), ("gaussian", "conformal", "adaptive")[:3 if walked else 2])
-            disagreement = band.disagreement if band.disagreement is not None else frame["disagreement_norm"].to_numpy()
+            disagreement = frame["disagreement_norm"].to_numpy() if band.disagreement is None else band.disagreement
             out["disagreement"] = disagreement * scale**2
             # the evidence term is scale-free; the disagreement term moves with the units
             out["disagreement_term"] = frame["disagreement_term_norm"].to_numpy() + np.log(scale)
-            for i, suffix in enumerate(("gauss", "conf", "adaptive")[:len(band.levels)]):
+            for i, suffix in enumerate(("gauss", "conf", "adaptive")[:len(kinds)]):
                 out[f"lower_{suffix}"], out[f"upper_{suffix}"] = band.lower_original[i], band.upper_original[i]
         else:  # MC-Dropout (mc_…), the last-value baseline (lv_…)
             prefix = p.method.prefix
