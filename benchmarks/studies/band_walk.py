@@ -51,14 +51,14 @@ OURS = (str(REPO / "levy_core") + "/", str(REPO / "dashboard") + "/")
 DERIVING = "Predictive.interval"  # every band of a method's predictive is derived here
 
 
-def _bare(value: Any) -> bool:
+def bare_level(value: Any) -> bool:
     """Whether ``value`` holds the level as a number, a string or in a plain container."""
     if isinstance(value, (list, tuple, set, frozenset, dict)) and len(value) < 50:
-        return any(_bare(v) for v in value)
-    return not hasattr(type(value), "__dataclass_fields__") and _holds_level(value)
+        return any(bare_level(v) for v in value)
+    return not hasattr(type(value), "__dataclass_fields__") and holds_level(value)
 
 
-def _holds_level(value: Any, depth: int = 0) -> bool:
+def holds_level(value: Any, depth: int = 0) -> bool:
     """Whether ``value`` is the level or carries it (see the module's docstring)."""
     if isinstance(value, bool) or depth > 2:
         return False
@@ -67,14 +67,11 @@ def _holds_level(value: Any, depth: int = 0) -> bool:
     if isinstance(value, str):
         return value in (str(LEVEL), f"{100 * LEVEL:g}")
     if isinstance(value, (list, tuple, set, frozenset)) and len(value) < 50:
-        return any(_holds_level(v, depth + 1) for v in value)
+        return any(holds_level(v, depth + 1) for v in value)
     if isinstance(value, dict) and len(value) < 50:
-        return any(_holds_level(k, depth + 1) for k in value)
-    for name in ("levels", "level"):
-        held = getattr(type(value), "__dataclass_fields__", {})
-        if name in held and _holds_level(getattr(value, name, None), depth + 1):
-            return True
-    return False
+        return any(holds_level(k, depth + 1) for k in value)
+    fields = getattr(type(value), "__dataclass_fields__", {})  # a Band, the view's inputs, …
+    return any(name in fields and holds_level(getattr(value, name, None), depth + 1) for name in ("levels", "level"))
 
 
 _REAL: dict[str, str] = {}
@@ -88,6 +85,7 @@ def _real(file: str) -> str:
 
 
 def _package(file: str) -> str:
+    """The package of a project file, as `RANKS` names it (``levy_core/forecast``, ``dashboard/app``)."""
     parts = Path(file).relative_to(REPO).parts
     return "/".join(parts[:2]) if len(parts) > 2 else parts[0] + "/" + parts[1].removesuffix(".py")
 
@@ -111,8 +109,8 @@ def walk(work: Callable[[], Any]) -> dict[str, Any]:
             name = frame.f_code.co_qualname
             code = frame.f_code
             args = [frame.f_locals.get(v) for v in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]]
-            if any(_holds_level(a) for a in args):
-                stays.append((str(Path(file).relative_to(REPO)), name, depth[0], any(_bare(a) for a in args)))
+            if any(holds_level(a) for a in args):
+                stays.append((str(Path(file).relative_to(REPO)), name, depth[0], any(bare_level(a) for a in args)))
                 open_stays[id(frame)] = (file, depth[0])
             if name == DERIVING:
                 local = frame.f_locals
@@ -149,7 +147,9 @@ def walk(work: Callable[[], Any]) -> dict[str, Any]:
             "reads": reads, "derivations": dict(derivations), "path": stays}
 
 
-def _sample():  # noqa: ANN202 - the forecaster, its observations and a FitResult for the dashboard
+def sample_model() -> tuple[Any, Any, Any]:
+    """The shipped ``SAMPLE`` model (a ``FittedModel``), its sample's ``Observations`` and a
+    dashboard ``FitResult`` around both (its data prepared once)."""
     from levy_dashboard.fitting.fits import FitResult
 
     from levy_core import pipeline
@@ -184,7 +184,7 @@ def dashboard_walk(res: Any) -> dict[str, Any]:
 
 def main() -> None:
     logging.disable(logging.WARNING)  # streamlit's "no runtime" warnings: its caches run bare here
-    fitted, obs, res = _sample()
+    fitted, obs, res = sample_model()
     for name, found in (("backtest window → score", backtest_walk(fitted, obs)),
                         ("band view → chart", dashboard_walk(res))):
         derived = found["derivations"]

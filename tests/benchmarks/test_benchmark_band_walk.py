@@ -11,13 +11,13 @@ from benchmarks.studies import band_walk
 
 @pytest.fixture(scope="module")
 def sample():  # noqa: ANN201 - (fitted, observations, FitResult)
-    return band_walk._sample()
+    return band_walk.sample_model()
 
 
 def test_the_levels_carriers_are_told_from_the_bare_level() -> None:
-    assert band_walk._holds_level(0.8) and band_walk._holds_level([80, 90]) and band_walk._holds_level({"0.8": 1})
-    assert not band_walk._holds_level(0.9) and not band_walk._holds_level(True)
-    assert band_walk._bare((0.5, 0.8)) and not band_walk._bare(0.9)
+    assert band_walk.holds_level(0.8) and band_walk.holds_level([80, 90]) and band_walk.holds_level({"0.8": 1})
+    assert not band_walk.holds_level(0.9) and not band_walk.holds_level(True)
+    assert band_walk.bare_level((0.5, 0.8)) and not band_walk.bare_level(0.9)
 
 
 def test_a_backtest_window_derives_each_band_once_and_never_climbs_back(sample) -> None:
