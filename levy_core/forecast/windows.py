@@ -233,8 +233,8 @@ def score_window(fitted: FittedModel, win: Window, obs: Observations, levels: Se
     same way (`with_last_value`)."""
     queries = win.queries
     data = pipeline.prepare(fitted, win.history)
-    pred = with_last_value(fitted, data, pipeline.predict_after_end(fitted, data, queries[["series_id", "channel",
-                                                                                         "time"]]))
+    asked = queries[["series_id", "channel", "time"]]  # its bands: method_bands below, once
+    pred = with_last_value(fitted, data, pipeline.predict_after_end(fitted, data, asked, level=None))
     # every band of the window, derived once: Lévy's and the baseline's (its split conformal
     # band where Lévy's is adaptive: it has no walk of its own, and evaluate scores it so too)
     bands = method_bands(pred, fitted, levels, band, ("levy", "last_value"))

@@ -251,11 +251,12 @@ def predictives(frame: pd.DataFrame, calibrators: Mapping[str, Calibrator | None
 
 
 def to_original_units(frame: pd.DataFrame, methods: list[Predictive], scaler: ChannelScaler,
-                      level: float) -> pd.DataFrame:
+                      level: float | None) -> pd.DataFrame:
     """A copy of a normalised prediction frame with its original-unit columns: ``mean,
     sigma, spread, pred_std, disagreement, disagreement_term, lower_gauss, upper_gauss, lower_conf,
     upper_conf`` (Lévy), ``y_true`` and ``abs_error_norm`` when the truth is known, and ``<prefix>mean, <prefix>std,
-    <prefix>lower, <prefix>upper`` (Gaussian band at ``level``) for the other methods."""
+    <prefix>lower, <prefix>upper`` (Gaussian band at ``level``) for the other methods. ``level``
+    None: no band columns (a caller that reads the bands it asks for from `Band` values)."""
     channels = frame["channel"].to_numpy()
     # each spread's local scale at its point prediction (the delta method for a log channel)
     scale = scaler.scale_at(frame["mean_norm"].to_numpy(), channels) if "mean_norm" in frame \
@@ -268,6 +269,7 @@ def to_original_units(frame: pd.DataFrame, methods: list[Predictive], scaler: Ch
     for p in methods:
         if p.method.key == "levy":  # its bands at the level: Gaussian, conformal, adaptive where walked
             kinds = ("gaussian", "conformal") + (("adaptive",) if p.adaptive and str(level) in p.adaptive else ())
+            kinds = () if level is None else kinds
             band = p.band((level,) * len(kinds), kinds)
             out["mean"] = band.mean_original
             out["sigma"] = (frame["sigma_norm"].to_numpy() if "sigma_norm" in frame else p.spread) * scale
@@ -281,10 +283,11 @@ def to_original_units(frame: pd.DataFrame, methods: list[Predictive], scaler: Ch
                 out[f"lower_{suffix}"], out[f"upper_{suffix}"] = band.lower_original[i], band.upper_original[i]
         else:  # MC-Dropout (mc_…), the last-value baseline (lv_…)
             prefix = p.method.prefix
-            band = p.band((level,), "gaussian")
+            band = p.band(() if level is None else (level,), "gaussian")
             out[f"{prefix}mean"] = band.mean_original
             out[f"{prefix}std"] = p.std(original=True)
-            out[f"{prefix}lower"], out[f"{prefix}upper"] = band.lower_original[0], band.upper_original[0]
+            if level is not None:
+                out[f"{prefix}lower"], out[f"{prefix}upper"] = band.lower_original[0], band.upper_original[0]
     return out
 
 

@@ -371,3 +371,13 @@ def test_a_band_is_derived_once_per_level_and_kind(frame, calibrators, scaler, m
     to_original_units(frame, predictives(frame, calibrators, scaler), scaler, LEVEL)
     assert sorted(calls) == sorted([("levy", LEVEL, "gaussian"), ("levy", LEVEL, "conformal"),
                                     ("mc", LEVEL, "gaussian"), ("last_value", LEVEL, "gaussian")])
+
+
+def test_without_a_level_the_frame_gets_no_band_columns(frame, calibrators, scaler) -> None:
+    """``level=None``: the original-unit columns without bands (a caller that derives its
+    own), the rest as with a level."""
+    methods = predictives(frame, calibrators, scaler)
+    plain, banded = to_original_units(frame, methods, scaler, None), to_original_units(frame, methods, scaler, LEVEL)
+    bands = {"lower_gauss", "upper_gauss", "lower_conf", "upper_conf", "mc_lower", "mc_upper", "lv_lower", "lv_upper"}
+    assert set(banded.columns) - set(plain.columns) == bands
+    pd.testing.assert_frame_equal(plain, banded.drop(columns=sorted(bands)))
