@@ -289,7 +289,7 @@ def main() -> None:
                          rank_spread(fitted, all_cal.assign(m_spread=all_cal["spread_norm"] * q_m_cal), "mean_norm",
                                      "m_spread", pred["spread_norm"].to_numpy() * q_m, m_norm), kinds))
     mc_p = [p for p in fitted.predictives(mc) if p.method.key == "mc"][0]
-    mc_lo, mc_hi = mc_p.interval(LEVEL, "conformal", original=True)
+    mc_lo, mc_hi = mc_p.band((LEVEL,), "conformal").bounds(LEVEL, original=True)
     rows.append(score("MC-Dropout T=20", q, mc["mc_mean"].to_numpy(), mc["mc_std"].to_numpy(), mc_lo, mc_hi, sd,
                       constant, mc_seconds, rank_spread(fitted, all_cal, "mc_mean_norm", "mc_std_norm",
                                                         mc["mc_std_norm"].to_numpy(), mc["mc_mean_norm"].to_numpy()),

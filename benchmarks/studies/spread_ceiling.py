@@ -28,7 +28,11 @@ from benchmarks.band_per_query import LEVEL, PANELS, draw, load
 from levy_core.calibration.query_scale import CONTEXT_COLUMNS, fit_query_scale
 from levy_core.data import from_frame
 from levy_core.episodes.tasks import TaskConfig
-from levy_core.metrics.conditional import group_rms_factors, risk_coverage_ratio, within_group_spearman
+from levy_core.metrics.conditional import (
+    group_rms_factors,
+    risk_coverage_ratio,
+    within_group_spearman,
+)
 from levy_core.pipeline.predict import observed_queries
 from levy_core.pipeline.recipe import assemble, prepare_fit, resolve_size, train_levy_model
 from levy_core.pipeline.user_frames import predict_user_queries
@@ -157,7 +161,7 @@ def main() -> None:
                                      {k: more[k].to_numpy() for k in CONTEXT_COLUMNS},
                                      n_channels=len(fitted.channels), series=more["series_id"].to_numpy())
 
-                def mapped(frame: pd.DataFrame) -> np.ndarray:
+                def mapped(frame: pd.DataFrame, qs=qs, index=index) -> np.ndarray:
                     return qs.spread(frame["channel"].map(index).to_numpy(), frame["evidence_term"].to_numpy(),
                                      frame["disagreement_term_norm"].to_numpy(),
                                      {k: frame[k].to_numpy() for k in CONTEXT_COLUMNS})

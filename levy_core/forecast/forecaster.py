@@ -252,11 +252,11 @@ class LevyForecaster(FittedVerbs):
         data = prepared.prepare(fitted, obs)
         if queries is not None:
             asked = read_queries(queries, obs, dayfirst=self.dayfirst, date_format=self.date_format)
-            pred = user_frames.predict_user_queries(fitted, data, asked, level=levels[0])
+            pred = user_frames.predict_user_queries(fitted, data, asked, level=None)  # its bands: level_bands
         else:
             hours = parse_duration(h, obs.report.input_time_unit)
-            pred = pipeline_predict.predict_future(fitted, data, hours, n_points=points, level=levels[0],
-                                           freq=forecast_windows.calendar(self.freq, fitted, obs))
+            pred = pipeline_predict.predict_future(fitted, data, hours, n_points=points, level=None,
+                                                   freq=forecast_windows.calendar(self.freq, fitted, obs))
         if pred.attrs.get("beyond_horizon"):  # a library does not print: a warning the caller can filter
             warnings.warn(pred.attrs["beyond_horizon"], BeyondHorizonWarning, stacklevel=2)
         bands, _ = level_bands(pred, fitted, levels, band)

@@ -19,7 +19,7 @@ import pandas as pd
 from levy_core.data import DATETIME, DataError, Observations, parse_duration, user_time_unit
 from levy_core.forecast import windows as forecast_windows
 from levy_core.forecast.results import fraction
-from levy_core.pipeline.bands import level_bands, level_label, percent_levels
+from levy_core.pipeline.bands import method_bands, percent_levels
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.predict import predict_future
 from levy_core.pipeline.prepared import prepare
@@ -69,14 +69,14 @@ def forecast_frame(fitted: FittedModel, obs: Observations, sid: str, channel: st
     one = obs.subset([sid])
     hours = parse_duration(h, obs.report.input_time_unit)
     pred = predict_future(fitted, prepare(fitted, one), hours, n_points=points,
-                                   series_ids=[sid], channels=[channel], level=frac).reset_index(drop=True)
-    bands, _ = level_bands(pred, fitted, [frac], band)
-    label, pct = level_label(frac), f"{100 * frac:g}"
+                          series_ids=[sid], channels=[channel], level=None).reset_index(drop=True)
+    levy = method_bands(pred, fitted, [frac], band)["levy"]  # the band, derived once
+    pct = f"{100 * frac:g}"
     return pd.DataFrame({
         "ds": forecast_windows.user_times(pred["series_id"], pred["time"], one).array,
         "Lévy": pred["mean"].to_numpy(np.float64),
-        f"Lévy-lo-{pct}": bands[f"lower_{label}"].to_numpy(np.float64),
-        f"Lévy-hi-{pct}": bands[f"upper_{label}"].to_numpy(np.float64),
+        f"Lévy-lo-{pct}": levy.lower_original[0].astype(np.float64),
+        f"Lévy-hi-{pct}": levy.upper_original[0].astype(np.float64),
         "log_evidence": pred["log_evidence"].to_numpy(np.float64),
         "disagreement": pred["disagreement"].to_numpy(np.float64),
     })

@@ -21,7 +21,7 @@ import pandas as pd
 from levy_core import metrics
 from levy_core.data import duration_text, say_duration
 from levy_core.pipeline.bands import fraction, percent_levels
-from levy_core.pipeline.predictive import Predictive
+from levy_core.pipeline.predictive import Band
 
 __all__ = ["DATA_UNIT_COLUMNS", "Backtest", "Evaluation", "Scores", "WindowScores", "band_scores", "fraction"]
 
@@ -29,20 +29,18 @@ DATA_UNIT_COLUMNS = ["method", "channel", "n_queries", "mae", "rmse", "crps"]
 SCALE_NOTE = "MSE, MAE, CRPS, NLL and widths on the normalised scale (each channel's training range = 1)"
 
 
-def band_scores(y: np.ndarray, p: Predictive, levels: Sequence[float],
-                kinds: Sequence[str]) -> tuple[dict[float, float], dict[float, float]]:
-    """Coverage and mean width of ``p``'s band of ``kinds[i]`` at each percent ``levels[i]``.
+def band_scores(y: np.ndarray, band: Band, levels: Sequence[float]) -> tuple[dict[float, float], dict[float, float]]:
+    """Coverage and mean width of each row of ``band``, keyed by the percent it was asked at.
 
     Parameters
     ----------
     y : ndarray, shape (n,)
         The truth, normalised units.
-    p : Predictive
-        One method's predictive at the same ``n`` queries.
+    band : Band
+        One method's band at the same ``n`` queries, ``k`` rows (`Predictive.band`).
     levels : sequence of float
-        Percents (a fraction is refused, as `percent_levels` does).
-    kinds : sequence of str
-        ``"gaussian"``, ``"conformal"`` or ``"adaptive"``, one per level.
+        The ``k`` percents of its rows, in order (a fraction is refused, as
+        `percent_levels` does).
 
     Returns
     -------
@@ -51,11 +49,12 @@ def band_scores(y: np.ndarray, p: Predictive, levels: Sequence[float],
         (normalised units).
     """
     coverage, width = {}, {}
-    for level, kind in zip(levels, kinds, strict=True):
-        percent_levels(level)  # a percent, or a ValueError that says the level is a fraction
-        lo, hi = p.interval(fraction(level), kind)  # type: ignore[arg-type]
-        coverage[level] = metrics.interval_coverage(y, lo, hi)
-        width[level] = metrics.interval_mean_width(lo, hi)
+    for i, level in enumerate(levels):
+        if not 1 <= level < 100 or round(float(level) / 100, 10) != band.levels[i]:
+            percent_levels(level)  # a ValueError that says the level is a fraction
+            raise ValueError(f"level {level!r} is not the {band.labels[i]} % of the band's row {i}")
+        coverage[level] = metrics.interval_coverage(y, band.lower[i], band.upper[i])
+        width[level] = metrics.interval_mean_width(band.lower[i], band.upper[i])
     return coverage, width
 
 

@@ -15,7 +15,6 @@ observation at or before ``c``, the held-out queries every observation in ``(c, 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -34,10 +33,10 @@ from levy_core.forecast.results import (
 )
 from levy_core.pipeline import evaluation as pipeline_evaluation
 from levy_core.pipeline import modelfile, predict, prepared, user_frames
-from levy_core.pipeline.bands import level_bands, level_label, nixtla_frame
-from levy_core.pipeline.evaluation import evaluation_note, method_metrics
+from levy_core.pipeline.bands import level_label, method_bands, nixtla_frame
+from levy_core.pipeline.evaluation import evaluation_note, point_scores
 from levy_core.pipeline.modelfile import FittedModel
-from levy_core.pipeline.predictive import Predictive
+from levy_core.pipeline.predictive import Band, Predictive
 from levy_core.pipeline.prepared import ModelData
 
 __all__ = ["EVALUATED_BANDS", "ScoredWindow", "Window", "backtest_notes", "cutoffs", "data_unit_table", "evaluation",
@@ -69,12 +68,13 @@ def evaluation(fitted: FittedModel, obs: Observations, levels: Sequence[float], 
     data = prepared.prepare(fitted, obs)
     result, pred = pipeline_evaluation.evaluate(fitted, data, mc_passes=mc_passes, sampler_draws=0)
     y = pred["y_norm"].to_numpy(np.float64)
-    scores = tuple(_method_scores(result[_RESULT_KEYS[p.method.key]], y, p, levels, band)
-                   for p in fitted.predictives(pred) if _RESULT_KEYS[p.method.key] in result)
+    scored = [_method_scores(result[_RESULT_KEYS[p.method.key]], y, p, levels, band)
+              for p in fitted.predictives(pred) if _RESULT_KEYS[p.method.key] in result]
+    scores = tuple(s for s, _ in scored)
     return Evaluation(n_queries=int(result["n_test"]), levels=tuple(levels),
                       scope="test split" if data.same_data else "every series", scores=scores,
                       predictions=user_frames.user_predictions(pred, data), details=result,
-                      notes=evaluation_notes(data, pred, y, fitted.predictives(pred)[0], scores[0].band),
+                      notes=evaluation_notes(data, pred, y, scored[0][1], scores[0].band),
                       data_units=data_unit_table(fitted, pred, result))
 
 
@@ -88,11 +88,12 @@ def data_unit_table(fitted: FittedModel, pred: pd.DataFrame, result: Mapping) ->
     return pd.DataFrame(rows, columns=DATA_UNIT_COLUMNS)
 
 
-def evaluation_notes(data: ModelData, pred: pd.DataFrame, y: np.ndarray, levy: Predictive,
+def evaluation_notes(data: ModelData, pred: pd.DataFrame, y: np.ndarray, levy: Band,
                      kinds: Mapping[float, str]) -> tuple[str, ...]:
     """The coverage notes of the Lévy band at each percent level of ``kinds`` (its band kind
-    there) on ``evaluate``'s frame ``pred`` (``n`` rows; ``y`` (n,) normalised): the sentence
-    of each band whose coverage lies outside its per-series window or is worth watching
+    there) on ``evaluate``'s frame ``pred`` (``n`` rows; ``y`` (n,) normalised; ``levy`` the
+    Lévy `Band` scored, holding every level that is not adaptive): the sentence of each band
+    whose coverage lies outside its per-series window or is worth watching
     (``pipeline_evaluation.evaluation_note``). The adaptive walk's band is checked at 90 %, the level
     ``pred`` holds its bounds for."""
     notes = []
@@ -103,7 +104,7 @@ def evaluation_notes(data: ModelData, pred: pd.DataFrame, y: np.ndarray, levy: P
                 continue
             note = evaluation_note(data, pred, f)
         else:
-            note = evaluation_note(data, pred, f, (y, *levy.interval(f, kind)))
+            note = evaluation_note(data, pred, f, (y, *levy.bounds(f, kind)))
         if note.text:
             notes.append(note.text)
     return tuple(notes)
@@ -127,15 +128,18 @@ def backtest_notes(forecasts: pd.DataFrame, levels: Sequence[float]) -> tuple[st
     return tuple(notes)
 
 
-def _method_scores(result: dict, y: np.ndarray, p: Predictive, levels: Sequence[float], band: str) -> Scores:
+def _method_scores(result: dict, y: np.ndarray, p: Predictive, levels: Sequence[float],
+                   band: str) -> tuple[Scores, Band]:
     """One method's row of ``evaluate``'s result, with its band at each percent level: the
     adaptive walk's coverage and width where ``band`` is auto and the method walked the
-    level, the band ``band`` names (auto: split conformal) computed from ``p`` otherwise."""
+    level, the band ``band`` names (auto: split conformal) derived once from ``p`` otherwise
+    (that `Band`, of the levels not walked, returned beside the row)."""
     walked = result.get("adaptive_coverage", {})
     kinds = {lv: "adaptive" if band == "auto" and str(fraction(lv)) in walked else
              ("conformal" if band == "auto" else band) for lv in levels}
     fixed = [lv for lv in levels if kinds[lv] != "adaptive"]
-    coverage, width = band_scores(y, p, fixed, [kinds[lv] for lv in fixed])
+    derived = p.band([fraction(lv) for lv in fixed], [kinds[lv] for lv in fixed])
+    coverage, width = band_scores(y, derived, fixed)
     for lv in levels:
         if kinds[lv] == "adaptive":
             coverage[lv] = float(walked[str(fraction(lv))])
@@ -143,7 +147,7 @@ def _method_scores(result: dict, y: np.ndarray, p: Predictive, levels: Sequence[
     return Scores(method=p.name, n_queries=len(y), mse=float(result["mse"]), mae=float(result["mae"]),
                   crps=float(result["crps"]), nll=float(result["nll"]),
                   coverage={lv: coverage[lv] for lv in levels}, width={lv: width[lv] for lv in levels},
-                  band=kinds)
+                  band=kinds), derived
 
 
 def cutoffs(obs: Observations, n_windows: int, h: float, step: float) -> list[pd.Series]:
@@ -230,27 +234,23 @@ def score_window(fitted: FittedModel, win: Window, obs: Observations, levels: Se
     same way (`with_last_value`)."""
     queries = win.queries
     data = prepared.prepare(fitted, win.history)
-    pred = with_last_value(fitted, data, predict.predict_after_end(fitted, data, queries[["series_id", "channel",
-                                                                                         "time"]]))
-    fractions = [fraction(lv) for lv in levels]
-    bands, kinds = level_bands(pred, fitted, fractions, band)
+    asked = queries[["series_id", "channel", "time"]]  # its bands: method_bands below, once
+    pred = with_last_value(fitted, data, predict.predict_after_end(fitted, data, asked, level=None))
+    # every band of the window, derived once: Lévy's and the baseline's (its split conformal
+    # band where Lévy's is adaptive: it has no walk of its own, and evaluate scores it so too)
+    bands = method_bands(pred, fitted, levels, band, ("levy", "last_value"))
     y = fitted.scaler.check_range(queries)  # the truth on the model's normalised scale
-    methods = {p.method.key: p for p in fitted.predictives(pred)}
-    scores = _window_scores(win, y, methods["levy"], levels, kinds)
-    out = nixtla_frame(pred, user_times(pred["series_id"], pred["time"], obs), bands, fractions, fitted)
+    scores = _window_scores(win, y, bands["levy"], levels)
+    out = nixtla_frame(pred, user_times(pred["series_id"], pred["time"], obs), bands["levy"], None, fitted)
     at = 3 if "channel" in out else 2
     ids = queries["series_id"].to_numpy()
     out.insert(at, "cutoff", user_times(ids, queries["series_id"].map(win.cut).to_numpy(), obs).array)
     out.insert(at + 1, "window", win.index)
     out.insert(at + 2, "y", queries["value"].to_numpy(np.float64))
     baselines, columns = [], {}
-    if "last_value" in methods:
-        lv = methods["last_value"]
-        # the baseline has no adaptive walk (evaluate scores it so too): split conformal in its place
-        lv_kinds = ["conformal" if kind == "adaptive" and str(f) not in (lv.adaptive or {}) else kind
-                    for f, kind in zip(fractions, kinds, strict=True)]
-        baselines.append(_window_scores(win, y, lv, levels, lv_kinds))
-        columns = _forecast_columns(lv, fractions, lv_kinds)
+    if "last_value" in bands:
+        baselines.append(_window_scores(win, y, bands["last_value"], levels))
+        columns = _forecast_columns(bands["last_value"])
     return ScoredWindow(scores, tuple(baselines), out, pd.DataFrame(columns, index=out.index),
                         pred.attrs.get("beyond_horizon"))
 
@@ -275,26 +275,25 @@ def with_last_value(fitted: FittedModel, data: ModelData, pred: pd.DataFrame) ->
     return out
 
 
-def _window_scores(win: Window, y: np.ndarray, p: Predictive, levels: Sequence[float],
-                   kinds: Sequence[str]) -> WindowScores:
-    """One method's scores on the window's queries ``y`` (normalised), its band of
-    ``kinds[i]`` at each percent ``levels[i]``."""
-    found = method_metrics(y, p, math.nan)
-    coverage, width = band_scores(y, p, levels, kinds)
+def _window_scores(win: Window, y: np.ndarray, band: Band, levels: Sequence[float]) -> WindowScores:
+    """One method's scores on the window's queries ``y`` (normalised, (n,)), read from its
+    ``band`` (``n`` queries; row ``i`` at the percent ``levels[i]``)."""
+    found = point_scores(y, band.mean, band.std)
+    coverage, width = band_scores(y, band, levels)
     return WindowScores(window=win.index, n_series=int(win.queries["series_id"].nunique()),
                         n_queries=len(win.queries), mse=float(found["mse"]), mae=float(found["mae"]),
                         crps=float(found["crps"]), nll=float(found["nll"]), coverage=coverage, width=width,
-                        band=dict(zip(levels, kinds, strict=True)), method=p.name)
+                        band=dict(zip(levels, band.kinds, strict=True)), method=band.method.name)
 
 
-def _forecast_columns(p: Predictive, fractions: Sequence[float], kinds: Sequence[str]) -> dict[str, np.ndarray]:
-    """``p``'s forecasts in the data's units as Nixtla names a model's columns: ``<name>,
-    <name>-lo-<widest>, …, <name>-hi-<widest>``."""
-    bands = {f: p.interval(f, kind, original=True) for f, kind in zip(fractions, kinds, strict=True)}  # type: ignore[arg-type]
-    ordered = sorted(fractions)
-    columns = {p.name: p.original_mean()}
-    columns.update({f"{p.name}-lo-{level_label(f)}": bands[f][0] for f in reversed(ordered)})
-    columns.update({f"{p.name}-hi-{level_label(f)}": bands[f][1] for f in ordered})
+def _forecast_columns(band: Band) -> dict[str, np.ndarray]:
+    """``band``'s forecasts in the data's units as Nixtla names a model's columns: ``<name>,
+    <name>-lo-<widest>, …, <name>-hi-<widest>`` (each (n,))."""
+    name = band.method.name
+    rows = sorted(range(len(band.levels)), key=lambda i: band.levels[i])
+    columns = {name: band.mean_original}
+    columns.update({f"{name}-lo-{band.labels[i]}": band.lower_original[i] for i in reversed(rows)})
+    columns.update({f"{name}-hi-{band.labels[i]}": band.upper_original[i] for i in rows})
     return columns
 
 

@@ -8,7 +8,7 @@ inside the library import the module that defines a name:
 * ``modelfile`` — ``FittedModel``, its save and ``load_model`` (``model_loading``: each read checked);
 * ``prepared`` — the data in the model's series space, prepared once (``prepare``);
 * ``predict`` — at a split's observed queries, on a grid, at given queries, past each series' end;
-* ``predictive`` — one method's predictive as an object (std, intervals, original units);
+* ``predictive`` — one method's predictive as an object (std, original units) and its ``Band`` (every level's bounds, derived once);
 * ``evaluation`` — every method scored the same way, the coverage guarantee;
 * ``ranking`` and ``diagnostics`` — trust ranking, attention weights, operator draws;
 * ``user_frames``, ``user_units``, ``bands`` — results in the user's ids, clock and band columns.

@@ -49,7 +49,7 @@ def _uncertainty_methods(fitted: FittedModel, pred: pd.DataFrame) -> list[Predic
 def half_widths(p: Predictive, level: float) -> np.ndarray:
     """Half the width of ``p``'s conformal band at ``level``, shape (n,); an infinite band (a
     channel with too few calibration queries for the level) ranks after every finite one."""
-    lo, hi = p.interval(level, "conformal")
+    lo, hi = p.band((level,), "conformal").bounds(level)
     half = 0.5 * (np.asarray(hi, np.float64) - np.asarray(lo, np.float64))
     finite = np.isfinite(half)
     if not finite.all():
@@ -84,7 +84,7 @@ def coverage_by_group(fitted: FittedModel, pred: pd.DataFrame, level: float = 0.
     series, channels = pred["series_id"].to_numpy(), pred["channel"].to_numpy()
     parts = []
     for p in _uncertainty_methods(fitted, pred):
-        lo, hi = p.interval(level, "conformal")
+        lo, hi = p.band((level,), "conformal").bounds(level)
         keys = {"width": (np.asarray(hi) - np.asarray(lo), channels)}
         if "n_eff" in pred:
             keys["evidence"] = (pred["n_eff"].to_numpy(np.float64), None)

@@ -24,9 +24,10 @@ import numpy as np
 import pandas as pd
 
 from levy_core.pipeline.modelfile import FittedModel
+from levy_core.pipeline.predictive import Band, level_label
 
-__all__ = ["BAND_KINDS", "MODEL_NAME", "band_kind", "band_levels", "fraction", "level_bands", "level_label",
-           "nixtla_frame", "percent_levels", "unbounded_note"]
+__all__ = ["BAND_KINDS", "MODEL_NAME", "band_frame", "band_kind", "band_levels", "fraction", "level_bands",
+           "level_label", "method_bands", "nixtla_frame", "percent_levels", "unbounded_note"]
 
 MODEL_NAME = "Lévy"
 BAND_KINDS = ("auto", "gaussian", "conformal", "adaptive")
@@ -111,12 +112,6 @@ def percent_levels(values: Sequence[float] | float) -> list[int | float]:
     return sorted(out)
 
 
-def level_label(level: float) -> str:
-    """A level's percent as column names write it, to 15 significant digits: 0.9 -> "90",
-    0.975 -> "97.5", 0.500000001 -> "50.0000001"."""
-    return f"{100 * level:.15g}"  # exact: 0.500000001 -> "50.0000001", never rounded to "50"
-
-
 def band_kind(requested: str, fitted: FittedModel, level: float) -> str:
     """The band drawn at ``level``: ``requested`` itself, or for ``"auto"`` the adaptive band
     where the fit walked it at this level (rolling origins), split conformal otherwise."""
@@ -125,6 +120,53 @@ def band_kind(requested: str, fitted: FittedModel, level: float) -> str:
     if requested != "auto":
         return requested
     return "adaptive" if str(level) in fitted.adaptive.get("levy", {}) else "conformal"
+
+
+def method_bands(pred: pd.DataFrame, fitted: FittedModel, levels: Sequence[float], band: str = "auto",
+                 methods: Sequence[str] = ("levy",)) -> dict[str, Band]:
+    """Each method's `Band` at every level, derived once, without another model pass.
+
+    Parameters
+    ----------
+    pred : pandas.DataFrame
+        A prediction frame of ``n`` rows (``channel, mean_norm, spread_norm``, and each
+        method's columns: what ``pipeline.predict_*`` return).
+    fitted : FittedModel
+    levels : sequence of float
+        ``k`` levels: fractions as `band_levels` returns them, or percents as
+        `percent_levels` does (``[80, 90]``: each taken through `fraction`).
+    band : {"auto", "gaussian", "conformal", "adaptive"}
+        The Lévy band's kind (`band_kind`); another method has no adaptive walk of its own
+        where Lévy's is asked for at a level it did not walk: split conformal in its place.
+    methods : sequence of str
+        The ``Method.key`` of each method wanted (``"levy"``, ``"mc"``, ``"last_value"``);
+        one the frame or the model lacks is left out.
+
+    Returns
+    -------
+    dict of str to Band
+        ``Method.key`` -> its band, ``k`` rows in the order of ``levels``.
+    """
+    fractions = [fraction(lv) if lv >= 1 else float(lv) for lv in levels]
+    kinds = [band_kind(band, fitted, f) for f in fractions]
+    out = {}
+    for p in fitted.predictives(pred):
+        if p.method.key not in methods:
+            continue
+        own = kinds if p.method.key == "levy" else [
+            "conformal" if kind == "adaptive" and str(f) not in (p.adaptive or {}) else kind
+            for f, kind in zip(fractions, kinds, strict=True)]
+        out[p.method.key] = p.band(fractions, own)  # ValueError: no adaptive band at a level
+    return out
+
+
+def band_frame(band: Band, index: pd.Index | None = None) -> pd.DataFrame:
+    """``band``'s bounds in the data's units as columns ``lower_<L>, upper_<L>`` per level
+    (``L`` = `level_label`), ``n`` rows (on ``index`` when given)."""
+    columns: dict[str, np.ndarray] = {}
+    for i, label in enumerate(band.labels):
+        columns[f"lower_{label}"], columns[f"upper_{label}"] = band.lower_original[i], band.upper_original[i]
+    return pd.DataFrame(columns, index=index)
 
 
 def level_bands(pred: pd.DataFrame, fitted: FittedModel, levels: Sequence[float],
@@ -145,17 +187,11 @@ def level_bands(pred: pd.DataFrame, fitted: FittedModel, levels: Sequence[float]
     -------
     (pandas.DataFrame, list of str)
         Columns ``lower_<L>, upper_<L>`` per level (``L`` = `level_label`), ``n`` rows
-        on ``pred``'s index; and the band kind used at each level.
+        on ``pred``'s index (`band_frame` of `method_bands`' Lévy band); and the band kind
+        used at each level.
     """
-    levy = next(p for p in fitted.predictives(pred) if p.method.key == "levy")
-    columns: dict[str, np.ndarray] = {}
-    kinds = []
-    for level in levels:
-        kind = band_kind(band, fitted, level)
-        lo, hi = levy.interval(level, kind, original=True)  # ValueError: no adaptive band at this level
-        columns[f"lower_{level_label(level)}"], columns[f"upper_{level_label(level)}"] = lo, hi
-        kinds.append(kind)
-    return pd.DataFrame(columns, index=pred.index), kinds
+    levy = method_bands(pred, fitted, levels, band)["levy"]
+    return band_frame(levy, pred.index), list(levy.kinds)
 
 
 def unbounded_note(bands: pd.DataFrame, levels: Sequence[float], n_scores: int = 0) -> str | None:
@@ -189,8 +225,8 @@ def unbounded_note(bands: pd.DataFrame, levels: Sequence[float], n_scores: int =
                if finite else "Ask for a lower level (90 % or less), or fit on a longer history."))
 
 
-def nixtla_frame(pred: pd.DataFrame, times: pd.Series | np.ndarray, bands: pd.DataFrame, levels: Sequence[float],
-                 fitted: FittedModel) -> pd.DataFrame:
+def nixtla_frame(pred: pd.DataFrame, times: pd.Series | np.ndarray, bands: pd.DataFrame | Band,
+                 levels: Sequence[float] | None, fitted: FittedModel) -> pd.DataFrame:
     """Predictions as NeuralForecast / StatsForecast write them.
 
     Parameters
@@ -199,9 +235,10 @@ def nixtla_frame(pred: pd.DataFrame, times: pd.Series | np.ndarray, bands: pd.Da
         ``n`` predictions in the user's ids (``series_id, channel, mean``).
     times : array-like, shape (n,)
         Their times in the user's clock (date-times or numbers).
-    bands : pandas.DataFrame
-        `level_bands`' frame for ``levels``.
-    levels : sequence of float
+    bands : pandas.DataFrame or Band
+        `level_bands`' frame for ``levels``, or the Lévy `Band` (its bounds in the data's
+        units are read, at its own levels).
+    levels : sequence of float, or None with a Band
     fitted : FittedModel
         Its channels decide the ``channel`` column (present when it has several).
 
@@ -216,6 +253,15 @@ def nixtla_frame(pred: pd.DataFrame, times: pd.Series | np.ndarray, bands: pd.Da
     if len(fitted.channels) > 1:
         out["channel"] = pred["channel"].astype(str).to_numpy()
     out[MODEL_NAME] = pred["mean"].to_numpy(np.float64)
+    if isinstance(bands, Band):  # read the band: its rows from the narrowest level out
+        rows = sorted(range(len(bands.levels)), key=lambda i: bands.levels[i])
+        for i in reversed(rows):
+            out[f"{MODEL_NAME}-lo-{bands.labels[i]}"] = bands.lower_original[i]
+        for i in rows:
+            out[f"{MODEL_NAME}-hi-{bands.labels[i]}"] = bands.upper_original[i]
+        return out
+    if levels is None:
+        raise ValueError("nixtla_frame needs the levels of a frame of bands (a Band carries its own)")
     ordered = sorted(levels)
     for level in reversed(ordered):
         out[f"{MODEL_NAME}-lo-{level_label(level)}"] = bands[f"lower_{level_label(level)}"].to_numpy()

@@ -33,7 +33,7 @@ from levy_core.pipeline.predictive import Predictive
 from levy_core.pipeline.prepared import ModelData, as_model_data
 
 __all__ = ["ADAPTIVE_BAND_COLUMNS", "LEVELS", "PRED_COLUMNS", "RELIABILITY_LEVELS", "TIMING_MIN_SECONDS", "calibration_curves", "channel_coverage", "coverage_checks",
-           "crps_data_units_per_point", "evaluate", "evaluate_episodes", "per_channel_data_units", "evaluation_note", "method_metrics", "sampler_check", "sampler_draws", "timed"]
+           "crps_data_units_per_point", "evaluate", "evaluate_episodes", "per_channel_data_units", "evaluation_note", "method_metrics", "point_scores", "sampler_check", "sampler_draws", "timed"]
 
 LEVELS = (0.5, 0.8, 0.9, 0.95)
 RELIABILITY_LEVELS = np.round(np.concatenate([np.arange(0.05, 0.951, 0.05), [0.99]]), 2)
@@ -45,21 +45,23 @@ ADAPTIVE_BAND_COLUMNS = ["lower_adaptive_90", "upper_adaptive_90", "mc_lower_ada
 TIMING_MIN_SECONDS = 0.25
 
 
+def point_scores(y: np.ndarray, mean: np.ndarray, std: np.ndarray) -> dict[str, float]:
+    """``mse, mae`` of the point prediction and the Gaussian ``crps, nll`` of ``(mean, std)``
+    against the truth ``y``; each array (n,), normalised units."""
+    return {"mse": metrics.mean_squared_error(y, mean), "mae": metrics.mean_absolute_error(y, mean),
+            "crps": metrics.crps_gaussian(y, mean, std), "nll": metrics.gaussian_nll(y, mean, std)}
+
+
 def method_metrics(y: np.ndarray, p: Predictive, seconds: float) -> dict[str, Any]:
     """Accuracy, scoring rules, coverage (scaled Gaussian and conformal at every level),
-    the 90 % band's width and Spearman(spread, |error|) of one method; normalised units."""
-    std = p.std()
-    out: dict[str, Any] = {
-        "mse": metrics.mean_squared_error(y, p.mean),
-        "mae": metrics.mean_absolute_error(y, p.mean),
-        "crps": metrics.crps_gaussian(y, p.mean, std),
-        "nll": metrics.gaussian_nll(y, p.mean, std),
-        "coverage": {}, "conformal_coverage": {},
-    }
+    the 90 % band's width and Spearman(spread, |error|) of one method; normalised units
+    (its bands derived once, as one `Band` of both kinds at every level of `LEVELS`)."""
+    band = p.band(LEVELS + LEVELS, ("gaussian",) * len(LEVELS) + ("conformal",) * len(LEVELS))
+    out: dict[str, Any] = {**point_scores(y, band.mean, band.std), "coverage": {}, "conformal_coverage": {}}
     for level in LEVELS:
-        out["coverage"][str(level)] = metrics.interval_coverage(y, *p.interval(level, "gaussian"))
-        out["conformal_coverage"][str(level)] = metrics.interval_coverage(y, *p.interval(level, "conformal"))
-    out["mean_width_90"] = metrics.interval_mean_width(*p.interval(0.9, "gaussian"))
+        out["coverage"][str(level)] = metrics.interval_coverage(y, *band.bounds(level, "gaussian"))
+        out["conformal_coverage"][str(level)] = metrics.interval_coverage(y, *band.bounds(level, "conformal"))
+    out["mean_width_90"] = metrics.interval_mean_width(*band.bounds(0.9, "gaussian"))
     out["spearman_sigma_abs_error"] = metrics.spearman_sigma_abs_error(y, p.mean, p.spread)
     out["seconds"] = seconds
     return out
@@ -134,8 +136,8 @@ def coverage_checks(fitted: FittedModel, pred: pd.DataFrame, *, levels: tuple[fl
         n_cal = p.calibrator.conformal.n_calibration_
         # per-channel quantiles: each query may land 1/(n_channel + 1) above the level
         slack = float(np.mean(1.0 / (p.calibrator.conformal.calibration_counts(p.channels) + 1)))
-        for level in levels:
-            lo, hi = p.interval(level, "conformal")
+        band = p.band(levels, "conformal")
+        for level, lo, hi in zip(levels, band.lower, band.upper, strict=True):
             b = coverage_check(y, lo, hi, level=level, n_calibration=n_cal, z=z, slack=slack)
             row = {"method": p.name, "level": level, "coverage": b.coverage, "se_binomial": b.se,
                    "holds_binomial": b.holds, "se_series": None, "lower_series": None, "upper_series": None,
@@ -162,7 +164,8 @@ def calibration_curves(fitted: FittedModel, pred: pd.DataFrame,
     for p in methods:
         std = p.std()
         reliability[f"{p.name} — scaled Gaussian"] = metrics.calibration_curve(y, p.mean, std, levels)
-        conformal = [metrics.interval_coverage(y, *p.interval(float(lv), "conformal")) for lv in levels]
+        band = p.band([float(lv) for lv in levels], "conformal")
+        conformal = [metrics.interval_coverage(y, lo, hi) for lo, hi in zip(band.lower, band.upper, strict=True)]
         reliability[f"{p.name} — conformal"] = (levels.copy(), np.asarray(conformal))
         pits[p.name] = metrics.pit_values(y, p.mean, std)
         risk[p.name] = metrics.risk_coverage_curve(y, p.mean, std)
@@ -179,7 +182,7 @@ def channel_coverage(fitted: FittedModel, pred: pd.DataFrame, level: float) -> p
     for p in fitted.predictives(pred):
         if p.method.key == "last_value":
             continue
-        lo, hi = p.interval(level, "conformal")
+        lo, hi = p.band((level,), "conformal").bounds(level)
         inside = pd.Series(metrics.covered(y, lo, hi)).groupby(p.channels)
         parts.append(pd.DataFrame({"channel": inside.mean().index, "method": p.name,
                                    "coverage": inside.mean().values, "n": inside.size().values}))

@@ -89,8 +89,9 @@ def run_pass(fitted: FittedModel, batch: Batch, mc_passes: int = 0) -> dict[str,
     return res
 
 
-def in_original_units(fitted: FittedModel, frame: pd.DataFrame, level: float) -> pd.DataFrame:
-    """Original-unit columns and the bands at ``level`` of every method in ``frame``."""
+def in_original_units(fitted: FittedModel, frame: pd.DataFrame, level: float | None) -> pd.DataFrame:
+    """Original-unit columns and the bands at ``level`` of every method in ``frame`` (None:
+    no band columns, `to_original_units`)."""
     return to_original_units(frame, fitted.predictives(frame), fitted.scaler, level)
 
 
@@ -264,8 +265,8 @@ def query_times(times: pd.Series) -> pd.Series:
 
 
 def predict_future(fitted: FittedModel, data: Observations | ModelData, horizon: float, *, n_points: int = 50,
-                   series_ids: list[str] | None = None, channels: list[str] | None = None, level: float = 0.9,
-                   mc_passes: int = 0, freq: str | None = None) -> pd.DataFrame:
+                   series_ids: list[str] | None = None, channels: list[str] | None = None,
+                   level: float | None = 0.9, mc_passes: int = 0, freq: str | None = None) -> pd.DataFrame:
     """Forecasts beyond each series' last observation, up to ``horizon`` hours after it,
     from every observation of the series' latest episode; **user ids and clock**.
 
@@ -274,7 +275,9 @@ def predict_future(fitted: FittedModel, data: Observations | ModelData, horizon:
     [`predict_grid`][levy_core.pipeline.predict.predict_grid]. ``channels``: default, the channels each series has observed.
     ``freq``: date-time data only, the calendar the steps fall on (a pandas alias such as
     ``W-SAT`` or ``MS``: `levy_core.data.calendar.calendar_steps`, at most ``n_points``
-    of them per series); None: ``n_points`` steps evenly over the horizon.
+    of them per series); None: ``n_points`` steps evenly over the horizon. ``level``: of the
+    band columns (None: none, for a caller that derives its own bands with
+    ``pipeline.bands.method_bands``).
     """
     if not (np.isfinite(horizon) and horizon > 0):
         raise ValueError(f"horizon must be a positive number of hours, got {horizon}")
@@ -341,7 +344,7 @@ def calendar_future(obs: Observations, series_id: str, last: float, horizon: flo
 
 
 def predict_after_end(fitted: FittedModel, data: Observations | ModelData, queries: pd.DataFrame, *,
-                      level: float = 0.9, mc_passes: int = 0) -> pd.DataFrame:
+                      level: float | None = 0.9, mc_passes: int = 0) -> pd.DataFrame:
     """Forecasts at given times past each series' end, from every observation of the
     series' latest episode (the context [`predict_future`][levy_core.pipeline.predict.predict_future] forecasts from); **user ids
     and clock**, rows in the order given.
@@ -354,6 +357,11 @@ def predict_after_end(fitted: FittedModel, data: Observations | ModelData, queri
     queries : pandas.DataFrame
         ``n`` rows of ``series_id, channel, time`` (the user's ids, hours on the data's
         clock), normally after the series' last observation in ``data``.
+    level : float or None
+        The level of the frame's band columns; None: none (a caller that derives its own
+        with ``pipeline.bands.method_bands``, as a backtest window does).
+    mc_passes : int
+        MC-Dropout passes (0: none).
 
     Returns
     -------

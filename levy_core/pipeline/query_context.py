@@ -111,12 +111,13 @@ def context_items(data: ModelData, kind: str, queries: pd.DataFrame,
 
 
 def predict_from_past(fitted: FittedModel, data: Observations | ModelData, queries: pd.DataFrame, *,
-                      level: float = 0.9, mc_passes: int = 0) -> pd.DataFrame:
+                      level: float | None = 0.9, mc_passes: int = 0) -> pd.DataFrame:
     """Predictions at ``queries`` in the **model's series space** (``n`` rows, columns
     series_id, channel, time; map a user's with [`user_queries_to_model`][levy_core.pipeline.query_context.user_queries_to_model]), each from
     the context `context_items` gives it; ``n`` rows in the order given with the
     columns of ``predict_grid`` and ``n_context`` (observations the query drew on).
-    ``attrs["beyond_horizon"]``: ``horizon_note``'s warning on rolling origins.
+    ``attrs["beyond_horizon"]``: ``horizon_note``'s warning on rolling origins. ``level``: of
+    the band columns (None: none, `in_original_units`).
 
     ``DataError`` for unknown series or channels, and in forecast mode for queries with no
     observation before them (nothing to forecast from)."""

@@ -21,7 +21,7 @@ __all__ = ["drift_report", "predict_user_queries", "user_predictions", "with_ban
 
 
 def predict_user_queries(fitted: FittedModel, data: Observations | ModelData, queries: pd.DataFrame, *,
-                         level: float = 0.9, mc_passes: int = 0) -> pd.DataFrame:
+                         level: float | None = 0.9, mc_passes: int = 0) -> pd.DataFrame:
     """Predictions at ``n`` queries in the user's series ids and clock (what a CSV of
     queries holds, columns series_id, channel, time): mapped into the model's space once on
     the way in ([`user_queries_to_model`][levy_core.pipeline.query_context.user_queries_to_model]), each
@@ -29,8 +29,9 @@ def predict_user_queries(fitted: FittedModel, data: Observations | ModelData, qu
     or the whole series (interpolate) — for a query after a series' end, the numbers
     ``--horizon`` gives at that time (``levy_core.pipeline.query_context``) — and reported
     back in the user's ids, clock and order: ``n`` rows with the columns of
-    ``predict_grid`` and ``n_context``. Not the held-out split's fixed episodes: those are
-    ``split_predictions``' (``evaluate``, ``calibrate``)."""
+    ``predict_grid`` and ``n_context`` (band columns at ``level``; None: none). Not the
+    held-out split's fixed episodes: those are ``split_predictions``' (``evaluate``,
+    ``calibrate``)."""
     data = as_model_data(fitted, data)
     need = {"series_id", "channel", "time"}
     if not need <= set(queries.columns):

@@ -165,8 +165,8 @@ def _channel_checks(fitted: FittedModel, pred: pd.DataFrame, levels: tuple[float
     y, series = pred["y_norm"].to_numpy(np.float64), pred["series_id"].astype(str).to_numpy()
     counts = levy.calibrator.conformal.calibration_counts(levy.channels)
     rows = []
-    for level in levels:
-        lo, hi = levy.interval(level, "conformal")
+    band = levy.band(levels, "conformal")  # every level's band, derived once
+    for level, lo, hi in zip(levels, band.lower, band.upper, strict=True):
         for channel in sorted(pd.unique(levy.channels), key=str):
             m = levy.channels == channel
             groups = series[m] if len(np.unique(series[m])) >= 2 else None

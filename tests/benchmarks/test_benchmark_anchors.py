@@ -147,11 +147,20 @@ def test_standings_hold_every_row_to_the_same_bars_and_show_split_verdicts() -> 
 def test_the_development_fresh_and_unseen_sets_are_separate_from_the_anchors() -> None:
     assert not set(anchors.DEV_CASES) & set(anchors.CASES) and len(anchors.DEV_CASES) >= 10
     assert not set(anchors.FRESH_CASES) & (set(anchors.CASES) | set(anchors.DEV_CASES))
-    assert len(anchors.FRESH_CASES) >= 10 and set(anchors.SETS) == {"anchors", "dev", "fresh", "unseen"}
+    assert len(anchors.FRESH_CASES) >= 10 and set(anchors.SETS) == {"anchors", "dev", "fresh", "unseen", "rclassics"}
     before = set(anchors.CASES) | set(anchors.DEV_CASES) | set(anchors.FRESH_CASES)
     assert not set(anchors.UNSEEN_CASES) & before and len(anchors.UNSEEN_CASES) >= 10
+    assert not set(anchors.RCLASSICS_CASES) & (before | set(anchors.UNSEEN_CASES)) and len(anchors.RCLASSICS_CASES) >= 10
     with pytest.raises(SystemExit, match="unknown series"):
         anchors.load_cases(["no-such-series"], lambda _: None)
+
+
+def test_the_rclassics_set_reads_r_decimal_years_as_dates() -> None:
+    from benchmarks.common.r_classics import _months
+    months = _months(pd.Series([1949.0, 1949.0833333, 1949.9166667]), 12)
+    assert list(months) == list(pd.to_datetime(["1949-01-01", "1949-02-01", "1949-12-01"]))
+    quarters = _months(pd.Series([1960.0, 1960.25, 1960.75]), 4)
+    assert list(quarters) == list(pd.to_datetime(["1960-01-01", "1960-04-01", "1960-10-01"]))
 
 
 def test_prophet_window_counts_calendar_years_without_leaving_pandas_range() -> None:

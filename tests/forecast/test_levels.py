@@ -83,18 +83,21 @@ def test_the_forecast_layer_refuses_a_fraction_saying_so(fitted, fitted_dir: Pat
     forecaster = LevyForecaster.load(fitted_dir)
     df = fit_obs.frame.rename(columns={"series_id": "unique_id", "time": "ds", "value": "y"})
     y, p = test_pred["y_norm"].to_numpy(), fitted.predictives(test_pred)[0]
+    band = p.band([0.8, 0.9], "conformal")
     calls = {
         "predict": lambda: forecaster.predict(h="6h", df=df, level=0.9),
         "evaluate": lambda: forecaster.evaluate(df, level=[80, 0.9]),
         "backtest": lambda: LevyForecaster().backtest(df, n_windows=2, h="6h", level=0.9),
-        "band_scores": lambda: band_scores(y, p, [80, 0.9], ["conformal", "conformal"]),
+        "band_scores": lambda: band_scores(y, band, [80, 0.9]),
     }
     for name, call in calls.items():
         with pytest.raises(ValueError, match=FRACTION_REFUSED):
             call()
         assert name in calls
-    coverage, _ = band_scores(y, p, [80, 90], ["conformal", "conformal"])  # percents are taken
+    coverage, _ = band_scores(y, band, [80, 90])  # percents are taken
     assert list(coverage) == [80, 90]
+    with pytest.raises(ValueError, match="is not the 90 % of the band's row 1"):
+        band_scores(y, band, [80, 95])  # a percent the band's row was not derived at
 
 
 def test_percents_and_fractions_meet_in_one_conversion() -> None:

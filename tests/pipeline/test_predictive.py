@@ -324,3 +324,60 @@ def test_the_levy_band_uses_the_lead_scaled_spread_and_sigma_stays_exact(frame, 
     # a frame without the column (written before lead factors) falls back to σ̂
     plain = predictives(scaled.drop(columns=["spread_norm"]), calibrators, scaler)[0]
     np.testing.assert_array_equal(plain.spread, scaled["sigma_norm"].to_numpy())
+
+
+# ----------------------------------------------------------------------------- the band, derived once
+
+
+def test_a_band_holds_each_levels_interval_in_both_units(frame, calibrators, scaler) -> None:
+    """``Predictive.band`` is ``interval`` at each (level, kind), bit for bit, as (k, n)
+    arrays, with the spread, the calibrated std and the Lévy signals of the frame."""
+    levy = predictives(frame, calibrators, scaler)[0]
+    asked = [(0.5, "gaussian"), (0.9, "conformal"), (0.9, "gaussian")]
+    band = levy.band([lv for lv, _ in asked], [kd for _, kd in asked])
+    n = len(frame)
+    assert band.lower.shape == band.upper_original.shape == (3, n)
+    assert band.labels == ("50", "90", "90") and band.kinds == ("gaussian", "conformal", "gaussian")
+    for i, (level, kind) in enumerate(asked):
+        lo, hi = levy.interval(level, kind)
+        olo, ohi = levy.interval(level, kind, original=True)
+        np.testing.assert_array_equal(band.lower[i], lo)
+        np.testing.assert_array_equal(band.upper[i], hi)
+        np.testing.assert_array_equal(band.lower_original[i], olo)
+        np.testing.assert_array_equal(band.upper_original[i], ohi)
+        np.testing.assert_array_equal(band.bounds(level, kind, original=True)[1], ohi)
+    np.testing.assert_array_equal(band.std, levy.std())
+    np.testing.assert_array_equal(band.sigma, frame["spread_norm"].to_numpy())
+    np.testing.assert_array_equal(band.mean_original, levy.original_mean())
+    np.testing.assert_array_equal(band.disagreement, frame["disagreement_norm"].to_numpy())
+    assert band.row(0.9, "gaussian") == 2 and band.row(0.9) == 1  # the first row of the level
+    with pytest.raises(ValueError, match="not at level 0.8"):
+        band.row(0.8)
+    with pytest.raises(ValueError, match="one band kind for all levels or one per level"):
+        levy.band([0.5, 0.9], ["gaussian"])
+
+
+def test_a_band_is_derived_once_per_level_and_kind(frame, calibrators, scaler, monkeypatch) -> None:
+    """The prediction frame's columns read one band per method: each (method, level, kind)
+    asks its calibrator once (the interval is derived nowhere else)."""
+    calls: list[tuple[str, float, str]] = []
+    interval = Predictive.interval
+
+    def counted(self, level, kind="conformal", *, original=False):  # noqa: ANN001, ANN202
+        calls.append((self.method.key, level, kind))
+        return interval(self, level, kind, original=original)
+
+    monkeypatch.setattr(Predictive, "interval", counted)
+    to_original_units(frame, predictives(frame, calibrators, scaler), scaler, LEVEL)
+    assert sorted(calls) == sorted([("levy", LEVEL, "gaussian"), ("levy", LEVEL, "conformal"),
+                                    ("mc", LEVEL, "gaussian"), ("last_value", LEVEL, "gaussian")])
+
+
+def test_without_a_level_the_frame_gets_no_band_columns(frame, calibrators, scaler) -> None:
+    """``level=None``: the original-unit columns without bands (a caller that derives its
+    own), the rest as with a level."""
+    methods = predictives(frame, calibrators, scaler)
+    plain, banded = to_original_units(frame, methods, scaler, None), to_original_units(frame, methods, scaler, LEVEL)
+    bands = {"lower_gauss", "upper_gauss", "lower_conf", "upper_conf", "mc_lower", "mc_upper", "lv_lower", "lv_upper"}
+    assert set(banded.columns) - set(plain.columns) == bands
+    pd.testing.assert_frame_equal(plain, banded.drop(columns=sorted(bands)))
