@@ -1,11 +1,14 @@
 """Lévy uncertainty dashboard: ``streamlit run dashboard/app.py`` (or ``levy dashboard [DATA]``).
 
-Thin entry: page config, the sidebar (data + fit), the model this run draws (``controller``),
-then one lazy tab per panel. Nothing is computed here: ``services`` calls ``levy_core``,
-``charts`` draws, ``views`` lay out.
+Thin entry: page config, one ``st.navigation`` page per panel (each at its own URL,
+``state.PANEL_URLS``), the sidebar (data + fit) and the model this run draws (``controller``),
+which every page shares through the session; then the open page. Nothing is computed here:
+``services`` calls ``levy_core``, ``charts`` draws, ``views`` lay out.
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 # this folder is the installed package levy_dashboard (pyproject's package-dir): `make install`
 # or `pip install -e ".[dashboard]"` first, then `levy dashboard` or `streamlit run dashboard/app.py`
@@ -51,7 +54,23 @@ MODEL_PANELS = {
     state.PANEL_WATCH: watch.render,
     state.PANEL_IDENTITY: identity.render,
 }
-assert set(MODEL_PANELS) | {state.PANEL_DATA} == set(state.PANELS)
+assert set(MODEL_PANELS) | {state.PANEL_DATA} == set(state.PANELS) == set(state.PANEL_URLS)
+
+
+def _panel(name: str) -> None:
+    """Panel ``name``'s page: run by ``current.run()`` below, after the frame has drawn the
+    sidebar and set ``choice`` and ``res`` (this run's data and model, the same on every page)."""
+    if name == state.PANEL_DATA:
+        data.render(choice, res)
+    elif res is None:
+        st.info("No model yet: load data in the sidebar (a bundled sample works) and press **Fit**.")
+    else:
+        MODEL_PANELS[name](res)
+
+
+def _root() -> None:
+    """The root URL: never drawn, the app opens the default panel's page instead."""
+
 
 st.set_page_config(page_title="Lévy uncertainty", page_icon="📈", layout="wide")
 state.init(
@@ -65,6 +84,20 @@ state.init(
         state.WATCH_ALPHA: 0.01,
     }
 )
+
+# one page per panel; the root URL is a hidden page that opens the default panel, so that
+# every panel, the default one included, has its own URL (http://HOST:PORT/band, /calibration, …)
+pages = {
+    name: st.Page(partial(_panel, name), title=name, url_path=state.PANEL_URLS[name])
+    for name in state.PANELS
+}
+root = st.Page(_root, title="Lévy uncertainty", url_path="home", default=True, visibility="hidden")
+current = st.navigation([root, *pages.values()], position="top")
+# a panel asked for by a callback (a ranked row opens its band), else the default one at the root
+wanted = st.session_state.pop(state.PANEL, None) or (state.DEFAULT_PANEL if current.url_path == "" else None)
+if wanted in pages and pages[wanted].url_path != current.url_path:
+    st.switch_page(pages[wanted])  # before anything is drawn: stops this run, reruns on that page
+st.session_state[state.OPEN_PANEL] = current.title
 
 st.title("Lévy uncertainty explorer")
 st.caption(
@@ -88,18 +121,5 @@ if res is not None:
     describe_slot.caption(plain(res.describe()))
 fit.show_job(job_slot, cancel_slot)
 
-tabs = st.tabs(state.PANELS, key=state.PANEL, on_change="rerun", default=state.DEFAULT_PANEL)
-for tab, name in zip(tabs, state.PANELS, strict=True):
-    if not tab.open:
-        continue
-    with tab:
-        if name == state.PANEL_DATA:
-            data.render(choice, res)
-        elif res is None:
-            st.info(
-                "No model yet: load data in the sidebar (a bundled sample works) and press **Fit**."
-            )
-        else:
-            MODEL_PANELS[name](res)
-
+current.run()  # the open panel (only it runs), below the frame every page shares
 fit.follow_job(job_slot)

@@ -3,8 +3,8 @@
 The current data and model live in ``st.session_state`` (``FIT_KEY`` names the model in the
 services' fit store), so a bad upload or a failed fit leaves them in place. View controls
 that several panels share (series, channel, level, …) are widget keys kept alive across
-tab switches (only the open tab runs, and Streamlit drops the state of widgets that were
-not drawn in a run). Every key the app and its views read or write, widget keys included,
+page switches (each panel is an ``st.navigation`` page: only the open one runs, and
+Streamlit drops the state of widgets that were not drawn in a run). Every key the app and its views read or write, widget keys included,
 is a constant here; keys tied to one file or data set are ``keyed(PREFIX, suffix)``.
 """
 
@@ -35,7 +35,8 @@ OPENED_MODEL = "_opened_model"  # services.OpenedModel, or absent: the model in 
 OPENED_RESULT = "_opened_result"  # FitResult of the opened model on the data it was last applied to
 CLOSE_MODEL = "close_model"  # button: back to fitting
 # panels and shared view controls
-PANEL = "panel"  # st.tabs key (lazy tabs: only the open one runs)
+PANEL = "panel"  # a panel name: open that page on the next run (set by callbacks; the app pops it)
+OPEN_PANEL = "_open_panel"  # the panel this run draws (set by the app from the page the URL names)
 SERIES = "series"
 CHANNEL = "channel"
 LEVEL = "level"
@@ -164,7 +165,21 @@ PANELS = [
     PANEL_WATCH,
     PANEL_IDENTITY,
 ]
-DEFAULT_PANEL = PANEL_BAND
+DEFAULT_PANEL = PANEL_BAND  # what the app's root URL opens
+# each panel's page: http://HOST:PORT/<url path> (stable: docs, bookmarks and tests use them)
+PANEL_URLS = {
+    PANEL_DATA: "data",
+    PANEL_FIT: "fit",
+    PANEL_BAND: "band",
+    PANEL_ADVISE: "measure-next",
+    PANEL_MC: "mc-dropout",
+    PANEL_CALIBRATION: "calibration",
+    PANEL_BACKTEST: "backtest",
+    PANEL_RANKING: "ranking",
+    PANEL_MONITORING: "monitoring",
+    PANEL_WATCH: "watch",
+    PANEL_IDENTITY: "identity",
+}
 
 
 def keyed(prefix: str, suffix: str) -> str:
@@ -210,6 +225,14 @@ def select_query(series_id: str, channel: str, time_: float, *, move_view: bool 
     if move_view:
         ss[SERIES] = str(series_id)
         ss[CHANNEL] = str(channel)
+
+
+def open_panel(name: str) -> None:
+    """Open panel ``name`` on the next run (from a widget callback, where ``st.switch_page``
+    cannot run): the app switches to its page before drawing anything."""
+    if name not in PANEL_URLS:
+        raise ValueError(f"no panel named {name!r}; the panels are {PANELS}")
+    st.session_state[PANEL] = name
 
 
 def clear_query() -> None:

@@ -12,7 +12,7 @@ def _open(series_id: str) -> None:
     st.session_state[state.SERIES] = str(series_id)
     st.session_state.pop(state.CHANNEL, None)
     state.clear_query()
-    st.session_state[state.PANEL] = state.PANEL_BAND
+    state.open_panel(state.PANEL_BAND)
 
 
 def _on_row_select() -> None:
@@ -38,7 +38,7 @@ def render(res: FitResult) -> None:
         "c·σ̂ on "
         "the normalised scale over each series' prediction range (lower = more trusted). Click a "
         "row "
-        "(or a column header to sort) — a picked row opens that series in the Predictive band tab."
+        "(or a column header to sort) — a picked row opens that series on the Predictive band page."
     )
     st.dataframe(
         ranked,

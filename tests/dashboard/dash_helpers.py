@@ -34,10 +34,13 @@ def session_model(at: AppTest):
 
 
 def show(at: AppTest, panel: str) -> AppTest:
-    """``at`` rerun on ``panel``."""
+    """``at`` rerun on ``panel``'s page (each panel is an ``st.navigation`` page; the app opens
+    the one that session key ``panel`` asks for, as after a click on a ranked row)."""
     at.session_state["panel"] = panel
     at.run()
     assert not at.exception, at.exception
+    assert at.session_state["_open_panel"] == panel, "the app did not open the page asked for"
+    assert "panel" not in at.session_state, "the request is consumed: the next run stays on the page"
     return at
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_browser import ARGS, CHROMIUM, _data_uploader, _free_port, _idle, need_browser
+from test_browser import ARGS, CHROMIUM, _data_uploader, _free_port, _idle, need_browser, open_panel
 
 from levy_core.cli.server import streamlit_command
 
@@ -130,7 +130,7 @@ def test_hostile_names_make_no_link_and_no_request_beyond_the_app(tmp_path) -> N
                                    timeout=300_000)
             seen = set()
             for panel in PANELS:
-                page.get_by_role("tab", name=panel, exact=True).click()
+                open_panel(page, panel)
                 _idle(page, 300)
                 seen |= set(page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)"))
                 text = page.inner_text("body").replace("\u2060", "")
