@@ -35,7 +35,6 @@ OPENED_MODEL = "_opened_model"  # services.OpenedModel, or absent: the model in 
 OPENED_RESULT = "_opened_result"  # FitResult of the opened model on the data it was last applied to
 CLOSE_MODEL = "close_model"  # button: back to fitting
 # panels and shared view controls
-PANEL = "panel"  # a panel name: open that page on the next run (set by callbacks; the app pops it)
 OPEN_PANEL = "_open_panel"  # the panel this run draws (set by the app from the page the URL names)
 SERIES = "series"
 CHANNEL = "channel"
@@ -107,8 +106,7 @@ BACKTEST_CHART = "backtest_chart"
 ROLLING_CHART = "rolling_coverage_chart"
 # Trust ranking panel
 RANK_TABLE = "rank_table"  # st.dataframe selection event
-RANK_OPEN = "rank_open"  # selectbox: series to open
-RANK_OPEN_BUTTON = "rank_open_button"
+RANK_OPEN = "rank_open"  # selectbox: the series the band view shows (a page link opens it)
 RANK_DOWNLOAD = "rank_download"
 RANKING_CHART = "ranking_chart"
 RANKED_IDS = "_ranked_ids"  # series ids in table order (maps a selected row to its series)
@@ -225,14 +223,6 @@ def select_query(series_id: str, channel: str, time_: float, *, move_view: bool 
     if move_view:
         ss[SERIES] = str(series_id)
         ss[CHANNEL] = str(channel)
-
-
-def open_panel(name: str) -> None:
-    """Open panel ``name`` on the next run (from a widget callback, where ``st.switch_page``
-    cannot run): the app switches to its page before drawing anything."""
-    if name not in PANEL_URLS:
-        raise ValueError(f"no panel named {name!r}; the panels are {PANELS}")
-    st.session_state[PANEL] = name
 
 
 def clear_query() -> None:

@@ -34,13 +34,21 @@ def session_model(at: AppTest):
 
 
 def show(at: AppTest, panel: str) -> AppTest:
-    """``at`` rerun on ``panel``'s page (each panel is an ``st.navigation`` page; the app opens
-    the one that session key ``panel`` asks for, as after a click on a ranked row)."""
-    at.session_state["panel"] = panel
+    """``at`` rerun on ``panel``'s page, as a click on its link in the navigation bar does: the
+    page's hash sent with every widget's state. (``AppTest.switch_page`` takes only pages made
+    from files; the app's pages are callables, so the hash is looked up by the page's URL among
+    the pages the last run registered: ``_registered_pages`` and ``_page_hash`` of the pinned
+    streamlit's AppTest.)"""
+    from levy_dashboard.session.state import PANEL_URLS
+
+    url = PANEL_URLS[panel]
+    hashes = [h for h, info in at._registered_pages.items() if info.get("url_pathname") == url]
+    assert len(hashes) == 1, f"no page at /{url}: {at._registered_pages}"
+    at._page_hash = hashes[0]
     at.run()
+    at._page_hash = ""  # later runs stay on the page this one finished on
     assert not at.exception, at.exception
-    assert at.session_state["_open_panel"] == panel, "the app did not open the page asked for"
-    assert "panel" not in at.session_state, "the request is consumed: the next run stays on the page"
+    assert at.session_state["_open_panel"] == panel, "the app did not draw the page asked for"
     return at
 
 

@@ -102,7 +102,7 @@ def captions(at: AppTest) -> str:
 @pytest.mark.integration
 def test_first_load_opens_the_shipped_model_and_shows_the_band_with_no_fit():
     at = start()
-    assert at.session_state["_open_panel"] == "Predictive band", "the root URL opens the band's page"
+    assert at.session_state["_open_panel"] == "Predictive band", "the root URL draws the band"
     assert at.session_state["_fit_key"].startswith("shipped-"), "the sample's shipped model, no fit"
     assert "_job" not in at.session_state
     assert "trained on sample: Synthetic multichannel and shipped with it" in rendered(captions(at))
@@ -282,11 +282,12 @@ def test_trust_ranking_panel_opens_a_series():
     assert_titled(figure(at, "ranking_chart"))
     assert "Download the ranking (CSV)" in {b.label for b in at.get("download_button")}
     target = str(ranked["series_id"].iloc[-1])
-    at.selectbox(key="rank_open").set_value(target)
-    at.button(key="rank_open_button").click().run()
+    at.selectbox(key="rank_open").set_value(target).run()
     assert not at.exception
-    assert at.session_state["_open_panel"] == "Predictive band", "a picked row opens the band's page"
-    assert at.session_state["series"] == target
+    assert at.session_state["series"] == target, "a picked series becomes the band view's"
+    links = at.get("page_link")
+    assert [(link.proto.page, link.proto.label) for link in links] == [("band", f"Open series {target} on the band page")]
+    show(at, "Predictive band")  # the link: the browser opens /band with every widget's state
     assert f"series {target}," in figure(at, "band_chart")["layout"]["title"]["text"]
 
 
