@@ -14,12 +14,17 @@ from levy_dashboard.services.fit import FitResult
 from levy_dashboard.session import state
 
 
-def _open(series_id: str) -> None:
+def _for_the_band(series_id: str) -> None:
     """The band view's series becomes ``series_id`` (its first channel, no query selected)."""
     st.session_state[state.SERIES] = str(series_id)
-    st.session_state[state.RANK_OPEN] = str(series_id)
     st.session_state.pop(state.CHANNEL, None)
     state.clear_query()
+
+
+def _open(series_id: str) -> None:
+    """A callback's pick: the band view's series, and the picker's."""
+    _for_the_band(series_id)
+    st.session_state[state.RANK_OPEN] = str(series_id)
 
 
 def _on_row_select() -> None:
@@ -74,7 +79,7 @@ def render(res: FitResult, band_page: st.Page) -> None:
     c[0].selectbox("Series for the band view", ids, key=state.RANK_OPEN, on_change=_on_open_pick)
     sid = st.session_state.get(state.RANK_OPEN)
     if shown not in ids:  # no band view yet (this page opened first): the link opens the picked one
-        _open(sid)
+        _for_the_band(sid)
     c[1].page_link(band_page, label=f"Open series {plain(sid)} on the band page", icon="📈")
     c[2].download_button(
         "Download the ranking (CSV)",

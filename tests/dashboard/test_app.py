@@ -13,7 +13,7 @@ import io
 import re
 
 import pytest
-from dash_helpers import figure, long_csv, session_model, show, start, wide_csv
+from dash_helpers import figure, long_csv, open_url, session_model, show, start, wide_csv
 from levy_dashboard import services
 from levy_dashboard.charts import LEVY, MC
 from levy_dashboard.display import report
@@ -275,7 +275,9 @@ def test_calibration_panel_report_and_csv():
 
 @pytest.mark.integration
 def test_trust_ranking_panel_opens_a_series():
-    at = show(start(), "Trust ranking")
+    at = open_url("Trust ranking")  # the first page of the session: no band view yet
+    ids = list(at.dataframe[0].value["series_id"].astype(str))
+    assert at.session_state["series"] == ids[0], "the link opens the series the picker shows"
     ranked = at.dataframe[0].value
     assert list(ranked["rank"]) == list(range(1, len(ranked) + 1))
     assert ranked["trust_score"].is_monotonic_increasing

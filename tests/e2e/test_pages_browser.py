@@ -2,13 +2,14 @@
 Debian's Chromium; never ``playwright install``).
 
 One ``streamlit run`` (the ``server`` fixture of ``test_browser.py``: a free port, its own PID,
-stopped at the end). The root URL opens the default panel and shows its URL (``/band``);
-then, for each panel, a fresh page load at ``http://HOST:PORT/<url path>`` (a new session):
+stopped at the end). The root URL draws the default panel (the Predictive band); then, for
+each panel, a fresh page load at ``http://HOST:PORT/<url path>`` (a new session):
 the bundled sample's model is opened as on any first load, the page's own content is drawn
 (its charts with traces and marks, or, for the Backtest page of a fit on many series, the
 message that says why it has none), the top navigation marks that page, the sidebar is
 there, no exception element, no page error; a screenshot of each page is saved as
-``docs/screenshots/page_<url path>.png``.
+``docs/screenshots/page_<url path>.png``. Last, on the ranking page, a picked series' link
+opens the band's page on it.
 
 Skipped when /usr/bin/chromium (or the playwright package) is missing, unless
 ``LEVY_REQUIRE_BROWSER=1`` (CI), then it fails.
@@ -65,6 +66,28 @@ def _page_drawn(page, content: int | str) -> None:
     page.wait_for_timeout(800)  # plotly finishes laying out
 
 
+def _ranking_links_to_the_band(context, server: str, errors: list[str]) -> None:
+    """On /ranking, a series picked, its link opens /band on that series."""
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{server}/{state.PANEL_URLS[state.PANEL_RANKING]}")
+    _page_drawn(page, PAGE_CONTENT[state.PANEL_RANKING])
+    page.locator('[data-testid="stSelectbox"]').filter(has_text="Series for the band view").click()
+    options = page.get_by_role("option")
+    target = options.last.inner_text().strip()
+    options.last.click()
+    link = page.get_by_role("link", name=f"Open series {target} on the band page")
+    link.wait_for(timeout=60_000)
+    page.wait_for_selector(STATUS, state="detached", timeout=60_000)
+    link.click()
+    page.wait_for_url(f"{server}/{state.PANEL_URLS[state.PANEL_BAND]}", timeout=60_000)
+    _page_drawn(page, PAGE_CONTENT[state.PANEL_BAND])
+    title = page.evaluate("() => document.querySelectorAll('.js-plotly-plot')[0].layout.title.text")
+    assert f"series {target}," in title, (target, title)
+    assert page.locator(EXCEPTION).count() == 0
+    page.close()
+
+
 def test_every_panel_opens_at_its_own_url(server):
     sync_playwright = need_browser()
     assert set(PAGE_CONTENT) == set(state.PANELS) == set(state.PANEL_URLS)
@@ -77,7 +100,9 @@ def test_every_panel_opens_at_its_own_url(server):
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(server)
             _page_drawn(page, PAGE_CONTENT[state.DEFAULT_PANEL])
-            assert page.url == f"{server}/{state.PANEL_URLS[state.DEFAULT_PANEL]}", page.url
+            names = page.evaluate("() => document.querySelectorAll('.js-plotly-plot')[0]._fullData.map(t => t.name)")
+            assert "Lévy mean" in names and "held-out observations" in names, names
+            assert page.locator(EXCEPTION).count() == 0
             page.close()
             for panel, url_path in state.PANEL_URLS.items():
                 page = context.new_page()  # a fresh load at the page's URL: a new session
@@ -100,6 +125,7 @@ def test_every_panel_opens_at_its_own_url(server):
                 page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTo(0, 0)")
                 _shot(page, f"page_{url_path}")
                 page.close()
+            _ranking_links_to_the_band(context, server, errors)
             assert not errors, errors
         finally:
             browser.close()
