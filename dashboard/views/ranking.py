@@ -80,7 +80,7 @@ def render(res: FitResult, band_page: st.Page) -> None:
     sid = st.session_state.get(state.RANK_OPEN)
     if shown not in ids:  # no band view yet (this page opened first): the link opens the picked one
         _for_the_band(sid)
-    c[1].page_link(band_page, label=f"Open series {plain(sid)} on the band page", icon="📈")
+    c[1].page_link(band_page, label=f"Open series {plain(sid)} on the band page", icon=":material/show_chart:")
     c[2].download_button(
         "Download the ranking (CSV)",
         data=services.evaluation.ranking_csv(ranked),
