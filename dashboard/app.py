@@ -85,15 +85,18 @@ def _panel(name: str, frame: Frame) -> None:
 
 def _open_page(frame: Frame) -> st.Page:
     """The page this run draws: one page per panel, each at its own URL (http://HOST:PORT/band,
-    /calibration, …), and the root URL, a hidden page that draws the default panel (no
-    ``st.switch_page`` to it: a switch made by the server reruns with no widget state, and the
-    sidebar's widgets, the upload among them, would lose theirs)."""
+    /calibration, …), and the root URL, a hidden page that draws the default panel. A new
+    session at the root is sent to the default panel's URL (its navigation link marked) before
+    anything is drawn; never later: a switch made by the server reruns with no widget state,
+    and the sidebar's widgets, the upload among them, would lose theirs."""
     pages = frame.pages
     for name in state.PANELS:
         pages[name] = st.Page(partial(_panel, name, frame), title=name, url_path=state.PANEL_URLS[name])
     root = st.Page(partial(_panel, state.DEFAULT_PANEL, frame), title="Lévy uncertainty", url_path="home",
                    default=True, visibility="hidden")
     current = st.navigation([root, *pages.values()], position="top")
+    if current is root and state.OPEN_PANEL not in st.session_state:  # the session's first run
+        st.switch_page(pages[state.DEFAULT_PANEL])  # stops this run, reruns on that page
     st.session_state[state.OPEN_PANEL] = state.DEFAULT_PANEL if current is root else current.title
     return current
 

@@ -102,7 +102,7 @@ def captions(at: AppTest) -> str:
 @pytest.mark.integration
 def test_first_load_opens_the_shipped_model_and_shows_the_band_with_no_fit():
     at = start()
-    assert at.session_state["_open_panel"] == "Predictive band", "the root URL draws the band"
+    assert at.session_state["_open_panel"] == "Predictive band", "the root URL opens the band"
     assert at.session_state["_fit_key"].startswith("shipped-"), "the sample's shipped model, no fit"
     assert "_job" not in at.session_state
     assert "trained on sample: Synthetic multichannel and shipped with it" in rendered(captions(at))

@@ -2,8 +2,8 @@
 Debian's Chromium; never ``playwright install``).
 
 One ``streamlit run`` (the ``server`` fixture of ``test_browser.py``: a free port, its own PID,
-stopped at the end). The root URL draws the default panel (the Predictive band); then, for
-each panel, a fresh page load at ``http://HOST:PORT/<url path>`` (a new session):
+stopped at the end). The root URL opens the default panel's URL (``/band``); then, for each
+panel, a fresh page load at ``http://HOST:PORT/<url path>`` (a new session):
 the bundled sample's model is opened as on any first load, the page's own content is drawn
 (its charts with traces and marks, or, for the Backtest page of a fit on many series, the
 message that says why it has none), the top navigation marks that page, the sidebar is
@@ -100,6 +100,9 @@ def test_every_panel_opens_at_its_own_url(server):
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(server)
             _page_drawn(page, PAGE_CONTENT[state.DEFAULT_PANEL])
+            assert page.url == f"{server}/{state.PANEL_URLS[state.DEFAULT_PANEL]}", page.url
+            current = page.locator(NAV).locator('a[aria-current="page"]')
+            assert current.count() == 1 and current.inner_text().strip() == state.DEFAULT_PANEL
             names = page.evaluate("() => document.querySelectorAll('.js-plotly-plot')[0]._fullData.map(t => t.name)")
             assert "Lévy mean" in names and "held-out observations" in names, names
             assert page.locator(EXCEPTION).count() == 0
