@@ -4,8 +4,9 @@ The current data and model live in ``st.session_state`` (``FIT_KEY`` names the m
 services' fit store), so a bad upload or a failed fit leaves them in place. View controls
 that several panels share (series, channel, level, …) are widget keys kept alive across
 page switches (each panel is an ``st.navigation`` page: only the open one runs, and
-Streamlit drops the state of widgets that were not drawn in a run). Every key the app and its views read or write, widget keys included,
-is a constant here; keys tied to one file or data set are ``keyed(PREFIX, suffix)``.
+Streamlit drops the state of widgets that were not drawn in a run). Every key the app and
+its views read or write, widget keys included, is a constant here; keys tied to one file or
+data set are ``keyed(PREFIX, suffix)``.
 """
 
 from __future__ import annotations
