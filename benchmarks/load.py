@@ -14,7 +14,7 @@ install``) open it at once. Each session:
    re-render until the page is idle and the band's title shows the new level — **cached
    re-renders**; those made while other sessions' fits were still queued or running are
    counted as "while others fit";
-5. downloads its fitted model (Fit tab) — then compared with the **single-user run**: the
+5. downloads its fitted model (Fit page) — then compared with the **single-user run**: the
    same file fitted in this process with the dashboard's default settings and the fit
    workers' one thread (``levy_dashboard.fitting.fits.fit_model``); predictions on a grid must be equal
    bit for bit.
@@ -161,7 +161,7 @@ async def one_session(browser, url: str, i: int, csv: Path, flips: int, state: d
         out["flips"].append(seconds)
         if fitting:
             out["flips_while_fitting"].append(seconds)
-    await page.get_by_role("tab", name="Fit", exact=True).click()
+    await page.locator('[data-testid="stTopNav"]').get_by_role("link", name="Fit", exact=True).click()  # the Fit page
     await _idle(page)
     out["zip"] = None
     for _ in range(3):  # a download the browser cancels (it happens under load) is asked again

@@ -45,7 +45,7 @@ def show_failure(message: str) -> None:
     text = message.strip()
     if text and text[-1] not in ".!?":
         text += "."
-    hint = " Fix it in the Data tab (column mapping)." if "mapping" in text.lower() else ""
+    hint = " Fix it on the Data page (column mapping)." if "mapping" in text.lower() else ""
     st.error(f"{plain(text)}{hint} The previous data and model are kept.", icon="🚫")
 
 
@@ -72,7 +72,7 @@ def ensure_view_state(res: FitResult) -> None:
 
 
 def mc_controls(res: FitResult, container: Any = None) -> None:
-    """MC-Dropout overlay toggle and T (shared keys: the band and MC-Dropout tabs show both)."""
+    """MC-Dropout overlay toggle and T (shared keys: the band and MC-Dropout pages show both)."""
     c = container or st
     cols = c.columns([1, 2])
     cols[0].toggle(

@@ -142,7 +142,7 @@ def load(src: DataSource, mapping_json: str | None, time_unit: str) -> Loaded:
     except Exception as exc:  # noqa: BLE001 - never let a file crash the app
         log.exception("unexpected error reading %s", src.name)
         return Loaded(None, None, f"Could not read {src.name!r}: {exc}. Check that it is a "
-                      "CSV of timestamped observations (see the Data tab).")
+                      "CSV of timestamped observations (see the Data page).")
 
 
 def few_series(obs: Observations) -> bool:

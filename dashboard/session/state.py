@@ -3,9 +3,10 @@
 The current data and model live in ``st.session_state`` (``FIT_KEY`` names the model in the
 services' fit store), so a bad upload or a failed fit leaves them in place. View controls
 that several panels share (series, channel, level, …) are widget keys kept alive across
-tab switches (only the open tab runs, and Streamlit drops the state of widgets that were
-not drawn in a run). Every key the app and its views read or write, widget keys included,
-is a constant here; keys tied to one file or data set are ``keyed(PREFIX, suffix)``.
+page switches (each panel is an ``st.navigation`` page: only the open one runs, and
+Streamlit drops the state of widgets that were not drawn in a run). Every key the app and
+its views read or write, widget keys included, is a constant here; keys tied to one file or
+data set are ``keyed(PREFIX, suffix)``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ OPENED_MODEL = "_opened_model"  # services.OpenedModel, or absent: the model in 
 OPENED_RESULT = "_opened_result"  # FitResult of the opened model on the data it was last applied to
 CLOSE_MODEL = "close_model"  # button: back to fitting
 # panels and shared view controls
-PANEL = "panel"  # st.tabs key (lazy tabs: only the open one runs)
+OPEN_PANEL = "_open_panel"  # the panel this run draws (set by the app from the page the URL names)
 SERIES = "series"
 CHANNEL = "channel"
 LEVEL = "level"
@@ -106,8 +107,7 @@ BACKTEST_CHART = "backtest_chart"
 ROLLING_CHART = "rolling_coverage_chart"
 # Trust ranking panel
 RANK_TABLE = "rank_table"  # st.dataframe selection event
-RANK_OPEN = "rank_open"  # selectbox: series to open
-RANK_OPEN_BUTTON = "rank_open_button"
+RANK_OPEN = "rank_open"  # selectbox: the series the band view shows (a page link opens it)
 RANK_DOWNLOAD = "rank_download"
 RANKING_CHART = "ranking_chart"
 RANKED_IDS = "_ranked_ids"  # series ids in table order (maps a selected row to its series)
@@ -164,7 +164,21 @@ PANELS = [
     PANEL_WATCH,
     PANEL_IDENTITY,
 ]
-DEFAULT_PANEL = PANEL_BAND
+DEFAULT_PANEL = PANEL_BAND  # what the app's root URL opens
+# each panel's page: http://HOST:PORT/<url path> (stable: docs, bookmarks and tests use them)
+PANEL_URLS = {
+    PANEL_DATA: "data",
+    PANEL_FIT: "fit",
+    PANEL_BAND: "band",
+    PANEL_ADVISE: "measure-next",
+    PANEL_MC: "mc-dropout",
+    PANEL_CALIBRATION: "calibration",
+    PANEL_BACKTEST: "backtest",
+    PANEL_RANKING: "ranking",
+    PANEL_MONITORING: "monitoring",
+    PANEL_WATCH: "watch",
+    PANEL_IDENTITY: "identity",
+}
 
 
 def keyed(prefix: str, suffix: str) -> str:

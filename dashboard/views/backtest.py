@@ -89,7 +89,7 @@ def render(res: FitResult) -> None:
         st.info(
             "The backtest is for forecasts on rolling origins: fit a **Forecast** on data with fewer "
             "than 10 series (e.g. the bundled *Single sensor series* sample). A fit on many series "
-            "is checked on held-out series in the Calibration tab."
+            "is checked on held-out series on the Calibration page."
         )
         return
     widgets.ensure_view_state(res)

@@ -83,7 +83,7 @@ def _pick_fallback(res: FitResult, view: View) -> None:
         args=(origin,),
         format_func=lambda t: "(none)" if t is None else labels.get(t, services.band.time_text(res, view.series_id, t)),
         help="Same as clicking an orange diamond on the band chart"
-        + (" (rolling origins: the queries of the origin open in the Backtest tab)." if origin is not None else "."),
+        + (" (rolling origins: the queries of the origin open on the Backtest page)." if origin is not None else "."),
     )
 
 
@@ -152,7 +152,7 @@ def render(res: FitResult, view: View) -> None:
             "uncertainty "
             "puts the bright (large-error) dots left or up. Click a dot (or box-select: the worst "
             "in the box is taken) to "
-            + ("explain it below and open its forecast origin in the Backtest tab"
+            + ("explain it below and open its forecast origin on the Backtest page"
                if res.on_origins else "open it in the band above")
             + (f"; ringed dots are series {plain(view.series_id)}." if several else ".")
         )

@@ -42,7 +42,7 @@ def follow_job(slot: Any) -> None:
     failure = ss.pop(state.TWIN_FAILURE, None)
     if failure:
         slot.warning(f"The MC-Dropout twin could not be trained: {plain(str(failure).strip().rstrip('.'))}. The Lévy "
-                     "model and its panels are kept; the MC-Dropout tab offers to try again.", icon="⚠️")
+                     "model and its panels are kept; the MC-Dropout page offers to try again.", icon="⚠️")
         return
     job = ss.get(state.JOB)
     if not job:
@@ -73,7 +73,7 @@ def _download_section(res: FitResult) -> None:
     st.caption(
         "Open the zip later (sidebar, 3 · Saved model) to apply this model to new data without refitting: "
         "its band, evidence vs disagreement, trust ranking and, where the new data has observed "
-        "futures, the Monitoring tab."
+        "futures, the Monitoring page."
     )
 
 

@@ -37,7 +37,7 @@ def _query_controls(
         key=state.IDENTITY_QUERY,
         format_func=lambda x: f"{services.band.time_text(res, view.series_id, x)} (observed {y_of[x]:.4g})",
         help="Defaults to the query selected in the band view"
-        + (" (rolling origins: among the queries of the origin open in the Backtest tab)." if at else "."),
+        + (" (rolling origins: among the queries of the origin open on the Backtest page)." if at else "."),
     )
     n = c[1].select_slider("Draws", DRAW_CHOICES, key=state.N_DRAWS)
     return float(t), int(n)
@@ -92,8 +92,8 @@ def render(res: FitResult) -> None:
     if here.empty:
         st.info(
             f"Series {plain(view.series_id)}, channel {plain(view.channel)} has no held-out query; pick another "
-            "in the "
-            "Predictive band tab."
+            "on the "
+            "Predictive band page."
         )
         return
     times = [float(t) for t in here["time"]]

@@ -86,8 +86,8 @@ def _band_overlay(res: FitResult, view: View) -> None:
     st.plotly_chart(fig, key=state.MC_BAND_CHART)
     st.caption(
         f"How to read: blue = Lévy, vermillion = MC-Dropout ({100 * view.level:.0f} % bands, "
-        f"{state.get(state.BAND_KIND).lower()}); change the series, channel and level in the "
-        "Predictive band tab, and the overlay and T above."
+        f"{state.get(state.BAND_KIND).lower()}); change the series, channel and level on the "
+        "Predictive band page, and the overlay and T above."
     )
 
 

@@ -1,18 +1,30 @@
-"""Panel 7 · Trust ranking: series ranked by trust in one batched pass; a row opens its band."""
+"""Panel 7 · Trust ranking: series ranked by trust in one batched pass; a picked row (or series)
+becomes the band view's series, and a link opens the Predictive band page on it.
+
+The link is a page link (the browser navigates, as with the navigation bar, and sends every
+widget's state along); ``st.switch_page`` from a callback's rerun would drop the sidebar's
+widgets (the data source, the upload) on the way."""
 
 from __future__ import annotations
 
 import streamlit as st
 from levy_dashboard import charts, services
+from levy_dashboard.display.markup import plain
 from levy_dashboard.services.fit import FitResult
 from levy_dashboard.session import state
 
 
-def _open(series_id: str) -> None:
+def _for_the_band(series_id: str) -> None:
+    """The band view's series becomes ``series_id`` (its first channel, no query selected)."""
     st.session_state[state.SERIES] = str(series_id)
     st.session_state.pop(state.CHANNEL, None)
     state.clear_query()
-    st.session_state[state.PANEL] = state.PANEL_BAND
+
+
+def _open(series_id: str) -> None:
+    """A callback's pick: the band view's series, and the picker's."""
+    _for_the_band(series_id)
+    st.session_state[state.RANK_OPEN] = str(series_id)
 
 
 def _on_row_select() -> None:
@@ -23,22 +35,25 @@ def _on_row_select() -> None:
         _open(ranked[rows[0]])
 
 
-def _on_open_click() -> None:
+def _on_open_pick() -> None:
     sid = st.session_state.get(state.RANK_OPEN)
     if sid is not None:
         _open(sid)
 
 
-def render(res: FitResult) -> None:
+def render(res: FitResult, band_page: st.Page) -> None:
+    """The ranking; ``band_page`` is the Predictive band's page (``st.navigation``'s)."""
     ranked, seconds = services.evaluation.ranking(res.key, res)
-    st.session_state[state.RANKED_IDS] = ranked["series_id"].astype(str).tolist()
+    ids = ranked["series_id"].astype(str).tolist()
+    st.session_state[state.RANKED_IDS] = ids
     st.subheader(f"{len(ranked):,} series ranked by trust")
     st.caption(
         f"Scored in {seconds:.3g} s in one batched pass. Trust score = the mean calibrated spread "
         "c·σ̂ on "
         "the normalised scale over each series' prediction range (lower = more trusted). Click a "
         "row "
-        "(or a column header to sort) — a picked row opens that series in the Predictive band tab."
+        "(or a column header to sort) — a picked row becomes the band view's series; the link under the "
+        "table opens it on the Predictive band page."
     )
     st.dataframe(
         ranked,
@@ -57,13 +72,15 @@ def render(res: FitResult) -> None:
             "mean_disagreement": st.column_config.NumberColumn("mean tr Σ", format="%.3g"),
         },
     )
-    c = st.columns([2, 1, 2])
-    c[0].selectbox(
-        "Open a series in the band view",
-        ranked["series_id"].astype(str).tolist(),
-        key=state.RANK_OPEN,
-    )
-    c[1].button("Open", on_click=_on_open_click, key=state.RANK_OPEN_BUTTON)
+    shown = state.get(state.SERIES)
+    if shown in ids:  # the picker follows the band view's series, wherever it was set
+        st.session_state[state.RANK_OPEN] = shown
+    c = st.columns([2, 1.4, 1.6], vertical_alignment="bottom")
+    c[0].selectbox("Series for the band view", ids, key=state.RANK_OPEN, on_change=_on_open_pick)
+    sid = st.session_state.get(state.RANK_OPEN)
+    if shown not in ids:  # no band view yet (this page opened first): the link opens the picked one
+        _for_the_band(sid)
+    c[1].page_link(band_page, label=f"Open series {plain(sid)} on the band page", icon=":material/show_chart:")
     c[2].download_button(
         "Download the ranking (CSV)",
         data=services.evaluation.ranking_csv(ranked),

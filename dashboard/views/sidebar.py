@@ -220,7 +220,7 @@ def _model_controls(d: FitSettings) -> tuple[str, int, float, bool]:
         value=d.train_twin,
         key=state.FIT_TWIN,
         help="The softmax+dropout twin gives the MC-Dropout comparison; untick to fit only the "
-        "Lévy model and train the twin later, on demand, in the MC-Dropout tab.",
+        "Lévy model and train the twin later, on demand, on the MC-Dropout page.",
     )
     return size, int(epochs), float(budget), bool(twin)
 
@@ -294,7 +294,7 @@ def _model_section() -> None:
         "Open a saved model (.zip)",
         type=["zip"],
         key=state.MODEL_UPLOAD,
-        help="A zip from “Download the fitted model” (Fit tab), or of a `levy fit --out DIR` folder: "
+        help="A zip from “Download the fitted model” (Fit page), or of a `levy fit --out DIR` folder: "
         "model.json and safetensors weights only (anything else is refused). The data in the sidebar "
         "is then scored with it, without refitting.",
     )

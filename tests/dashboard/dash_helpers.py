@@ -33,11 +33,37 @@ def session_model(at: AppTest):
     return services.fit.session_fit(at.session_state["_fit_key"], at.session_state["_fit_provenance"])
 
 
-def show(at: AppTest, panel: str) -> AppTest:
-    """``at`` rerun on ``panel``."""
-    at.session_state["panel"] = panel
+def _page_hash(at: AppTest, panel: str) -> str:
+    from levy_dashboard.session.state import PANEL_URLS
+
+    url = PANEL_URLS[panel]
+    hashes = [h for h, info in at._registered_pages.items() if info.get("url_pathname") == url]
+    assert len(hashes) == 1, f"no page at /{url}: {at._registered_pages}"
+    return hashes[0]
+
+
+def open_url(panel: str) -> AppTest:
+    """A new session opened at ``panel``'s URL (its first run draws that page, not the root's)."""
+    at = AppTest.from_file(APP, default_timeout=300)
+    at._page_hash = _page_hash(start(), panel)  # a page's hash is its URL's: the same in every session
     at.run()
+    at._page_hash = ""
     assert not at.exception, at.exception
+    assert at.session_state["_open_panel"] == panel
+    return at
+
+
+def show(at: AppTest, panel: str) -> AppTest:
+    """``at`` rerun on ``panel``'s page, as a click on its link in the navigation bar does: the
+    page's hash sent with every widget's state. (``AppTest.switch_page`` takes only pages made
+    from files; the app's pages are callables, so the hash is looked up by the page's URL among
+    the pages the last run registered: ``_registered_pages`` and ``_page_hash`` of the pinned
+    streamlit's AppTest.)"""
+    at._page_hash = _page_hash(at, panel)
+    at.run()
+    at._page_hash = ""  # later runs stay on the page this one finished on
+    assert not at.exception, at.exception
+    assert at.session_state["_open_panel"] == panel, "the app did not draw the page asked for"
     return at
 
 

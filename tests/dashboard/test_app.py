@@ -13,7 +13,7 @@ import io
 import re
 
 import pytest
-from dash_helpers import figure, long_csv, session_model, show, start, wide_csv
+from dash_helpers import figure, long_csv, open_url, session_model, show, start, wide_csv
 from levy_dashboard import services
 from levy_dashboard.charts import LEVY, MC
 from levy_dashboard.display import report
@@ -102,7 +102,7 @@ def captions(at: AppTest) -> str:
 @pytest.mark.integration
 def test_first_load_opens_the_shipped_model_and_shows_the_band_with_no_fit():
     at = start()
-    assert at.session_state["panel"] == "Predictive band"
+    assert at.session_state["_open_panel"] == "Predictive band", "the root URL opens the band"
     assert at.session_state["_fit_key"].startswith("shipped-"), "the sample's shipped model, no fit"
     assert "_job" not in at.session_state
     assert "trained on sample: Synthetic multichannel and shipped with it" in rendered(captions(at))
@@ -113,6 +113,36 @@ def test_first_load_opens_the_shipped_model_and_shows_the_band_with_no_fit():
     assert_titled(scatter)
     assert "How to read" in captions(at)
     assert not at.error
+
+
+# the chart each panel's page draws on the bundled sample (a fit on many series walks no
+# rolling origins: the Backtest page says so instead)
+PAGE_CHARTS = {"Data": "gap_hist", "Fit": "training_chart", "Predictive band": "band_chart",
+               "Measure next": "advise_chart", "MC-Dropout": "mc_band_chart",
+               "Calibration": "reliability_chart", "Backtest": None, "Trust ranking": "ranking_chart",
+               "Monitoring": "monitor_chart", "Watch": "watch_chart", "Check the identity": "draws_chart"}
+
+
+@pytest.mark.integration
+def test_every_panel_is_a_page_on_the_sessions_model():
+    """Each panel is an ``st.navigation`` page at its own URL: opening one draws that page
+    alone, on the session's model (no refit, no new job), a rerun stays on it, and a control
+    shared by pages (the band level) keeps its value across them."""
+    at = start()
+    assert set(PAGE_CHARTS) == set(PANELS)
+    fit_key = at.session_state["_fit_key"]
+    at.slider(key="level").set_value(0.8).run()
+    for panel in [*PANELS, "Predictive band"]:
+        show(at, panel)
+        drawn = [c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")]
+        want = PAGE_CHARTS[panel]
+        assert (want in drawn) if want else not drawn, f"{panel}: {drawn}"
+        assert not set(drawn) & {c for p, c in PAGE_CHARTS.items() if p != panel}, f"{panel}: {drawn}"
+        assert at.session_state["_fit_key"] == fit_key and "_job" not in at.session_state, panel
+        at.run()  # a rerun (any widget) stays on the page
+        assert at.session_state["_open_panel"] == panel and not at.exception
+        assert at.sidebar.button(key="fit_button").label == "Refit", f"{panel}: the sidebar is on every page"
+    assert "80 % scaled Gaussian" in figure(at, "band_chart")["layout"]["title"]["text"]
 
 
 @pytest.mark.slow  # AppTest runs with fits
@@ -245,18 +275,21 @@ def test_calibration_panel_report_and_csv():
 
 @pytest.mark.integration
 def test_trust_ranking_panel_opens_a_series():
-    at = show(start(), "Trust ranking")
+    at = open_url("Trust ranking")  # the first page of the session: no band view yet
+    ids = list(at.dataframe[0].value["series_id"].astype(str))
+    assert at.session_state["series"] == ids[0], "the link opens the series the picker shows"
     ranked = at.dataframe[0].value
     assert list(ranked["rank"]) == list(range(1, len(ranked) + 1))
     assert ranked["trust_score"].is_monotonic_increasing
     assert_titled(figure(at, "ranking_chart"))
     assert "Download the ranking (CSV)" in {b.label for b in at.get("download_button")}
     target = str(ranked["series_id"].iloc[-1])
-    at.selectbox(key="rank_open").set_value(target)
-    at.button(key="rank_open_button").click().run()
+    at.selectbox(key="rank_open").set_value(target).run()
     assert not at.exception
-    assert at.session_state["panel"] == "Predictive band"
-    assert at.session_state["series"] == target
+    assert at.session_state["series"] == target, "a picked series becomes the band view's"
+    links = at.get("page_link")
+    assert [(link.proto.page, link.proto.label) for link in links] == [("band", f"Open series {target} on the band page")]
+    show(at, "Predictive band")  # the link: the browser opens /band with every widget's state
     assert f"series {target}," in figure(at, "band_chart")["layout"]["title"]["text"]
 
 

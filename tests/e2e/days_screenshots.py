@@ -26,6 +26,7 @@ from levy_core.cli.server import streamlit_command
 ROOT = Path(__file__).resolve().parents[2]
 STATUS = '[data-testid="stStatusWidget"]'
 CHART = '[data-testid="stPlotlyChart"]'
+NAV = '[data-testid="stTopNav"]'  # the panels' pages (st.navigation at the top)
 
 
 def idle(page, timeout_s: float = 600) -> None:
@@ -36,7 +37,7 @@ def idle(page, timeout_s: float = 600) -> None:
 
 
 def visible_chart(page, title: str):
-    """The first chart on screen whose text holds ``title`` (hidden tabs keep theirs in the page)."""
+    """The first chart on screen whose text holds ``title``."""
     charts = page.locator(CHART)
     for i in range(charts.count()):
         if charts.nth(i).is_visible() and title in charts.nth(i).inner_text():
@@ -62,14 +63,14 @@ def shoot(url: str, csv: Path, out: Path) -> None:
         uploader = page.locator('[data-testid="stFileUploader"]').filter(has_text="Upload a CSV")
         uploader.locator('input[type="file"]').set_input_files(str(csv))
         idle(page)
-        page.get_by_role("tab", name="Data", exact=True).click()
+        page.locator(NAV).get_by_role("link", name="Data", exact=True).click()
         idle(page)
         page.locator('[data-testid="stSelectbox"]').filter(has_text="Unit of a numeric time column").click()
         page.get_by_role("option", name="days", exact=True).click()
         page.get_by_role("button", name="Apply mapping").click()
         idle(page)
         visible_chart(page, "Gaps between").screenshot(path=str(out / "gaps_days.png"))
-        page.get_by_role("tab", name="Predictive band", exact=True).click()
+        page.locator(NAV).get_by_role("link", name="Predictive band", exact=True).click()
         idle(page)
         visible_chart(page, "Predictive band for").screenshot(path=str(out / "band_days.png"))
         browser.close()

@@ -5,8 +5,8 @@ Starts ``streamlit run dashboard/app.py`` on a free port (its own PID, stopped a
 waits for the first band on the bundled sample, uploads a long-form CSV, waits for the
 refit and the charts, selects a held-out query by clicking it on the band chart and one on
 the evidence scatter, downloads the HTML report and opens it with the network blocked,
-asserts no exception element anywhere, and saves a screenshot of each panel into
-``docs/screenshots/`` (the README shows them), and a close-up of the calibration tab's band per
+asserts no exception element anywhere, and saves a screenshot of each panel (opened from the top navigation) into
+``docs/screenshots/`` (the README shows them), and a close-up of the calibration page's band per
 query (coverage by quintile with error bars, risk–coverage with the per-channel constant). It downloads the fitted model as a zip and, in
 a fresh session, sees tampered zips (a pickle inside, a path out of the folder, a huge
 model.json) refused with a message, opens the real one and applies it to a new upload
@@ -56,6 +56,7 @@ ARGS = [
 CHART = '[data-testid="stPlotlyChart"] .main-svg'
 STATUS = '[data-testid="stStatusWidget"]'
 EXCEPTION = '[data-testid="stException"]'
+NAV = '[data-testid="stTopNav"]'  # the panels' pages (st.navigation at the top)
 WIDTH = 1440
 # index of the scatter point (a query of another series) farthest from every other point, so
 # that a click on it cannot pick a neighbour ("closest" hover picks the nearest point)
@@ -183,8 +184,13 @@ def _shot(page, name: str) -> Path:
     return path
 
 
+def open_panel(page, label: str) -> None:
+    """Click panel ``label``'s link in the top navigation (each panel is a page at its own URL)."""
+    page.locator(NAV).get_by_role("link", name=label, exact=True).click()
+
+
 def _tab(page, label: str, min_charts: int) -> None:
-    page.get_by_role("tab", name=label, exact=True).click()
+    open_panel(page, label)
     _idle(page)
     page.wait_for_function(
         f"""() => [...document.querySelectorAll('.js-plotly-plot')]
@@ -211,11 +217,11 @@ PER_QUERY = """() => {
 
 
 def _per_query_views(page) -> None:
-    """The calibration tab's band per query: both methods' quintile points with their error bars
+    """The calibration page's band per query: both methods' quintile points with their error bars
     drawn in three panels, the per-channel constant's line on the risk–coverage plot; a close-up
     screenshot of the section (``calibration_per_query.png``)."""
     found = page.evaluate(PER_QUERY)
-    assert found, "the calibration tab has no quintile panels or no risk–coverage plot"
+    assert found, "the calibration page has no quintile panels or no risk–coverage plot"
     assert found["points"] == 6 and found["errorbars"] >= 20, found  # 2 methods × 3 panels, 5 bars each
     assert found["reference"], "no per-channel constant line on the risk–coverage plot"
     assert found["clip"]["height"] > 700, found["clip"]
@@ -435,7 +441,7 @@ def _one_series(page) -> None:
     sidebar.locator('[data-testid="stSelectbox"]').filter(has_text="Sample").click()
     page.get_by_role("option", name="Single sensor series").click()
     page.get_by_text("on sample: Single sensor series", exact=False).first.wait_for(timeout=180_000)
-    page.get_by_role("tab", name="Predictive band", exact=True).click()
+    open_panel(page, "Predictive band")
     _idle(page)
     page.wait_for_function(FUTURE_DRAWN, timeout=120_000)
     band = page.evaluate(FUTURE_BAND)

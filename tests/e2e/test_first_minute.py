@@ -143,7 +143,7 @@ def test_first_minute_the_band_never_disappears_and_a_queued_session_sees_its_pl
 
             def step(pg) -> None:
                 if not shots["training"] and pg.get_by_text("the Lévy model as it stands", exact=False).count():
-                    pg.mouse.move(1000, 40)  # no tooltip over the page
+                    pg.mouse.move(1265, 30)  # no tooltip over the page, no hover on a navigation link
                     pg.get_by_text("early-stopping MSE", exact=False).first.wait_for(timeout=30_000)
                     pg.screenshot(path=str(SHOTS / "first_minute_training.png"))
                     shots["training"] = True
@@ -157,7 +157,7 @@ def test_first_minute_the_band_never_disappears_and_a_queued_session_sees_its_pl
                     shots["queued"] = True
 
             page.get_by_role("button", name="Refit").click()
-            page.mouse.move(1000, 40)
+            page.mouse.move(1265, 30)
             refit: list[tuple[float, bool]] = [(0.0, True)]
             t1 = time.perf_counter()
             # sampled until the page is idle with the final model (the Lévy model and its twin):
@@ -178,7 +178,7 @@ def test_first_minute_the_band_never_disappears_and_a_queued_session_sees_its_pl
                 f"the final model never came: {_model_caption(page)}; alerts: {_alerts(page)}; idle before: {early}")
             if early:
                 print(f"idle before the final model: {early}")
-            page.mouse.move(1000, 40)
+            page.mouse.move(1265, 30)
             page.wait_for_timeout(500)
             page.screenshot(path=str(SHOTS / "first_minute_trained.png"))
             other.get_by_text("on upload: colleague.csv", exact=False).first.wait_for(timeout=600_000)

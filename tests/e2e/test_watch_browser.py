@@ -2,7 +2,7 @@
 install``), on its own server so that it does not depend on the steps of ``test_browser.py``.
 
 Starts ``streamlit run dashboard/app.py`` on a free port (its own PID, stopped at the end),
-waits for the bundled sample's first fit, opens the Watch tab: the replay's chart has the
+waits for the bundled sample's first fit, opens the Watch page: the replay's chart has the
 band issued before each observation, the flagged points and the nominal α; ▶ Play moves the
 replay's clock on its own and ⏸ Pause stops it; no exception element, no page error.
 
@@ -21,7 +21,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from test_browser import CHROMIUM, need_browser
+from test_browser import CHROMIUM, need_browser, open_panel
 
 from levy_core.cli.server import streamlit_command
 
@@ -84,7 +84,7 @@ def test_the_watch_panel_replays_and_plays(app_url):
             page.goto(app_url)
             page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=300_000)
             page.wait_for_selector(STATUS, state="detached", timeout=300_000)
-            page.get_by_role("tab", name="Watch", exact=True).click()
+            open_panel(page, "Watch")
             page.wait_for_function(f"() => ({WATCH_TRACES})().some(n => n.startsWith('flagged'))", timeout=300_000)
             names = page.evaluate(WATCH_TRACES)
             assert any(n.startswith("Lévy 99 % band issued before each observation") for n in names), names
