@@ -178,6 +178,21 @@ def test_horizon_scale_follows_the_errors_per_lead() -> None:
         HorizonScale((1.0,), (float("inf"),))
 
 
+def test_horizon_scale_keeps_a_growth_its_few_queries_agree_on() -> None:
+    """One series' held-out episodes give ~30 queries a bin: errors that grow like a random
+    walk's (mean square ∝ lead) keep most of their growth; shrunk towards 1, as before, half
+    of it was lost. Errors that do not grow stay flat."""
+    rng = np.random.default_rng(3)
+    lead = np.tile(np.arange(1.0, 31.0), 6)  # 180 queries: six origins, 30 steps each
+    sigma = np.ones_like(lead)
+    grows = fit_horizon_scale(lead, rng.normal(0, np.sqrt(lead)), np.zeros_like(lead), sigma)
+    span = grows.factors[-1] / grows.factors[0]
+    truth = np.sqrt(grows.leads[-1] / grows.leads[0])  # the RMS error's growth between the end bins
+    assert span > 0.7 * truth  # a flat prior kept about half: sqrt(0.5 · 20 + 0.5) / sqrt(0.5 · 0.05 + 0.5) ≈ 4.5 of 9
+    flat = fit_horizon_scale(lead, rng.normal(0, 1.0, lead.size), np.zeros_like(lead), sigma)
+    assert max(flat.factors) / min(flat.factors) < 1.6
+
+
 def test_three_centuries_of_yearly_dates_are_read_and_written_back() -> None:
     """Sunspots since 1700: a span past the 292 years nanosecond differences can hold."""
     years = np.arange(1700, 2009)
