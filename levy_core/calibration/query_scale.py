@@ -4,8 +4,7 @@
 ``σ̂(q) = sqrt(tr Σ_V(q) · φ(Λ_q))`` is the exact RMS deviation of the sampled operator: its
 log splits into an evidence term ``E = ½ log φ(Λ_q)`` and a disagreement term
 ``D = ½ log tr Σ_V(q)``. How far a prediction actually misses need not scale with it one for
-one. An EMOS-style map (Gneiting et al. 2005), fitted on the training file's series (never the
-calibration ones), resizes it query by
+one. An EMOS-style map (Gneiting et al. 2005), fitted on held-out series, resizes it query by
 query:
 
     log s(q) = a_c + β_E E + β_D D + β_g G + β_k K + β_n N + β_l L + β_σ S + β_Δ Δ

@@ -124,7 +124,7 @@ def coverage_checks(fitted: FittedModel, pred: pd.DataFrame, *, levels: tuple[fl
     """
     if calibration_series is None:
         n_series = (fitted.training or {}).get("n_series", {})
-        band_map = (fitted.training or {}).get("band_map") or {}  # a panel's map: the series that calibrate
+        band_map = (fitted.training or {}).get("band_map") or {}  # a panel's map: half the series calibrate
         calibration_series = int(band_map.get("calibration_series") or n_series.get("calibration")
                                  or len(fitted.split.calibration))
     y, groups = pred["y_norm"].to_numpy(np.float64), pred["series_id"].to_numpy()
