@@ -16,12 +16,14 @@ No Streamlit here; used by ``fit_pool``.
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["CANCEL_SLOTS", "WATCH_EVERY_S", "CancelBoard", "FitCancelled", "run_cancellable", "watch"]
+__all__ = ["CANCEL_SLOTS", "PARENT_POLL_S", "WATCH_EVERY_S", "CancelBoard", "FitCancelled", "exit_with_parent", "run_cancellable",
+           "watch"]
 
 CANCEL_SLOTS = 256  # the most recent cancelled job ids kept on the board (a ring)
 WATCH_EVERY_S = 0.1  # how often a worker's watchdog reads the board
@@ -82,6 +84,21 @@ def watch(board: CancelBoard | None) -> None:
     _board = board
     if board is not None:
         threading.Thread(target=_watch, name="fit-cancel-watchdog", daemon=True).start()
+
+
+PARENT_POLL_S = 1.0  # how often a worker checks that the process that started it is still there
+
+
+def exit_with_parent(parent: int, every: float = PARENT_POLL_S) -> None:
+    """Worker start: end this worker, from a daemon thread, once ``parent`` (the pid that
+    spawned it) is gone. A server killed without running its exit handlers (SIGKILL, the OOM
+    killer) would otherwise leave its idle fit workers behind for good, holding memory."""
+    def poll() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        os._exit(0)
+
+    threading.Thread(target=poll, name="fit-parent-watchdog", daemon=True).start()
 
 
 def _leave() -> None:

@@ -46,7 +46,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from levy_dashboard.fitting.fit_cancel import CancelBoard, run_cancellable, watch
+from levy_dashboard.fitting.fit_cancel import CancelBoard, exit_with_parent, run_cancellable, watch
 
 from levy_core.runtime.priority import MAX_NICE, lower_priority, parse_nice
 from levy_core.runtime.threads import available_cores, prefer_passive_wait
@@ -112,12 +112,16 @@ def fit_niceness() -> int:
 _events: Any = None  # the worker's end of the event queue (set by _init)
 
 
-def _init(events: Any, threads: int, nice: int = 0, board: CancelBoard | None = None) -> None:
+def _init(events: Any, threads: int, nice: int = 0, board: CancelBoard | None = None,
+          parent: int | None = None) -> None:
     """Worker start: a low priority (``nice``, before any other thread starts), one torch
-    thread count for every fit it runs, the event queue and the cancel board's watchdog."""
+    thread count for every fit it runs, the event queue, the cancel board's watchdog and one
+    that ends the worker with ``parent`` (the server's pid, passed in: read here, it could
+    already be init's, were the server killed while this worker started)."""
     global _events
     lower_priority(nice)
     watch(board)
+    exit_with_parent(os.getppid() if parent is None else parent)
     prefer_passive_wait()  # waiting OpenMP threads sleep (before torch loads its runtime)
     os.environ["OMP_NUM_THREADS"] = str(threads)
     import torch
@@ -266,7 +270,7 @@ class FitPool:
         self._events = ctx.Queue()
         self._board = CancelBoard(ctx)
         self._executor = ProcessPoolExecutor(size, mp_context=ctx, initializer=_init,
-                                             initargs=(self._events, threads, self.nice, self._board))
+                                             initargs=(self._events, threads, self.nice, self._board, os.getpid()))
         self._alive: Any = lambda owner: True  # set_liveness
         self._lock = threading.RLock()  # re-entered: a future cancelled under it runs its done callback at once
         self._settled = threading.Condition(self._lock)  # notified when a job becomes done or failed

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -352,3 +355,43 @@ def test_fit_workers_run_every_thread_at_low_priority_and_fit_alike(obs, monkeyp
             fit_pool.fit_niceness()
     monkeypatch.delenv(fit_pool.ENV_NICE)
     assert fit_pool.fit_niceness() == fit_pool.FIT_NICE == 19
+
+
+_POOL_THEN_WAIT = """
+import sys, time
+from levy_dashboard.fitting.fit_pool import FitPool
+p = FitPool(2)
+p.start_workers()
+while len(p._executor._processes) < 2:
+    time.sleep(0.05)
+print(*p._executor._processes, flush=True)
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    """``pid`` runs and is no zombie (an orphan's zombie is reaped by init, not by us)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_fit_workers_end_when_their_server_is_killed_outright() -> None:
+    """SIGKILL (or the OOM killer) runs no exit handler: the workers' own watchdog ends them
+    within seconds instead of leaving idle fit processes behind."""
+    server = subprocess.Popen([sys.executable, "-c", _POOL_THEN_WAIT], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(x) for x in server.stdout.readline().split()]
+        assert len(pids) == 2 and all(_alive(pid) for pid in pids)
+    finally:
+        server.kill()
+        server.wait(30)
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = {pid: open(f"/proc/{pid}/stat", encoding="utf-8").read()[:80] for pid in pids if _alive(pid)}
+    assert left == {}, f"a fit worker outlived its killed server: {left}"
