@@ -44,6 +44,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
         mc = result["mc_dropout"]
         line += f"; MC-Dropout T={mc['passes']} CRPS {mc['crps']:.4g} ({mc['seconds']:.3f} s)"
     print(line, file=sys.stderr)
+    warped = [c for c in forecaster.fitted.channels if forecaster.fitted.scaler.transform_of(c) != "none"]
+    if warped:  # the headline is in the model's space: a log channel's errors there are on its log
+        print(f"note: MSE and CRPS above are in the model's normalised space, where {', '.join(map(str, warped))} "
+              f"{'is' if len(warped) == 1 else 'are'} on a log scale; to compare fits made with another "
+              "--transform, use the per-channel scores in the data's units below (--json: per_channel_data_units)",
+              file=sys.stderr)
     if "adaptive_coverage" in lv:  # rolling origins: the band that holds over time
         print(f"adaptive conformal over {lv['test_origins']} test origins (γ = {lv['gamma']:g}): coverage "
               + ", ".join(f"{100 * float(k):.0f} % {v:.3f} (within ±{lv['adaptive_bound'][k]:.3f} of the level "

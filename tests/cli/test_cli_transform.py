@@ -52,6 +52,16 @@ def test_fit_chooses_saves_and_prints_the_transform(fitted_auto: Path, capsys) -
     assert load_model(fitted_auto).scaler.transform_of("bili") == "log"
 
 
+def test_evaluate_says_its_headline_is_on_the_log_of_a_log_channel(fitted_auto: Path, panel_csv: Path,
+                                                                      tmp_path: Path, capsys) -> None:
+    """A fit with --transform none and one with auto report MSEs in different spaces: evaluate
+    says so and where to compare them."""
+    code, _, err = run(capsys, "evaluate", fitted_auto, panel_csv, "--json", tmp_path / "scores.json")
+    assert code == 0, err
+    assert "in the model's normalised space, where bili is on a log scale" in err
+    assert "per_channel_data_units" in err and "temp" not in err.split("note: MSE")[1].split("\n")[0]
+
+
 def test_predict_says_the_transform_and_keeps_the_band_above_zero(fitted_auto: Path, panel_csv: Path,
                                                                     tmp_path: Path, capsys) -> None:
     out = tmp_path / "pred.csv"
