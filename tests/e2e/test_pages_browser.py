@@ -74,10 +74,13 @@ def _ranking_links_to_the_band(context, server: str, errors: list[str]) -> None:
     _page_drawn(page, PAGE_CONTENT[state.PANEL_RANKING])
     page.locator('[data-testid="stSelectbox"]').filter(has_text="Series for the band view").click()
     options = page.get_by_role("option")
-    target = options.last.inner_text().strip()
-    options.last.click()
+    options.first.wait_for(timeout=60_000)
+    # an option named, not "the last one": the dropdown's list renders lazily, so "last" can be
+    # another element by the time it is clicked than when its text was read
+    target = options.nth(1 if options.count() > 1 else 0).inner_text().strip()
+    page.get_by_role("option", name=target, exact=True).click()
     link = page.get_by_role("link", name=f"Open series {target} on the band page")
-    link.wait_for(timeout=60_000)
+    link.wait_for(timeout=120_000)
     page.wait_for_selector(STATUS, state="detached", timeout=60_000)
     link.click()
     page.wait_for_url(f"{server}/{state.PANEL_URLS[state.PANEL_BAND]}", timeout=60_000)
