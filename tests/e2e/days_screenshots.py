@@ -14,12 +14,11 @@ import os
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pandas as pd
 from playwright.sync_api import sync_playwright
+from test_browser import wait_until_serving
 
 from levy_core.cli.server import streamlit_command
 
@@ -87,14 +86,7 @@ def main() -> None:
         proc = subprocess.Popen(streamlit_command(port), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.time() + 120
-            while time.time() < deadline:
-                try:
-                    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                        if r.read().strip() == b"ok":
-                            break
-                except OSError:
-                    time.sleep(0.5)
+            wait_until_serving(proc, url, out / "streamlit.log", seconds=120)  # fails, with the log, if it never serves
             shoot(url, pbc_in_days(out), out)
         finally:
             proc.terminate()

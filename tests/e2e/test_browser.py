@@ -100,6 +100,22 @@ def need_browser():
     return sync_playwright
 
 
+def wait_until_serving(proc, url: str, log_path: Path, seconds: float = 90) -> None:
+    """Return once the server at ``url`` answers ``ok`` on ``/_stcore/health``; fail with its
+    log's tail when its process ``proc`` exits first or ``seconds`` pass."""
+    deadline = time.time() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.read().strip() == b"ok":
+                    return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.time() > deadline:
+            pytest.fail(f"streamlit did not start:\n{log_path.read_text()[-3000:]}")
+        time.sleep(0.3)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -126,20 +142,8 @@ def server(tmp_path):
     pid = proc.pid  # ours alone: only this PID is stopped
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                log.flush()
-                pytest.fail(
-                    f"streamlit did not start:\n{(tmp_path / 'streamlit.log').read_text()[-3000:]}"
-                )
-            time.sleep(0.3)
+        log.flush()
+        wait_until_serving(proc, url, tmp_path / "streamlit.log")
         yield url
     finally:
         if proc.poll() is None:

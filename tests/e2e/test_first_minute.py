@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 import time
-import urllib.request
 
 import pytest
 from test_browser import (
@@ -29,6 +28,7 @@ from test_browser import (
     _free_port,
     _long_csv,
     need_browser,
+    wait_until_serving,
 )
 
 from levy_core.cli.server import streamlit_command
@@ -50,17 +50,7 @@ def one_worker_server(tmp_path):
     proc = subprocess.Popen(streamlit_command(port), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                pytest.fail(f"streamlit did not start:\n{(tmp_path / 'streamlit.log').read_text()[-3000:]}")
-            time.sleep(0.3)
+        wait_until_serving(proc, url, tmp_path / "streamlit.log", seconds=120)
         yield url
     finally:
         if proc.poll() is None:

@@ -14,14 +14,22 @@ import os
 import signal
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from levy_dashboard.session.state import PANEL_URLS
-from test_browser import ARGS, CHROMIUM, _data_uploader, _free_port, _idle, need_browser, open_panel
+from test_browser import (
+    ARGS,
+    CHROMIUM,
+    _data_uploader,
+    _free_port,
+    _idle,
+    need_browser,
+    open_panel,
+    wait_until_serving,
+)
 
 from levy_core.cli.server import streamlit_command
 
@@ -58,16 +66,8 @@ def _start(tmp_path: Path) -> tuple[subprocess.Popen, str]:
     log = open(tmp_path / "streamlit.log", "w")  # noqa: SIM115 - the process holds it
     proc = subprocess.Popen(streamlit_command(port), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.read().strip() == b"ok":
-                    return proc, url
-        except OSError:
-            pass
-        assert proc.poll() is None and time.time() < deadline, (tmp_path / "streamlit.log").read_text()[-3000:]
-        time.sleep(0.3)
+    wait_until_serving(proc, url, tmp_path / "streamlit.log", seconds=120)
+    return proc, url
 
 
 def _stop(proc: subprocess.Popen) -> None:

@@ -16,12 +16,10 @@ import os
 import signal
 import socket
 import subprocess
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-from test_browser import CHROMIUM, need_browser, open_panel
+from test_browser import CHROMIUM, need_browser, open_panel, wait_until_serving
 
 from levy_core.cli.server import streamlit_command
 
@@ -45,18 +43,7 @@ def app_url(tmp_path):
     proc = subprocess.Popen(streamlit_command(port), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                log.flush()
-                pytest.fail(f"streamlit did not start:\n{(tmp_path / 'streamlit.log').read_text()[-3000:]}")
-            time.sleep(0.3)
+        wait_until_serving(proc, url, tmp_path / "streamlit.log")
         yield url
     finally:
         if proc.poll() is None:
