@@ -195,6 +195,52 @@ def mondrian_band(cal: pd.DataFrame, test: pd.DataFrame, level: float) -> tuple[
     return spread(test), np.array([q[c] for c in cell(test)], np.float64), np.array([q[c] for c in cell(cal)])
 
 
+def trees_row(fitted, data, cal: pd.DataFrame, pred: pd.DataFrame, q: pd.DataFrame, train: pd.DataFrame,
+              sd: np.ndarray, constant: np.ndarray, kinds: dict[str, str]) -> dict:
+    """The band whose spread is ``sqrt(E[e² | x])`` from gradient-boosted trees on what a query
+    knows (`studies/spread_ceiling.py`'s learner and features, sd units), fitted on the training
+    file's training and stopping series (in-sample errors on most), never on the calibration
+    ones; then calibrated like σ̂: each channel's scale and split conformal on the calibration
+    series, in the model's units (the learned spread divided by the delta method's size there)."""
+    from benchmarks.studies.spread_ceiling import features, learner
+
+    scaler, channels = fitted.scaler, q["channel"].to_numpy()
+    sd_by_channel = train.groupby("channel")["value"].std()
+    codes = {c: i for i, c in enumerate(sorted(map(str, fitted.channels)))}
+
+    def sd_units(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        ch = frame["channel"].to_numpy()
+        sd_f = pd.Series(ch).map(sd_by_channel).to_numpy(np.float64)
+        return sd_f, scaler.scale_at(frame["mean_norm"].to_numpy(np.float64), ch) / sd_f
+
+    t0 = time.perf_counter()
+    fit_on = observed_queries(fitted, data.builder, list(dict.fromkeys(data.train_ids + data.stop_ids)))
+    sd_f, to_sd_f = sd_units(fit_on)
+    ch_f = fit_on["channel"].to_numpy()
+    err = (scaler.inverse_value(fit_on["y_norm"].to_numpy(np.float64), ch_f)
+           - scaler.inverse_value(fit_on["mean_norm"].to_numpy(np.float64), ch_f)) / sd_f
+    ok = np.isfinite(err) & np.isfinite(to_sd_f)
+    x_f = features(fit_on, codes, to_sd_f)
+    model = learner(x_f.shape[1]).fit(x_f[ok], err[ok] ** 2)
+
+    def spread_model_units(frame: pd.DataFrame) -> np.ndarray:
+        _, to_sd = sd_units(frame)
+        learned = np.sqrt(np.maximum(model.predict(features(frame, codes, to_sd)), 1e-12))
+        return learned / np.where(np.isfinite(to_sd) & (to_sd > 0), to_sd, 1.0)
+
+    cal_spread, test_spread = spread_model_units(cal), spread_model_units(pred)
+    band = Calibrator().fit(cal["y_norm"], cal["mean_norm"], cal_spread, groups=cal["channel"].to_numpy())
+    m_norm = pred["mean_norm"].to_numpy(np.float64)
+    lo, hi = band.interval(m_norm, test_spread, LEVEL, kind="conformal", groups=channels)
+    std = band.predict_std(test_spread, channels)
+    k = group_rms_factors(cal["y_norm"], cal["mean_norm"], pd.Series(cal_spread), cal["channel"])
+    ranking = test_spread * pd.Series(channels).map(k).fillna(1.0).to_numpy() * scaler.scale_at(m_norm, channels) / sd
+    return score("Lévy, spread from trees on the training file (measured, not shipped)", q,
+                 scaler.inverse_value(m_norm, channels), std * scaler.scale_at(m_norm, channels),
+                 scaler.inverse_value(lo, channels), scaler.inverse_value(hi, channels), sd, constant,
+                 time.perf_counter() - t0, ranking, kinds)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--panel", choices=sorted(PANELS), required=True)
@@ -202,6 +248,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="the draw of training and unseen series")
     parser.add_argument("--ensemble", type=int, default=ENSEMBLE, help="members of the deep ensemble (0: none)")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--trees", action="store_true",
+                        help="also the band from trees fitted on the training file's own series (measured, not shipped)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     spec = PANELS[args.panel]
@@ -288,6 +336,8 @@ def main() -> None:
                          fitted.scaler.inverse_value(m_norm + q_m * spread_m, channels), sd, constant, levy_seconds,
                          rank_spread(fitted, all_cal.assign(m_spread=all_cal["spread_norm"] * q_m_cal), "mean_norm",
                                      "m_spread", pred["spread_norm"].to_numpy() * q_m, m_norm), kinds))
+    if args.trees:  # the spread of studies/spread_ceiling.py's trees on the training file (NOTES.md, 17:04 UTC)
+        rows.insert(3, trees_row(fitted, data, all_cal, pred, q, train, sd, constant, kinds))
     mc_p = [p for p in fitted.predictives(mc) if p.method.key == "mc"][0]
     mc_lo, mc_hi = mc_p.band((LEVEL,), "conformal").bounds(LEVEL, original=True)
     rows.append(score("MC-Dropout T=20", q, mc["mc_mean"].to_numpy(), mc["mc_std"].to_numpy(), mc_lo, mc_hi, sd,
