@@ -53,6 +53,7 @@ from levy_core.metrics.conditional import (  # noqa: E402
     risk_coverage_ratio,
     within_group_spearman,
 )
+from levy_core.metrics.scoring_rules import crps_gaussian_per_point  # noqa: E402
 from levy_core.pipeline.predict import observed_queries  # noqa: E402
 from levy_core.pipeline.recipe import (  # noqa: E402
     assemble,
@@ -195,48 +196,51 @@ def mondrian_band(cal: pd.DataFrame, test: pd.DataFrame, level: float) -> tuple[
     return spread(test), np.array([q[c] for c in cell(test)], np.float64), np.array([q[c] for c in cell(cal)])
 
 
-def trees_row(fitted, data, cal: pd.DataFrame, pred: pd.DataFrame, q: pd.DataFrame, train: pd.DataFrame,
-              sd: np.ndarray, constant: np.ndarray, kinds: dict[str, str]) -> dict:
+def trees_row(fitted, data, cal: pd.DataFrame, pred: pd.DataFrame, q: pd.DataFrame, sd: np.ndarray,
+              constant: np.ndarray, kinds: dict[str, str], select: bool = False) -> dict:
     """The band whose spread is ``sqrt(E[e² | x])`` from gradient-boosted trees on what a query
-    knows (`studies/spread_ceiling.py`'s learner and features, sd units), fitted on the training
-    file's training and stopping series (in-sample errors on most), never on the calibration
-    ones; then calibrated like σ̂: each channel's scale and split conformal on the calibration
-    series, in the model's units (the learned spread divided by the delta method's size there)."""
+    knows (`studies/spread_ceiling.py`'s learner and features), fitted in the model's units (a
+    log channel's log) on the training file's training and stopping series (in-sample errors on
+    most), never on the calibration ones; then calibrated like σ̂: each channel's scale and split
+    conformal on the calibration series. ``select``: the trees fitted on the training series
+    alone, kept only if their spread's Gaussian CRPS (each channel's RMS factor) on the
+    stopping series is below σ̂'s, σ̂ otherwise (NOTES.md, 17:33 UTC)."""
     from benchmarks.studies.spread_ceiling import features, learner
 
     scaler, channels = fitted.scaler, q["channel"].to_numpy()
-    sd_by_channel = train.groupby("channel")["value"].std()
     codes = {c: i for i, c in enumerate(sorted(map(str, fitted.channels)))}
-
-    def sd_units(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-        ch = frame["channel"].to_numpy()
-        sd_f = pd.Series(ch).map(sd_by_channel).to_numpy(np.float64)
-        return sd_f, scaler.scale_at(frame["mean_norm"].to_numpy(np.float64), ch) / sd_f
-
     t0 = time.perf_counter()
-    fit_on = observed_queries(fitted, data.builder, list(dict.fromkeys(data.train_ids + data.stop_ids)))
-    sd_f, to_sd_f = sd_units(fit_on)
-    ch_f = fit_on["channel"].to_numpy()
-    err = (scaler.inverse_value(fit_on["y_norm"].to_numpy(np.float64), ch_f)
-           - scaler.inverse_value(fit_on["mean_norm"].to_numpy(np.float64), ch_f)) / sd_f
-    ok = np.isfinite(err) & np.isfinite(to_sd_f)
-    x_f = features(fit_on, codes, to_sd_f)
-    model = learner(x_f.shape[1]).fit(x_f[ok], err[ok] ** 2)
+    fit_ids = data.train_ids if select else list(dict.fromkeys(data.train_ids + data.stop_ids))
+    fit_on = observed_queries(fitted, data.builder, fit_ids)
+    err = fit_on["y_norm"].to_numpy(np.float64) - fit_on["mean_norm"].to_numpy(np.float64)
+    model = learner(13).fit(features(fit_on, codes, np.ones(len(fit_on))), err ** 2)
 
-    def spread_model_units(frame: pd.DataFrame) -> np.ndarray:
-        _, to_sd = sd_units(frame)
-        learned = np.sqrt(np.maximum(model.predict(features(frame, codes, to_sd)), 1e-12))
-        return learned / np.where(np.isfinite(to_sd) & (to_sd > 0), to_sd, 1.0)
+    def spread(frame: pd.DataFrame) -> np.ndarray:
+        return np.sqrt(np.maximum(model.predict(features(frame, codes, np.ones(len(frame)))), 1e-12))
 
-    cal_spread, test_spread = spread_model_units(cal), spread_model_units(pred)
+    name = "Lévy, spread from trees on the training file (measured, not shipped)"
+    if select:  # the trees or σ̂, whichever scores better on the stopping series (never fitted on them)
+        held = observed_queries(fitted, data.builder, [s for s in data.stop_ids if s not in set(data.train_ids)])
+        held_crps = {}
+        for key, held_spread in (("σ̂", held["spread_norm"].to_numpy(np.float64)), ("trees", spread(held))):
+            k = group_rms_factors(held["y_norm"], held["mean_norm"], pd.Series(held_spread), held["channel"])
+            sigma = held_spread * held["channel"].map(k).fillna(1.0).to_numpy()
+            held_crps[key] = float(np.mean(crps_gaussian_per_point(held["y_norm"], held["mean_norm"], sigma)))
+        chosen = min(held_crps, key=held_crps.get)
+        name = (f"Lévy, trees or σ̂ chosen on the stopping series: {chosen} (CRPS there σ̂ {held_crps['σ̂']:.4f}, "
+                f"trees {held_crps['trees']:.4f}; measured, not shipped)")
+        if chosen == "σ̂":
+            def spread(frame: pd.DataFrame) -> np.ndarray:  # noqa: F811 (σ̂ itself)
+                return frame["spread_norm"].to_numpy(np.float64)
+
+    cal_spread, test_spread = spread(cal), spread(pred)
     band = Calibrator().fit(cal["y_norm"], cal["mean_norm"], cal_spread, groups=cal["channel"].to_numpy())
     m_norm = pred["mean_norm"].to_numpy(np.float64)
     lo, hi = band.interval(m_norm, test_spread, LEVEL, kind="conformal", groups=channels)
     std = band.predict_std(test_spread, channels)
     k = group_rms_factors(cal["y_norm"], cal["mean_norm"], pd.Series(cal_spread), cal["channel"])
     ranking = test_spread * pd.Series(channels).map(k).fillna(1.0).to_numpy() * scaler.scale_at(m_norm, channels) / sd
-    return score("Lévy, spread from trees on the training file (measured, not shipped)", q,
-                 scaler.inverse_value(m_norm, channels), std * scaler.scale_at(m_norm, channels),
+    return score(name, q, scaler.inverse_value(m_norm, channels), std * scaler.scale_at(m_norm, channels),
                  scaler.inverse_value(lo, channels), scaler.inverse_value(hi, channels), sd, constant,
                  time.perf_counter() - t0, ranking, kinds)
 
@@ -337,7 +341,8 @@ def main() -> None:
                          rank_spread(fitted, all_cal.assign(m_spread=all_cal["spread_norm"] * q_m_cal), "mean_norm",
                                      "m_spread", pred["spread_norm"].to_numpy() * q_m, m_norm), kinds))
     if args.trees:  # the spread of studies/spread_ceiling.py's trees on the training file (NOTES.md, 17:04 UTC)
-        rows.insert(3, trees_row(fitted, data, all_cal, pred, q, train, sd, constant, kinds))
+        rows.insert(3, trees_row(fitted, data, all_cal, pred, q, sd, constant, kinds))
+        rows.insert(4, trees_row(fitted, data, all_cal, pred, q, sd, constant, kinds, select=True))
     mc_p = [p for p in fitted.predictives(mc) if p.method.key == "mc"][0]
     mc_lo, mc_hi = mc_p.band((LEVEL,), "conformal").bounds(LEVEL, original=True)
     rows.append(score("MC-Dropout T=20", q, mc["mc_mean"].to_numpy(), mc["mc_std"].to_numpy(), mc_lo, mc_hi, sd,
