@@ -16,7 +16,10 @@ training file):
   the means, spread ``sqrt(mean σ_k² + var of the means)`` (each σ_k the member's own spread),
   calibrated per channel on the same calibration series;
 - **per-channel constant**: the last value's RMS error per channel on the training file (the
-  spread of "knowing the channel"): the reference line of the risk–coverage ratio.
+  spread of "knowing the channel"): the reference line of the risk–coverage ratio;
+- with ``--trees`` (measured, not shipped): the band whose spread is gradient-boosted trees'
+  ``sqrt(E[e² | x])`` fitted on the training file's own series, and the per-fit choice of those
+  trees or σ̂ on the stopping series (docs/benchmarks/learned-spread.md).
 
 Reported per method: CRPS and MSE (per channel, averaged over channels), the 90 % conformal
 band's coverage overall and in every quintile of its width (within channel), of ``n_eff`` and
