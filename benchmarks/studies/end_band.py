@@ -148,18 +148,28 @@ def tables(frame: pd.DataFrame) -> str:
     return "\n".join(parts)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def capture_parser(description: str) -> argparse.ArgumentParser:
+    """``--capture DIR`` (fit, save each set's rows as ``DIR/SET.pkl``) or ``--from DIR``, and ``--sets``."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--capture", type=Path, metavar="DIR", help="fit, and save each set's rows as DIR/SET.pkl")
     where.add_argument("--from", dest="source", type=Path, metavar="DIR", help="the tables from saved rows")
     parser.add_argument("--sets", nargs="+", default=["dev", "fresh", "anchors", "unseen", "rclassics"],
                         choices=tuple(anchors.SETS))
-    args = parser.parse_args(argv)
+    return parser
+
+
+def save_captures(directory: Path, sets: Sequence[str], capture_set) -> None:
+    """Each set's rows from ``capture_set(name)``, pickled as ``directory/NAME.pkl``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in sets:
+        (directory / f"{name}.pkl").write_bytes(pickle.dumps(capture_set(name)))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = capture_parser(__doc__).parse_args(argv)
     if args.capture is not None:
-        args.capture.mkdir(parents=True, exist_ok=True)
-        for name in args.sets:
-            (args.capture / f"{name}.pkl").write_bytes(pickle.dumps(capture(name)))
+        save_captures(args.capture, args.sets, capture)
         return 0
     frames = []
     for name in args.sets:

@@ -14,7 +14,6 @@ Usage (the anchors extras environment)::
 
 from __future__ import annotations
 
-import argparse
 import pickle
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 import benchmarks.anchors as anchors
-from benchmarks.studies.end_band import ENDS, Z90, gaussian_crps
+from benchmarks.studies.end_band import ENDS, Z90, capture_parser, gaussian_crps, save_captures
 
 
 def capture(set_name: str) -> list[dict]:
@@ -71,18 +70,11 @@ def compare(set_name: str, logged: list[dict], shipped: list[dict]) -> pd.DataFr
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--capture", type=Path, metavar="DIR")
-    where.add_argument("--from", dest="source", type=Path, metavar="DIR")
+    parser = capture_parser(__doc__)
     parser.add_argument("--shipped", type=Path, metavar="DIR", help="end_band.py --capture's folder")
-    parser.add_argument("--sets", nargs="+", default=["dev", "fresh", "anchors", "unseen", "rclassics"],
-                        choices=tuple(anchors.SETS))
     args = parser.parse_args(argv)
     if args.capture is not None:
-        args.capture.mkdir(parents=True, exist_ok=True)
-        for name in args.sets:
-            (args.capture / f"{name}.pkl").write_bytes(pickle.dumps(capture(name)))
+        save_captures(args.capture, args.sets, capture)
         return 0
     if args.shipped is None:
         parser.error("--from needs --shipped")
