@@ -199,7 +199,7 @@ def mondrian_band(cal: pd.DataFrame, test: pd.DataFrame, level: float) -> tuple[
     return spread(test), np.array([q[c] for c in cell(test)], np.float64), np.array([q[c] for c in cell(cal)])
 
 
-CHOICE_MARGIN = 0.02  # the trees replace σ̂ only when their stopping-series CRPS is this much lower (NOTES.md, 17:52 UTC)
+CHOICE_MARGIN = 0.02  # the trees replace σ̂ only when their stopping-series CRPS is this much lower (NOTES.md, 17:51 UTC)
 
 
 def trees_row(fitted, data, cal: pd.DataFrame, pred: pd.DataFrame, q: pd.DataFrame, sd: np.ndarray,
@@ -210,7 +210,7 @@ def trees_row(fitted, data, cal: pd.DataFrame, pred: pd.DataFrame, q: pd.DataFra
     most), never on the calibration ones; then calibrated like σ̂: each channel's scale and split
     conformal on the calibration series. ``select``: the trees fitted on the training series
     alone, kept only if their spread's Gaussian CRPS (each channel's RMS factor) on the
-    stopping series is ``CHOICE_MARGIN`` below σ̂'s, σ̂ otherwise (NOTES.md, 17:20 and 17:52 UTC)."""
+    stopping series is ``CHOICE_MARGIN`` below σ̂'s, σ̂ otherwise (NOTES.md, 17:20 and 17:51 UTC)."""
     from benchmarks.studies.spread_ceiling import features, learner
 
     scaler, channels = fitted.scaler, q["channel"].to_numpy()
