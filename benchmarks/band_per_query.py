@@ -203,14 +203,15 @@ CHOICE_MARGIN = 0.02  # the trees replace σ̂ only when their stopping-series C
 
 
 def trees_row(fitted, data, cal: pd.DataFrame, pred: pd.DataFrame, q: pd.DataFrame, sd: np.ndarray,
-              constant: np.ndarray, kinds: dict[str, str], select: bool = False) -> dict:
+              constant: np.ndarray, kinds: dict[str, str], select: bool = False, blend: bool = False) -> dict:
     """The band whose spread is ``sqrt(E[e² | x])`` from gradient-boosted trees on what a query
     knows (`studies/spread_ceiling.py`'s learner and features), fitted in the model's units (a
     log channel's log) on the training file's training and stopping series (in-sample errors on
     most), never on the calibration ones; then calibrated like σ̂: each channel's scale and split
     conformal on the calibration series. ``select``: the trees fitted on the training series
     alone, kept only if their spread's Gaussian CRPS (each channel's RMS factor) on the
-    stopping series is ``CHOICE_MARGIN`` below σ̂'s, σ̂ otherwise (NOTES.md, 17:20 and 17:51 UTC)."""
+    stopping series is ``CHOICE_MARGIN`` below σ̂'s, σ̂ otherwise (NOTES.md, 17:20 and 17:51 UTC).
+    ``blend``: the spread is ``sqrt(σ̂ · trees)`` instead, calibrated the same way."""
     from benchmarks.studies.spread_ceiling import features, learner
 
     scaler, channels = fitted.scaler, q["channel"].to_numpy()
@@ -238,6 +239,13 @@ def trees_row(fitted, data, cal: pd.DataFrame, pred: pd.DataFrame, q: pd.DataFra
         if chosen == "σ̂":
             def spread(frame: pd.DataFrame) -> np.ndarray:  # noqa: F811 (σ̂ itself)
                 return frame["spread_norm"].to_numpy(np.float64)
+
+    if blend:  # the geometric mean of σ̂ and the trees (NOTES.md, 18:03 UTC)
+        name = "Lévy, geometric mean of σ̂ and the trees (measured, not shipped)"
+        trees = spread
+
+        def spread(frame: pd.DataFrame) -> np.ndarray:  # noqa: F811
+            return np.sqrt(np.maximum(frame["spread_norm"].to_numpy(np.float64), 0.0) * trees(frame))
 
     cal_spread, test_spread = spread(cal), spread(pred)
     band = Calibrator().fit(cal["y_norm"], cal["mean_norm"], cal_spread, groups=cal["channel"].to_numpy())
@@ -349,6 +357,7 @@ def main() -> None:
     if args.trees:  # the spread of studies/spread_ceiling.py's trees on the training file (NOTES.md, 17:04 UTC)
         rows.insert(3, trees_row(fitted, data, all_cal, pred, q, sd, constant, kinds))
         rows.insert(4, trees_row(fitted, data, all_cal, pred, q, sd, constant, kinds, select=True))
+        rows.insert(5, trees_row(fitted, data, all_cal, pred, q, sd, constant, kinds, blend=True))
     mc_p = [p for p in fitted.predictives(mc) if p.method.key == "mc"][0]
     mc_lo, mc_hi = mc_p.band((LEVEL,), "conformal").bounds(LEVEL, original=True)
     rows.append(score("MC-Dropout T=20", q, mc["mc_mean"].to_numpy(), mc["mc_std"].to_numpy(), mc_lo, mc_hi, sd,
