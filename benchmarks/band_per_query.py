@@ -240,7 +240,7 @@ def trees_row(fitted, data, cal: pd.DataFrame, pred: pd.DataFrame, q: pd.DataFra
             def spread(frame: pd.DataFrame) -> np.ndarray:  # noqa: F811 (σ̂ itself)
                 return frame["spread_norm"].to_numpy(np.float64)
 
-    if blend:  # the geometric mean of σ̂ and the trees (NOTES.md, 18:03 UTC)
+    if blend:  # the geometric mean of σ̂ and the trees (NOTES.md, 18:00 UTC)
         name = "Lévy, geometric mean of σ̂ and the trees (measured, not shipped)"
         trees = spread
 
