@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 from playwright.sync_api import sync_playwright
-from test_browser import wait_until_serving
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the tests' shared helpers
+from server_health import wait_until_serving  # noqa: E402
 
 from levy_core.cli.server import streamlit_command
 

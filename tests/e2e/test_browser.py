@@ -28,13 +28,12 @@ import re
 import signal
 import socket
 import subprocess
-import time
-import urllib.request
 import zipfile
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from server_health import wait_until_serving  # the other browser tests import it from here too
 
 from levy_core.cli.server import streamlit_command
 from levy_core.pipeline.model_loading import MAX_MODEL_JSON_BYTES
@@ -98,22 +97,6 @@ def need_browser():
             )
         pytest.skip(f"{CHROMIUM} is missing")
     return sync_playwright
-
-
-def wait_until_serving(proc, url: str, log_path: Path, seconds: float = 90) -> None:
-    """Return once the server at ``url`` answers ``ok`` on ``/_stcore/health``; fail with its
-    log's tail when its process ``proc`` exits first or ``seconds`` pass."""
-    deadline = time.time() + seconds
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.read().strip() == b"ok":
-                    return
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            pytest.fail(f"streamlit did not start:\n{log_path.read_text()[-3000:]}")
-        time.sleep(0.3)
 
 
 def _free_port() -> int:

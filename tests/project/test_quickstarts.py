@@ -25,12 +25,11 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from server_health import wait_until_serving
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -152,19 +151,8 @@ def test_the_dashboard_quick_start(installed: None, line: int, tmp_path: Path) -
     log = (tmp_path / "dashboard.log").open("w")
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline = time.monotonic() + HEALTH_TIMEOUT_S
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://localhost:{port}/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                pytest.fail(f"{' '.join(argv)} did not serve /_stcore/health (exit {proc.poll()}):\n"
-                            f"{(tmp_path / 'dashboard.log').read_text()[-3000:]}")
-            time.sleep(0.3)
+        wait_until_serving(proc, f"http://localhost:{port}", tmp_path / "dashboard.log", HEALTH_TIMEOUT_S,
+                           what=" ".join(argv))
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
