@@ -35,8 +35,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from benchmarks.band_per_query import LEVEL, PANELS, draw, load
-from benchmarks.band_per_query import score
+from benchmarks.band_per_query import LEVEL, PANELS, draw, load, score
 from levy_core.calibration.calibrate import Calibrator
 from levy_core.calibration.split_conformal import SplitConformal
 from levy_core.data import from_frame

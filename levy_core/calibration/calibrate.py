@@ -10,7 +10,10 @@ both fitted on a held-out calibration split (see ``docs/levy-math-band.md``):
 - `SplitConformal` -- split conformal on the normalised score ``r = |y - ŷ| / σ̂``,
   pooled or per group (`levy_core.calibration.split_conformal`: its guarantee, groups and
   usage);
-- [`Calibrator`][levy_core.calibration.calibrate.Calibrator] -- both, fitted on the same split.
+- [`Calibrator`][levy_core.calibration.calibrate.Calibrator] -- both, fitted on the same split;
+- [`RowwiseCalibrator`][levy_core.calibration.calibrate.RowwiseCalibrator] -- two fitted
+  calibrators, each point taking one (a panel's band for new series, and the band of the
+  calibration split alone for the series the new one was calibrated on).
 
 All per-point arrays are 1-D of equal length and accept anything ``np.asarray``
 takes. Bad input raises ``ValueError``; using a step before fitting it raises
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import numpy as np
 from numpy.typing import ArrayLike
 
 from levy_core.calibration import saved_checks
@@ -32,7 +36,7 @@ from levy_core.calibration.scores import DEFAULT_REL_FLOOR, NotFittedError
 from levy_core.calibration.split_conformal import SplitConformal
 from levy_core.metrics.checks import FloatArray
 
-__all__ = ["Calibrator"]
+__all__ = ["Calibrator", "RowwiseCalibrator"]
 
 
 class Calibrator:
@@ -155,3 +159,51 @@ class Calibrator:
         except KeyError as exc:
             raise ValueError(f"saved Calibrator is missing {exc.args[0]!r}") from exc
         return obj
+
+
+class RowwiseCalibrator:
+    """Two fitted calibrators, each point taking one: ``held_out`` where ``use_held_out`` is
+    True, ``other`` elsewhere.
+
+    A panel fit calibrates the band it gives new series on its calibration and test series
+    together (twice the series of the calibration split: the band's coverage varies less from
+    one fit to the next); a query of one of those series is scored by the band of the
+    calibration split alone, which never saw the test series, so an evaluation on them stays
+    honest. Same ``predict_std`` and ``interval`` as `Calibrator`.
+
+    Parameters
+    ----------
+    held_out, other : Calibrator
+        Both fitted.
+    use_held_out : array-like of bool, shape (n,)
+        Per point, which calibrator it takes; the ``n`` of every later call.
+    """
+
+    def __init__(self, held_out: Calibrator, other: Calibrator, use_held_out: ArrayLike) -> None:
+        self.held_out, self.other = held_out, other
+        self.use_held_out = np.asarray(use_held_out, dtype=bool).ravel()
+
+    def __repr__(self) -> str:
+        return f"RowwiseCalibrator(held out: {int(self.use_held_out.sum())} of {self.use_held_out.size} points)"
+
+    @property
+    def conformal(self) -> SplitConformal:
+        """The held-out calibrator's conformal step (the fewer scores: its slack is the larger)."""
+        return self.held_out.conformal
+
+    def _pick(self, a: FloatArray, b: FloatArray) -> FloatArray:
+        if a.shape != self.use_held_out.shape:
+            raise ValueError(f"RowwiseCalibrator holds {self.use_held_out.size} points, got {a.size}")
+        return np.where(self.use_held_out, a, b)
+
+    def predict_std(self, sigma: ArrayLike, groups: ArrayLike | None = None) -> FloatArray:
+        """`Calibrator.predict_std`, each point from its own calibrator, shape (n,)."""
+        return self._pick(self.held_out.predict_std(sigma, groups), self.other.predict_std(sigma, groups))
+
+    def interval(self, mean: ArrayLike, sigma: ArrayLike, level: float,
+                 kind: Literal["gaussian", "conformal"] = "gaussian", *,
+                 groups: ArrayLike | None = None) -> tuple[FloatArray, FloatArray]:
+        """`Calibrator.interval`, each point from its own calibrator; lower, upper each (n,)."""
+        lo_h, hi_h = self.held_out.interval(mean, sigma, level, kind, groups=groups)
+        lo_o, hi_o = self.other.interval(mean, sigma, level, kind, groups=groups)
+        return self._pick(lo_h, lo_o), self._pick(hi_h, hi_o)

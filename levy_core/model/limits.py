@@ -65,7 +65,8 @@ NUMBER_BOUNDS: dict[str, tuple[float, float, str]] = {
     f"last_value.train_mean.{_ANY}": (-1e6, 1e6, "normalised units"),
     f"last_value.spread.{_ANY}": (1e-12, 1e6, "normalised units"),
 }
-for _key in ("levy_calibration", "mc_calibration", "last_value_calibration"):
+for _key in ("levy_calibration", "mc_calibration", "last_value_calibration", *(
+        f"new_series_calibration.{key}" for key in ("levy", "mc", "last_value"))):
     NUMBER_BOUNDS.update({
         f"{_key}.scaled_gaussian.scale": (0.0, MAX_CALIBRATION, "the calibration scale c"),
         f"{_key}.scaled_gaussian.rel_floor": (0.0, 1.0, "a fraction"),

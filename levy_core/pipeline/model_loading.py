@@ -161,6 +161,10 @@ def model_parts(meta: dict[str, Any], path: Path) -> tuple[dict[str, Any], LevyM
                        else None),
         query_scale=(QueryScale.from_dict(meta["query_scale"]) if meta.get("query_scale") is not None else None),
         reading=recorded_reading(meta.get("reading")),
+        # absent from models saved before new series had their own band: the calibration split's
+        new_series_calibration=({str(key): Calibrator.from_dict(state)
+                                 for key, state in meta["new_series_calibration"].items()}
+                                if meta.get("new_series_calibration") else None),
     )
     levy = LevyModel(cfg)
     load_checked_weights(levy, path / "levy.safetensors")

@@ -31,7 +31,7 @@ from safetensors import SafetensorError
 from safetensors.torch import save_model as save_weights
 
 from levy_core.calibration.adaptive import AdaptiveConformal
-from levy_core.calibration.calibrate import Calibrator
+from levy_core.calibration.calibrate import Calibrator, RowwiseCalibrator
 from levy_core.calibration.horizon_scale import HorizonScale
 from levy_core.calibration.query_scale import QueryScale, query_context
 from levy_core.data.drift import DriftReference
@@ -102,6 +102,9 @@ class FittedModel:
     query_scale: QueryScale | None = None
     # how the fit's data were read (columns, time unit, dates), reused by later commands (None: saved before)
     reading: RecordedReading | None = None
+    # panels: each method's calibration on the calibration and test series together, the band of
+    # every series but those (None: the calibration split's for all; not a panel, or saved before)
+    new_series_calibration: dict[str, Calibrator] | None = None
 
     def offset_description(self) -> str:
         """What the deterministic offset ``b(q)`` is, in words (durations in the data's clock)."""
@@ -192,9 +195,20 @@ class FittedModel:
 
     def predictives(self, frame: pd.DataFrame) -> list[Predictive]:
         """Each method's predictive at the queries of a normalised prediction frame: Lévy,
-        then MC-Dropout and the last-value baseline when the frame has their columns."""
-        calibrators = {"levy": self.levy_calibration, "mc": self.mc_calibration,
-                       "last_value": self.last_value_calibration}
+        then MC-Dropout and the last-value baseline when the frame has their columns.
+
+        On a panel, a query of a new series (or a training one) takes the band calibrated on
+        the calibration and test series together; a query of one of those held-out series
+        takes the band of the calibration split alone, which never saw the test series
+        (`RowwiseCalibrator`): what ``evaluate`` scores on them stays out of sample."""
+        calibrators: dict[str, Calibrator | RowwiseCalibrator | None] = {
+            "levy": self.levy_calibration, "mc": self.mc_calibration, "last_value": self.last_value_calibration}
+        if self.new_series_calibration and "series_id" in frame:
+            held = frame["series_id"].astype(str).isin(set(self.split.calibration) | set(self.split.test)).to_numpy()
+            for key, own in list(calibrators.items()):
+                other = self.new_series_calibration.get(key)
+                if own is not None and other is not None and not held.all():
+                    calibrators[key] = other if not held.any() else RowwiseCalibrator(own, other, held)
         return predictives(frame, calibrators, self.scaler, self.adaptive, adaptive_by_channel=self.adaptive_by_channel)
 
     def prediction_range(self, times: np.ndarray) -> tuple[float, float]:
@@ -257,6 +271,8 @@ class FittedModel:
             "horizon_scale": self.horizon_scale.to_dict() if self.horizon_scale is not None else None,
             "query_scale": self.query_scale.to_dict() if self.query_scale is not None else None,
             "reading": self.reading.to_dict() if self.reading is not None else None,
+            "new_series_calibration": ({key: c.to_dict() for key, c in self.new_series_calibration.items()}
+                                       if self.new_series_calibration else None),
             "summary": readable_summary(self),  # in words and the data's clock, for people; never read back
             "correction_scale": {"levy": self.levy.correction_scale.tolist(),
                                  "softmax": self.twin.correction_scale.tolist() if self.twin is not None else None},

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from levy_core.calibration.adaptive import AdaptiveConformal
-from levy_core.calibration.calibrate import Calibrator
+from levy_core.calibration.calibrate import Calibrator, RowwiseCalibrator
 from levy_core.episodes.scaling import ChannelScaler
 
 __all__ = ["METHODS", "Band", "Method", "Predictive", "add_bands", "level_label", "predictives",
@@ -142,8 +142,9 @@ class Predictive:
     spread : ndarray, shape (n,)
         The method's raw spread (σ̂, the MC standard deviation, the baseline's spread),
         normalised units, before calibration.
-    calibrator : Calibrator
-        Fitted on the calibration split: a scale ``c`` and per-channel split conformal.
+    calibrator : Calibrator or RowwiseCalibrator
+        Fitted on the calibration split (a panel's new series: on its calibration and test
+        series): a scale ``c`` and per-channel split conformal.
     channels : ndarray, shape (n,)
         Each query's channel (conformal groups, and the scaler's lookup).
     scaler : ChannelScaler
@@ -158,7 +159,7 @@ class Predictive:
     method: Method
     mean: np.ndarray
     spread: np.ndarray
-    calibrator: Calibrator
+    calibrator: Calibrator | RowwiseCalibrator
     channels: np.ndarray
     scaler: ChannelScaler
     adaptive: Mapping[str, AdaptiveConformal] | None = None  # origin mode: ACI after the test walk, by level
@@ -226,7 +227,7 @@ class Predictive:
                     self.mean, self.original_mean(), self.spread, self.std(), self.evidence, self.disagreement)
 
 
-def predictives(frame: pd.DataFrame, calibrators: Mapping[str, Calibrator | None],
+def predictives(frame: pd.DataFrame, calibrators: Mapping[str, Calibrator | RowwiseCalibrator | None],
                 scaler: ChannelScaler,
                 adaptive: Mapping[str, Mapping[str, AdaptiveConformal]] | None = None, *,
                 adaptive_by_channel: bool = False) -> list[Predictive]:

@@ -52,6 +52,7 @@ from levy_core.offsets.base_forecast import BaseForecast, choose
 from levy_core.offsets.candidates import best_observed
 from levy_core.offsets.seasonality import detect_season, lag_one_autocorrelation, median_gap
 from levy_core.offsets.spec import BaseForecastSpec
+from levy_core.pipeline.calibrators import fit_calibrators
 from levy_core.pipeline.left_out import left_out_series
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.predict import observed_queries
@@ -377,6 +378,12 @@ def assemble(data: FitData, cfg: ModelConfig, train: TrainConfig, levy: tuple[Le
             map_summary = {"fit_series": len(map_ids), "calibration_series": len(conformal_ids),
                         "fit_queries": fitted.query_scale.n_queries}
     calibrate(fitted, data.builder, calibration_ids, mc_passes=mc_passes)
+    if data.split.mode == "series" and data.test_ids:
+        # new series: the band calibrated on the calibration and test series together, both
+        # held out from the weights and the epoch (split conformal with twice the series); the
+        # held-out series themselves keep the calibration split's band (FittedModel.predictives)
+        fitted.new_series_calibration = fit_calibrators(fitted, data.builder, calibration_ids + data.test_ids,
+                                                        mc_passes=mc_passes)[1]
     walk_test_origins(fitted, data.builder, data.test_ids, data.origin_of, mc_passes=mc_passes)
     fitted.training = {"levy": _training_summary(levy[1]), "softmax": _training_summary(twin[1]) if twin else None,
                        "n_series": data.counts()}
@@ -423,17 +430,10 @@ def calibrate(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str], *, m
     observed queries of the episodes ``ids`` and, when there is a twin, the same two steps
     for MC-Dropout, and for the last-value baseline. Returns the calibration queries'
     predictions (normalised units)."""
-    cal = observed_queries(fitted, builder, ids, mc_passes=mc_passes if fitted.twin is not None else 0)
-    # conformal per channel: each channel's band holds its level, not only the mix of channels
-    groups = cal["channel"].to_numpy()
-    fitted.levy_calibration = Calibrator().fit(cal["y_norm"], cal["mean_norm"], cal["spread_norm"], groups=groups)
-    if fitted.twin is not None:
-        fitted.mc_calibration = Calibrator().fit(cal["y_norm"], cal["mc_mean_norm"], cal["mc_std_norm"],
-                                                 groups=groups)
-    if fitted.last_value is not None:  # the baseline, calibrated exactly like the models
-        cal["lv_mean_norm"], cal["lv_std_norm"] = fitted.last_value.predict(builder, ids)
-        fitted.last_value_calibration = Calibrator().fit(cal["y_norm"], cal["lv_mean_norm"], cal["lv_std_norm"],
-                                                         groups=groups)
+    cal, calibrators = fit_calibrators(fitted, builder, ids, mc_passes=mc_passes)
+    fitted.levy_calibration = calibrators["levy"]
+    fitted.mc_calibration = calibrators.get("mc", fitted.mc_calibration)
+    fitted.last_value_calibration = calibrators.get("last_value", fitted.last_value_calibration)
     fitted.mc_passes = mc_passes
     return cal
 
@@ -540,6 +540,9 @@ def add_twin(fitted: FittedModel, obs: Observations, *, mc_passes: int = 20,
     new.mc_calibration = Calibrator().fit(cal["y_norm"], cal["mc_mean_norm"], cal["mc_std_norm"],
                                           groups=cal["channel"].to_numpy())
     new.mc_passes = mc_passes
+    if fitted.new_series_calibration is not None:  # as fit: new series' MC band on calibration and test series
+        mc = fit_calibrators(new, data.builder, data.calibration_ids + data.test_ids, mc_passes=mc_passes)[1]["mc"]
+        new.new_series_calibration = {**fitted.new_series_calibration, "mc": mc}
     new.training["softmax"] = _training_summary(result)
     walk_test_origins(new, data.builder, data.test_ids, origin_times(fitted.split, obs.frame), mc_passes=mc_passes)
     return new

@@ -226,7 +226,14 @@ def test_predict_grid_columns_sizes_bands_and_units(fitted, fit_obs) -> None:
     )
     # scaled Gaussian: pred_std = c_channel s(q) (each channel's own scale; s(q) the per-query map
     # of σ̂'s terms on a panel, σ̂ itself without one) and the 90 % band is mean ± z_0.95 c_channel s(q)
-    c = fitted.levy_calibration.scaled_gaussian.scales_for(grid["channel"].to_numpy(), len(grid))
+    # (a panel's held-out series: the calibration split's scales; every other series: those of
+    # the calibration and test series together)
+    channels = grid["channel"].to_numpy()
+    c = fitted.levy_calibration.scaled_gaussian.scales_for(channels, len(grid))
+    if fitted.new_series_calibration is not None:
+        held = grid["series_id"].isin(set(fitted.split.calibration) | set(fitted.split.test)).to_numpy()
+        assert 0 < held.sum() < len(grid), "the grid mixes held-out and training series"
+        c = np.where(held, c, fitted.new_series_calibration["levy"].scaled_gaussian.scales_for(channels, len(grid)))
     np.testing.assert_allclose(grid["pred_std"], c * grid["spread"], rtol=1e-6, atol=1e-12)
     if fitted.query_scale is None:
         np.testing.assert_allclose(grid["spread"], grid["sigma"], rtol=1e-6)

@@ -172,6 +172,11 @@ def test_add_twin_gives_the_twin_fit_would_have_trained(both_ways) -> None:
     assert_same_weights(weights(added.twin), weights(with_twin.twin))
     assert added.mc_calibration.scale_ == with_twin.mc_calibration.scale_
     assert added.mc_calibration.to_dict() == with_twin.mc_calibration.to_dict(), "same conformal scores"
+    if with_twin.split.mode == "series":  # and the band for new series, on calibration and test series
+        assert added.new_series_calibration["mc"].to_dict() == with_twin.new_series_calibration["mc"].to_dict()
+        assert added.new_series_calibration["levy"].to_dict() == with_twin.new_series_calibration["levy"].to_dict()
+    else:
+        assert added.new_series_calibration is None and with_twin.new_series_calibration is None
     assert added.mc_passes == with_twin.mc_passes == MC_PASSES
     assert added.training["softmax"]["epochs_run"] == with_twin.training["softmax"]["epochs_run"] == 1
 
