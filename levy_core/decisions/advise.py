@@ -296,19 +296,19 @@ def advise(fitted: FittedModel, data: Observations | ModelData, series_id: str |
     base_q_code = np.concatenate([t_codes, c_codes])
     row0 = scenario(fitted, series, base_q_time, base_q_code, ahead=0.0, extra=None, cache={})
     out0 = run_pass(fitted, collate([row0]))
-    c_mean, c_std, v_norm = _candidate_values(fitted, out0, m, c_codes, n_draws, seed, values)
+    c_mean, c_std, v_norm = _candidate_values(fitted, out0, m, c_codes, n_draws, seed, values, series.model_id)
     return _assess(fitted, series, horizon, level, target_names, t_time, t_codes, c_codes, c_ahead, out0,
                    c_mean, c_std, v_norm)
 
 
 def _candidate_values(fitted: FittedModel, out0: PassOutput, m: int, c_codes: np.ndarray, n_draws: int, seed: int,
-                      values: Sequence[float] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                      values: Sequence[float] | None, series_id: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each candidate's calibrated predictive (mean, std; normalised, (J,)) from today's
     pass (its queries after the ``m`` targets), and the values to try, (J, D) normalised:
     antithetic draws from it, or the given ``values`` (data units)."""
     c_names = np.array(fitted.channels, dtype=object)[c_codes]
     c_mean = out0.mean[0, m:]
-    c_std = fitted.levy_calibration.predict_std(out0.spread[0, m:], c_names)
+    c_std = fitted.calibration_for(series_id).predict_std(out0.spread[0, m:], c_names)
     if values is None:
         return c_mean, c_std, c_mean[:, None] + c_std[:, None] * normal_draws(len(c_codes), n_draws, seed)
     v = np.asarray(values, np.float64)
@@ -335,10 +335,11 @@ def _assess(fitted: FittedModel, series: AdvisedSeries, horizon: float, level: f
     H = out0.log_evidence.shape[1]
     names_all = np.array(fitted.channels, dtype=object)
     t_names, c_names = names_all[t_codes], names_all[c_codes]
-    width0, below0 = band_extent(fitted, out0.spread[0, :m], t_names, level, out0.mean[0, :m])
+    sid = series.model_id
+    width0, below0 = band_extent(fitted, out0.spread[0, :m], t_names, level, out0.mean[0, :m], sid)
     spread1 = out1.spread[:, :m].reshape(J, n_draws, m)
     width1, below1 = (x.reshape(J, n_draws, m) for x in band_extent(
-        fitted, spread1.reshape(-1), np.tile(t_names, J * n_draws), level, out1.mean[:, :m].reshape(-1)))
+        fitted, spread1.reshape(-1), np.tile(t_names, J * n_draws), level, out1.mean[:, :m].reshape(-1), sid))
     log_ev1 = out1.log_evidence[:, :, :m].reshape(J, n_draws, H, m)[:, 0]  # value-free: any draw
     # the evidence part: today's disagreement under tomorrow's evidence (and lead factor)
     phi1 = torch.exp(log_phi(torch.from_numpy(log_ev1), fitted.model_config.phi)).numpy()
@@ -346,7 +347,7 @@ def _assess(fitted: FittedModel, series: AdvisedSeries, horizon: float, level: f
     lead1 = np.stack([r.q_time[:m] for r in rows[::n_draws]])  # (J, M) model time of each scenario
     sigma_ev = evidence_spread(fitted, sigma_ev, lead_factor(fitted, lead1), out0, out1, t_codes, m, n_draws)
     width_ev = band_extent(fitted, sigma_ev.reshape(-1), np.tile(t_names, J), level,
-                           np.tile(out0.mean[0, :m], J))[0].reshape(J, m)  # at today's mean: the evidence alone
+                           np.tile(out0.mean[0, :m], J), sid)[0].reshape(J, m)  # at today's mean: the evidence alone
     mean1 = out1.mean[:, :m].reshape(J, n_draws, m).mean(axis=1)
     if series.history is not None:  # rolling origins: a target before the measurement is past its forecast origin
         past = t_time[None, :] < series.now + c_ahead[:, None]  # (J, M): today's forecast stands there

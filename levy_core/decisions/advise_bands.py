@@ -24,7 +24,7 @@ def original_values(fitted: FittedModel, v_norm: np.ndarray, channels: np.ndarra
 
 
 def band_extent(fitted: FittedModel, spread: np.ndarray, channels: np.ndarray, level: float,
-                mean: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                mean: np.ndarray, series_id: str) -> tuple[np.ndarray, np.ndarray]:
     """The calibrated band at ``level`` (conformal; scaled Gaussian where a channel's
     conformal quantile is infinite) around ``mean``, mapped back to data units.
 
@@ -34,6 +34,8 @@ def band_extent(fitted: FittedModel, spread: np.ndarray, channels: np.ndarray, l
         The band's spread and centre, normalised.
     channels : ndarray of str, shape (n,)
     level : float
+    series_id : str
+        The model-space series: its calibrator, as its predictions take it.
 
     Returns
     -------
@@ -41,7 +43,8 @@ def band_extent(fitted: FittedModel, spread: np.ndarray, channels: np.ndarray, l
         ``upper − lower`` and ``forecast − lower`` in data units (``below`` is half the
         width on a channel without transform, bit for bit as before transforms existed).
     """
-    cal, groups = fitted.levy_calibration, np.asarray(channels).astype(str)
+    # the calibrator this series' predictions take (FittedModel.calibration_for)
+    cal, groups = fitted.calibration_for(series_id), np.asarray(channels).astype(str)
     transformed = bool(fitted.scaler.transforms)
     centre = np.asarray(mean, np.float64) if transformed else np.zeros_like(spread, dtype=np.float64)
     lo, hi = cal.interval(centre, spread, level, kind="conformal", groups=groups)

@@ -211,6 +211,16 @@ class FittedModel:
                     calibrators[key] = other if not held.any() else RowwiseCalibrator(own, other, held)
         return predictives(frame, calibrators, self.scaler, self.adaptive, adaptive_by_channel=self.adaptive_by_channel)
 
+    def calibration_for(self, series_id: str, key: str = "levy") -> Calibrator | None:
+        """The calibrator of method ``key`` ("levy", "mc", "last_value") that a query of the
+        model-space series ``series_id`` takes, as `predictives` picks it: the calibration
+        split's for a calibration or test series, the new-series one for any other on a panel."""
+        own = {"levy": self.levy_calibration, "mc": self.mc_calibration, "last_value": self.last_value_calibration}[key]
+        other = (self.new_series_calibration or {}).get(key)
+        if own is None or other is None or str(series_id) in set(self.split.calibration) | set(self.split.test):
+            return own
+        return other
+
     def prediction_range(self, times: np.ndarray) -> tuple[float, float]:
         """The span of time one series is predicted over, from its observation ``times`` (h):
         ``(cutoff, cutoff + horizon)`` for a forecast (to the series' last observation, or 5 %

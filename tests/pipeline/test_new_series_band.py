@@ -150,3 +150,13 @@ def test_a_fit_that_is_not_a_panel_has_no_new_series_band() -> None:
     few = sample.subset(sample.series_ids[-3:])
     windows = fit(few, task=TaskConfig("interpolate"), train=TrainConfig(epochs=1, seed=0), train_twin=False)
     assert windows.split.mode == "window" and windows.new_series_calibration is None
+
+
+def test_calibration_for_names_the_calibrator_each_series_takes(fitted) -> None:
+    for key in ("levy", "mc", "last_value"):
+        own = {"levy": fitted.levy_calibration, "mc": fitted.mc_calibration,
+               "last_value": fitted.last_value_calibration}[key]
+        assert fitted.calibration_for(fitted.split.test[0], key) is own
+        assert fitted.calibration_for(fitted.split.calibration[0], key) is own
+        assert fitted.calibration_for(fitted.split.train[0], key) is fitted.new_series_calibration[key]
+        assert fitted.calibration_for("a-new-series", key) is fitted.new_series_calibration[key]
