@@ -74,7 +74,7 @@ def operator_draws(fitted: FittedModel, data: Observations | ModelData, series_i
     lo = fitted.scaler.minimum[channel]
     mean_n, sigma_n = float(res["mean_norm"][0, 0]), float(res["sigma_norm"][0, 0])
     mean, draws = mean_n * scale + lo, draws_n * scale + lo
-    c = fitted.levy_calibration.scale_
+    c = fitted.calibration_for(series_id).scale_  # the scale this series' band takes
     sq = (draws - mean) ** 2
     rmsd, sigma = float(np.sqrt(np.mean(sq))), sigma_n * scale
     rmsd_se = float(np.std(sq) / (2 * max(rmsd, 1e-300) * math.sqrt(len(sq))))  # delta method
