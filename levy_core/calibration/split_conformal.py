@@ -72,6 +72,8 @@ class SplitConformal:
         self.scores_: FloatArray | None = None
         self.group_scores_: dict[str, FloatArray] | None = None
         self.sigma_floor_: float | None = None
+        # what `extended` added to another instance's scores (None: conformalized whole)
+        self.added_scores_: FloatArray | dict[str, FloatArray] | None = None
 
     def __repr__(self) -> str:
         n = None if self.scores_ is None else self.scores_.size
@@ -125,7 +127,7 @@ class SplitConformal:
         scores = np.abs(y - mu) / np.maximum(s, floor)
         self.scores_ = np.sort(scores)
         self.sigma_floor_ = floor
-        self.group_scores_ = None
+        self.group_scores_, self.added_scores_ = None, None
         if grouped is not None:
             codes, uniques = grouped
             order = np.argsort(codes, kind="stable")
@@ -133,6 +135,66 @@ class SplitConformal:
             self.group_scores_ = {str(u): np.sort(scores[order[bounds[i]:bounds[i + 1]]])
                                   for i, u in enumerate(uniques)}
         return self
+
+    def extended(self, y_true: ArrayLike, mean: ArrayLike, sigma: ArrayLike, *,
+                 groups: ArrayLike | None = None) -> SplitConformal:
+        """A new instance holding these scores and the points' own, scored with this
+        instance's ``sigma_floor_`` (one score function for all); per group when this one is.
+
+        A panel's band for new series: the calibration split's scores extended by the test
+        split's. ``added_scores_`` keeps what was added (``added_to_dict``: the saved form
+        stores only that beside the calibration split's scores).
+
+        Parameters
+        ----------
+        y_true, mean, sigma : array-like, shape (n,)
+        groups : array-like, shape (n,)
+            Required when this instance is grouped, refused otherwise.
+
+        Returns
+        -------
+        SplitConformal
+        """
+        _, floor = self._require_fitted()
+        y, mu, s = checks.check_gaussian(y_true, mean, sigma)
+        if (groups is None) != (self.group_scores_ is None):
+            raise ValueError("extend a per-group SplitConformal with groups=, a pooled one without")
+        scores = np.abs(y - mu) / np.maximum(s, floor)
+        if groups is None:
+            return self.extended_by_scores(scores)
+        labels = np.asarray(groups, dtype=object).astype(str)
+        checks.same_length(y_true=y, groups=labels)
+        return self.extended_by_scores({g: scores[labels == g] for g in np.unique(labels)})
+
+    def extended_by_scores(self, added: FloatArray | dict[str, FloatArray]) -> SplitConformal:
+        """A new instance holding these scores and ``added`` (already scored: an array when
+        pooled, a mapping of group to scores when grouped); ``added_scores_`` keeps them."""
+        scores, floor = self._require_fitted()
+        out = SplitConformal(rel_floor=self.rel_floor, min_group_size=self.min_group_size)
+        out.sigma_floor_ = floor
+        if self.group_scores_ is None:
+            if isinstance(added, dict):
+                raise ValueError("a pooled SplitConformal is extended by an array of scores")
+            extra = np.sort(np.asarray(added, np.float64))
+            out.scores_, out.added_scores_ = np.sort(np.concatenate([scores, extra])), extra
+            return out
+        if not isinstance(added, dict):
+            raise ValueError("a per-group SplitConformal is extended by a mapping of group to scores")
+        extra_by_group = {str(g): np.sort(np.asarray(v, np.float64)) for g, v in added.items()}
+        merged = dict(self.group_scores_)
+        for g, v in extra_by_group.items():
+            merged[g] = np.sort(np.concatenate([merged.get(g, np.empty(0)), v]))
+        out.group_scores_, out.added_scores_ = merged, extra_by_group
+        out.scores_ = np.sort(np.concatenate(list(merged.values())))
+        return out
+
+    def added_to_dict(self) -> list[float] | dict[str, list[float]]:
+        """The scores ``extended`` added, JSON-serialisable (``extended_by_scores`` takes them back)."""
+        if self.added_scores_ is None:
+            raise ValueError("this SplitConformal was not extended: save it whole with to_dict()")
+        if isinstance(self.added_scores_, dict):
+            return {g: v.tolist() for g, v in self.added_scores_.items()}
+        return self.added_scores_.tolist()
 
     def _scores_for(self, group: object | None) -> FloatArray:
         """The scores a point of ``group`` is calibrated against."""

@@ -65,8 +65,7 @@ NUMBER_BOUNDS: dict[str, tuple[float, float, str]] = {
     f"last_value.train_mean.{_ANY}": (-1e6, 1e6, "normalised units"),
     f"last_value.spread.{_ANY}": (1e-12, 1e6, "normalised units"),
 }
-for _key in ("levy_calibration", "mc_calibration", "last_value_calibration", *(
-        f"new_series_calibration.{key}" for key in ("levy", "mc", "last_value"))):
+for _key in ("levy_calibration", "mc_calibration", "last_value_calibration"):
     NUMBER_BOUNDS.update({
         f"{_key}.scaled_gaussian.scale": (0.0, MAX_CALIBRATION, "the calibration scale c"),
         f"{_key}.scaled_gaussian.rel_floor": (0.0, 1.0, "a fraction"),
@@ -75,6 +74,13 @@ for _key in ("levy_calibration", "mc_calibration", "last_value_calibration", *(
         f"{_key}.conformal.sigma_floor": (0.0, MAX_CALIBRATION, "normalised units"),
         f"{_key}.conformal.scores.{_ANY}": (0.0, MAX_CALIBRATION, "conformal scores |y - ŷ| / σ"),
         f"{_key}.conformal.group_scores.{_ANY}.{_ANY}": (0.0, MAX_CALIBRATION, "conformal scores |y - ŷ| / σ"),
+    })
+for _key in ("levy", "mc", "last_value"):  # a panel's new series: the scale, and the test series' scores
+    NUMBER_BOUNDS.update({
+        f"new_series_calibration.{_key}.scaled_gaussian.scale": (0.0, MAX_CALIBRATION, "the calibration scale c"),
+        f"new_series_calibration.{_key}.scaled_gaussian.rel_floor": (0.0, 1.0, "a fraction"),
+        f"new_series_calibration.{_key}.scaled_gaussian.sigma_floor": (0.0, MAX_CALIBRATION, "normalised units"),
+        f"new_series_calibration.{_key}.added_scores.{_ANY}.{_ANY}": (0.0, MAX_CALIBRATION, "conformal scores |y - ŷ| / σ"),
     })
 NUMBER_BOUNDS.update({
     f"adaptive.{_ANY}.{_ANY}.scores.{_ANY}": (0.0, MAX_CALIBRATION, "conformal scores |y - ŷ| / σ"),

@@ -21,6 +21,8 @@ from levy_core.calibration.adaptive import AdaptiveConformal
 from levy_core.calibration.calibrate import Calibrator
 from levy_core.calibration.horizon_scale import HorizonScale
 from levy_core.calibration.query_scale import QueryScale
+from levy_core.calibration.saved_checks import saved_group_scores, saved_scores
+from levy_core.calibration.scaled_gaussian import ScaledGaussian
 from levy_core.data.drift import DriftReference
 from levy_core.data.recorded import RecordedReading
 from levy_core.episodes.baselines import LastValueForecaster
@@ -161,11 +163,9 @@ def model_parts(meta: dict[str, Any], path: Path) -> tuple[dict[str, Any], LevyM
                        else None),
         query_scale=(QueryScale.from_dict(meta["query_scale"]) if meta.get("query_scale") is not None else None),
         reading=recorded_reading(meta.get("reading")),
-        # absent from models saved before new series had their own band: the calibration split's
-        new_series_calibration=({str(key): Calibrator.from_dict(state)
-                                 for key, state in meta["new_series_calibration"].items()}
-                                if meta.get("new_series_calibration") else None),
     )
+    # absent from models saved before new series had their own band: the calibration split's
+    parts["new_series_calibration"] = new_series_calibration(meta.get("new_series_calibration"), parts)
     levy = LevyModel(cfg)
     load_checked_weights(levy, path / "levy.safetensors")
     twin = None
@@ -268,3 +268,28 @@ def load_checked_weights(model: torch.nn.Module, file: Path) -> None:
     if bad:
         raise ModelLoadError(f"{file} holds non-finite weights (NaN or ±inf in {', '.join(bad[:3])}"
                              f"{' …' if len(bad) > 3 else ''}); re-run `levy fit`")
+
+
+def new_series_calibration(saved: Any, parts: dict[str, Any]) -> dict[str, Calibrator] | None:
+    """A panel's calibrators for new series from their saved form (each method's scale, and the
+    test series' scores added to that method's calibration split scores); None when absent."""
+    if not saved:
+        return None
+    if not isinstance(saved, dict):
+        raise ValueError("saved 'new_series_calibration' must be a mapping of method to its calibration")
+    out = {}
+    for key, state in saved.items():
+        own = parts.get({"levy": "levy_calibration", "mc": "mc_calibration",
+                         "last_value": "last_value_calibration"}.get(str(key), ""))
+        if own is None or not isinstance(state, dict):
+            raise ValueError(f"saved 'new_series_calibration' has {key!r}, which the model has no calibration of")
+        added = state.get("added_scores")
+        if own.conformal.is_grouped:
+            added = saved_group_scores(added)
+        else:
+            added = saved_scores(added, "added_scores")
+        calibrator = Calibrator()
+        calibrator.scaled_gaussian = ScaledGaussian.from_dict(state.get("scaled_gaussian"))
+        calibrator.conformal = own.conformal.extended_by_scores(added)
+        out[str(key)] = calibrator
+    return out

@@ -281,7 +281,10 @@ class FittedModel:
             "horizon_scale": self.horizon_scale.to_dict() if self.horizon_scale is not None else None,
             "query_scale": self.query_scale.to_dict() if self.query_scale is not None else None,
             "reading": self.reading.to_dict() if self.reading is not None else None,
-            "new_series_calibration": ({key: c.to_dict() for key, c in self.new_series_calibration.items()}
+            # only what the test series add to the calibration split's scores (the model stays half the size)
+            "new_series_calibration": ({key: {"scaled_gaussian": c.scaled_gaussian.to_dict(),
+                                              "added_scores": c.conformal.added_to_dict()}
+                                        for key, c in self.new_series_calibration.items()}
                                        if self.new_series_calibration else None),
             "summary": readable_summary(self),  # in words and the data's clock, for people; never read back
             "correction_scale": {"levy": self.levy.correction_scale.tolist(),

@@ -52,7 +52,7 @@ from levy_core.offsets.base_forecast import BaseForecast, choose
 from levy_core.offsets.candidates import best_observed
 from levy_core.offsets.seasonality import detect_season, lag_one_autocorrelation, median_gap
 from levy_core.offsets.spec import BaseForecastSpec
-from levy_core.pipeline.calibrators import fit_calibrators
+from levy_core.pipeline.calibrators import fit_calibrators, new_series_calibrators
 from levy_core.pipeline.left_out import left_out_series
 from levy_core.pipeline.modelfile import FittedModel
 from levy_core.pipeline.predict import observed_queries
@@ -377,13 +377,13 @@ def assemble(data: FitData, cfg: ModelConfig, train: TrainConfig, levy: tuple[Le
             calibration_ids = conformal_ids
             map_summary = {"fit_series": len(map_ids), "calibration_series": len(conformal_ids),
                         "fit_queries": fitted.query_scale.n_queries}
-    calibrate(fitted, data.builder, calibration_ids, mc_passes=mc_passes)
+    cal = calibrate(fitted, data.builder, calibration_ids, mc_passes=mc_passes)
     if data.split.mode == "series" and data.test_ids:
         # new series: the band calibrated on the calibration and test series together, both
         # held out from the weights and the epoch (split conformal with twice the series); the
         # held-out series themselves keep the calibration split's band (FittedModel.predictives)
-        fitted.new_series_calibration = fit_calibrators(fitted, data.builder, calibration_ids + data.test_ids,
-                                                        mc_passes=mc_passes)[1]
+        fitted.new_series_calibration = new_series_calibrators(fitted, data.builder, cal, data.test_ids,
+                                                               mc_passes=mc_passes)
     walk_test_origins(fitted, data.builder, data.test_ids, data.origin_of, mc_passes=mc_passes)
     fitted.training = {"levy": _training_summary(levy[1]), "softmax": _training_summary(twin[1]) if twin else None,
                        "n_series": data.counts()}
@@ -541,8 +541,8 @@ def add_twin(fitted: FittedModel, obs: Observations, *, mc_passes: int = 20,
                                           groups=cal["channel"].to_numpy())
     new.mc_passes = mc_passes
     if fitted.new_series_calibration is not None:  # as fit: new series' MC band on calibration and test series
-        mc = fit_calibrators(new, data.builder, data.calibration_ids + data.test_ids, mc_passes=mc_passes)[1]["mc"]
-        new.new_series_calibration = {**fitted.new_series_calibration, "mc": mc}
+        mc = new_series_calibrators(new, data.builder, cal, data.test_ids, mc_passes=mc_passes, keys=("mc",))
+        new.new_series_calibration = {**fitted.new_series_calibration, **mc}
     new.training["softmax"] = _training_summary(result)
     walk_test_origins(new, data.builder, data.test_ids, origin_times(fitted.split, obs.frame), mc_passes=mc_passes)
     return new

@@ -71,10 +71,24 @@ def test_the_new_series_band_is_calibrated_on_the_calibration_and_test_series(ob
     assert fitted.split.mode == "series" and fitted.split.test
     data = prepare_fit(obs.frame, fitted.task, seed=fitted.train_config.seed, split=fitted.split, scaler=fitted.scaler)
     held = observed_queries(fitted, data.builder, data.calibration_ids + data.test_ids)
-    by_hand = Calibrator().fit(held["y_norm"], held["mean_norm"], held["spread_norm"], groups=held["channel"].to_numpy())
-    assert fitted.new_series_calibration["levy"].to_dict() == by_hand.to_dict()
+    channels = held["channel"].to_numpy()
+    new = fitted.new_series_calibration["levy"]
+    # the scale: of minimum CRPS on both splits' queries, as a Calibrator fits it
+    by_hand = Calibrator().fit(held["y_norm"], held["mean_norm"], held["spread_norm"], groups=channels)
+    got, want = new.scaled_gaussian.to_dict(), by_hand.scaled_gaussian.to_dict()
+    assert got["scale"] == pytest.approx(want["scale"], rel=1e-6)  # bisection's tolerance, the queries' order
+    assert got["group_scales"] == pytest.approx(want["group_scales"], rel=1e-6)
+    assert got["n_calibration"] == want["n_calibration"] == len(held)
+    # the conformal scores: every query of both splits, scored with the calibration split's floor
+    floor = fitted.levy_calibration.conformal.sigma_floor_
+    y, m, sd = (held[c].to_numpy(np.float64) for c in ("y_norm", "mean_norm", "spread_norm"))
+    scores = np.abs(y - m) / np.maximum(sd, floor)
+    assert new.conformal.sigma_floor_ == floor and set(new.conformal.group_scores_) == set(channels)
+    for channel, got in new.conformal.group_scores_.items():
+        # (float32 passes batched differently: the two splits apart in the fit, together here)
+        np.testing.assert_allclose(got, np.sort(scores[channels == channel]), rtol=1e-5)
     n_cal = len(observed_queries(fitted, data.builder, data.calibration_ids))
-    assert fitted.levy_calibration.conformal.n_calibration_ == n_cal < len(held)
+    assert fitted.levy_calibration.conformal.n_calibration_ == n_cal < len(held) == new.conformal.n_calibration_
     assert set(fitted.new_series_calibration) == {"levy", "mc", "last_value"}
 
 
@@ -125,11 +139,23 @@ def test_the_new_series_band_is_saved_loaded_and_checked(tmp_path, fitted) -> No
         k: c.to_dict() for k, c in fitted.new_series_calibration.items()}
     meta_path = tmp_path / "m" / "model.json"
     meta = json.loads(meta_path.read_text())
-    scores = meta["new_series_calibration"]["levy"]["conformal"]["group_scores"]
-    first = next(iter(scores))
-    scores[first][0] = -1.0
+    # only the test series' scores are saved beside the calibration split's: none twice
+    added = meta["new_series_calibration"]["levy"]["added_scores"]
+    n_added = sum(len(v) for v in added.values())
+    assert n_added + fitted.levy_calibration.conformal.n_calibration_ == fitted.new_series_calibration[
+        "levy"].conformal.n_calibration_
+    first = next(iter(added))
+    added[first][0] = -1.0
     meta_path.write_text(json.dumps(meta))
-    with pytest.raises(ModelLoadError, match="new_series_calibration.levy.conformal.group_scores"):
+    with pytest.raises(ModelLoadError, match=rf"new_series_calibration\.levy\.added_scores\.{first}\.0"):
+        load_model(tmp_path / "m")
+    meta["new_series_calibration"]["levy"]["added_scores"] = [0.5, 1.0]  # not per channel, as the model is
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(ModelLoadError, match="group_scores"):
+        load_model(tmp_path / "m")
+    meta["new_series_calibration"] = {"mystery": {}}
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(ModelLoadError, match="mystery"):
         load_model(tmp_path / "m")
 
 

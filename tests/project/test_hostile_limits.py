@@ -262,8 +262,7 @@ def _set(meta: dict, path: list[str], value: float) -> None:
 # change what the model is (a windowed clock, an origin plan), so only the refusal is tested
 _NULL_FIELDS = {"split.window_hours", "split.origin_plan.*",
                 "mc_calibration.conformal.scores.*", "levy_calibration.conformal.scores.*",
-                "last_value_calibration.conformal.scores.*", "adaptive.*.*.scores.*", "adaptive.*.*.sigma_floor",
-                *(f"new_series_calibration.{key}.conformal.scores.*" for key in ("levy", "mc", "last_value"))}
+                "last_value_calibration.conformal.scores.*", "adaptive.*.*.scores.*", "adaptive.*.*.sigma_floor"}
 
 
 def _bound_cases() -> list[tuple[str, str, float]]:
