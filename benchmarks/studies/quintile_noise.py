@@ -41,6 +41,8 @@ from levy_core.calibration.split_conformal import SplitConformal
 from levy_core.data import from_frame
 from levy_core.episodes.tasks import TaskConfig
 from levy_core.metrics.conditional import coverage_by_quantile, group_rms_factors
+from levy_core.metrics.crps_scale import crps_scale
+from levy_core.metrics.scoring_rules import crps_gaussian
 from levy_core.pipeline.predict import observed_queries
 from levy_core.pipeline.recipe import assemble, prepare_fit, resolve_size, train_levy_model
 from levy_core.pipeline.user_frames import predict_user_queries
@@ -72,7 +74,7 @@ def conformal_on(q: pd.DataFrame, keep: np.ndarray) -> SplitConformal:
                                          groups=part["channel"].to_numpy())
 
 
-def confirm(q: pd.DataFrame, fitted, data, constant: np.ndarray) -> None:
+def confirm(q: pd.DataFrame, fitted, data, constant: np.ndarray, nugget_rows: bool = False) -> None:
     """The band on the unseen queries ``q`` calibrated on the calibration series, then on the
     calibration and test series together: one row each."""
     channels = q["channel"].to_numpy()
@@ -80,12 +82,26 @@ def confirm(q: pd.DataFrame, fitted, data, constant: np.ndarray) -> None:
     print("\n| calibrated on | series | queries | CRPS | 90 % coverage | risk–coverage ÷ constant (RMS) | "
           "worst quintile: width | n_eff | lead | groupings holding |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for name, ids in (("calibration series", data.calibration_ids),
-                      ("calibration and test series", data.calibration_ids + data.test_ids)):
+    nugget = fit_nugget(observed_queries(fitted, data.builder, data.stop_ids)) if nugget_rows else None
+    rows = [("calibration series", data.calibration_ids, None),
+            ("calibration and test series", data.calibration_ids + data.test_ids, None)]
+    if nugget is not None:
+        print("noise floor τ_c (× the channel's median σ̂ on the stopping series, normalised units): "
+              + ", ".join(f"{k or 'pooled'} {v:.4f}" for k, v in sorted(nugget.items())))
+        rows.append(("calibration and test series, spread sqrt(σ̂² + τ_c²)", data.calibration_ids + data.test_ids,
+                     nugget))
+    for name, ids, floor in rows:
         cal = observed_queries(fitted, data.builder, ids)
+        if floor is not None:
+            def with_floor(frame: pd.DataFrame, floor: dict[str, float] = floor) -> pd.DataFrame:
+                tau = frame["channel"].astype(str).map(floor).fillna(floor[""]).to_numpy()
+                return frame.assign(spread_norm=np.sqrt(frame["spread_norm"].to_numpy(np.float64) ** 2 + tau**2))
+            cal, q_used = with_floor(cal), with_floor(q)
+        else:
+            q_used = q
         cal_groups = cal["channel"].to_numpy()
         calibrator = Calibrator().fit(cal["y_norm"], cal["mean_norm"], cal["spread_norm"], groups=cal_groups)
-        m, s = q["mean_norm"].to_numpy(), q["spread_norm"].to_numpy()
+        m, s = q_used["mean_norm"].to_numpy(), q_used["spread_norm"].to_numpy()
         lo, hi = calibrator.interval(m, s, LEVEL, kind="conformal", groups=channels)
         scale = fitted.scaler.scale_at(m, channels)
         k = pd.Series(channels).map(group_rms_factors(cal["y_norm"], cal["mean_norm"], cal["spread_norm"],
@@ -100,6 +116,28 @@ def confirm(q: pd.DataFrame, fitted, data, constant: np.ndarray) -> None:
               + " | ".join(f"Q{int(w['bin'])} {w['coverage']:.3f} ± {w['se']:.3f}" for w in worst) + f" | {held} of 3 |")
 
 
+NUGGET_GRID = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)  # τ_c in units of the channel's median σ̂ on the stopping series
+
+
+def fit_nugget(stop: pd.DataFrame) -> dict[str, float]:
+    """Each channel's noise floor ``τ_c`` (normalised units) for the spread ``sqrt(σ̂² + τ_c²)``:
+    the grid value of least CRPS on the stopping series' queries, each with its own
+    minimum-CRPS scale; a channel with fewer than 50 queries takes the pooled choice."""
+    def best(part: pd.DataFrame) -> float:
+        y, m, s = (part[c].to_numpy(np.float64) for c in ("y_norm", "mean_norm", "spread_norm"))
+        base = float(np.median(s[s > 0])) if (s > 0).any() else 0.0
+        scores = []
+        for k in NUGGET_GRID:
+            spread = np.sqrt(s**2 + (k * base) ** 2)
+            c = crps_scale(np.abs(y - m) / np.maximum(spread, 1e-12), np.maximum(spread, 1e-12))
+            scores.append(crps_gaussian(y, m, np.maximum(c * spread, 1e-12)))
+        return float(NUGGET_GRID[int(np.argmin(scores))]) * base
+
+    pooled_k = best(stop)
+    return {str(ch): best(part) if len(part) >= 50 else pooled_k for ch, part in stop.groupby("channel")} | {
+        "": pooled_k}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--panel", choices=sorted(PANELS), required=True)
@@ -108,6 +146,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--confirm", action="store_true",
                         help="compare calibrating on the calibration series with calibration and test series")
+    parser.add_argument("--nugget", action="store_true",
+                        help="with --confirm: also the spread sqrt(σ̂² + τ_c²), τ_c fitted on the stopping series")
     parser.add_argument("--sizes", default="", help="calibration sizes in series (default: the shipped one, ×2, ×3)")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -137,7 +177,8 @@ def main() -> None:
         later = train[train["time"] > spec.history]
         err = later["value"].to_numpy() - later.join(last.rename("f"), on=["series_id", "channel"])["f"].to_numpy()
         rms = pd.Series(err**2).groupby(later["channel"].to_numpy()).mean().pow(0.5)
-        confirm(q, fitted, data, q["channel"].map(rms).fillna(float(rms.median())).to_numpy() / q["sd"].to_numpy())
+        confirm(q, fitted, data, q["channel"].map(rms).fillna(float(rms.median())).to_numpy() / q["sd"].to_numpy(),
+                args.nugget)
         return
 
     n_cal = len(data.calibration_ids)
