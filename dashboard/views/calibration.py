@@ -49,6 +49,8 @@ def _guarantee_section(res: FitResult, T: int, level: float) -> None:
         services.evaluation.guarantee_table(res.key, res, T), hide_index=True, key=state.GUARANTEE_TABLE
     )
     st.caption("How to read: " + services.evaluation.GUARANTEE_CAPTION)
+    if res.fitted.new_series_note():
+        st.caption(res.fitted.new_series_note())
     note = services.evaluation.coverage_note(res.key, res, T)
     if note:
         st.warning(note)

@@ -124,11 +124,8 @@ def run_fit(args: argparse.Namespace) -> int:
           + (f" ({_forecast_plan(fitted, unit)})" if fitted.task.kind == "forecast" else "")
           + f", calibration scale c = {fitted.levy_calibration.scale_:.3g}; saved to {out}", file=sys.stderr)
     print(f"offset: {fitted.offset_description()}", file=sys.stderr)
-    if fitted.new_series_calibration:
-        new = fitted.new_series_calibration["levy"]
-        print(f"band: new series calibrated on the calibration and test series together "
-              f"({new.conformal.n_calibration_:,} queries, c = {new.scale_:.3g}); the test series keep the "
-              f"calibration split's ({fitted.levy_calibration.conformal.n_calibration_:,} queries)", file=sys.stderr)
+    if fitted.new_series_note():
+        print(f"band: {fitted.new_series_note()}", file=sys.stderr)
     print(f"transform: {fitted.scaler.transform_note()}", file=sys.stderr)
     print(f"reading: {fitted.reading.describe()} (recorded in the model: later commands read their data alike)",
           file=sys.stderr)

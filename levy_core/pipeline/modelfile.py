@@ -221,6 +221,17 @@ class FittedModel:
             return own
         return other
 
+    def new_series_note(self) -> str | None:
+        """On a panel, in plain words: which band new series take and which band the test series
+        are scored with (``levy fit``, ``levy evaluate``, the calibration page); None otherwise."""
+        if not self.new_series_calibration or "levy" not in self.new_series_calibration:
+            return None
+        new, own = self.new_series_calibration["levy"], self.levy_calibration
+        return (f"A new series (or a training series' forecast) takes the band calibrated on the calibration and "
+                f"test series together ({new.conformal.n_calibration_:,} queries, c = {new.scale_:.3g}); the test "
+                f"series are scored with the band of the calibration series alone "
+                f"({own.conformal.n_calibration_:,} queries, c = {own.scale_:.3g}), which never saw them.")
+
     def prediction_range(self, times: np.ndarray) -> tuple[float, float]:
         """The span of time one series is predicted over, from its observation ``times`` (h):
         ``(cutoff, cutoff + horizon)`` for a forecast (to the series' last observation, or 5 %

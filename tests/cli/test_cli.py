@@ -112,8 +112,9 @@ def test_fit_writes_a_model_directory(capsys, fit_csv: Path, tmp_path: Path) -> 
     assert fitted.split.mode == "series" and fitted.new_series_calibration is not None
     n_new = fitted.new_series_calibration["levy"].conformal.n_calibration_
     n_cal = fitted.levy_calibration.conformal.n_calibration_
-    assert (f"band: new series calibrated on the calibration and test series together ({n_new:,} queries"
-            in err) and f"calibration split's ({n_cal:,} queries)" in err and n_new > n_cal
+    assert f"band: A new series (or a training series' forecast) takes the band calibrated on the calibration and " \
+           f"test series together ({n_new:,} queries" in err
+    assert f"band of the calibration series alone ({n_cal:,} queries" in err and n_new > n_cal
 
 
 def test_predict_writes_the_documented_columns(

@@ -251,6 +251,9 @@ def test_calibration_panel_report_and_csv():
     assert all(w.endswith(" %") and " – " in w for w in g["window (per-series s.e.)"])
     note = services.evaluation.coverage_note(res_now.key, res_now, at.session_state["mc_T"])
     assert (note in [w.value for w in at.warning]) if note else not any("band covered" in w.value for w in at.warning)
+    # which band new series take, and which the test split is scored with (a panel fit)
+    new_series = res_now.fitted.new_series_note()
+    assert (new_series in text) if new_series else "A new series" not in text
     assert {b.label for b in at.get("download_button")} >= {
         "Download the report (HTML)",
         "Download the per-query predictions (CSV)",

@@ -176,6 +176,14 @@ def test_a_fit_that_is_not_a_panel_has_no_new_series_band() -> None:
     few = sample.subset(sample.series_ids[-3:])
     windows = fit(few, task=TaskConfig("interpolate"), train=TrainConfig(epochs=1, seed=0), train_twin=False)
     assert windows.split.mode == "window" and windows.new_series_calibration is None
+    assert windows.new_series_note() is None
+
+
+def test_the_new_series_note_says_both_bands_and_their_sizes(fitted) -> None:
+    note = fitted.new_series_note()
+    n_new = fitted.new_series_calibration["levy"].conformal.n_calibration_
+    assert f"calibration and test series together ({n_new:,} queries" in note
+    assert f"calibration series alone ({fitted.levy_calibration.conformal.n_calibration_:,} queries" in note
 
 
 def test_calibration_for_names_the_calibrator_each_series_takes(fitted) -> None:
