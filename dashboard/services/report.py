@@ -47,7 +47,8 @@ def report_inputs(key: str, res: FitResult, mc_passes: int, *, series_id: str | 
                                    mc_passes)
             rolling = rolling_coverage(key, res, mc_passes)
     bins, selective = coverage_bins(key, res, mc_passes, level), selective_risk(key, res, mc_passes)
-    extra = {"softmax twin (no uncertainty)": result.get("softmax"), "50-draw sampler": sampler_check(key, res)}
+    extra = {"softmax twin (no uncertainty)": result.get("softmax"), "50-draw sampler": sampler_check(key, res),
+             "the band of new series": res.fitted.new_series_note()}
     return ReportInputs(
         description=res.describe(), n_test=result["n_test"], mc_passes=mc_passes, level=level,
         curves=calibration_curves(key, res, mc_passes), channel_coverage=channel_coverage(key, res, mc_passes, level),

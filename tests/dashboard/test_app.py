@@ -272,6 +272,8 @@ def test_calibration_panel_report_and_csv():
     assert "Risk–coverage against the per-channel constant" in html
     assert "MC-Dropout (T = 5)" in html and res.data_label in html
     assert "Does the conformal band hold its level?" in html and "per-series s.e." in html
+    if res.fitted.new_series_note():  # a panel: which band new series take, beside the test split's
+        assert "the band of new series" in html and "calibration and test series together" in html
     csv = services.evaluation.prediction_csv(services.evaluation.evaluation(res.key, res, 5)[1]).decode()
     assert csv.splitlines()[0].split(",") == PRED_COLUMNS
 
