@@ -127,6 +127,24 @@ def draw(panel: str, full: pd.DataFrame, spec: Panel, seed: int) -> tuple[pd.Dat
     return train, new[new["time"] <= spec.history], new[new["time"] > spec.history]
 
 
+def panel_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments every panel study takes: the panel, PhysioNet's directory, the draw."""
+    parser.add_argument("--panel", choices=sorted(PANELS), required=True)
+    parser.add_argument("--data-dir", type=Path, help="PhysioNet 2012 (--panel physionet)")
+    parser.add_argument("--seed", type=int, default=0, help="the draw of training and unseen series")
+
+
+def channel_constant(train: pd.DataFrame, history: float, channels: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """The per-channel constant spread at queries of ``channels`` (n,), in sd units (``sd``, (n,)):
+    each channel's root-mean-square error of the last value before ``history`` on the training
+    file's later values ("knowing the channel": the risk–coverage ratio's reference)."""
+    last = train[train["time"] <= history].sort_values("time").groupby(["series_id", "channel"])["value"].last()
+    later = train[train["time"] > history]
+    err = later["value"].to_numpy() - later.join(last.rename("f"), on=["series_id", "channel"])["f"].to_numpy()
+    rms = pd.Series(err**2).groupby(later["channel"].to_numpy()).mean().pow(0.5)
+    return pd.Series(channels).map(rms).fillna(float(rms.median())).to_numpy() / sd
+
+
 def combine(parts: list[pd.DataFrame], mean: str, spread: str) -> tuple[np.ndarray, np.ndarray]:
     """A deep ensemble's mean and spread from its members' frames (same rows)."""
     means = np.stack([p[mean].to_numpy(np.float64) for p in parts])
@@ -263,9 +281,7 @@ def trees_row(fitted, data, cal: pd.DataFrame, pred: pd.DataFrame, q: pd.DataFra
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--panel", choices=sorted(PANELS), required=True)
-    parser.add_argument("--data-dir", type=Path, help="PhysioNet 2012 (--panel physionet)")
-    parser.add_argument("--seed", type=int, default=0, help="the draw of training and unseen series")
+    panel_arguments(parser)
     parser.add_argument("--ensemble", type=int, default=ENSEMBLE, help="members of the deep ensemble (0: none)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--trees", action="store_true",
@@ -333,12 +349,7 @@ def main() -> None:
         to_sd = model.scaler.scale_at(test_mean, channels) / sd
         return test_spread * pd.Series(channels).map(k).fillna(1.0).to_numpy() * to_sd
 
-    # the per-channel constant: the last value's RMS error per channel on the training file
-    last = train[train["time"] <= spec.history].sort_values("time").groupby(["series_id", "channel"])["value"].last()
-    later = train[train["time"] > spec.history]
-    err = later["value"].to_numpy() - later.join(last.rename("f"), on=["series_id", "channel"])["f"].to_numpy()
-    rms = pd.Series(err**2).groupby(later["channel"].to_numpy()).mean().pow(0.5)
-    constant = q["channel"].map(rms).fillna(float(rms.median())).to_numpy() / sd
+    constant = channel_constant(train, spec.history, q["channel"].to_numpy(), sd)
 
     def levy_row(name: str, model, frame: pd.DataFrame, cal: pd.DataFrame, row_kinds: dict[str, str]) -> dict:
         return score(name, q, frame["mean"].to_numpy(), frame["pred_std"].to_numpy(), frame["lower_conf"].to_numpy(),

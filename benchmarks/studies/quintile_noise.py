@@ -29,13 +29,20 @@ Usage::
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
-from benchmarks.band_per_query import LEVEL, PANELS, draw, load, score
+from benchmarks.band_per_query import (
+    LEVEL,
+    PANELS,
+    channel_constant,
+    draw,
+    load,
+    panel_arguments,
+    score,
+)
 from levy_core.calibration.calibrate import Calibrator
 from levy_core.calibration.split_conformal import SplitConformal
 from levy_core.data import from_frame
@@ -140,9 +147,7 @@ def fit_nugget(stop: pd.DataFrame) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--panel", choices=sorted(PANELS), required=True)
-    parser.add_argument("--data-dir", type=Path)
-    parser.add_argument("--seed", type=int, default=0)
+    panel_arguments(parser)
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--confirm", action="store_true",
                         help="compare calibrating on the calibration series with calibration and test series")
@@ -172,12 +177,7 @@ def main() -> None:
         print(f"{spec.name}, draw seed {args.seed}: {train['series_id'].nunique()} training series "
               f"({len(data.calibration_ids)} calibrate, {len(data.test_ids)} test), {q['series_id'].nunique()} unseen "
               f"series, {len(q)} queries")
-        # the per-channel constant (the risk–coverage reference), as benchmarks/band_per_query.py
-        last = train[train["time"] <= spec.history].sort_values("time").groupby(["series_id", "channel"])["value"].last()
-        later = train[train["time"] > spec.history]
-        err = later["value"].to_numpy() - later.join(last.rename("f"), on=["series_id", "channel"])["f"].to_numpy()
-        rms = pd.Series(err**2).groupby(later["channel"].to_numpy()).mean().pow(0.5)
-        confirm(q, fitted, data, q["channel"].map(rms).fillna(float(rms.median())).to_numpy() / q["sd"].to_numpy(),
+        confirm(q, fitted, data, channel_constant(train, spec.history, q["channel"].to_numpy(), q["sd"].to_numpy()),
                 args.nugget)
         return
 

@@ -24,7 +24,7 @@ import torch
 from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.model_selection import GroupKFold
 
-from benchmarks.band_per_query import LEVEL, PANELS, draw, load
+from benchmarks.band_per_query import LEVEL, PANELS, channel_constant, draw, load, panel_arguments
 from levy_core.calibration.query_scale import CONTEXT_COLUMNS, fit_query_scale
 from levy_core.data import from_frame
 from levy_core.episodes.tasks import TaskConfig
@@ -75,9 +75,7 @@ def learner(n_features: int) -> HistGradientBoostingRegressor:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--panel", choices=sorted(PANELS), required=True)
-    parser.add_argument("--data-dir", help="PhysioNet 2012 (--panel physionet)")
-    parser.add_argument("--seed", type=int, default=0)
+    panel_arguments(parser)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--explore", action="store_true",
                         help="also the learner fitted on more of the training file (after the first run: exploratory)")
@@ -86,8 +84,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     spec = PANELS[args.panel]
-    from pathlib import Path
-    full = load(args.panel, Path(args.data_dir) if args.data_dir else None)
+    full = load(args.panel, args.data_dir)
     train, context, queries = draw(args.panel, full, spec, args.seed)
     hours = 24.0 if spec.unit == "days" else 1.0
     obs, ctx_obs = from_frame(train, time_unit=spec.unit), from_frame(context, time_unit=spec.unit)
@@ -113,12 +110,7 @@ def main() -> None:
     keep_t = np.isfinite(sd_t) & (sd_t > 0) & np.isfinite(y_t) & np.isfinite(m_t)
     keep_c = np.isfinite(sd_c) & (sd_c > 0) & np.isfinite(y_c) & np.isfinite(m_c)
 
-    # the per-channel constant, as band_per_query.py: the last value's RMS error on the training file
-    last = train[train["time"] <= spec.history].sort_values("time").groupby(["series_id", "channel"])["value"].last()
-    later = train[train["time"] > spec.history]
-    err = later["value"].to_numpy() - later.join(last.rename("f"), on=["series_id", "channel"])["f"].to_numpy()
-    rms = pd.Series(err**2).groupby(later["channel"].to_numpy()).mean().pow(0.5)
-    constant = pd.Series(t_channels).map(rms).fillna(float(rms.median())).to_numpy() / sd_t
+    constant = channel_constant(train, spec.history, t_channels, sd_t)  # the per-channel constant, as band_per_query.py
 
     # σ̂ as the page ranks it: each channel's RMS factor on the calibration series, delta method to sd units
     k = group_rms_factors(cal["y_norm"], cal["mean_norm"], cal["spread_norm"], cal["channel"])
