@@ -55,6 +55,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
               + ", ".join(f"{100 * float(k):.0f} % {v:.3f} (within ±{lv['adaptive_bound'][k]:.3f} of the level "
                           "in the long run)" for k, v in lv["adaptive_coverage"].items()), file=sys.stderr)
     print(_guarantee_lines(forecaster.coverage_checks(pred)), file=sys.stderr)
+    new = forecaster.fitted.new_series_calibration
+    if new and not data.same_data:  # a panel's model on another file: which band its series took
+        print(f"note: this is not the file the model was fitted on, so its series are scored as new ones, with the "
+              f"band calibrated on the fit's calibration and test series together "
+              f"({new['levy'].conformal.n_calibration_:,} queries); a series with the id of one of those keeps the "
+              f"calibration series' band", file=sys.stderr)
     print(_data_unit_lines(result), file=sys.stderr)
     if result["coverage_note"]["text"]:  # the band outside its per-series window, in plain words
         print(f"note: {result['coverage_note']['text']}", file=sys.stderr)

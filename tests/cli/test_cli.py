@@ -469,3 +469,18 @@ def test_evaluate_prints_the_coverage_note_when_the_band_falls_short(capsys, fit
     assert note["text"].startswith(f"The 90 % band covered 0.00 of the test queries (± {note['se']:.2f} over "
                                    f"{note['n_groups']} series): below its level by more than chance allows.")
     assert f"note: {note['text']}" in err
+
+
+def test_evaluate_says_which_band_a_new_file_is_scored_with(capsys, fitted, fitted_dir, fit_csv, new_obs,
+                                                           tmp_path) -> None:
+    assert fitted.new_series_calibration is not None, "the shared model is a panel"
+    note = "this is not the file the model was fitted on, so its series are scored as new ones"
+    code, _, err = run(capsys, "evaluate", fitted_dir, fit_csv, "--json", tmp_path / "a.json", "--mc-passes", 0)
+    assert code == 0, err
+    assert note not in err, "the fit's own file: its test split, with the calibration split's band"
+    new_csv = tmp_path / "new.csv"
+    new_obs.frame.to_csv(new_csv, index=False)
+    code, _, err = run(capsys, "evaluate", fitted_dir, new_csv, "--json", tmp_path / "b.json", "--mc-passes", 0)
+    assert code == 0, err
+    n_new = fitted.new_series_calibration["levy"].conformal.n_calibration_
+    assert note in err and f"together ({n_new:,} queries)" in err
