@@ -131,7 +131,7 @@ def run_predict(args: argparse.Namespace) -> int:
 def _prediction_table(args: argparse.Namespace, forecaster: LevyForecaster, obs: Observations,
                       levels: list[float], options: ReadOptions) -> pd.DataFrame:
     """The rows ``levy predict`` writes for ``obs`` (`_prediction_rows`), refused when a
-    band is infinite (a level the calibration split has too few scores for)."""
+    band is infinite (a level the model's calibration has too few scores for)."""
     table = _prediction_rows(args, forecaster, obs, levels, options)
     refuse_infinite_bands(table, forecaster, levels)
     return table
@@ -139,19 +139,19 @@ def _prediction_table(args: argparse.Namespace, forecaster: LevyForecaster, obs:
 
 def refuse_infinite_bands(table: pd.DataFrame, forecaster: LevyForecaster, levels: list[float]) -> None:
     """ValueError when a band column holds ±inf: split conformal bounds a level ``L`` only
-    when the calibration split has at least ``L / (1 - L)`` scores, so ±inf would be written."""
+    when the calibration the rows take (`FittedModel.conformal_scores_count`) has at least
+    ``L / (1 - L)`` scores, so ±inf would be written."""
     bands = [c for c in table.columns if str(c).startswith(("lower", "upper")) or "-lo-" in str(c)
              or "-hi-" in str(c)]
     infinite = [c for c in bands if pd.api.types.is_float_dtype(table[c]) and np.isinf(table[c].to_numpy()).any()]
     if not infinite:
         return
-    conformal = getattr(forecaster.fitted.levy_calibration, "conformal", None)
-    scores = getattr(conformal, "scores_", None)
-    n = 0 if scores is None else len(scores)
+    ids = table["series_id"] if "series_id" in table else table.get("unique_id", pd.Series(dtype=str))
+    n = forecaster.fitted.conformal_scores_count(ids.astype(str).unique())  # the band these series take
     most = f"{100 * n / (n + 1):.4g} %" if n else "a lower level"
     shown = ", ".join(f"{forecaster.level_label(level)} %" for level in levels)
     raise ValueError(f"--level {shown}: the conformal band is infinite ({', '.join(map(str, infinite[:4]))}): the "
-                     f"model's calibration split has {n:,} scores, too few to bound the band at this level; give "
+                     f"model's calibration has {n:,} scores, too few to bound the band at this level; give "
                      f"a level of at most {most} (the bound per channel may be lower), or --band gaussian")
 
 

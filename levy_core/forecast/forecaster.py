@@ -260,8 +260,8 @@ class LevyForecaster(FittedVerbs):
         if pred.attrs.get("beyond_horizon"):  # a library does not print: a warning the caller can filter
             warnings.warn(pred.attrs["beyond_horizon"], BeyondHorizonWarning, stacklevel=2)
         bands, _ = level_bands(pred, fitted, levels, band)
-        scores = getattr(getattr(fitted.levy_calibration, "conformal", None), "scores_", None)
-        note = unbounded_note(bands, levels, 0 if scores is None else len(scores))
+        # the scores of the band these series take (a panel's new series: both held-out splits')
+        note = unbounded_note(bands, levels, fitted.conformal_scores_count(pred["series_id"].astype(str).unique()))
         if note:
             warnings.warn(note[0].upper() + note[1:], UnboundedBandWarning, stacklevel=2)
         return nixtla_frame(pred, forecast_windows.user_times(pred["series_id"], pred["time"], obs), bands, levels,

@@ -20,6 +20,7 @@ import hashlib
 import json
 import math
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -220,6 +221,19 @@ class FittedModel:
         if own is None or other is None or str(series_id) in set(self.split.calibration) | set(self.split.test):
             return own
         return other
+
+    def conformal_scores_count(self, series_ids: Iterable[str]) -> int:
+        """How many calibration scores the Lévy conformal band of ``series_ids`` (model space)
+        rests on: the fewest among the calibrators those series take (`calibration_for`). A
+        split-conformal band at level ``L`` is finite only from ``L / (1 − L)`` scores on."""
+        own = self.levy_calibration.conformal.n_calibration_
+        new = (self.new_series_calibration or {}).get("levy")
+        if new is None:
+            return own
+        ids = {str(s) for s in series_ids}
+        held = set(self.split.calibration) | set(self.split.test)
+        counts = ([own] if ids & held else []) + ([new.conformal.n_calibration_] if ids - held else [])
+        return min(counts, default=own)
 
     def new_series_note(self) -> str | None:
         """On a panel, in plain words: which band new series take and which band the test series

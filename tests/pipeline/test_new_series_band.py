@@ -194,3 +194,12 @@ def test_calibration_for_names_the_calibrator_each_series_takes(fitted) -> None:
         assert fitted.calibration_for(fitted.split.calibration[0], key) is own
         assert fitted.calibration_for(fitted.split.train[0], key) is fitted.new_series_calibration[key]
         assert fitted.calibration_for("a-new-series", key) is fitted.new_series_calibration[key]
+
+
+def test_the_scores_a_band_rests_on_are_those_of_the_calibrator_its_series_take(fitted) -> None:
+    own = fitted.levy_calibration.conformal.n_calibration_
+    new = fitted.new_series_calibration["levy"].conformal.n_calibration_
+    assert fitted.conformal_scores_count(["a-new-series", fitted.split.train[0]]) == new > own
+    assert fitted.conformal_scores_count([fitted.split.test[0]]) == own
+    assert fitted.conformal_scores_count(["a-new-series", fitted.split.calibration[0]]) == own, "the fewest"
+    assert fitted.conformal_scores_count([]) == own
