@@ -9,14 +9,14 @@ import pandas as pd
 from levy_core.calibration.calibrate import Calibrator
 from levy_core.calibration.scaled_gaussian import ScaledGaussian
 from levy_core.episodes.tasks import EpisodeBuilder
-from levy_core.pipeline.modelfile import FittedModel
+from levy_core.pipeline.modelfile import CALIBRATION_ATTRIBUTES, FittedModel
 from levy_core.pipeline.predict import observed_queries
 
 __all__ = ["fit_calibrators", "new_series_calibrators"]
 
-# each method: its calibrator on FittedModel, and its mean and spread columns
-_METHODS = (("levy", "levy_calibration", "mean_norm", "spread_norm"), ("mc", "mc_calibration", "mc_mean_norm", "mc_std_norm"),
-            ("last_value", "last_value_calibration", "lv_mean_norm", "lv_std_norm"))
+# each method's mean and spread columns in a prediction frame
+_COLUMNS = {"levy": ("mean_norm", "spread_norm"), "mc": ("mc_mean_norm", "mc_std_norm"),
+            "last_value": ("lv_mean_norm", "lv_std_norm")}
 
 
 def fit_calibrators(fitted: FittedModel, builder: EpisodeBuilder, ids: list[str], *,
@@ -48,8 +48,8 @@ def new_series_calibrators(fitted: FittedModel, builder: EpisodeBuilder, cal: pd
     if fitted.last_value is not None:
         test["lv_mean_norm"], test["lv_std_norm"] = fitted.last_value.predict(builder, test_ids)
     out = {}
-    for key, attribute, mean, spread in _METHODS:
-        own = getattr(fitted, attribute)
+    for key, (mean, spread) in _COLUMNS.items():
+        own = getattr(fitted, CALIBRATION_ATTRIBUTES[key])
         if key not in keys or own is None or mean not in test or mean not in cal:
             continue
         both = pd.concat([cal[["y_norm", mean, spread, "channel"]], test[["y_norm", mean, spread, "channel"]]])

@@ -43,12 +43,14 @@ from levy_core.model.softmax_twin import SoftmaxTwin
 from levy_core.offsets.spec import BaseForecastSpec
 from levy_core.training.train import TrainConfig
 
-__all__ = ["MAX_JSON_DEPTH", "MAX_MC_PASSES", "MAX_MODEL_JSON_BYTES", "ModelLoadError", "check_meta", "correction_bound",
+__all__ = ["CALIBRATION_ATTRIBUTES", "MAX_JSON_DEPTH", "MAX_MC_PASSES", "MAX_MODEL_JSON_BYTES", "ModelLoadError", "check_meta", "correction_bound",
            "correction_scale", "json_depth", "load_checked_weights", "mean_reversion", "model_parts", "read_meta",
            "recorded_reading", "require_finite", "source_sha256"]
 
 # A model directory is input: bounded before it is parsed or anything is built (sizes and
 # depths of the networks: levy_core.model.config.CONFIG_BOUNDS).
+# each method's key (Predictive's, new_series_calibration's) → its calibration split's calibrator on FittedModel
+CALIBRATION_ATTRIBUTES = {"levy": "levy_calibration", "mc": "mc_calibration", "last_value": "last_value_calibration"}
 MAX_MODEL_JSON_BYTES = 64 * 2**20  # a split of two million series ids fits
 MAX_JSON_DEPTH = 32  # model.json nests 6 deep; json.loads recurses once per level
 MAX_MC_PASSES = 10_000  # the prediction runs this many passes of the twin
@@ -279,8 +281,7 @@ def new_series_calibration(saved: Any, parts: dict[str, Any]) -> dict[str, Calib
         raise ValueError("saved 'new_series_calibration' must be a mapping of method to its calibration")
     out = {}
     for key, state in saved.items():
-        own = parts.get({"levy": "levy_calibration", "mc": "mc_calibration",
-                         "last_value": "last_value_calibration"}.get(str(key), ""))
+        own = parts.get(CALIBRATION_ATTRIBUTES.get(str(key), ""))
         if own is None or not isinstance(state, dict):
             raise ValueError(f"saved 'new_series_calibration' has {key!r}, which the model has no calibration of")
         added = state.get("added_scores")

@@ -47,7 +47,12 @@ from levy_core.model.levy_model import LevyModel
 from levy_core.model.softmax_twin import SoftmaxTwin
 from levy_core.offsets.spec import BaseForecastSpec
 from levy_core.pipeline.left_out import left_out_note
-from levy_core.pipeline.model_loading import ModelLoadError, model_parts, read_meta
+from levy_core.pipeline.model_loading import (
+    CALIBRATION_ATTRIBUTES,
+    ModelLoadError,
+    model_parts,
+    read_meta,
+)
 from levy_core.pipeline.predictive import Predictive, predictives
 from levy_core.pipeline.user_units import readable_summary
 from levy_core.runtime.atomic import (
@@ -59,7 +64,7 @@ from levy_core.runtime.atomic import (
 )
 from levy_core.training.train import TrainConfig
 
-__all__ = ["FORMAT", "MODEL_FILE_NAMES", "FittedModel", "ModelLoadError", "UnsafeTargetError", "check_replaceable",
+__all__ = ["CALIBRATION_ATTRIBUTES", "FORMAT", "MODEL_FILE_NAMES", "FittedModel", "ModelLoadError", "UnsafeTargetError", "check_replaceable",
            "check_save_target", "file_sha256", "load_model"]
 
 FORMAT = "levy-model/2"  # 2: offset + channel tokens + time decay + query read-out + prior
@@ -203,9 +208,9 @@ class FittedModel:
         takes the band of the calibration split alone, which never saw the test series
         (`RowwiseCalibrator`): what ``evaluate`` scores on them stays out of sample."""
         calibrators: dict[str, Calibrator | RowwiseCalibrator | None] = {
-            "levy": self.levy_calibration, "mc": self.mc_calibration, "last_value": self.last_value_calibration}
+            key: getattr(self, attribute) for key, attribute in CALIBRATION_ATTRIBUTES.items()}
         if self.new_series_calibration and "series_id" in frame:
-            held = frame["series_id"].astype(str).isin(set(self.split.calibration) | set(self.split.test)).to_numpy()
+            held = frame["series_id"].astype(str).isin(self.held_out_series()).to_numpy()
             for key, own in list(calibrators.items()):
                 other = self.new_series_calibration.get(key)
                 if own is not None and other is not None and not held.all():
@@ -216,11 +221,14 @@ class FittedModel:
         """The calibrator of method ``key`` ("levy", "mc", "last_value") that a query of the
         model-space series ``series_id`` takes, as `predictives` picks it: the calibration
         split's for a calibration or test series, the new-series one for any other on a panel."""
-        own = {"levy": self.levy_calibration, "mc": self.mc_calibration, "last_value": self.last_value_calibration}[key]
+        own = getattr(self, CALIBRATION_ATTRIBUTES[key])
         other = (self.new_series_calibration or {}).get(key)
-        if own is None or other is None or str(series_id) in set(self.split.calibration) | set(self.split.test):
-            return own
-        return other
+        return own if own is None or other is None or str(series_id) in self.held_out_series() else other
+
+    def held_out_series(self) -> set[str]:
+        """The model-space series of the calibration and test splits: those that keep the
+        calibration split's band on a panel (`predictives`)."""
+        return set(self.split.calibration) | set(self.split.test)
 
     def conformal_scores_count(self, series_ids: Iterable[str]) -> int:
         """How many calibration scores the Lévy conformal band of ``series_ids`` (model space)
@@ -230,8 +238,7 @@ class FittedModel:
         new = (self.new_series_calibration or {}).get("levy")
         if new is None:
             return own
-        ids = {str(s) for s in series_ids}
-        held = set(self.split.calibration) | set(self.split.test)
+        ids, held = {str(s) for s in series_ids}, self.held_out_series()
         counts = ([own] if ids & held else []) + ([new.conformal.n_calibration_] if ids - held else [])
         return min(counts, default=own)
 
