@@ -90,6 +90,7 @@ from scipy import stats
 
 if __package__ in (None, ""):  # run as a script: the repository root holds the benchmarks package
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common.fpp_series import fpp_series  # noqa: E402
 from benchmarks.common.r_classics import r_classics  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -399,7 +400,10 @@ UNSEEN_CASES: dict[str, tuple[Callable[[], Case], tuple[str, ...]]] = {
 }
 # The rclassics set (issue 51): twelve series of R's datasets, committed before their first run
 RCLASSICS_CASES = r_classics()
-SETS = {"anchors": CASES, "dev": DEV_CASES, "fresh": FRESH_CASES, "unseen": UNSEEN_CASES, "rclassics": RCLASSICS_CASES}
+# The fpp set (issue 51): eleven series of R's fpp2 and forecast packages, committed before their first run
+FPP_CASES = fpp_series()
+SETS = {"anchors": CASES, "dev": DEV_CASES, "fresh": FRESH_CASES, "unseen": UNSEEN_CASES, "rclassics": RCLASSICS_CASES,
+        "fpp": FPP_CASES}
 
 
 def missing(package: str) -> bool:
@@ -408,7 +412,7 @@ def missing(package: str) -> bool:
 
 def load_cases(names: Sequence[str] | None, say: Callable[[str], None] = print, which: str = "anchors") -> list[Case]:
     """The series ``names`` (of either set), or every series of the set ``which``."""
-    known = {**CASES, **DEV_CASES, **FRESH_CASES, **UNSEEN_CASES, **RCLASSICS_CASES}
+    known = {**CASES, **DEV_CASES, **FRESH_CASES, **UNSEEN_CASES, **RCLASSICS_CASES, **FPP_CASES}
     unknown = [n for n in names or () if n not in known]
     if unknown:
         raise SystemExit(f"unknown series {', '.join(unknown)}; choose from {', '.join(known)}")

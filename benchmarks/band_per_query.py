@@ -286,7 +286,14 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--trees", action="store_true",
                         help="also the band from trees fitted on the training file's own series (measured, not shipped)")
+    parser.add_argument("--train", nargs="*", default=[], metavar="FIELD=VALUE",
+                        help="TrainConfig fields for every fit of this run (studies of the training objective)")
     args = parser.parse_args()
+    extra = {k: float(v) for k, v in (item.split("=", 1) for item in args.train)}
+
+    def train_config(seed: int) -> TrainConfig:
+        return TrainConfig(seed=seed, **extra)
+
     torch.set_num_threads(args.threads)
     spec = PANELS[args.panel]
     full = load(args.panel, args.data_dir)
@@ -302,15 +309,15 @@ def main() -> None:
     data = prepare_fit(obs.frame, task, seed=0)
     cfg = data.model_config(resolve_size("auto", obs.n_series), "rate")
     t0 = time.perf_counter()
-    members = [train_levy_model(data, cfg, TrainConfig(seed=k)) for k in range(max(1, args.ensemble))]
+    members = [train_levy_model(data, cfg, train_config(k)) for k in range(max(1, args.ensemble))]
     fit_seconds = time.perf_counter() - t0
-    twin = train_twin_model(data, cfg, TrainConfig(seed=0))
-    fitted = assemble(data, cfg, TrainConfig(seed=0), members[0], twin, mc_passes=20)
-    mapped = assemble(data, cfg, TrainConfig(seed=0), members[0], band_map=True)  # the same network, the map
+    twin = train_twin_model(data, cfg, train_config(0))
+    fitted = assemble(data, cfg, train_config(0), members[0], twin, mc_passes=20)
+    mapped = assemble(data, cfg, train_config(0), members[0], band_map=True)  # the same network, the map
     # as on main before this work: no transform, σ̂ calibrated on every calibration series
     raw = prepare_fit(obs.frame, task, seed=0, transform="none")
     raw_cfg = raw.model_config(resolve_size("auto", obs.n_series), "rate")
-    before = assemble(raw, raw_cfg, TrainConfig(seed=0), train_levy_model(raw, raw_cfg, TrainConfig(seed=0)))
+    before = assemble(raw, raw_cfg, train_config(0), train_levy_model(raw, raw_cfg, train_config(0)))
     before.new_series_calibration = None  # as before: the calibration series alone calibrate every band
     scale = mapped.query_scale
     print(f"{spec.name}, draw seed {args.seed}: {train['series_id'].nunique()} training series "
@@ -380,7 +387,7 @@ def main() -> None:
                       kinds))
     if args.ensemble > 1:
         t0 = time.perf_counter()
-        fits = [fitted] + [assemble(data, cfg, TrainConfig(seed=k), members[k]) for k in range(1, len(members))]
+        fits = [fitted] + [assemble(data, cfg, train_config(k), members[k]) for k in range(1, len(members))]
         # calibrated as the shipped band for new series is: on the calibration and test series
         on_cal = [observed_queries(f, data.builder, data.calibration_ids + data.test_ids) for f in fits]
         on_test = [predict_user_queries(f, ctx_obs, in_hours, level=LEVEL) for f in fits]

