@@ -32,11 +32,16 @@ def _gold() -> pd.DataFrame:
     return _frame(days, d["value"], "price")  # _frame drops the missing mornings
 
 
+def decimal_year_day(year: float) -> pd.Timestamp:
+    """The day a decimal year falls on (its fraction of 365.25 days after 1 January, rounded)."""
+    whole = int(year)
+    return pd.Timestamp(f"{whole}-01-01") + pd.Timedelta(days=round((year - whole) * 365.25))
+
+
 def _gasoline() -> pd.DataFrame:
     from benchmarks.anchors import _frame
     d = _series("gasoline", "fpp2")
-    first = float(d["time"].iloc[0])
-    start = pd.Timestamp(f"{int(first)}-01-01") + pd.Timedelta(days=round((first - int(first)) * 365.25))
+    start = decimal_year_day(float(d["time"].iloc[0]))
     return _frame(pd.date_range(start, periods=len(d), freq="7D"), d["value"], "barrels")
 
 

@@ -147,12 +147,21 @@ def test_standings_hold_every_row_to_the_same_bars_and_show_split_verdicts() -> 
 def test_the_development_fresh_and_unseen_sets_are_separate_from_the_anchors() -> None:
     assert not set(anchors.DEV_CASES) & set(anchors.CASES) and len(anchors.DEV_CASES) >= 10
     assert not set(anchors.FRESH_CASES) & (set(anchors.CASES) | set(anchors.DEV_CASES))
-    assert len(anchors.FRESH_CASES) >= 10 and set(anchors.SETS) == {"anchors", "dev", "fresh", "unseen", "rclassics"}
+    assert len(anchors.FRESH_CASES) >= 10 and set(anchors.SETS) == {"anchors", "dev", "fresh", "unseen", "rclassics",
+                                                                                 "fpp"}
     before = set(anchors.CASES) | set(anchors.DEV_CASES) | set(anchors.FRESH_CASES)
     assert not set(anchors.UNSEEN_CASES) & before and len(anchors.UNSEEN_CASES) >= 10
     assert not set(anchors.RCLASSICS_CASES) & (before | set(anchors.UNSEEN_CASES)) and len(anchors.RCLASSICS_CASES) >= 10
+    earlier = before | set(anchors.UNSEEN_CASES) | set(anchors.RCLASSICS_CASES)
+    assert not set(anchors.FPP_CASES) & earlier and len(anchors.FPP_CASES) >= 10
     with pytest.raises(SystemExit, match="unknown series"):
         anchors.load_cases(["no-such-series"], lambda _: None)
+
+
+def test_the_fpp_set_dates_a_weekly_series_from_its_decimal_year() -> None:
+    from benchmarks.common.fpp_series import decimal_year_day
+    assert decimal_year_day(1991.1) == pd.Timestamp("1991-02-07")  # 0.1 of 365.25 days after 1 January
+    assert decimal_year_day(2000.0) == pd.Timestamp("2000-01-01")
 
 
 def test_the_rclassics_set_reads_r_decimal_years_as_dates() -> None:
