@@ -54,6 +54,17 @@ def capture(set_name: str) -> list[dict]:
         seen.update(alpha_T=float(state.alpha_), q_T=float(state.quantile()),
                     pool=np.array(list(state._pool.in_time)), n_cal=len(channel_scores(fitted.levy_calibration)[0]))
 
+    return fit_each_end(set_name, walk, seen)
+
+
+def fit_each_end(set_name: str, walk, seen: dict, extra=None) -> list[dict]:
+    """One ``anchors.py`` Lévy fit per (series, end) of ``set_name``, with
+    ``recipe.walk_test_origins`` replaced by ``walk`` (which fills ``seen`` from inside the fit):
+    a row per fit with the end's targets, the band's mean and half-width, ``seen`` and
+    ``extra(case, test, end)``'s entries. A fit Lévy refuses is reported, and the run goes on."""
+    import levy_core.pipeline.recipe as recipe
+
+    original = recipe.walk_test_origins
     recipe.walk_test_origins = walk
     rows = []
     try:
@@ -69,7 +80,8 @@ def capture(set_name: str) -> list[dict]:
                     print(f"{case.name} end {k}: {type(exc).__name__}: {exc}", flush=True)
                     continue
                 rows.append(dict(series=case.name, end=k, y=test["value"].to_numpy(np.float64),
-                                 mean=band["mean"].to_numpy(), half=(band["hi"] - band["lo"]).to_numpy() / 2, **seen))
+                                 mean=band["mean"].to_numpy(), half=(band["hi"] - band["lo"]).to_numpy() / 2,
+                                 **(extra(case, test, end) if extra else {}), **seen))
                 print(f"{set_name} {case.name} end {k}", flush=True)
     finally:
         recipe.walk_test_origins = original

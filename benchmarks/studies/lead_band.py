@@ -39,8 +39,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-import benchmarks.anchors as anchors
-from benchmarks.studies.end_band import ENDS, Z90, capture_parser, gaussian_crps, save_captures
+from benchmarks.studies.end_band import (
+    Z90,
+    capture_parser,
+    fit_each_end,
+    gaussian_crps,
+    save_captures,
+)
 from levy_core.calibration.adaptive import AdaptiveConformal
 from levy_core.calibration.over_time import channel_scores, channel_sigma, origin_gamma
 
@@ -73,28 +78,11 @@ def capture(set_name: str) -> list[dict]:
                     max_score=float(state.scores_.max()), pooled=pooled, floor=float(floor),
                     horizon=float(fitted.split.origin_plan["horizon"]), gamma=origin_gamma(fitted.split.origin_plan))
 
-    recipe.walk_test_origins = walk
-    rows = []
-    try:
-        for case in anchors.load_cases(None, lambda _: None, set_name):
-            for k in ENDS:
-                train, test, end = anchors.split(case, k)
-                if test.empty or train.empty:
-                    continue
-                seen.clear()
-                try:
-                    band = anchors.run_levy(case, train, test, end, lambda _: None)
-                except Exception as exc:  # as anchors.py: a fold Lévy refuses is reported, the run goes on
-                    print(f"{case.name} end {k}: {type(exc).__name__}: {exc}", flush=True)
-                    continue
-                lead = (pd.to_datetime(test["time"]) - pd.Timestamp(end)) / (end + case.horizon - end)
-                rows.append(dict(series=case.name, end=k, y=test["value"].to_numpy(np.float64),
-                                 mean=band["mean"].to_numpy(), half=(band["hi"] - band["lo"]).to_numpy() / 2,
-                                 lead_share=np.asarray(lead, np.float64), **seen))
-                print(f"{set_name} {case.name} end {k}", flush=True)
-    finally:
-        recipe.walk_test_origins = original
-    return rows
+    def lead(case, test: pd.DataFrame, end) -> dict:
+        share = (pd.to_datetime(test["time"]) - pd.Timestamp(end)) / (end + case.horizon - end)
+        return {"lead_share": np.asarray(share, np.float64)}
+
+    return fit_each_end(set_name, walk, seen, lead)
 
 
 def third(share: np.ndarray) -> np.ndarray:
