@@ -1,0 +1,145 @@
+"""A log-linear spread on what a query knows, fitted on the training file (issue 51; exploratory,
+then a confirmation registered in ``benchmarks/results/NOTES.md`` before it ran).
+
+``spread_ceiling.py`` found that, on PhysioNet, gradient-boosted trees of the squared error on
+what a query knows rank the unseen stays' errors far better than σ̂ when they are fitted on the
+training file's own series. Trees need a saved form a model file can carry safely; a log-linear
+model is a short table of coefficients, like the map ``s(q)`` already saved in ``model.json``.
+This study fits one: a Poisson GLM (scikit-learn's ``PoissonRegressor``, log link, ``alpha``
+1e-3) of the squared error in each channel's sd units on eight standardised features —
+log σ̂ (sd units), log(1 + hours to the nearest observation of any channel / of the queried
+channel), whether the channel was seen, log of the channel's own spread and mean step in the
+series, log of how far the forecast moves from the channel's last value, log of the model
+unit's size in sd units (the delta method on a log channel) — plus one intercept per channel,
+on the training and stopping series' queries (in-sample errors on most; the calibration
+series never touch it, so split conformal stays valid). Ablations drop feature groups.
+
+Every spread is scaled per channel by its RMS factor on the calibration series, as
+``band_per_query.py`` ranks them, and scored on the unseen queries: the risk–coverage ratio
+against the per-channel constant, within-channel Spearman, the Gaussian CRPS in sd units
+(mean over channels) and the 90 % Gaussian coverage.
+
+Usage::
+
+    python -m benchmarks.studies.loglinear_spread --panel physionet --data-dir PATH --seed S
+    python -m benchmarks.studies.loglinear_spread --panel pbc [--seed S]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pandas as pd
+import torch
+from scipy import stats
+from sklearn.linear_model import PoissonRegressor
+
+from benchmarks.band_per_query import LEVEL, PANELS, channel_constant, draw, load, panel_arguments
+from benchmarks.studies.spread_ceiling import features
+from levy_core.data import from_frame
+from levy_core.episodes.tasks import TaskConfig
+from levy_core.metrics.conditional import risk_coverage_ratio, within_group_spearman
+from levy_core.pipeline.predict import observed_queries
+from levy_core.pipeline.recipe import assemble, prepare_fit, resolve_size, train_levy_model
+from levy_core.pipeline.user_frames import predict_user_queries
+from levy_core.training.train import TrainConfig
+
+ALPHA = 1e-3
+Z90 = float(stats.norm.ppf(0.95))
+# columns of `design`: log σ̂, gap any, gap channel, seen, own spread, own step, the move, log to_sd
+ABLATIONS = {"log-linear (all eight)": list(range(8)), "  without the move": [0, 1, 2, 3, 4, 5, 7],
+             "  without own spread and step": [0, 1, 2, 3, 6, 7], "  σ̂ and the leads only": [0, 1, 2, 3, 7]}
+
+
+def design(x: np.ndarray) -> np.ndarray:
+    """The GLM's eight columns from `spread_ceiling.features`' (n, 13), finite and clipped."""
+    cols = [x[:, 2], x[:, 4], np.minimum(x[:, 5], 12.0), x[:, 6], np.log(x[:, 8] + 1e-3), np.log(x[:, 9] + 1e-3),
+            np.log(x[:, 10] + 1e-2), x[:, 11]]
+    return np.clip(np.nan_to_num(np.column_stack(cols), nan=0.0, posinf=20.0, neginf=-20.0), -20.0, 20.0)
+
+
+def in_sd_units(fitted, frame: pd.DataFrame, sd_by_channel: pd.Series, codes: dict[str, int]) -> dict:
+    """A frame of `observed_queries` or predictions as the study reads it: truth, mean and σ̂ in
+    sd units, the features, and which rows are usable."""
+    ch = frame["channel"].to_numpy()
+    sd = pd.Series(ch).map(sd_by_channel).to_numpy(np.float64)
+    scaler = fitted.scaler
+    mean_norm = frame["mean_norm"].to_numpy(np.float64)
+    to_sd = scaler.scale_at(mean_norm, ch) / sd
+    out = {"channel": ch, "sd": sd, "to_sd": to_sd, "x": features(frame, codes, to_sd),
+           "mean": scaler.inverse_value(mean_norm, ch) / sd,
+           "sigma": frame["spread_norm"].to_numpy(np.float64) * to_sd}
+    if "y_norm" in frame:
+        out["y"] = scaler.inverse_value(frame["y_norm"].to_numpy(np.float64), ch) / sd
+        out["ok"] = np.isfinite(sd) & (sd > 0) & np.isfinite(out["y"]) & np.isfinite(out["mean"])
+    return out
+
+
+def gaussian_crps(y: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    z = (y - mean) / sd
+    return sd * (z * (2 * stats.norm.cdf(z) - 1) + 2 * stats.norm.pdf(z) - 1 / np.sqrt(np.pi))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    panel_arguments(parser)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    spec = PANELS[args.panel]
+    full = load(args.panel, args.data_dir)
+    train, context, queries = draw(args.panel, full, spec, args.seed)
+    hours = 24.0 if spec.unit == "days" else 1.0
+    obs, ctx_obs = from_frame(train, time_unit=spec.unit), from_frame(context, time_unit=spec.unit)
+    in_hours = queries[["series_id", "channel", "time"]].assign(time=queries["time"] * hours).reset_index(drop=True)
+    data = prepare_fit(obs.frame, TaskConfig("forecast", cutoff=spec.history * hours), seed=0)
+    cfg = data.model_config(resolve_size("auto", obs.n_series), "rate")
+    fitted = assemble(data, cfg, TrainConfig(seed=0), train_levy_model(data, cfg, TrainConfig(seed=0)))
+    sd_by_channel = train.groupby("channel")["value"].std()
+    codes = {c: i for i, c in enumerate(sorted(map(str, fitted.channels)))}
+
+    test = in_sd_units(fitted, predict_user_queries(fitted, ctx_obs, in_hours, level=LEVEL), sd_by_channel, codes)
+    test["y"] = queries["value"].to_numpy(np.float64) / test["sd"]
+    keep = np.isfinite(test["sd"]) & (test["sd"] > 0) & np.isfinite(test["y"]) & np.isfinite(test["mean"])
+    cal = in_sd_units(fitted, observed_queries(fitted, data.builder, data.calibration_ids), sd_by_channel, codes)
+    fit = in_sd_units(fitted, observed_queries(fitted, data.builder, list(dict.fromkeys(data.train_ids + data.stop_ids))),
+                      sd_by_channel, codes)
+    ok = fit["ok"]
+    d_fit = design(fit["x"][ok])
+    centre, scale = d_fit.mean(0), d_fit.std(0) + 1e-9
+    n_codes = len(codes)
+
+    def inputs(part: dict, cols: list[int], rows: np.ndarray | slice = slice(None)) -> np.ndarray:
+        z = (design(part["x"][rows]) - centre) / scale
+        return np.hstack([z[:, cols], np.eye(n_codes)[part["x"][rows][:, -1].astype(int)]])
+
+    spreads = {"σ̂ (shipped)": (test["sigma"], cal["sigma"])}
+    target = (fit["y"] - fit["mean"])[ok] ** 2
+    for name, cols in ABLATIONS.items():
+        glm = PoissonRegressor(alpha=ALPHA, max_iter=500).fit(inputs(fit, cols, ok), target)
+        spreads[name] = (np.sqrt(glm.predict(inputs(test, cols))), np.sqrt(glm.predict(inputs(cal, cols))))
+        if name.startswith("log-linear"):
+            print("coefficients (standardised: log σ̂, gap any, gap channel, seen, own spread, own step, the move, "
+                  "log to_sd): " + ", ".join(f"{c:+.3f}" for c in glm.coef_[:8]))
+
+    constant = channel_constant(train, spec.history, test["channel"], test["sd"])
+    print(f"{spec.name}, draw seed {args.seed}: {int(keep.sum())} unseen queries; fitted on {int(ok.sum())} "
+          f"queries of {len(data.train_ids) + len(data.stop_ids)} training and stopping series; scaled on "
+          f"{int(cal['ok'].sum())} calibration queries")
+    print("| spread | risk–coverage ÷ constant | Spearman within channel | Gaussian CRPS (sd units) | 90 % coverage |")
+    print("|---|---|---|---|---|")
+    y, m, ch = test["y"], test["mean"], test["channel"]
+    for name, (s_test, s_cal) in spreads.items():
+        c_ok = cal["ok"]
+        ratio = pd.DataFrame({"ch": cal["channel"][c_ok],
+                              "z2": ((cal["y"] - cal["mean"])[c_ok] / s_cal[c_ok]) ** 2}).groupby("ch")["z2"].mean() ** 0.5
+        sd = s_test * pd.Series(ch).map(ratio).fillna(float(ratio.median())).to_numpy()
+        per = pd.DataFrame({"ch": ch, "crps": gaussian_crps(y, m, sd), "cov": np.abs(y - m) <= Z90 * sd})[keep]
+        print(f"| {name} | {risk_coverage_ratio(y[keep], m[keep], sd[keep], constant[keep]):.3f} | "
+              f"{within_group_spearman(y[keep], m[keep], sd[keep], ch[keep]):.3f} | "
+              f"{per.groupby('ch')['crps'].mean().mean():.4f} | {per['cov'].mean():.3f} |")
+
+
+if __name__ == "__main__":
+    main()
