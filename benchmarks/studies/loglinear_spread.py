@@ -35,15 +35,11 @@ import torch
 from scipy import stats
 from sklearn.linear_model import PoissonRegressor
 
-from benchmarks.band_per_query import LEVEL, PANELS, channel_constant, draw, load, panel_arguments
-from benchmarks.studies.spread_ceiling import features
-from levy_core.data import from_frame
-from levy_core.episodes.tasks import TaskConfig
+from benchmarks.band_per_query import LEVEL, channel_constant, panel_arguments
+from benchmarks.studies.spread_ceiling import features, shipped_fit
 from levy_core.metrics.conditional import risk_coverage_ratio, within_group_spearman
 from levy_core.pipeline.predict import observed_queries
-from levy_core.pipeline.recipe import assemble, prepare_fit, resolve_size, train_levy_model
 from levy_core.pipeline.user_frames import predict_user_queries
-from levy_core.training.train import TrainConfig
 
 ALPHA = 1e-3
 Z90 = float(stats.norm.ppf(0.95))
@@ -87,15 +83,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    spec = PANELS[args.panel]
-    full = load(args.panel, args.data_dir)
-    train, context, queries = draw(args.panel, full, spec, args.seed)
-    hours = 24.0 if spec.unit == "days" else 1.0
-    obs, ctx_obs = from_frame(train, time_unit=spec.unit), from_frame(context, time_unit=spec.unit)
-    in_hours = queries[["series_id", "channel", "time"]].assign(time=queries["time"] * hours).reset_index(drop=True)
-    data = prepare_fit(obs.frame, TaskConfig("forecast", cutoff=spec.history * hours), seed=0)
-    cfg = data.model_config(resolve_size("auto", obs.n_series), "rate")
-    fitted = assemble(data, cfg, TrainConfig(seed=0), train_levy_model(data, cfg, TrainConfig(seed=0)))
+    spec, train, ctx_obs, in_hours, queries, data, fitted = shipped_fit(args)
     sd_by_channel = train.groupby("channel")["value"].std()
     codes = {c: i for i, c in enumerate(sorted(map(str, fitted.channels)))}
 

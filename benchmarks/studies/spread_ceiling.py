@@ -73,6 +73,23 @@ def learner(n_features: int) -> HistGradientBoostingRegressor:
     return HistGradientBoostingRegressor(categorical_features=mask, **LEARNER)
 
 
+def shipped_fit(args: argparse.Namespace) -> tuple:
+    """The draw ``args`` names (``--panel``, ``--data-dir``, ``--seed``) and the fit
+    ``band_per_query.py`` ships on it: ``(spec, train, ctx_obs, in_hours, queries, data, fitted)``
+    (the panel, the training file, the unseen context, the queries in hours and as drawn, the
+    fit's data and the fitted model, training seed 0)."""
+    spec = PANELS[args.panel]
+    full = load(args.panel, args.data_dir)
+    train, context, queries = draw(args.panel, full, spec, args.seed)
+    hours = 24.0 if spec.unit == "days" else 1.0
+    obs, ctx_obs = from_frame(train, time_unit=spec.unit), from_frame(context, time_unit=spec.unit)
+    in_hours = queries[["series_id", "channel", "time"]].assign(time=queries["time"] * hours).reset_index(drop=True)
+    data = prepare_fit(obs.frame, TaskConfig("forecast", cutoff=spec.history * hours), seed=0)
+    cfg = data.model_config(resolve_size("auto", obs.n_series), "rate")
+    fitted = assemble(data, cfg, TrainConfig(seed=0), train_levy_model(data, cfg, TrainConfig(seed=0)))
+    return spec, train, ctx_obs, in_hours, queries, data, fitted
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     panel_arguments(parser)
@@ -83,16 +100,7 @@ def main() -> None:
                         help="also the ceiling from groups of the features (which of them carry it)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    spec = PANELS[args.panel]
-    full = load(args.panel, args.data_dir)
-    train, context, queries = draw(args.panel, full, spec, args.seed)
-    hours = 24.0 if spec.unit == "days" else 1.0
-    obs, ctx_obs = from_frame(train, time_unit=spec.unit), from_frame(context, time_unit=spec.unit)
-    in_hours = queries[["series_id", "channel", "time"]].assign(time=queries["time"] * hours).reset_index(drop=True)
-    task = TaskConfig("forecast", cutoff=spec.history * hours)
-    data = prepare_fit(obs.frame, task, seed=0)
-    cfg = data.model_config(resolve_size("auto", obs.n_series), "rate")
-    fitted = assemble(data, cfg, TrainConfig(seed=0), train_levy_model(data, cfg, TrainConfig(seed=0)))
+    spec, train, ctx_obs, in_hours, queries, data, fitted = shipped_fit(args)
     test = predict_user_queries(fitted, ctx_obs, in_hours, level=LEVEL)
     cal = observed_queries(fitted, data.builder, data.calibration_ids)
 
