@@ -289,10 +289,15 @@ def main() -> None:
     parser.add_argument("--train", nargs="*", default=[], metavar="FIELD=VALUE",
                         help="TrainConfig fields for every fit of this run (studies of the training objective)")
     args = parser.parse_args()
-    extra = {k: float(v) for k, v in (item.split("=", 1) for item in args.train)}
+    try:
+        extra = {k: int(v) if v.strip().lstrip("-").isdigit() else float(v)
+                 for k, v in (item.split("=", 1) for item in args.train)}
+        TrainConfig.from_dict(extra)  # unknown fields and bad values, named, before any fit
+    except ValueError as exc:
+        parser.error(f"--train takes FIELD=NUMBER pairs of TrainConfig: {exc}")
 
     def train_config(seed: int) -> TrainConfig:
-        return TrainConfig(seed=seed, **extra)
+        return TrainConfig.from_dict({**extra, "seed": seed})
 
     torch.set_num_threads(args.threads)
     spec = PANELS[args.panel]

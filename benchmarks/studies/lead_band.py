@@ -48,6 +48,7 @@ from benchmarks.studies.end_band import (
 )
 from levy_core.calibration.adaptive import AdaptiveConformal
 from levy_core.calibration.over_time import channel_scores, channel_sigma, origin_gamma
+from levy_core.calibration.scores import floored_sigma
 
 LEVEL = 0.9
 COLUMNS = ["y_norm", "mean_norm", "spread_norm", "channel", "time", "series_id"]
@@ -91,7 +92,9 @@ def third(share: np.ndarray) -> np.ndarray:
 
 
 def scores(frame: pd.DataFrame, floor: float) -> np.ndarray:
-    return np.abs(frame["y_norm"] - frame["mean_norm"]).to_numpy(np.float64) / np.maximum(frame["sigma"], floor)
+    """The walk's score ``|y − ŷ| / max(σ, floor)`` of each query of ``frame`` (n,)."""
+    sigma = floored_sigma(frame["sigma"].to_numpy(np.float64), floor)
+    return np.abs(frame["y_norm"] - frame["mean_norm"]).to_numpy(np.float64) / sigma
 
 
 def end_quantile(aci: AdaptiveConformal, pool: np.ndarray | None = None) -> float:

@@ -36,24 +36,18 @@ import torch
 
 from benchmarks.band_per_query import (
     LEVEL,
-    PANELS,
     channel_constant,
-    draw,
-    load,
     panel_arguments,
     score,
 )
+from benchmarks.studies.spread_ceiling import shipped_fit
 from levy_core.calibration.calibrate import Calibrator
 from levy_core.calibration.split_conformal import SplitConformal
-from levy_core.data import from_frame
-from levy_core.episodes.tasks import TaskConfig
 from levy_core.metrics.conditional import coverage_by_quantile, group_rms_factors
 from levy_core.metrics.crps_scale import crps_scale
 from levy_core.metrics.scoring_rules import crps_gaussian
 from levy_core.pipeline.predict import observed_queries
-from levy_core.pipeline.recipe import assemble, prepare_fit, resolve_size, train_levy_model
 from levy_core.pipeline.user_frames import predict_user_queries
-from levy_core.training.train import TrainConfig
 
 KEYS = ("width", "n_eff", "lead")
 
@@ -156,15 +150,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="", help="calibration sizes in series (default: the shipped one, ×2, ×3)")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    spec = PANELS[args.panel]
-    train, context, queries = draw(args.panel, load(args.panel, args.data_dir), spec, args.seed)
+    spec, train, ctx_obs, in_hours, queries, data, fitted = shipped_fit(args)
     hours = 24.0 if spec.unit == "days" else 1.0
-    data = prepare_fit(from_frame(train, time_unit=spec.unit).frame, TaskConfig("forecast", cutoff=spec.history * hours),
-                       seed=0)
-    cfg = data.model_config(resolve_size("auto", train["series_id"].nunique()), "rate")
-    fitted = assemble(data, cfg, TrainConfig(seed=0), train_levy_model(data, cfg, TrainConfig(seed=0)))
-    in_hours = queries[["series_id", "channel", "time"]].assign(time=queries["time"] * hours).reset_index(drop=True)
-    pred = predict_user_queries(fitted, from_frame(context, time_unit=spec.unit), in_hours, level=LEVEL)
+    pred = predict_user_queries(fitted, ctx_obs, in_hours, level=LEVEL)
     truth = queries["value"].to_numpy(np.float64)
     channels = in_hours["channel"].to_numpy()
     sd = in_hours["channel"].map(train.groupby("channel")["value"].std()).to_numpy()
