@@ -77,6 +77,25 @@ def gaussian_crps(y: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> np.ndarray
     return sd * (z * (2 * stats.norm.cdf(z) - 1) + 2 * stats.norm.pdf(z) - 1 / np.sqrt(np.pi))
 
 
+def print_rows(spreads: dict[str, tuple[np.ndarray, np.ndarray]], test: dict, cal: dict, keep: np.ndarray,
+               constant: np.ndarray) -> None:
+    """One markdown row per spread (name -> (at the unseen queries, at the calibration queries)):
+    each scaled by its channel's RMS factor on the calibration queries, then the risk–coverage
+    ratio against ``constant``, within-channel Spearman, Gaussian CRPS and 90 % coverage."""
+    print("| spread | risk–coverage ÷ constant | Spearman within channel | Gaussian CRPS (sd units) | 90 % coverage |")
+    print("|---|---|---|---|---|")
+    y, m, ch = test["y"], test["mean"], test["channel"]
+    for name, (s_test, s_cal) in spreads.items():
+        c_ok = cal["ok"]
+        ratio = pd.DataFrame({"ch": cal["channel"][c_ok],
+                              "z2": ((cal["y"] - cal["mean"])[c_ok] / s_cal[c_ok]) ** 2}).groupby("ch")["z2"].mean() ** 0.5
+        sd = s_test * pd.Series(ch).map(ratio).fillna(float(ratio.median())).to_numpy()
+        per = pd.DataFrame({"ch": ch, "crps": gaussian_crps(y, m, sd), "cov": np.abs(y - m) <= Z90 * sd})[keep]
+        print(f"| {name} | {risk_coverage_ratio(y[keep], m[keep], sd[keep], constant[keep]):.3f} | "
+              f"{within_group_spearman(y[keep], m[keep], sd[keep], ch[keep]):.3f} | "
+              f"{per.groupby('ch')['crps'].mean().mean():.4f} | {per['cov'].mean():.3f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     panel_arguments(parser)
@@ -115,19 +134,7 @@ def main() -> None:
     print(f"{spec.name}, draw seed {args.seed}: {int(keep.sum())} unseen queries; fitted on {int(ok.sum())} "
           f"queries of {len(data.train_ids) + len(data.stop_ids)} training and stopping series; scaled on "
           f"{int(cal['ok'].sum())} calibration queries")
-    print("| spread | risk–coverage ÷ constant | Spearman within channel | Gaussian CRPS (sd units) | 90 % coverage |")
-    print("|---|---|---|---|---|")
-    y, m, ch = test["y"], test["mean"], test["channel"]
-    for name, (s_test, s_cal) in spreads.items():
-        c_ok = cal["ok"]
-        ratio = pd.DataFrame({"ch": cal["channel"][c_ok],
-                              "z2": ((cal["y"] - cal["mean"])[c_ok] / s_cal[c_ok]) ** 2}).groupby("ch")["z2"].mean() ** 0.5
-        sd = s_test * pd.Series(ch).map(ratio).fillna(float(ratio.median())).to_numpy()
-        per = pd.DataFrame({"ch": ch, "crps": gaussian_crps(y, m, sd), "cov": np.abs(y - m) <= Z90 * sd})[keep]
-        print(f"| {name} | {risk_coverage_ratio(y[keep], m[keep], sd[keep], constant[keep]):.3f} | "
-              f"{within_group_spearman(y[keep], m[keep], sd[keep], ch[keep]):.3f} | "
-              f"{per.groupby('ch')['crps'].mean().mean():.4f} | {per['cov'].mean():.3f} |")
-
+    print_rows(spreads, test, cal, keep, constant)
 
 if __name__ == "__main__":
     main()
