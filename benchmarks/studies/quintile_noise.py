@@ -52,9 +52,11 @@ from levy_core.pipeline.user_frames import predict_user_queries
 KEYS = ("width", "n_eff", "lead")
 
 
-def holds(q: pd.DataFrame, fitted, conformal: SplitConformal, keep: np.ndarray) -> tuple[float, dict[str, bool]]:
+def holds(q: pd.DataFrame, fitted, conformal: SplitConformal, keep: np.ndarray,
+          tables: dict[str, list] | None = None) -> tuple[float, dict[str, bool]]:
     """Coverage of the band ``conformal`` gives on the queries ``q[keep]`` and whether each
-    grouping's quintiles hold (within 0.03 of the level or 3 s.e. over series)."""
+    grouping's quintiles hold (within 0.03 of the level or 3 s.e. over series); ``tables``:
+    each grouping's bin table is appended to its list."""
     part = q[keep]
     channels = part["channel"].to_numpy()
     lo, hi = conformal.predict_interval(part["mean_norm"], part["spread_norm"], LEVEL, groups=channels)
@@ -64,8 +66,10 @@ def holds(q: pd.DataFrame, fitted, conformal: SplitConformal, keep: np.ndarray) 
     out = {}
     for key, values, within in (("width", width, channels), ("n_eff", part["n_eff"].to_numpy(), None),
                                 ("lead", part["lead"].to_numpy(), None)):
-        out[key] = coverage_by_quantile(y, lo_v, hi_v, values, part["series_id"].to_numpy(), level=LEVEL,
-                                        within=within).within()
+        bins = coverage_by_quantile(y, lo_v, hi_v, values, part["series_id"].to_numpy(), level=LEVEL, within=within)
+        out[key] = bins.within()
+        if tables is not None:
+            tables.setdefault(key, []).append(bins.table)
     return float(((y >= lo_v) & (y <= hi_v)).mean()), out
 
 
@@ -117,6 +121,40 @@ def confirm(q: pd.DataFrame, fitted, data, constant: np.ndarray, nugget_rows: bo
               + " | ".join(f"Q{int(w['bin'])} {w['coverage']:.3f} ± {w['se']:.3f}" for w in worst) + f" | {held} of 3 |")
 
 
+def bin_spread(q: pd.DataFrame, fitted, data, repeats: int, rng: np.random.Generator) -> None:
+    """Each quintile's coverage under the shipped new-series band (calibrated on the training
+    file's calibration and test series), its s.e. over the unseen series, and the s.d. of that
+    bin's coverage over ``repeats`` calibration sets of as many series redrawn from the unseen
+    ones (the rest scored): how far the calibration draw alone moves a bin. A bin holds under
+    the combined error when within 0.03 of the level or 3 × sqrt(s.e.² + s.d.²)."""
+    ids = data.calibration_ids + data.test_ids
+    cal = observed_queries(fitted, data.builder, ids)
+    shipped = SplitConformal().conformalize(cal["y_norm"], cal["mean_norm"], cal["spread_norm"],
+                                            groups=cal["channel"].to_numpy())
+    everyone = np.ones(len(q), bool)
+    base: dict[str, list] = {}
+    holds(q, fitted, shipped, everyone, base)
+    series = np.array(sorted(q["series_id"].unique()))
+    sid = q["series_id"].to_numpy()
+    redrawn: dict[str, list] = {}
+    for _ in range(repeats):
+        chosen = np.isin(sid, rng.choice(series, size=len(ids), replace=False))
+        holds(q, fitted, conformal_on(q, chosen), ~chosen, redrawn)
+    print(f"shipped band: {len(ids)} calibration series; {repeats} calibration sets of {len(ids)} unseen series")
+    print("| grouping | bin | coverage (shipped) | s.e. over series | s.d. over calibration sets | "
+          "holds (0.03 or 3 s.e.) | holds (0.03 or 3 × combined) |")
+    print("|---|---|---|---|---|---|---|")
+    for key in KEYS:
+        table = base[key][0]
+        sd = np.std(np.stack([t["coverage"].to_numpy() for t in redrawn[key]]), axis=0)
+        for (_, row), spread in zip(table.iterrows(), sd, strict=True):
+            gap = abs(row["coverage"] - LEVEL)
+            plain = gap <= 0.03 or gap <= 3 * row["se"]
+            combined = gap <= 0.03 or gap <= 3 * np.hypot(row["se"], spread)
+            print(f"| {key} | Q{int(row['bin'])} | {row['coverage']:.3f} | {row['se']:.3f} | {spread:.3f} | "
+                  f"{'yes' if plain else 'no'} | {'yes' if combined else 'no'} |")
+
+
 NUGGET_GRID = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)  # τ_c in units of the channel's median σ̂ on the stopping series
 
 
@@ -148,6 +186,9 @@ def main() -> None:
     parser.add_argument("--nugget", action="store_true",
                         help="with --confirm: also the spread sqrt(σ̂² + τ_c²), τ_c fitted on the stopping series")
     parser.add_argument("--sizes", default="", help="calibration sizes in series (default: the shipped one, ×2, ×3)")
+    parser.add_argument("--bins", action="store_true",
+                        help="each quintile's coverage under the shipped band (calibration and test series) beside "
+                             "its spread over calibration sets of that size redrawn from the unseen series")
     args = parser.parse_args()
     torch.set_num_threads(1)
     spec, train, ctx_obs, in_hours, queries, data, fitted = shipped_fit(args)
@@ -169,6 +210,9 @@ def main() -> None:
                 args.nugget)
         return
 
+    if args.bins:
+        bin_spread(q, fitted, data, args.repeats, np.random.default_rng(args.seed))
+        return
     n_cal = len(data.calibration_ids)
     cal_queries = observed_queries(fitted, data.builder, data.calibration_ids)
     shipped = SplitConformal().conformalize(cal_queries["y_norm"], cal_queries["mean_norm"], cal_queries["spread_norm"],
