@@ -141,17 +141,17 @@ def bin_spread(q: pd.DataFrame, fitted, data, repeats: int, rng: np.random.Gener
         chosen = np.isin(sid, rng.choice(series, size=len(ids), replace=False))
         holds(q, fitted, conformal_on(q, chosen), ~chosen, redrawn)
     print(f"shipped band: {len(ids)} calibration series; {repeats} calibration sets of {len(ids)} unseen series")
-    print("| grouping | bin | coverage (shipped) | s.e. over series | s.d. over calibration sets | "
+    print("| grouping | bin | coverage (shipped) | s.e. over series | mean; s.d. over calibration sets | "
           "holds (0.03 or 3 s.e.) | holds (0.03 or 3 × combined) |")
     print("|---|---|---|---|---|---|---|")
     for key in KEYS:
         table = base[key][0]
-        sd = np.std(np.stack([t["coverage"].to_numpy() for t in redrawn[key]]), axis=0)
-        for (_, row), spread in zip(table.iterrows(), sd, strict=True):
+        stacked = np.stack([t["coverage"].to_numpy() for t in redrawn[key]])
+        for (_, row), mean, spread in zip(table.iterrows(), stacked.mean(0), stacked.std(0), strict=True):
             gap = abs(row["coverage"] - LEVEL)
             plain = gap <= 0.03 or gap <= 3 * row["se"]
             combined = gap <= 0.03 or gap <= 3 * np.hypot(row["se"], spread)
-            print(f"| {key} | Q{int(row['bin'])} | {row['coverage']:.3f} | {row['se']:.3f} | {spread:.3f} | "
+            print(f"| {key} | Q{int(row['bin'])} | {row['coverage']:.3f} | {row['se']:.3f} | {mean:.3f}; {spread:.3f} | "
                   f"{'yes' if plain else 'no'} | {'yes' if combined else 'no'} |")
 
 
