@@ -79,7 +79,8 @@ def conformal_on(q: pd.DataFrame, keep: np.ndarray) -> SplitConformal:
                                          groups=part["channel"].to_numpy())
 
 
-def confirm(q: pd.DataFrame, fitted, data, constant: np.ndarray, nugget_rows: bool = False) -> None:
+def confirm(q: pd.DataFrame, fitted, data, constant: np.ndarray, nugget_rows: bool = False,
+            lead_qr: bool = False) -> None:
     """The band on the unseen queries ``q`` calibrated on the calibration series, then on the
     calibration and test series together: one row each."""
     channels = q["channel"].to_numpy()
@@ -95,9 +96,12 @@ def confirm(q: pd.DataFrame, fitted, data, constant: np.ndarray, nugget_rows: bo
               + ", ".join(f"{k or 'pooled'} {v:.4f}" for k, v in sorted(nugget.items())))
         rows.append(("calibration and test series, spread sqrt(σ̂² + τ_c²)", data.calibration_ids + data.test_ids,
                      nugget))
+    if lead_qr:
+        rows.append(("calibration and test series, threshold per channel and lead tercile",
+                     data.calibration_ids + data.test_ids, "lead"))
     for name, ids, floor in rows:
         cal = observed_queries(fitted, data.builder, ids)
-        if floor is not None:
+        if isinstance(floor, dict):
             def with_floor(frame: pd.DataFrame, floor: dict[str, float] = floor) -> pd.DataFrame:
                 tau = frame["channel"].astype(str).map(floor).fillna(floor[""]).to_numpy()
                 return frame.assign(spread_norm=np.sqrt(frame["spread_norm"].to_numpy(np.float64) ** 2 + tau**2))
@@ -111,9 +115,15 @@ def confirm(q: pd.DataFrame, fitted, data, constant: np.ndarray, nugget_rows: bo
         scale = fitted.scaler.scale_at(m, channels)
         k = pd.Series(channels).map(group_rms_factors(cal["y_norm"], cal["mean_norm"], cal["spread_norm"],
                                                       cal_groups)).fillna(1.0).to_numpy()
-        row = score(name, q, fitted.scaler.inverse_value(m, channels), calibrator.predict_std(s, channels) * scale,
+        std, rank = calibrator.predict_std(s, channels), s * k
+        if floor == "lead":  # the shipped threshold per channel, modulated by the lead tercile's
+            tilt = LeadTercileThreshold.fit(cal, LEVEL).threshold(q_used) / np.maximum((hi - m) / np.maximum(s, 1e-12),
+                                                                                      1e-12)
+            lo, hi = m - (hi - m) * tilt, m + (hi - m) * tilt
+            std, rank = std * tilt, rank * tilt
+        row = score(name, q, fitted.scaler.inverse_value(m, channels), std * scale,
                     fitted.scaler.inverse_value(lo, channels), fitted.scaler.inverse_value(hi, channels),
-                    q["sd"].to_numpy(), constant, 0.0, s * k * scale / q["sd"].to_numpy(), kinds)
+                    q["sd"].to_numpy(), constant, 0.0, rank * scale / q["sd"].to_numpy(), kinds)
         worst = [row[f"by_{key}"].worst() for key in KEYS]
         held = sum(row[f"by_{key}"].within() for key in KEYS)
         print(f"| {name} | {cal['series_id'].nunique()} | {len(cal)} | {row['crps']:.4f} | {row['coverage']:.3f} ± "
@@ -155,6 +165,44 @@ def bin_spread(q: pd.DataFrame, fitted, data, repeats: int, rng: np.random.Gener
                   f"{'yes' if plain else 'no'} | {'yes' if combined else 'no'} |")
 
 
+class LeadTercileThreshold:
+    """The conformal threshold of the normalised score ``|y − ŷ| / σ`` as a linear function of
+    one indicator per channel (channels with fewer than 50 calibration queries share one) and of
+    the lead's first and last tercile (edges from the calibration queries): a quantile regression
+    at the level's finite-sample quantile, so that each channel and each lead tercile holds its
+    share of covered calibration queries (Gibbs, Cherian & Candès 2023, the finite class of
+    group indicators, without the test point's augmentation)."""
+
+    def __init__(self, channels: list[str], edges: np.ndarray, coef: np.ndarray) -> None:
+        self.channels, self.edges, self.coef = channels, edges, coef
+
+    @staticmethod
+    def design(frame: pd.DataFrame, channels: list[str], edges: np.ndarray) -> np.ndarray:
+        ch = frame["channel"].astype(str).to_numpy()
+        cols = [(ch == c).astype(float) for c in channels]
+        cols.append((~np.isin(ch, channels)).astype(float))
+        lead = frame["gap_any"].to_numpy(np.float64)
+        cols += [(lead <= edges[0]).astype(float), (lead > edges[1]).astype(float)]
+        return np.column_stack(cols)
+
+    @classmethod
+    def fit(cls, cal: pd.DataFrame, level: float) -> LeadTercileThreshold:
+        from sklearn.linear_model import QuantileRegressor
+        counts = cal["channel"].astype(str).value_counts()
+        channels = sorted(counts[counts >= 50].index)
+        edges = np.quantile(cal["gap_any"].to_numpy(np.float64), [1 / 3, 2 / 3])
+        y, m, s = (cal[c].to_numpy(np.float64) for c in ("y_norm", "mean_norm", "spread_norm"))
+        score_ = np.abs(y - m) / np.maximum(s, 1e-12 * max(float(np.median(s[s > 0])), 1e-300))
+        n = len(score_)
+        tau = min(1.0, np.ceil((n + 1) * level) / n)
+        qr = QuantileRegressor(quantile=tau, alpha=0.0, fit_intercept=False, solver="highs")
+        qr.fit(cls.design(cal, channels, edges), score_)
+        return cls(channels, edges, qr.coef_)
+
+    def threshold(self, frame: pd.DataFrame) -> np.ndarray:
+        return np.maximum(self.design(frame, self.channels, self.edges) @ self.coef, 1e-12)
+
+
 NUGGET_GRID = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)  # τ_c in units of the channel's median σ̂ on the stopping series
 
 
@@ -185,6 +233,8 @@ def main() -> None:
                         help="compare calibrating on the calibration series with calibration and test series")
     parser.add_argument("--nugget", action="store_true",
                         help="with --confirm: also the spread sqrt(σ̂² + τ_c²), τ_c fitted on the stopping series")
+    parser.add_argument("--lead-qr", action="store_true",
+                        help="with --confirm: also the threshold per channel and lead tercile (quantile regression)")
     parser.add_argument("--sizes", default="", help="calibration sizes in series (default: the shipped one, ×2, ×3)")
     parser.add_argument("--bins", action="store_true",
                         help="each quintile's coverage under the shipped band (calibration and test series) beside "
@@ -199,7 +249,8 @@ def main() -> None:
     sd = in_hours["channel"].map(train.groupby("channel")["value"].std()).to_numpy()
     q = in_hours.assign(y_true=truth, y_norm=fitted.scaler.normalise(truth, channels), sd=sd,
                         mean_norm=pred["mean_norm"].to_numpy(), spread_norm=pred["spread_norm"].to_numpy(),
-                        n_eff=pred["n_eff"].to_numpy(), lead=pred["gap_any"].to_numpy() / hours)
+                        n_eff=pred["n_eff"].to_numpy(), lead=pred["gap_any"].to_numpy() / hours,
+                        gap_any=pred["gap_any"].to_numpy())
     q = q[np.isfinite(sd) & (sd > 0)].reset_index(drop=True)
     everyone = np.ones(len(q), bool)
     if args.confirm:
@@ -207,7 +258,7 @@ def main() -> None:
               f"({len(data.calibration_ids)} calibrate, {len(data.test_ids)} test), {q['series_id'].nunique()} unseen "
               f"series, {len(q)} queries")
         confirm(q, fitted, data, channel_constant(train, spec.history, q["channel"].to_numpy(), q["sd"].to_numpy()),
-                args.nugget)
+                args.nugget, args.lead_qr)
         return
 
     if args.bins:
