@@ -33,14 +33,13 @@ import pandas as pd
 import torch
 from sklearn.linear_model import PoissonRegressor
 
-from benchmarks.band_per_query import LEVEL, channel_constant, panel_arguments
-from benchmarks.studies.loglinear_spread import ALPHA, design, in_sd_units, print_rows
-from benchmarks.studies.spread_ceiling import learner, shipped_fit
+from benchmarks.band_per_query import channel_constant, panel_arguments
+from benchmarks.studies.loglinear_spread import ALPHA, design, in_sd_units, print_rows, study_frames
+from benchmarks.studies.spread_ceiling import learner
 from levy_core.data import from_frame
 from levy_core.episodes.tasks import Split
 from levy_core.pipeline.predict import observed_queries
 from levy_core.pipeline.recipe import assemble, prepare_fit, resolve_size, train_levy_model
-from levy_core.pipeline.user_frames import predict_user_queries
 from levy_core.training.train import TrainConfig
 
 
@@ -72,16 +71,10 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=5)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    spec, train, ctx_obs, in_hours, queries, data, fitted = shipped_fit(args)
-    sd_by_channel = train.groupby("channel")["value"].std()
-    codes = {c: i for i, c in enumerate(sorted(map(str, fitted.channels)))}
-
-    test = in_sd_units(fitted, predict_user_queries(fitted, ctx_obs, in_hours, level=LEVEL), sd_by_channel, codes)
-    test["y"] = queries["value"].to_numpy(np.float64) / test["sd"]
-    keep = np.isfinite(test["sd"]) & (test["sd"] > 0) & np.isfinite(test["y"]) & np.isfinite(test["mean"])
-    cal = in_sd_units(fitted, observed_queries(fitted, data.builder, data.calibration_ids), sd_by_channel, codes)
-    inside = in_sd_units(fitted, observed_queries(fitted, data.builder, list(dict.fromkeys(data.train_ids + data.stop_ids))),
-                         sd_by_channel, codes)
+    frames = study_frames(args)
+    spec, train, data, fitted = frames.spec, frames.train, frames.data, frames.fitted
+    codes, test, keep, cal, inside = frames.codes, frames.test, frames.keep, frames.cal, frames.inside
+    sd_by_channel = frames.sd_by_channel
     oof = out_of_fold(train, spec, data, fitted, args.folds, sd_by_channel, codes)
     n_codes = len(codes)
 

@@ -28,6 +28,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -124,6 +125,39 @@ def bootstrap_rows(spreads: dict[str, tuple[np.ndarray, np.ndarray]], test: dict
               f"({np.quantile(rhos, 0.025):.3f}–{np.quantile(rhos, 0.975):.3f}) |")
 
 
+@dataclass(frozen=True)
+class StudyFrames:
+    """The shipped fit on a draw and its queries as the spread studies read them
+    (``in_sd_units`` dicts): the unseen queries with their truth (``test``, usable where
+    ``keep``), the calibration series' (``cal``) and the training and stopping series' (``inside``)."""
+
+    spec: object
+    train: pd.DataFrame
+    in_hours: pd.DataFrame
+    data: object
+    fitted: object
+    sd_by_channel: pd.Series
+    codes: dict[str, int]
+    test: dict
+    keep: np.ndarray
+    cal: dict
+    inside: dict
+
+
+def study_frames(args: argparse.Namespace) -> StudyFrames:
+    """`spread_ceiling.shipped_fit` on the draw ``args`` names, read in each channel's sd units."""
+    spec, train, ctx_obs, in_hours, queries, data, fitted = shipped_fit(args)
+    sd_by_channel = train.groupby("channel")["value"].std()
+    codes = {c: i for i, c in enumerate(sorted(map(str, fitted.channels)))}
+    test = in_sd_units(fitted, predict_user_queries(fitted, ctx_obs, in_hours, level=LEVEL), sd_by_channel, codes)
+    test["y"] = queries["value"].to_numpy(np.float64) / test["sd"]
+    keep = np.isfinite(test["sd"]) & (test["sd"] > 0) & np.isfinite(test["y"]) & np.isfinite(test["mean"])
+    cal = in_sd_units(fitted, observed_queries(fitted, data.builder, data.calibration_ids), sd_by_channel, codes)
+    inside = in_sd_units(fitted, observed_queries(fitted, data.builder, list(dict.fromkeys(data.train_ids + data.stop_ids))),
+                         sd_by_channel, codes)
+    return StudyFrames(spec, train, in_hours, data, fitted, sd_by_channel, codes, test, keep, cal, inside)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     panel_arguments(parser)
@@ -133,16 +167,9 @@ def main() -> None:
                              "the unseen series, and the share of the squared error in the largest 1 %%")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    spec, train, ctx_obs, in_hours, queries, data, fitted = shipped_fit(args)
-    sd_by_channel = train.groupby("channel")["value"].std()
-    codes = {c: i for i, c in enumerate(sorted(map(str, fitted.channels)))}
-
-    test = in_sd_units(fitted, predict_user_queries(fitted, ctx_obs, in_hours, level=LEVEL), sd_by_channel, codes)
-    test["y"] = queries["value"].to_numpy(np.float64) / test["sd"]
-    keep = np.isfinite(test["sd"]) & (test["sd"] > 0) & np.isfinite(test["y"]) & np.isfinite(test["mean"])
-    cal = in_sd_units(fitted, observed_queries(fitted, data.builder, data.calibration_ids), sd_by_channel, codes)
-    fit = in_sd_units(fitted, observed_queries(fitted, data.builder, list(dict.fromkeys(data.train_ids + data.stop_ids))),
-                      sd_by_channel, codes)
+    frames = study_frames(args)
+    spec, train, in_hours, data = frames.spec, frames.train, frames.in_hours, frames.data
+    codes, test, keep, cal, fit = frames.codes, frames.test, frames.keep, frames.cal, frames.inside
     ok = fit["ok"]
     d_fit = design(fit["x"][ok])
     centre, scale = d_fit.mean(0), d_fit.std(0) + 1e-9
