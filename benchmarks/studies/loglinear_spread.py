@@ -37,7 +37,7 @@ from scipy import stats
 from sklearn.linear_model import PoissonRegressor
 
 from benchmarks.band_per_query import LEVEL, channel_constant, panel_arguments
-from benchmarks.studies.spread_ceiling import features, shipped_fit
+from benchmarks.studies.spread_ceiling import features, learner, shipped_fit
 from levy_core.metrics.conditional import risk_coverage_ratio, within_group_spearman
 from levy_core.pipeline.predict import observed_queries
 from levy_core.pipeline.user_frames import predict_user_queries
@@ -162,6 +162,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     panel_arguments(parser)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--blend", action="store_true",
+                        help="also the trees of spread_ceiling.py on the same rows and their geometric mean with the GLM")
     parser.add_argument("--bootstrap", type=int, default=0,
                         help="also each row's ratio and Spearman with a 95 %% interval over this many resamples of "
                              "the unseen series, and the share of the squared error in the largest 1 %%")
@@ -187,6 +189,11 @@ def main() -> None:
         if name.startswith("log-linear"):
             print("coefficients (standardised: log σ̂, gap any, gap channel, seen, own spread, own step, the move, "
                   "log to_sd): " + ", ".join(f"{c:+.3f}" for c in glm.coef_[:8]))
+    if args.blend:  # the trees of spread_ceiling.py on the same rows, and the geometric mean with the GLM
+        trees = learner(fit["x"].shape[1]).fit(fit["x"][ok], target)
+        spreads["trees"] = tuple(np.sqrt(np.maximum(trees.predict(part["x"]), 1e-12)) for part in (test, cal))
+        glm_test, glm_cal = spreads["log-linear (all eight)"]
+        spreads["sqrt(GLM · trees)"] = (np.sqrt(glm_test * spreads["trees"][0]), np.sqrt(glm_cal * spreads["trees"][1]))
 
     constant = channel_constant(train, spec.history, test["channel"], test["sd"])
     print(f"{spec.name}, draw seed {args.seed}: {int(keep.sum())} unseen queries; fitted on {int(ok.sum())} "
