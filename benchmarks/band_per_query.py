@@ -223,7 +223,8 @@ CHOICE_MARGIN = 0.02  # the trees replace σ̂ only when their stopping-series C
 
 
 def trees_row(fitted, data, cal: pd.DataFrame, pred: pd.DataFrame, q: pd.DataFrame, sd: np.ndarray,
-              constant: np.ndarray, kinds: dict[str, str], select: bool = False, blend: bool = False) -> dict:
+              constant: np.ndarray, kinds: dict[str, str], select: bool = False, blend: bool = False,
+              with_glm: bool = False) -> dict:
     """The band whose spread is ``sqrt(E[e² | x])`` from gradient-boosted trees on what a query
     knows (`studies/spread_ceiling.py`'s learner and features), fitted in the model's units (a
     log channel's log) on the training file's training and stopping series (in-sample errors on
@@ -231,7 +232,9 @@ def trees_row(fitted, data, cal: pd.DataFrame, pred: pd.DataFrame, q: pd.DataFra
     conformal on the calibration series. ``select``: the trees fitted on the training series
     alone, kept only if their spread's Gaussian CRPS (each channel's RMS factor) on the
     stopping series is ``CHOICE_MARGIN`` below σ̂'s, σ̂ otherwise (NOTES.md, 17:20 and 17:51 UTC).
-    ``blend``: the spread is ``sqrt(σ̂ · trees)`` instead, calibrated the same way."""
+    ``blend``: the spread is ``sqrt(σ̂ · trees)`` instead, calibrated the same way. ``with_glm``:
+    ``sqrt(GLM · trees)``, the GLM of `studies/loglinear_spread.py` fitted on the same rows in the
+    same units (NOTES.md, 23:53 UTC)."""
     from benchmarks.studies.spread_ceiling import features, learner
 
     scaler, channels = fitted.scaler, q["channel"].to_numpy()
@@ -267,6 +270,23 @@ def trees_row(fitted, data, cal: pd.DataFrame, pred: pd.DataFrame, q: pd.DataFra
         def spread(frame: pd.DataFrame) -> np.ndarray:  # noqa: F811
             return np.sqrt(np.maximum(frame["spread_norm"].to_numpy(np.float64), 0.0) * trees(frame))
 
+    if with_glm:  # the geometric mean of the log-linear GLM and the trees (NOTES.md, 23:53 UTC)
+        from sklearn.linear_model import PoissonRegressor
+
+        from benchmarks.studies.loglinear_spread import ALPHA, design
+
+        name = "Lévy, geometric mean of the GLM and the trees (measured, not shipped)"
+        trees, x_fit = spread, design(features(fit_on, codes, np.ones(len(fit_on))))
+        centre, width = x_fit.mean(0), x_fit.std(0) + 1e-9
+
+        def inputs(frame: pd.DataFrame) -> np.ndarray:
+            x = features(frame, codes, np.ones(len(frame)))
+            return np.hstack([(design(x) - centre) / width, np.eye(len(codes))[x[:, -1].astype(int)]])
+        glm = PoissonRegressor(alpha=ALPHA, max_iter=500).fit(inputs(fit_on), err ** 2)
+
+        def spread(frame: pd.DataFrame) -> np.ndarray:  # noqa: F811
+            return np.sqrt(np.sqrt(np.maximum(glm.predict(inputs(frame)), 1e-12)) * trees(frame))
+
     cal_spread, test_spread = spread(cal), spread(pred)
     band = Calibrator().fit(cal["y_norm"], cal["mean_norm"], cal_spread, groups=cal["channel"].to_numpy())
     m_norm = pred["mean_norm"].to_numpy(np.float64)
@@ -284,6 +304,8 @@ def main() -> None:
     panel_arguments(parser)
     parser.add_argument("--ensemble", type=int, default=ENSEMBLE, help="members of the deep ensemble (0: none)")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--glm-trees", action="store_true",
+                        help="also the band from the geometric mean of the GLM and the trees (measured, not shipped)")
     parser.add_argument("--trees", action="store_true",
                         help="also the band from trees fitted on the training file's own series (measured, not shipped)")
     parser.add_argument("--train", nargs="*", default=[], metavar="FIELD=VALUE",
@@ -384,6 +406,8 @@ def main() -> None:
         rows.insert(3, trees_row(fitted, data, all_cal, pred, q, sd, constant, kinds))
         rows.insert(4, trees_row(fitted, data, all_cal, pred, q, sd, constant, kinds, select=True))
         rows.insert(5, trees_row(fitted, data, all_cal, pred, q, sd, constant, kinds, blend=True))
+    if args.glm_trees:  # the candidate of NOTES.md, 23:53 UTC, as a band
+        rows.insert(3, trees_row(fitted, data, all_cal, pred, q, sd, constant, kinds, with_glm=True))
     mc_p = [p for p in fitted.predictives(mc) if p.method.key == "mc"][0]
     mc_lo, mc_hi = mc_p.band((LEVEL,), "conformal").bounds(LEVEL, original=True)
     rows.append(score("MC-Dropout T=20", q, mc["mc_mean"].to_numpy(), mc["mc_std"].to_numpy(), mc_lo, mc_hi, sd,
