@@ -273,15 +273,14 @@ def trees_row(fitted, data, cal: pd.DataFrame, pred: pd.DataFrame, q: pd.DataFra
     if with_glm:  # the geometric mean of the log-linear GLM and the trees (NOTES.md, 23:53 UTC)
         from sklearn.linear_model import PoissonRegressor
 
-        from benchmarks.studies.loglinear_spread import ALPHA, design
+        from benchmarks.studies.loglinear_spread import ALPHA, design, glm_inputs
 
         name = "Lévy, geometric mean of the GLM and the trees (measured, not shipped)"
         trees, x_fit = spread, design(features(fit_on, codes, np.ones(len(fit_on))))
         centre, width = x_fit.mean(0), x_fit.std(0) + 1e-9
 
         def inputs(frame: pd.DataFrame) -> np.ndarray:
-            x = features(frame, codes, np.ones(len(frame)))
-            return np.hstack([(design(x) - centre) / width, np.eye(len(codes))[x[:, -1].astype(int)]])
+            return glm_inputs(features(frame, codes, np.ones(len(frame))), centre, width, len(codes))
         glm = PoissonRegressor(alpha=ALPHA, max_iter=500).fit(inputs(fit_on), err ** 2)
 
         def spread(frame: pd.DataFrame) -> np.ndarray:  # noqa: F811

@@ -38,7 +38,11 @@ from sklearn.linear_model import PoissonRegressor
 
 from benchmarks.band_per_query import LEVEL, channel_constant, panel_arguments
 from benchmarks.studies.spread_ceiling import features, learner, shipped_fit
-from levy_core.metrics.conditional import risk_coverage_ratio, within_group_spearman
+from levy_core.metrics.conditional import (
+    group_rms_factors,
+    risk_coverage_ratio,
+    within_group_spearman,
+)
 from levy_core.pipeline.predict import observed_queries
 from levy_core.pipeline.user_frames import predict_user_queries
 
@@ -54,6 +58,14 @@ def design(x: np.ndarray) -> np.ndarray:
     cols = [x[:, 2], x[:, 4], np.minimum(x[:, 5], 12.0), x[:, 6], np.log(x[:, 8] + 1e-3), np.log(x[:, 9] + 1e-3),
             np.log(x[:, 10] + 1e-2), x[:, 11]]
     return np.clip(np.nan_to_num(np.column_stack(cols), nan=0.0, posinf=20.0, neginf=-20.0), -20.0, 20.0)
+
+
+def glm_inputs(x: np.ndarray, centre: np.ndarray, scale: np.ndarray, n_codes: int,
+               cols: list[int] | None = None) -> np.ndarray:
+    """The GLM's inputs from `spread_ceiling.features`' (n, 13): `design`'s columns (``cols`` of
+    them; all by default) standardised by ``centre`` and ``scale``, then one indicator per channel."""
+    z = (design(x) - centre) / scale
+    return np.hstack([z if cols is None else z[:, cols], np.eye(n_codes)[x[:, -1].astype(int)]])
 
 
 def in_sd_units(fitted, frame: pd.DataFrame, sd_by_channel: pd.Series, codes: dict[str, int]) -> dict:
@@ -78,6 +90,14 @@ def gaussian_crps(y: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> np.ndarray
     return sd * (z * (2 * stats.norm.cdf(z) - 1) + 2 * stats.norm.pdf(z) - 1 / np.sqrt(np.pi))
 
 
+def rms_scaled(s_test: np.ndarray, s_cal: np.ndarray, test: dict, cal: dict) -> np.ndarray:
+    """A spread at the unseen queries (n,) times its channel's RMS factor on the usable
+    calibration queries (`group_rms_factors`); a channel the calibration lacks takes the median."""
+    ok = cal["ok"]
+    factor = pd.Series(group_rms_factors(cal["y"][ok], cal["mean"][ok], s_cal[ok], cal["channel"][ok]))
+    return s_test * pd.Series(test["channel"]).astype(str).map(factor).fillna(float(factor.median())).to_numpy()
+
+
 def print_rows(spreads: dict[str, tuple[np.ndarray, np.ndarray]], test: dict, cal: dict, keep: np.ndarray,
                constant: np.ndarray) -> None:
     """One markdown row per spread (name -> (at the unseen queries, at the calibration queries)):
@@ -87,10 +107,7 @@ def print_rows(spreads: dict[str, tuple[np.ndarray, np.ndarray]], test: dict, ca
     print("|---|---|---|---|---|")
     y, m, ch = test["y"], test["mean"], test["channel"]
     for name, (s_test, s_cal) in spreads.items():
-        c_ok = cal["ok"]
-        ratio = pd.DataFrame({"ch": cal["channel"][c_ok],
-                              "z2": ((cal["y"] - cal["mean"])[c_ok] / s_cal[c_ok]) ** 2}).groupby("ch")["z2"].mean() ** 0.5
-        sd = s_test * pd.Series(ch).map(ratio).fillna(float(ratio.median())).to_numpy()
+        sd = rms_scaled(s_test, s_cal, test, cal)
         per = pd.DataFrame({"ch": ch, "crps": gaussian_crps(y, m, sd), "cov": np.abs(y - m) <= Z90 * sd})[keep]
         print(f"| {name} | {risk_coverage_ratio(y[keep], m[keep], sd[keep], constant[keep]):.3f} | "
               f"{within_group_spearman(y[keep], m[keep], sd[keep], ch[keep]):.3f} | "
@@ -114,10 +131,7 @@ def bootstrap_rows(spreads: dict[str, tuple[np.ndarray, np.ndarray]], test: dict
     names = rows_of.index.to_numpy()
     draws = [np.concatenate(rows_of.loc[rng.choice(names, size=len(names))].to_numpy()) for _ in range(repeats)]
     for name, (s_test, s_cal) in spreads.items():
-        c_ok = cal["ok"]
-        factor = pd.DataFrame({"ch": cal["channel"][c_ok],
-                               "z2": ((cal["y"] - cal["mean"])[c_ok] / s_cal[c_ok]) ** 2}).groupby("ch")["z2"].mean() ** 0.5
-        sd = (s_test * pd.Series(test["channel"]).map(factor).fillna(float(factor.median())).to_numpy())[keep]
+        sd = rms_scaled(s_test, s_cal, test, cal)[keep]
         ratios = [risk_coverage_ratio(y[r], m[r], sd[r], const[r]) for r in draws]
         rhos = [within_group_spearman(y[r], m[r], sd[r], ch[r]) for r in draws]
         print(f"| {name} | {risk_coverage_ratio(y, m, sd, const):.3f} ({np.quantile(ratios, 0.025):.3f}–"
@@ -178,8 +192,7 @@ def main() -> None:
     n_codes = len(codes)
 
     def inputs(part: dict, cols: list[int], rows: np.ndarray | slice = slice(None)) -> np.ndarray:
-        z = (design(part["x"][rows]) - centre) / scale
-        return np.hstack([z[:, cols], np.eye(n_codes)[part["x"][rows][:, -1].astype(int)]])
+        return glm_inputs(part["x"][rows], centre, scale, n_codes, cols)
 
     spreads = {"σ̂ (shipped)": (test["sigma"], cal["sigma"])}
     target = (fit["y"] - fit["mean"])[ok] ** 2
