@@ -72,7 +72,7 @@ def test_the_saved_form_round_trips_and_refuses_damage(monkeypatch) -> None:
                             (lambda d: d.update(width=[0.0] * 8), "scale"),
                             (lambda d: d.pop("trees"), "lacks"),
                             (lambda d: d["trees"].update(n_features=12, category_slot=[-1] * 12,
-                                                         column_order=list(range(12))), "feature")):
+                                                         column_order=list(range(12))), "saved ensemble|columns")):
         broken = json.loads(json.dumps(data))
         damage(broken)
         with pytest.raises(ValueError, match=message):
