@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from levy_core.calibration.query_scale import CONTEXT_COLUMNS
 from levy_core.calibration.tree_ensemble import TreeEnsemble
 
 __all__ = ["MIN_QUERIES", "LearnedSpread", "query_columns"]
@@ -109,6 +110,18 @@ class LearnedSpread:
         trees = HistGradientBoostingRegressor(categorical_features=mask, **TREES).fit(x, e2)
         return cls(n_channels, centre, width, np.asarray(glm.coef_, np.float64), float(glm.intercept_),
                    TreeEnsemble.from_sklearn(trees), int(ok.sum()))
+
+    @classmethod
+    def from_frame(cls, frame: Any, channels: list[str]) -> LearnedSpread | None:
+        """`fit` on a normalised prediction frame of observed queries (``observed_queries``: the
+        pass's columns, ``y_norm`` and the context's), ``channels`` the model's in index order."""
+        index = {str(c): i for i, c in enumerate(channels)}
+        code = frame["channel"].astype(str).map(index).to_numpy(np.float64)
+        x = query_columns(*(frame[c].to_numpy(np.float64) for c in ("evidence_term", "disagreement_term_norm",
+                                                                     "sigma_norm", "log_evidence", "mean_norm")),
+                          code, {k: frame[k].to_numpy(np.float64) for k in CONTEXT_COLUMNS})
+        error = frame["y_norm"].to_numpy(np.float64) - frame["mean_norm"].to_numpy(np.float64)
+        return cls.fit(x, error**2, len(channels))
 
     def expected_squared_error(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each learner's ``E[e²]`` at ``x`` (n, 13): (GLM, trees), each (n,)."""

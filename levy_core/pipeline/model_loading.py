@@ -20,6 +20,7 @@ from safetensors.torch import load_model as load_weights
 from levy_core.calibration.adaptive import AdaptiveConformal
 from levy_core.calibration.calibrate import Calibrator
 from levy_core.calibration.horizon_scale import HorizonScale
+from levy_core.calibration.learned_spread import LearnedSpread
 from levy_core.calibration.query_scale import QueryScale
 from levy_core.calibration.saved_checks import saved_group_scores, saved_scores
 from levy_core.calibration.scaled_gaussian import ScaledGaussian
@@ -164,6 +165,8 @@ def model_parts(meta: dict[str, Any], path: Path) -> tuple[dict[str, Any], LevyM
         horizon_scale=(HorizonScale.from_dict(meta["horizon_scale"]) if meta.get("horizon_scale") is not None
                        else None),
         query_scale=(QueryScale.from_dict(meta["query_scale"]) if meta.get("query_scale") is not None else None),
+        learned_spread=(LearnedSpread.from_dict(meta["learned_spread"]) if meta.get("learned_spread") is not None
+                        else None),
         reading=recorded_reading(meta.get("reading")),
     )
     # absent from models saved before new series had their own band: the calibration split's

@@ -34,6 +34,7 @@ from safetensors.torch import save_model as save_weights
 from levy_core.calibration.adaptive import AdaptiveConformal
 from levy_core.calibration.calibrate import Calibrator, RowwiseCalibrator
 from levy_core.calibration.horizon_scale import HorizonScale
+from levy_core.calibration.learned_spread import LearnedSpread, query_columns
 from levy_core.calibration.query_scale import QueryScale, query_context
 from levy_core.data.drift import DriftReference
 from levy_core.data.durations import say_duration
@@ -106,6 +107,9 @@ class FittedModel:
     # panels: the band's spread per query, s(q) from σ̂'s two terms and the query's distance to the data
     # (levy_core.calibration.query_scale; None: σ̂ alone, or a model saved before it was fitted)
     query_scale: QueryScale | None = None
+    # panels of at least learned_spread.MIN_QUERIES training queries: the band's spread learned from what a
+    # query knows (levy_core.calibration.learned_spread; None: σ̂ alone, a smaller file, or saved before)
+    learned_spread: LearnedSpread | None = None
     # how the fit's data were read (columns, time unit, dates), reused by later commands (None: saved before)
     reading: RecordedReading | None = None
     # panels: each method's calibration on the calibration and test series together, the band of
@@ -193,6 +197,15 @@ class FittedModel:
         if self.query_scale is not None:
             spread = self.query_scale.spread(batch.qry_channel.numpy(), out.evidence_term.double().numpy(),
                                              out.disagreement_term.double().numpy(), context)
+        elif self.learned_spread is not None:
+            n_heads = out.log_evidence.shape[1]
+            log_evidence = (torch.logsumexp(out.log_evidence.double(), dim=1) - math.log(n_heads)).numpy()
+            shape = sigma.shape
+            x = query_columns(*(a.reshape(-1) for a in (out.evidence_term.double().numpy(),
+                                                         out.disagreement_term.double().numpy(), sigma, log_evidence,
+                                                         out.mean.double().numpy(), batch.qry_channel.numpy())),
+                              {k: v.reshape(-1) for k, v in context.items()})
+            spread = self.learned_spread.spread(x).reshape(shape)
         elif self.horizon_scale is not None:
             spread = sigma * self.horizon_scale.factor(batch.qry_time.double().numpy())
         else:
@@ -312,6 +325,7 @@ class FittedModel:
             "base_forecast": self.base_forecast.to_dict() if self.base_forecast is not None else None,
             "horizon_scale": self.horizon_scale.to_dict() if self.horizon_scale is not None else None,
             "query_scale": self.query_scale.to_dict() if self.query_scale is not None else None,
+            "learned_spread": self.learned_spread.to_dict() if self.learned_spread is not None else None,
             "reading": self.reading.to_dict() if self.reading is not None else None,
             # only what the test series add to the calibration split's scores (the model stays half the size)
             "new_series_calibration": ({key: {"scaled_gaussian": c.scaled_gaussian.to_dict(),

@@ -25,6 +25,7 @@ import torch
 
 from levy_core.calibration.calibrate import Calibrator
 from levy_core.calibration.horizon_scale import fit_horizon_scale
+from levy_core.calibration.learned_spread import LearnedSpread
 from levy_core.calibration.over_time import fit_adaptive, origin_gamma
 from levy_core.calibration.query_scale import CONTEXT_COLUMNS, QueryScale, fit_query_scale
 from levy_core.data import DataError, Observations
@@ -377,6 +378,9 @@ def assemble(data: FitData, cfg: ModelConfig, train: TrainConfig, levy: tuple[Le
             calibration_ids = conformal_ids
             map_summary = {"fit_series": len(map_ids), "calibration_series": len(conformal_ids),
                         "fit_queries": fitted.query_scale.n_queries}
+    elif data.split.mode == "series" and data.task.kind == "forecast":  # a large panel: the band learned from its errors
+        fit_ids = list(dict.fromkeys(data.train_ids + data.stop_ids))
+        fitted.learned_spread = LearnedSpread.from_frame(observed_queries(fitted, data.builder, fit_ids), data.channels)
     cal = calibrate(fitted, data.builder, calibration_ids, mc_passes=mc_passes)
     if data.split.mode == "series" and data.test_ids:
         # new series: the band calibrated on the calibration and test series together, both
