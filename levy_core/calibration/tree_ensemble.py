@@ -17,6 +17,7 @@ link).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,16 @@ class Tree:
     is_categorical: np.ndarray
     bitset_idx: np.ndarray
     left_bitsets: np.ndarray
+
+
+def _compiled_walk() -> Any:
+    """scikit-learn's compiled tree walk, or None where this version lacks it (the NumPy walk
+    then runs; both are tested to agree)."""
+    try:
+        from sklearn.ensemble._hist_gradient_boosting._predictor import _predict_from_raw_data
+    except ImportError:  # pragma: no cover - a scikit-learn without the private module
+        return None
+    return _predict_from_raw_data
 
 
 def _in_bitset(bitsets: np.ndarray, row: np.ndarray, value: np.ndarray) -> np.ndarray:
@@ -120,13 +131,50 @@ class TreeEnsemble:
             out[:, j] = np.where(seen[at] == out[:, j], at, np.nan)  # unseen: missing, as scikit-learn's encoder
         return out
 
-    def raw(self, x: np.ndarray) -> np.ndarray:
-        """The log of the prediction at rows ``x`` (n, n_features): baseline plus each tree's leaf."""
+    def raw(self, x: np.ndarray, *, compiled: bool = True) -> np.ndarray:
+        """The log of the prediction at rows ``x`` (n, n_features): baseline plus each tree's leaf.
+        ``compiled``: walk the trees with scikit-learn's compiled predictor where it can be
+        imported (the same arithmetic, about 5× faster); otherwise, or with False, in NumPy."""
         x = self.encode(x)
+        walk = _compiled_walk() if compiled else None
+        if walk is not None:
+            return self._raw_compiled(x, walk)
         out = np.full(x.shape[0], self.baseline)
         for tree in self.trees:
             out += tree.value[self._leaves(tree, x)]
         return out
+
+    def _raw_compiled(self, x: np.ndarray, walk: Any) -> np.ndarray:
+        """`raw` through scikit-learn's ``_predict_from_raw_data``, one call a tree."""
+        from sklearn.ensemble._hist_gradient_boosting.common import PREDICTOR_RECORD_DTYPE
+
+        x = np.ascontiguousarray(x, np.float64)
+        known = np.ascontiguousarray(self.known_categories if len(self.known_categories)
+                                     else np.zeros((1, BITSET_WORDS), np.uint32))
+        f_idx_map = np.ascontiguousarray(np.maximum(self.category_slot, 0).astype(np.uint32))
+        out, leaf = np.full(x.shape[0], self.baseline), np.empty(x.shape[0])
+        for nodes, bitsets in self._records(PREDICTOR_RECORD_DTYPE):
+            walk(nodes, x, bitsets, known, f_idx_map, 1, leaf)
+            out += leaf
+        return out
+
+    @cached_property
+    def _record_cache(self) -> dict:
+        return {}
+
+    def _records(self, dtype: np.dtype) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each tree as scikit-learn's node records and bitsets, built once."""
+        if "records" not in self._record_cache:
+            records = []
+            for tree in self.trees:
+                nodes = np.zeros(tree.value.size, dtype)
+                for name in NODE_FIELDS:
+                    nodes[name] = getattr(tree, name)
+                bitsets = np.ascontiguousarray(tree.left_bitsets if len(tree.left_bitsets)
+                                               else np.zeros((1, BITSET_WORDS), np.uint32))
+                records.append((nodes, bitsets))
+            self._record_cache["records"] = records
+        return self._record_cache["records"]
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """The prediction ``exp(raw(x))``, shape (n,)."""

@@ -37,6 +37,8 @@ def test_the_arrays_predict_what_scikit_learn_predicts(categorical: bool) -> Non
     x = probe(rng)
     ensemble = TreeEnsemble.from_sklearn(model)
     np.testing.assert_allclose(ensemble.predict(x), model.predict(x), rtol=1e-12)
+    # the readable NumPy walk beside scikit-learn's compiled one
+    np.testing.assert_allclose(ensemble.raw(x, compiled=False), ensemble.raw(x), rtol=1e-12)
     again = TreeEnsemble.from_dict(json.loads(json.dumps(ensemble.to_dict())))
     np.testing.assert_allclose(again.predict(x), model.predict(x), rtol=1e-12)
 
