@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from levy_core.calibration.learned_spread import query_columns
 from levy_core.pipeline.modelfile import FittedModel
 
 __all__ = ["band_extent", "evidence_spread", "original_values"]
@@ -65,10 +66,10 @@ def evidence_spread(fitted: FittedModel, sigma_ev: np.ndarray, lead_factor: np.n
     ``out0`` / ``out1``: today's pass (one row) and the candidates' (``n_draws`` rows each), with
     their ``disagreement`` (B, H, M) and ``context`` summaries; ``lead_factor`` (J, M) the lead's
     factor on rolling origins.
-    On a panel's per-query map, tomorrow's evidence term and distances to the data (value-free)
-    with today's disagreement term and today's history of the channel (what the value would
-    change); on rolling origins σ̂ times the lead factor."""
-    if fitted.query_scale is None:
+    On a panel's per-query map or learned spread, tomorrow's evidence and distances to the data
+    (value-free) with today's disagreement term, mean and history of the channel (what the value
+    would change); on rolling origins σ̂ times the lead factor."""
+    if fitted.query_scale is None and fitted.learned_spread is None:
         return sigma_ev * lead_factor
     log_d0 = 0.5 * np.log(np.maximum(out0.disagreement[0, :, :m].sum(axis=0), 1e-300))  # (M,)
     evidence1 = np.log(np.maximum(sigma_ev, 1e-300)) - log_d0[None, :]  # (J, M): log σ̂_ev = E₁ + D₀
@@ -76,5 +77,12 @@ def evidence_spread(fitted: FittedModel, sigma_ev: np.ndarray, lead_factor: np.n
     context = {k: np.broadcast_to(out0.context[k][0, :m], (J, m)) for k in out0.context}
     for k in ("gap_any", "gap_channel"):  # where tomorrow's data would be
         context[k] = out1.context[k][::n_draws, :m]
+    if fitted.query_scale is None:  # the learned spread: tomorrow's evidence and leads, today's values
+        log_ev = out1.log_evidence[::n_draws, :, :m]  # (J, H, M), value-free
+        log_ev1 = np.logaddexp.reduce(log_ev, axis=1) - np.log(log_ev.shape[1])
+        x = query_columns(evidence1.ravel(), np.broadcast_to(log_d0, (J, m)).ravel(), sigma_ev.ravel(),
+                          log_ev1.ravel(), np.broadcast_to(out0.mean[0, :m], (J, m)).ravel(),
+                          np.broadcast_to(t_codes, (J, m)).ravel(), {k: np.ravel(v) for k, v in context.items()})
+        return fitted.learned_spread.spread(x).reshape(J, m)
     return fitted.query_scale.spread(np.broadcast_to(t_codes, (J, m)), evidence1, np.broadcast_to(log_d0, (J, m)),
                                      context)

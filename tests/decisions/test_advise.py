@@ -184,3 +184,24 @@ def test_with_the_per_query_map_a_given_value_is_the_band_of_really_appending_it
     np.testing.assert_allclose(merged["lower"], merged["lower_conf"], rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(merged["upper"], merged["upper_conf"], rtol=1e-4, atol=1e-4)
     assert np.isfinite(advice.width_evidence).all()
+
+
+def test_with_a_learned_spread_a_given_value_is_the_band_of_really_appending_it(synthetic_obs, one_series,
+                                                                                 monkeypatch) -> None:
+    """A forecast panel past the gate sizes its band by the learned spread (here the gate is
+    lowered to the synthetic panel's size): advice gives, for a given value, the band of really
+    appending it, and an evidence part that does not depend on the value."""
+    from levy_core.calibration import learned_spread
+
+    monkeypatch.setattr(learned_spread, "MIN_QUERIES", 200)
+    learned = fit(synthetic_obs, task=TaskConfig("forecast"), train=TrainConfig(epochs=2, seed=0), size="small",
+                  train_twin=False)
+    assert learned.learned_spread is not None and learned.query_scale is None
+    sid = one_series.series_ids[0]
+    advice = advise(learned, one_series, horizon=HORIZON, points=POINTS, candidates=[("noisy", 2.0)], values=[90.0])
+    merged = really(learned, one_series, sid, "noisy", 2.0, 90.0, advice)
+    np.testing.assert_allclose(merged["lower"], merged["lower_conf"], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(merged["upper"], merged["upper_conf"], rtol=1e-4, atol=1e-4)
+    other = advise(learned, one_series, horizon=HORIZON, points=POINTS, candidates=[("noisy", 2.0)], values=[40.0])
+    np.testing.assert_array_equal(advice.width_evidence, other.width_evidence)
+    assert np.isfinite(advice.width_evidence).all()
