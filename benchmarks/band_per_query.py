@@ -339,11 +339,13 @@ def main() -> None:
     fit_seconds = time.perf_counter() - t0
     twin = train_twin_model(data, cfg, train_config(0))
     fitted = assemble(data, cfg, train_config(0), members[0], twin, mc_passes=20)
+    sigma_only = assemble(data, cfg, train_config(0), members[0], learned_spread=False)  # the same network, σ̂
     mapped = assemble(data, cfg, train_config(0), members[0], band_map=True)  # the same network, the map
     # as on main before this work: no transform, σ̂ calibrated on every calibration series
     raw = prepare_fit(obs.frame, task, seed=0, transform="none")
     raw_cfg = raw.model_config(resolve_size("auto", obs.n_series), "rate")
-    before = assemble(raw, raw_cfg, train_config(0), train_levy_model(raw, raw_cfg, train_config(0)))
+    before = assemble(raw, raw_cfg, train_config(0), train_levy_model(raw, raw_cfg, train_config(0)),
+                      learned_spread=False)
     before.new_series_calibration = None  # as before: the calibration series alone calibrate every band
     scale = mapped.query_scale
     print(f"{spec.name}, draw seed {args.seed}: {train['series_id'].nunique()} training series "
@@ -355,6 +357,9 @@ def main() -> None:
         print("map coefficients: " + ", ".join(f"{k} {v:+.3f}" for k, v in scale.to_dict()["coefficients"].items())
               + f"; ridge strength {scale.ridge_strength:g} (chosen on held-out series)")
     print("transforms: " + fitted.scaler.transform_note())
+    learned = fitted.learned_spread
+    print("learned spread: " + (f"fitted on {learned.n_queries} training and stopping queries, {len(learned.trees.trees)} "
+                                "trees" if learned else "none (below the gate: the shipped band is σ̂'s)"))
 
     t0 = time.perf_counter()
     pred = predict_user_queries(fitted, ctx_obs, in_hours, level=LEVEL)
@@ -363,10 +368,12 @@ def main() -> None:
     mc = predict_user_queries(fitted, ctx_obs, in_hours, level=LEVEL, mc_passes=20)
     mc_seconds = time.perf_counter() - t0  # the MC passes and one Lévy pass, timed whole
     by_map = predict_user_queries(mapped, ctx_obs, in_hours, level=LEVEL)
+    by_sigma = predict_user_queries(sigma_only, ctx_obs, in_hours, level=LEVEL)
     by_raw = predict_user_queries(before, ctx_obs, in_hours, level=LEVEL)
     all_cal = observed_queries(fitted, data.builder, data.calibration_ids, mc_passes=20)
     map_cal = observed_queries(mapped, data.builder, band_map_split(data)[1] if scale else data.calibration_ids)
     raw_cal = observed_queries(before, raw.builder, raw.calibration_ids)
+    sigma_cal = observed_queries(sigma_only, data.builder, data.calibration_ids)
 
     channels = in_hours["channel"].to_numpy()
     kinds = {c: fitted.scaler.transform_of(c) for c in fitted.channels}
@@ -390,7 +397,9 @@ def main() -> None:
                      rank_spread(model, cal, "mean_norm", "spread_norm", frame["spread_norm"].to_numpy(),
                                  frame["mean_norm"].to_numpy()), row_kinds)
 
-    rows = [levy_row("Lévy (shipped: σ̂, per-channel transform)", fitted, pred, all_cal, kinds),
+    rows = [levy_row("Lévy (shipped: the learned spread past its gate, else σ̂; per-channel transform)", fitted, pred,
+                     all_cal, kinds),
+            levy_row("Lévy, σ̂ alone (shipped before the learned spread)", sigma_only, by_sigma, sigma_cal, kinds),
             levy_row("Lévy with the map s(q) (measured, not shipped)", mapped, by_map, map_cal, kinds),
             levy_row("Lévy as before (no transform)", before, by_raw, raw_cal, {})]
     spread_m, q_m, q_m_cal = mondrian_band(all_cal, pred, LEVEL)  # the same fit, Mondrian over lead × n_eff

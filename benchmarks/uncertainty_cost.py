@@ -14,6 +14,13 @@ with independent masks: the same draws' distribution, and what a GPU user would 
 since there a pass of a few thousand queries is bound by kernel launches, not arithmetic). ``benchmarks/uncertainty.py`` measures the same
 ratio through the whole pipeline on fitted models (CPU).
 
+A forecast panel past the learned spread's gate (``levy_core.calibration.learned_spread``)
+sizes its band from the pass, the query's context, a GLM and up to 200 trees: the row "Lévy pass
+and the learned band spread" times all of it (the pass, `query_context`, the columns, both
+learners, on the CPU), the learned spread fitted here on the squared errors of random targets
+at ``--fit-series`` synthetic series, all 200 trees grown (its cost depends on the trees' shape, not
+their values).
+
 Usage::
 
     .venv/bin/python benchmarks/uncertainty_cost.py                 # CPU
@@ -23,16 +30,23 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import time
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import torch
+from sklearn.ensemble import HistGradientBoostingRegressor
 
+from levy_core.calibration.learned_spread import TREES, LearnedSpread
+from levy_core.calibration.query_scale import query_context
+from levy_core.calibration.tree_ensemble import TreeEnsemble
 from levy_core.model.batch import Batch
 from levy_core.model.config import ModelConfig
 from levy_core.model.levy_model import LevyModel
 from levy_core.model.softmax_twin import SoftmaxTwin
+from levy_core.pipeline.modelfile import learned_pass_spread, pass_columns
 
 
 def episodes(series: int, context: int, queries: int, channels: int, *, seed: int = 0,
@@ -57,6 +71,36 @@ def batched_mc_dropout(twin: SoftmaxTwin, batch: Batch, passes: int, seed: int =
     generator = torch.Generator(device=batch.ctx_value.device).manual_seed(seed)
     draws = twin(repeated, generator).mean.view(passes, *batch.qry_time.shape)
     return draws.mean(0), draws.std(0, correction=1)
+
+
+def context_of(batch: Batch) -> dict:
+    """`query_context`'s summaries of a batch's queries (on the CPU)."""
+    return query_context(*(t.cpu().numpy() for t in (batch.qry_time, batch.qry_channel, batch.qry_mask, batch.ctx_time,
+                                                      batch.ctx_channel, batch.ctx_value, batch.ctx_mask)))
+
+
+def synthetic_learned_spread(levy: LevyModel, series: int, context: int, queries: int, channels: int) -> LearnedSpread:
+    """A learned spread fitted on the squared errors of uniform random targets at the queries of
+    synthetic episodes (seed 1), its trees refitted without early stopping: all 200 trees of
+    the shipped shape, the most a fit grows (a real fit stops when its held-out loss does)."""
+    batch = episodes(series, context, queries, channels, seed=1)
+    with torch.no_grad():
+        out = levy(batch)
+    x = pass_columns(batch, out, context_of(batch))
+    target = torch.rand(x.shape[0], generator=torch.Generator().manual_seed(2)).double().numpy()
+    e2 = (target - out.mean.double().numpy().reshape(-1)) ** 2
+    learned = LearnedSpread.fit(x, e2, channels)
+    if learned is None:
+        raise ValueError(f"{x.shape[0]} synthetic queries are below the learned spread's gate")
+    mask = np.arange(x.shape[1]) == x.shape[1] - 1  # the channel, categorical
+    trees = HistGradientBoostingRegressor(categorical_features=mask, early_stopping=False, **TREES)
+    return dataclasses.replace(learned, trees=TreeEnsemble.from_sklearn(trees.fit(x, e2)))
+
+
+def levy_band(levy: LevyModel, learned: LearnedSpread, batch: Batch) -> object:
+    """One Lévy pass and the band's learned spread from it (the context and both learners)."""
+    out = levy(batch)
+    return out, learned_pass_spread(learned, batch, out, context_of(batch))
 
 
 def timed(methods: dict[str, Callable[[], object]], reps: int, device: str) -> dict[str, list[float]]:
@@ -90,6 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--passes", type=int, default=20, help="MC-Dropout passes T")
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--fit-series", type=int, default=512,
+                        help="synthetic series (of --queries queries) the timed learned spread is fitted on")
     args = parser.parse_args(argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -102,22 +148,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     where = torch.cuda.get_device_name(args.device) if args.device != "cpu" else f"CPU, {torch.get_num_threads()} threads"
     print(f"torch {torch.__version__} | {where} | {args.series} series x {args.queries} queries "
           f"({args.series * args.queries} queries), {args.context} observations each, {args.channels} channels")
-    times = timed({"levy": lambda: levy(batch), "twin": lambda: twin(batch),
+    learned = synthetic_learned_spread(levy.cpu(), args.fit_series, args.context, args.queries, args.channels)
+    levy.to(args.device)
+    times = timed({"levy": lambda: levy(batch), "levy_band": lambda: levy_band(levy, learned, batch),
+                   "twin": lambda: twin(batch),
                    "mc": lambda: twin.mc_dropout(batch, args.passes),
                    "mc_batched": lambda: batched_mc_dropout(twin, batch, args.passes)}, args.reps, args.device)
     med = {n: statistics.median(t) for n, t in times.items()}
-    paired = {n: sorted(m / lv for m, lv in zip(times[n], times["levy"], strict=True)) for n in ("mc", "mc_batched")}
+    paired = {(n, base): sorted(m / lv for m, lv in zip(times[n], times[base], strict=True))
+              for base in ("levy", "levy_band") for n in ("mc", "mc_batched")}
     print("| method | median s | ÷ Lévy pass |")
     print("|---|---|---|")
     for name, label in (("levy", "Lévy: mean, σ̂, evidence, disagreement (one pass)"),
+                        ("levy_band", "Lévy pass and the learned band spread (context, GLM, 200 trees)"),
                         ("twin", "softmax twin: mean alone (one pass)"),
                         ("mc", f"MC-Dropout, T = {args.passes} passes in turn (the library's)"),
                         ("mc_batched", f"MC-Dropout, T = {args.passes} batched into one pass")):
         print(f"| {label} | {med[name]:.5f} | {med[name] / med['levy']:.2f} |")
-    for name, label in (("mc", "in turn"), ("mc_batched", "batched")):
-        r = paired[name]
-        print(f"MC-Dropout ({label}) ÷ Lévy, paired over {args.reps} repetitions: median {statistics.median(r):.1f}x "
-              f"(min {r[0]:.1f}x, max {r[-1]:.1f}x)")
+    for base, base_label in (("levy", "Lévy"), ("levy_band", "Lévy and the learned band spread")):
+        for name, label in (("mc", "in turn"), ("mc_batched", "batched")):
+            r = paired[name, base]
+            print(f"MC-Dropout ({label}) ÷ {base_label}, paired over {args.reps} repetitions: median "
+                  f"{statistics.median(r):.1f}x (min {r[0]:.1f}x, max {r[-1]:.1f}x)")
     return 0
 
 

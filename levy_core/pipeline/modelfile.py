@@ -66,7 +66,8 @@ from levy_core.runtime.atomic import (
 from levy_core.training.train import TrainConfig
 
 __all__ = ["CALIBRATION_ATTRIBUTES", "FORMAT", "MODEL_FILE_NAMES", "FittedModel", "ModelLoadError", "UnsafeTargetError", "check_replaceable",
-           "check_save_target", "file_sha256", "load_model"]
+           "check_save_target", "file_sha256", "learned_pass_spread", "load_model",
+           "pass_columns"]
 
 FORMAT = "levy-model/2"  # 2: offset + channel tokens + time decay + query read-out + prior
 PERSISTENT_AUTOCORRELATION = 0.9  # a channel this autocorrelated (lag one) and without a season: band_note
@@ -187,7 +188,9 @@ class FittedModel:
     def band_spread(self, batch: Batch, out: ModelOutput) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """The band's spread at the queries of one Lévy pass ``out`` over ``batch``, (B, M)
         float64, before calibration: on panels the per-query map ``s(q)`` of σ̂'s evidence and
-        disagreement terms and of the query's context (``query_scale``), on rolling origins σ̂
+        disagreement terms and of the query's context (``query_scale``) or, on forecast panels
+        past its gate, the spread learned from the training file's errors (``learned_spread``,
+        `learned_pass_spread`), on rolling origins σ̂
         times the lead's factor ``s(h)`` (model time is the lead there), σ̂ otherwise; and the
         context summaries the map reads (``levy_core.calibration.query_scale.query_context``),
         (B, M) each. The one place a spread is made from a pass: prediction, advice and watch."""
@@ -198,14 +201,7 @@ class FittedModel:
             spread = self.query_scale.spread(batch.qry_channel.numpy(), out.evidence_term.double().numpy(),
                                              out.disagreement_term.double().numpy(), context)
         elif self.learned_spread is not None:
-            n_heads = out.log_evidence.shape[1]
-            log_evidence = (torch.logsumexp(out.log_evidence.double(), dim=1) - math.log(n_heads)).numpy()
-            shape = sigma.shape
-            x = query_columns(*(a.reshape(-1) for a in (out.evidence_term.double().numpy(),
-                                                         out.disagreement_term.double().numpy(), sigma, log_evidence,
-                                                         out.mean.double().numpy(), batch.qry_channel.numpy())),
-                              {k: v.reshape(-1) for k, v in context.items()})
-            spread = self.learned_spread.spread(x).reshape(shape)
+            spread = learned_pass_spread(self.learned_spread, batch, out, context)
         elif self.horizon_scale is not None:
             spread = sigma * self.horizon_scale.factor(batch.qry_time.double().numpy())
         else:
@@ -424,3 +420,22 @@ def file_sha256(path: str | Path) -> str:
         for block in iter(lambda: stream.read(_CHUNK), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def pass_columns(batch: Batch, out: ModelOutput, context: dict[str, np.ndarray]) -> np.ndarray:
+    """`query_columns` at the queries of one Lévy pass ``out`` over ``batch`` (on the CPU),
+    shape (B·M, 13), ``context`` the pass's `query_context` summaries (B, M) each: σ̂'s terms,
+    the heads' mean evidence and the forecast beside the context."""
+    n_heads = out.log_evidence.shape[1]
+    log_evidence = torch.logsumexp(out.log_evidence.double(), dim=1) - math.log(n_heads)
+    return query_columns(*(t.detach().double().cpu().numpy().reshape(-1)
+                           for t in (out.evidence_term, out.disagreement_term, out.sigma, log_evidence, out.mean,
+                                     batch.qry_channel)),
+                         {k: np.asarray(v).reshape(-1) for k, v in context.items()})
+
+
+def learned_pass_spread(learned: LearnedSpread, batch: Batch, out: ModelOutput,
+                        context: dict[str, np.ndarray]) -> np.ndarray:
+    """The learned spread at the queries of one Lévy pass ``out`` over ``batch``, (B, M) float64,
+    ``context`` the pass's `query_context` summaries (B, M) each."""
+    return learned.spread(pass_columns(batch, out, context)).reshape(out.sigma.shape)

@@ -355,13 +355,13 @@ def _training_summary(result: TrainResult | None) -> dict[str, Any] | None:
 
 def assemble(data: FitData, cfg: ModelConfig, train: TrainConfig, levy: tuple[LevyModel, TrainResult | None],
              twin: tuple[SoftmaxTwin, TrainResult | None] | None = None, *, mc_passes: int = 20,
-             data_hash: str = "", band_map: bool = False) -> FittedModel:
+             data_hash: str = "", band_map: bool = False, learned_spread: bool = True) -> FittedModel:
     """Step 3: the fitted model with its last-value baseline, calibrated on the calibration
     split (``mc_passes`` MC-Dropout passes for the twin). ``band_map``: on a panel, size the band
     per query with the map ``s(q)`` (`band_map_split`, [`query_scale`][levy_core.calibration.query_scale]),
-    fitted on the stopping series and half the calibration series, the band calibrated on the
-    other half; off by default: on three unseen panels it lowered the risk–coverage ratio on one
-    and raised CRPS by up to 1.9 % (docs/benchmarks/band-per-query.md)."""
+    fitted on the stopping series and half the calibration series, the band calibrated on the other
+    half; off by default (docs/benchmarks/band-per-query.md). ``learned_spread``: on a forecast
+    panel past its gate, size the band with [`learned_spread`][levy_core.calibration.learned_spread] (False: σ̂)."""
     fitted = FittedModel(levy[0], twin[0] if twin else None, cfg, data.task, train, data.split, data.scaler,
                          data.channels, Calibrator(), None, mc_passes=mc_passes, data_hash=data_hash,
                          last_value=LastValueForecaster.fit(data.builder, data.train_ids),
@@ -378,7 +378,7 @@ def assemble(data: FitData, cfg: ModelConfig, train: TrainConfig, levy: tuple[Le
             calibration_ids = conformal_ids
             map_summary = {"fit_series": len(map_ids), "calibration_series": len(conformal_ids),
                         "fit_queries": fitted.query_scale.n_queries}
-    elif data.split.mode == "series" and data.task.kind == "forecast":  # a large panel: the band learned from its errors
+    elif learned_spread and data.split.mode == "series" and data.task.kind == "forecast":  # learned from its errors
         fit_ids = list(dict.fromkeys(data.train_ids + data.stop_ids))
         fitted.learned_spread = LearnedSpread.from_frame(observed_queries(fitted, data.builder, fit_ids), data.channels)
     cal = calibrate(fitted, data.builder, calibration_ids, mc_passes=mc_passes)
