@@ -36,6 +36,9 @@ GLM_ALPHA = 1e-3
 TREES = {"loss": "poisson", "max_iter": 200, "learning_rate": 0.05, "max_leaf_nodes": 15, "min_samples_leaf": 50,
          "random_state": 0}
 N_COLUMNS = 13  # query_columns' width; the channel is the last
+# the spread, in the model's normalised units (a channel's training range is 1), is kept inside
+# this: a fit's lie within 1e-3 to 10; a saved model's numbers at their bounds then still give a band
+SPREAD_RANGE = (1e-6, 1e6)
 
 
 def query_columns(evidence_term: np.ndarray, disagreement_term: np.ndarray, sigma: np.ndarray,
@@ -125,14 +128,17 @@ class LearnedSpread:
 
     def expected_squared_error(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each learner's ``E[e²]`` at ``x`` (n, 13): (GLM, trees), each (n,)."""
-        inputs = _glm_inputs(x, self.centre, self.width, self.n_channels)
-        glm = np.exp(np.clip(inputs @ self.coef + self.intercept, -700.0, 700.0))
+        code = _channel_code(x, self.n_channels)
+        log_e2 = ((glm_design(x) - self.centre) / self.width) @ self.coef[:8] + self.intercept \
+            + np.where(code >= 0, self.coef[8:][np.maximum(code, 0)], 0.0)
+        glm = np.exp(np.clip(log_e2, -700.0, 700.0))
         return glm, self.trees.predict(x)
 
     def spread(self, x: np.ndarray) -> np.ndarray:
-        """The band's spread before calibration, ``(E_glm[e²] · E_trees[e²])^¼``, shape (n,)."""
+        """The band's spread before calibration, ``(E_glm[e²] · E_trees[e²])^¼`` within
+        ``SPREAD_RANGE``, shape (n,)."""
         glm, trees = self.expected_squared_error(x)
-        return np.maximum(glm, 1e-12) ** 0.25 * np.maximum(trees, 1e-12) ** 0.25
+        return np.clip(glm ** 0.25 * trees ** 0.25, *SPREAD_RANGE)
 
     def to_dict(self) -> dict:
         return {"n_channels": self.n_channels, "centre": self.centre.tolist(), "width": self.width.tolist(),
@@ -152,7 +158,7 @@ class LearnedSpread:
             trees = TreeEnsemble.from_dict(data["trees"])
         except (KeyError, TypeError, OverflowError) as exc:
             raise ValueError(f"a saved learned spread lacks or garbles a field: {exc}") from exc
-        if not 1 <= n_channels <= 10_000 or centre.shape != (8,) or width.shape != (8,) \
+        if not 1 <= n_channels <= 100_000 or centre.shape != (8,) or width.shape != (8,) \
                 or coef.shape != (8 + n_channels,):
             raise ValueError("a saved learned spread's coefficients do not match its channel count")
         if not all(np.all(np.isfinite(a)) for a in (centre, width, coef, [intercept])) or np.any(width <= 0):
@@ -162,9 +168,20 @@ class LearnedSpread:
         return cls(n_channels, centre, width, coef, intercept, trees, n_queries)
 
 
-def _glm_inputs(x: np.ndarray, centre: np.ndarray, width: np.ndarray, n_channels: int) -> np.ndarray:
-    """Standardised `glm_design` columns and one indicator per channel, (n, 8 + n_channels);
-    a channel index outside the fit's has no indicator (the pooled intercept)."""
-    code = np.nan_to_num(x[:, -1], nan=-1.0).astype(np.int64)
-    onehot = (code[:, None] == np.arange(n_channels)[None, :]).astype(np.float64)
-    return np.hstack([(glm_design(x) - centre) / width, onehot])
+def _glm_inputs(x: np.ndarray, centre: np.ndarray, width: np.ndarray, n_channels: int) -> Any:
+    """Standardised `glm_design` columns and one indicator per channel, (n, 8 + n_channels)
+    sparse (CSR: a panel may have thousands of channels); a channel index outside the fit's has
+    no indicator (the pooled intercept)."""
+    from scipy import sparse
+
+    code = _channel_code(x, n_channels)
+    rows = np.flatnonzero(code >= 0)
+    onehot = sparse.csr_matrix((np.ones(rows.size), (rows, code[rows])), shape=(x.shape[0], n_channels))
+    return sparse.hstack([sparse.csr_matrix((glm_design(x) - centre) / width), onehot], format="csr")
+
+
+def _channel_code(x: np.ndarray, n_channels: int) -> np.ndarray:
+    """The channel column as indices, -1 where it is missing or outside ``0 … n_channels - 1``."""
+    code = np.nan_to_num(x[:, -1], nan=-1.0, posinf=-1.0, neginf=-1.0)
+    code = np.where((code >= 0) & (code < n_channels), code, -1.0)
+    return code.astype(np.int64)

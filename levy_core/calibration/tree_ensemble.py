@@ -27,7 +27,7 @@ __all__ = ["TreeEnsemble"]
 NODE_FIELDS = ("value", "feature_idx", "num_threshold", "missing_go_to_left", "left", "right", "is_leaf",
                "is_categorical", "bitset_idx")
 BITSET_WORDS = 8  # 256 categories: scikit-learn's bitsets are (n, 8) uint32
-MAX_TREES, MAX_NODES = 10_000, 1_000_000  # what a saved form may hold, all trees together
+MAX_TREES, MAX_NODES = 1_000, 100_000  # what a saved form may hold, all trees together (a fit: 200 of 29 nodes)
 
 
 @dataclass(frozen=True)
@@ -177,8 +177,8 @@ class TreeEnsemble:
         return self._record_cache["records"]
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        """The prediction ``exp(raw(x))``, shape (n,)."""
-        return np.exp(self.raw(x))
+        """The prediction ``exp(raw(x))``, shape (n,), the exponent within ±700 (finite)."""
+        return np.exp(np.clip(self.raw(x), -700.0, 700.0))
 
     def _leaves(self, tree: Tree, x: np.ndarray) -> np.ndarray:
         """Each row's leaf in ``tree``: every row walks down one level a step, all rows at once."""

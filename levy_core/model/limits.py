@@ -82,6 +82,15 @@ for _key in ("levy", "mc", "last_value"):  # a panel's new series: the scale, an
         f"new_series_calibration.{_key}.scaled_gaussian.sigma_floor": (0.0, MAX_CALIBRATION, "normalised units"),
         f"new_series_calibration.{_key}.added_scores.{_ANY}.{_ANY}": (0.0, MAX_CALIBRATION, "conformal scores |y - ŷ| / σ"),
     })
+NUMBER_BOUNDS.update({  # the learned spread: the GLM reads columns clipped to ±20, log E[e²] stays in a float
+    f"learned_spread.centre.{_ANY}": (-20.0, 20.0, "the mean of a GLM column clipped to ±20"),
+    f"learned_spread.width.{_ANY}": (1e-12, 40.0, "the spread of a GLM column clipped to ±20"),
+    f"learned_spread.coef.{_ANY}": (-1e6, 1e6, "a GLM coefficient"),
+    "learned_spread.intercept": (-1e3, 1e3, "the GLM's log E[e²]"),
+    "learned_spread.n_queries": (0.0, 1e9, "queries"),
+    "learned_spread.trees.baseline": (-1e3, 1e3, "the trees' log E[e²]"),
+    f"learned_spread.trees.trees.{_ANY}.value.{_ANY}": (-1e3, 1e3, "a leaf's addition to log E[e²]"),
+})
 NUMBER_BOUNDS.update({
     f"adaptive.{_ANY}.{_ANY}.scores.{_ANY}": (0.0, MAX_CALIBRATION, "conformal scores |y - ŷ| / σ"),
     f"adaptive.{_ANY}.{_ANY}.sigma_floor": (0.0, MAX_CALIBRATION, "normalised units"),

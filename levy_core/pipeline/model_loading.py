@@ -165,8 +165,7 @@ def model_parts(meta: dict[str, Any], path: Path) -> tuple[dict[str, Any], LevyM
         horizon_scale=(HorizonScale.from_dict(meta["horizon_scale"]) if meta.get("horizon_scale") is not None
                        else None),
         query_scale=(QueryScale.from_dict(meta["query_scale"]) if meta.get("query_scale") is not None else None),
-        learned_spread=(LearnedSpread.from_dict(meta["learned_spread"]) if meta.get("learned_spread") is not None
-                        else None),
+        learned_spread=learned_spread(meta.get("learned_spread"), cfg.n_channels),
         reading=recorded_reading(meta.get("reading")),
     )
     # absent from models saved before new series had their own band: the calibration split's
@@ -192,6 +191,21 @@ def model_parts(meta: dict[str, Any], path: Path) -> tuple[dict[str, Any], LevyM
             model.backbone.revert_rate.copy_(rate)
             model.backbone.revert_to_series.copy_(to_series)
     return parts, levy, twin
+
+
+def learned_spread(value: Any, n_channels: int) -> LearnedSpread | None:
+    """``model.json``'s ``learned_spread``, validated (its trees walk, its GLM has one
+    coefficient per channel of the model); None when absent (σ̂ sizes the band)."""
+    if value is None:
+        return None
+    try:
+        spread = LearnedSpread.from_dict(value)
+    except ValueError as exc:
+        raise ModelLoadError(f"model.json: learned_spread: {exc}; re-run `levy fit`") from None
+    if spread.n_channels != n_channels:
+        raise ModelLoadError(f"model.json: learned_spread.n_channels is {spread.n_channels}, but the model has "
+                             f"{n_channels} channels; re-run `levy fit`")
+    return spread
 
 
 def recorded_reading(value: Any) -> RecordedReading | None:

@@ -265,9 +265,13 @@ _NULL_FIELDS = {"split.window_hours", "split.origin_plan.*",
                 "last_value_calibration.conformal.scores.*", "adaptive.*.*.scores.*", "adaptive.*.*.sigma_floor"}
 
 
-def _bound_cases() -> list[tuple[str, str, float]]:
+def _bound_cases(learned: bool = False) -> list[tuple[str, str, float]]:
+    """Each bounded number at both bounds and past them: the shared model's, or (``learned``)
+    the learned spread's, which only a forecast panel past its gate saves."""
     cases = []
     for pattern, (lo, hi, _) in NUMBER_BOUNDS.items():
+        if pattern.startswith("learned_spread.") != learned:
+            continue
         past_hi = hi * 10 if hi > 0 else 1.0
         past_lo = lo / 10 if lo > 0 else (lo * 10 if lo < 0 else -1.0)
         cases += [(pattern, "at", lo), (pattern, "at", hi), (pattern, "past", past_hi), (pattern, "past", past_lo)]
@@ -306,6 +310,78 @@ def test_every_bounded_number_at_its_bounds_runs_a_pass_and_past_them_is_refused
     pred = predict_grid(fitted, prepare(fitted, new_obs), n_points=5)
     numbers = pred[["mean", "sigma", "lower_conf", "upper_conf", "lower_gauss", "upper_gauss"]].to_numpy(float)
     assert len(pred) and np.isfinite(numbers).all(), name
+
+
+@pytest.fixture(scope="module")
+def learned_dir(synthetic_obs: Observations, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A forecast panel past the learned spread's gate (lowered to the synthetic panel's size), saved."""
+    from levy_core.calibration import learned_spread
+    from levy_core.episodes.tasks import TaskConfig
+    from levy_core.pipeline.recipe import fit
+    from levy_core.training.train import TrainConfig
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(learned_spread, "MIN_QUERIES", 200)
+        fitted = fit(synthetic_obs, task=TaskConfig("forecast"), train=TrainConfig(epochs=2, seed=0), size="small",
+                     train_twin=False)
+    assert fitted.learned_spread is not None
+    return fitted.save(tmp_path_factory.mktemp("learned") / "levy_model")
+
+
+@pytest.mark.parametrize(("pattern", "where", "value"), _bound_cases(learned=True),
+                         ids=[f"{p}-{w}-{v:g}" for p, w, v in _bound_cases(learned=True)])
+def test_the_learned_spreads_numbers_at_their_bounds_give_a_finite_band_and_past_them_are_refused(
+        pattern: str, where: str, value: float, learned_dir: Path, new_obs: Observations, tmp_path: Path) -> None:
+    model = Path(shutil.copytree(learned_dir, tmp_path / "model"))
+    meta = json.loads((model / "model.json").read_text())
+    path = _concrete(meta, pattern)
+    assert path is not None, pattern
+    _set(meta, path, value)
+    (model / "model.json").write_text(json.dumps(meta))
+    if where == "past":
+        with pytest.raises(ModelLoadError, match=".".join(path).replace(".", r"\.")):
+            load_model(model)
+        return
+    pred = predict_grid(load_model(model), prepare(load_model(model), new_obs), n_points=5)
+    numbers = pred[["mean", "sigma", "lower_conf", "upper_conf", "lower_gauss", "upper_gauss"]].to_numpy(float)
+    assert len(pred) and np.isfinite(numbers).all() and (pred["upper_conf"] >= pred["lower_conf"]).all()
+
+
+def _first_split(meta: dict) -> tuple[dict, int]:
+    tree = meta["learned_spread"]["trees"]["trees"][0]
+    return tree, tree["is_leaf"].index(0)
+
+
+_LEAF = {"value": [0.0], "feature_idx": [0], "num_threshold": [0.0], "missing_go_to_left": [0], "left": [0],
+         "right": [0], "is_leaf": [1], "is_categorical": [0], "bitset_idx": [0], "left_bitsets": []}
+LEARNED_DAMAGE: dict[str, tuple[Callable[[dict], None], str]] = {
+    "a channel count unlike the model's": (
+        lambda m: m["learned_spread"].update(n_channels=m["learned_spread"]["n_channels"] + 1,
+                                             coef=m["learned_spread"]["coef"] + [0.0]),
+        r"learned_spread\.n_channels is \d+, but the model has \d+ channels"),
+    "a child pointing back at the root (a cycle)": (
+        lambda m: _first_split(m)[0]["left"].__setitem__(_first_split(m)[1], 0), r"learned_spread: .*child index"),
+    "a split on a 14th column": (
+        lambda m: _first_split(m)[0]["feature_idx"].__setitem__(_first_split(m)[1], 13), r"learned_spread: .*feature"),
+    "1,001 trees": (lambda m: m["learned_spread"]["trees"].update(trees=[_LEAF] * 1001),
+                    r"learned_spread: .*at most 1000 trees"),
+    "a tree without its thresholds": (lambda m: _first_split(m)[0].pop("num_threshold"),
+                                      r"learned_spread: tree 0 .*num_threshold"),
+}
+
+
+@pytest.mark.parametrize("case", list(LEARNED_DAMAGE))
+def test_a_damaged_learned_spread_is_refused_by_name_before_a_pass(case: str, learned_dir: Path, tmp_path: Path,
+                                                                   fit_csv: Path, capsys) -> None:
+    model = Path(shutil.copytree(learned_dir, tmp_path / "model"))
+    meta = json.loads((model / "model.json").read_text())
+    change, message = LEARNED_DAMAGE[case]
+    change(meta)
+    (model / "model.json").write_text(json.dumps(meta))
+    with pytest.raises(ModelLoadError, match=message):
+        load_model(model)
+    code, err = run_cli(["predict", str(model), str(fit_csv), "--out", str(tmp_path / "p.csv")], capsys)
+    assert code == 2 and err.startswith("error: ") and "re-run `levy fit`" in err
 
 
 ISSUE_24 = {"time_scale": 1e300, "length_scale_max": 1e300}
