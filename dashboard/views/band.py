@@ -59,5 +59,9 @@ def render(res: FitResult) -> View:
         "pink one "
         "is high because of disagreement. Click an orange diamond (or box-select) to see what it "
         "drew on."
+        + (" On this panel the band's width is learned from the file's own errors: σ̂'s two terms, "
+           "how long ago the query's channel was seen, how far the forecast moves from that value and "
+           "how much the channel moves, so a band can widen where σ̂ does not (the note under Fit)."
+           if res.fitted.learned_spread is not None else "")
     )
     return view

@@ -165,10 +165,17 @@ class FittedModel:
         return left_out_note(self.training, self.reading.clock if self.reading is not None else None)
 
     def band_note(self) -> str | None:
-        """Plain words when the band is known to fall short at long leads: a forecast on
-        rolling origins with no season whose channels carry their past forward like a random
+        """Plain words on what sizes the band where it is not σ̂ alone: the learned spread of a
+        large forecast panel; or, where the band is known to fall short at long leads, a forecast
+        on rolling origins with no season whose channels carry their past forward like a random
         walk (lag-one autocorrelation at least ``PERSISTENT_AUTOCORRELATION``: a price, a
         rate, employment). None otherwise, or for a model saved before this was measured."""
+        if self.learned_spread is not None:
+            return (f"The band's width is learned from this file's own errors ({self.learned_spread.n_queries:,} "
+                    "training queries): besides σ̂'s evidence and disagreement, how long ago the query's channel was "
+                    "seen, how far the forecast moves from that value and how much the channel moves in the series. "
+                    "On unseen PhysioNet stays it ranks errors better than σ̂ alone; it is calibrated like σ̂ (split "
+                    "conformal on held-out series). The evidence and disagreement shown are σ̂'s.")
         rho = (self.training or {}).get("persistence")
         persistent = {str(c): float(r) for c, r in (rho.items() if isinstance(rho, dict) else ())
                       if isinstance(r, (int, float)) and not isinstance(r, bool) and PERSISTENT_AUTOCORRELATION <= r <= 1}
