@@ -31,6 +31,7 @@ PUBLIC_MODULES = (
     "levy_core.calibration.calibrate", "levy_core.calibration.scaled_gaussian", "levy_core.calibration.split_conformal",
     "levy_core.calibration.scores", "levy_core.calibration.adaptive", "levy_core.calibration.recency",
     "levy_core.calibration.coverage", "levy_core.calibration.over_time", "levy_core.calibration.query_scale",
+    "levy_core.calibration.learned_spread",
     "levy_core.training.train",
     "levy_core.offsets.base_forecast", "levy_core.offsets.candidates", "levy_core.offsets.harmonic",
     "levy_core.offsets.seasonality", "levy_core.offsets.spec",
