@@ -1,8 +1,8 @@
 """Gradient-boosted trees as plain arrays: a saved form a model file can carry without pickle,
 and the NumPy evaluation that reads it.
 
-A learned spread (issue 51) uses scikit-learn's ``HistGradientBoostingRegressor`` with the
-Poisson loss and one categorical input (the channel). A model file is input a stranger can
+A learned spread (issue 51) uses scikit-learn's ``HistGradientBoostingRegressor`` (fitted to
+the log of a Poisson ensemble's prediction) with one categorical input (the channel). A model file is input a stranger can
 send, so the trees are kept as their node arrays (``TreeEnsemble.to_dict``), checked when
 read (``TreeEnsemble.from_dict``), and evaluated here exactly as scikit-learn's predictor does
 (``_predictor.pyx``). The inputs are first put as scikit-learn puts them: categorical columns
@@ -11,7 +11,7 @@ missing), then the numeric columns. Down a tree, a missing value follows
 ``missing_go_to_left``; a categorical index goes left when it is in the node's left bitset,
 right when it was seen in fitting, and otherwise as a missing value; a numeric value goes left
 when ``≤ num_threshold``. The prediction is ``exp(baseline + Σ leaf values)`` (the Poisson
-link).
+link; for a squared-error model fitted to a log, the exp of its prediction).
 """
 
 from __future__ import annotations
@@ -93,10 +93,12 @@ class TreeEnsemble:
 
     @classmethod
     def from_sklearn(cls, model: Any) -> TreeEnsemble:
-        """The arrays of a fitted ``HistGradientBoostingRegressor(loss="poisson")`` on numeric
-        input (a categorical feature given by the ``categorical_features`` mask)."""
-        if getattr(model, "loss", None) != "poisson":
-            raise ValueError(f"only the Poisson loss is carried (exp link); got {getattr(model, 'loss', None)!r}")
+        """The arrays of a fitted ``HistGradientBoostingRegressor`` on numeric input (a
+        categorical feature given by the ``categorical_features`` mask): with the Poisson loss,
+        `predict` is the model's prediction; with the squared error (a model fitted to a log,
+        as the learned spread's distilled trees are), `predict` is the exp of it."""
+        if getattr(model, "loss", None) not in ("poisson", "squared_error"):
+            raise ValueError(f"only the Poisson and squared-error losses are carried; got {getattr(model, 'loss', None)!r}")
         known, f_idx_map = model._bin_mapper.make_known_categories_bitsets()
         n = int(model.n_features_in_)
         pre = getattr(model, "_preprocessor", None)

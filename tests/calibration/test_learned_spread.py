@@ -45,12 +45,16 @@ def test_the_learners_are_scikit_learns_fitted_the_same_way(monkeypatch) -> None
     glm = PoissonRegressor(alpha=ls.GLM_ALPHA, max_iter=500).fit(inputs(x), e2)
     mask = np.zeros(13, bool)
     mask[-1] = True
-    trees = HistGradientBoostingRegressor(categorical_features=mask, **ls.TREES).fit(x, e2)
+    teacher = HistGradientBoostingRegressor(categorical_features=mask, **ls.TREES).fit(x, e2)
+    trees = HistGradientBoostingRegressor(categorical_features=mask, **ls.DISTILLED).fit(x, np.log(teacher.predict(x)))
+    assert len(fitted.trees.trees) == ls.DISTILLED["max_iter"]
     got_glm, got_trees = fitted.expected_squared_error(probe)
     np.testing.assert_allclose(got_glm, glm.predict(inputs(probe)), rtol=1e-9)
-    np.testing.assert_allclose(got_trees, trees.predict(probe), rtol=1e-12)
-    np.testing.assert_allclose(fitted.spread(probe), (glm.predict(inputs(probe)) * trees.predict(probe)) ** 0.25,
+    np.testing.assert_allclose(got_trees, np.exp(trees.predict(probe)), rtol=1e-12)
+    np.testing.assert_allclose(fitted.spread(probe), (glm.predict(inputs(probe)) * np.exp(trees.predict(probe))) ** 0.25,
                                rtol=1e-9)
+    # the 30 kept trees follow the 200 they were distilled from
+    assert np.corrcoef(np.log(got_trees), np.log(teacher.predict(probe)))[0, 1] > 0.95
 
 
 def test_the_spread_follows_the_own_channel_gap(monkeypatch) -> None:

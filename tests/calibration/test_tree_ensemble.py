@@ -43,9 +43,19 @@ def test_the_arrays_predict_what_scikit_learn_predicts(categorical: bool) -> Non
     np.testing.assert_allclose(again.predict(x), model.predict(x), rtol=1e-12)
 
 
-def test_only_the_poisson_link_is_carried() -> None:
-    model = HistGradientBoostingRegressor(max_iter=3).fit(np.arange(40.0).reshape(-1, 1), np.arange(40.0))
-    with pytest.raises(ValueError, match="Poisson"):
+def test_a_squared_error_model_is_carried_as_the_exp_of_its_prediction() -> None:
+    """The learned spread's distilled trees: fitted to a log, read back as its exp."""
+    x = np.random.default_rng(3).normal(size=(400, 3))
+    model = HistGradientBoostingRegressor(max_iter=12, early_stopping=False).fit(x, np.sin(x[:, 0]) + x[:, 1] ** 2)
+    ensemble = TreeEnsemble.from_sklearn(model)
+    np.testing.assert_allclose(ensemble.predict(x), np.exp(model.predict(x)), rtol=1e-12)
+    np.testing.assert_allclose(ensemble.raw(x, compiled=False), model.predict(x), rtol=1e-12, atol=1e-12)
+
+
+def test_other_losses_are_refused() -> None:
+    model = HistGradientBoostingRegressor(loss="absolute_error", max_iter=3).fit(np.arange(40.0).reshape(-1, 1),
+                                                                                  np.arange(40.0))
+    with pytest.raises(ValueError, match="Poisson and squared-error"):
         TreeEnsemble.from_sklearn(model)
 
 
