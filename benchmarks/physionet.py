@@ -252,6 +252,8 @@ def main() -> None:
                              "validation, test and the scaler stay the protocol's")
     parser.add_argument("--accuracy-only", action="store_true",
                         help="train and score the forecasts only (no calibration, uncertainty or signal tables)")
+    parser.add_argument("--sigma-band", action="store_true",
+                        help="size the Lévy band by σ̂ alone, not the learned spread (as before issue 51's last step)")
     parser.add_argument("--models", nargs="+", choices=["levy", "twin"], default=["levy", "twin"],
                         help="which models to train (the uncertainty tables need both)")
     parser.add_argument("--save-predictions", type=Path, default=None,
@@ -303,7 +305,7 @@ def main() -> None:
         if args.accuracy_only:
             continue
         fitted = recipe.assemble(data, cfg, TrainConfig(seed=seed), trained["Lévy"], trained["softmax twin"],
-                                 mc_passes=20)
+                                 mc_passes=20, learned_spread=not args.sigma_band)
         cal = observed_queries(fitted, builder, val_ids, mc_passes=20)
         res, pred = evaluation.evaluate_episodes(fitted, builder, test_ids, mc_passes=20)
         for p in fitted.predictives(pred):
