@@ -69,6 +69,9 @@ def batched_mc_dropout(twin: SoftmaxTwin, batch: Batch, passes: int, seed: int =
     return draws.mean(0), draws.std(0, correction=1)
 
 
+FIT_QUERIES = 40  # queries per synthetic series the timed learned spread is fitted on
+
+
 def context_of(batch: Batch) -> dict:
     """`query_context`'s summaries of a batch's queries (on the CPU)."""
     return query_context(*(t.cpu().numpy() for t in (batch.qry_time, batch.qry_channel, batch.qry_mask, batch.ctx_time,
@@ -128,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--fit-series", type=int, default=512,
-                        help="synthetic series (of --queries queries) the timed learned spread is fitted on")
+                        help="synthetic series (of 40 queries) the timed learned spread is fitted on")
     args = parser.parse_args(argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -141,7 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     where = torch.cuda.get_device_name(args.device) if args.device != "cpu" else f"CPU, {torch.get_num_threads()} threads"
     print(f"torch {torch.__version__} | {where} | {args.series} series x {args.queries} queries "
           f"({args.series * args.queries} queries), {args.context} observations each, {args.channels} channels")
-    learned = synthetic_learned_spread(levy.cpu(), args.fit_series, args.context, args.queries, args.channels)
+    # fitted on episodes of FIT_QUERIES queries each, so that --fit-series of them pass the gate whatever --queries
+    learned = synthetic_learned_spread(levy.cpu(), args.fit_series, args.context, FIT_QUERIES, args.channels)
     levy.to(args.device)
     times = timed({"levy": lambda: levy(batch), "levy_band": lambda: levy_band(levy, learned, batch),
                    "twin": lambda: twin(batch),

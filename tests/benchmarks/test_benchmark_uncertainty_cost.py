@@ -40,9 +40,11 @@ def test_the_script_prints_its_table(capsys: pytest.CaptureFixture[str]) -> None
                       "--passes", "4", "--reps", "2"]) == 0
     out = capsys.readouterr().out
     assert "3 series x 5 queries (15 queries)" in out
-    for label in ("one pass", "MC-Dropout, T = 4 passes in turn", "MC-Dropout, T = 4 batched"):
+    for label in ("one pass", "MC-Dropout, T = 4 passes in turn", "MC-Dropout, T = 4 batched",
+                  "Lévy pass and the learned band spread (context, GLM, 30 trees)"):
         assert label in out
     assert "MC-Dropout (batched) ÷ Lévy, paired over 2 repetitions" in out
+    assert "MC-Dropout (in turn) ÷ Lévy and the learned band spread, paired over 2 repetitions" in out
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA device is present")
