@@ -100,6 +100,12 @@ class LearnedSpread:
     trees: TreeEnsemble
     n_queries: int
 
+    @staticmethod
+    def within_reach(n_queries: int) -> bool:
+        """Whether ``n_queries`` training and stopping queries reach the gate (`fit` still drops
+        rows with a non-finite column): below it no pass over them is needed."""
+        return n_queries >= MIN_QUERIES
+
     @classmethod
     def fit(cls, x: np.ndarray, squared_error: np.ndarray, n_channels: int) -> LearnedSpread | None:
         """Both learners on ``x`` (n, 13) from `query_columns` and the squared errors (n,);

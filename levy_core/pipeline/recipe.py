@@ -380,7 +380,8 @@ def assemble(data: FitData, cfg: ModelConfig, train: TrainConfig, levy: tuple[Le
                         "fit_queries": fitted.query_scale.n_queries}
     elif learned_spread and data.split.mode == "series" and data.task.kind == "forecast":  # learned from its errors
         fit_ids = list(dict.fromkeys(data.train_ids + data.stop_ids))
-        fitted.learned_spread = LearnedSpread.from_frame(observed_queries(fitted, data.builder, fit_ids), data.channels)
+        if LearnedSpread.within_reach(sum(len(data.builder.split_indices(s)[1]) for s in fit_ids)):  # else no pass
+            fitted.learned_spread = LearnedSpread.from_frame(observed_queries(fitted, data.builder, fit_ids), data.channels)
     cal = calibrate(fitted, data.builder, calibration_ids, mc_passes=mc_passes)
     if data.split.mode == "series" and data.test_ids:
         # new series: the band calibrated on the calibration and test series together, both

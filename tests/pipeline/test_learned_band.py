@@ -33,9 +33,16 @@ def learned(synthetic_obs: Observations):
         return fit(synthetic_obs, task=TaskConfig("forecast"), train=TRAIN, size="small", train_twin=False)
 
 
-def test_a_forecast_panel_past_the_gate_learns_its_spread_and_a_smaller_one_keeps_sigma(learned, synthetic_obs) -> None:
+def test_a_forecast_panel_past_the_gate_learns_its_spread_and_a_smaller_one_keeps_sigma(learned, synthetic_obs,
+                                                                                        monkeypatch) -> None:
     assert learned.learned_spread is not None and learned.learned_spread.n_channels == len(learned.channels)
     assert learned.learned_spread.n_queries >= 200
+    assert learned_spread.LearnedSpread.within_reach(learned_spread.MIN_QUERIES)
+    assert not learned_spread.LearnedSpread.within_reach(learned_spread.MIN_QUERIES - 1)
+
+    def no_pass(*args, **kwargs):
+        raise AssertionError("below the gate, the training queries are not predicted for the learned spread")
+    monkeypatch.setattr(learned_spread.LearnedSpread, "from_frame", no_pass)
     below = fit(synthetic_obs, task=TaskConfig("forecast"), train=TRAIN, size="small", train_twin=False)
     assert below.learned_spread is None  # 40 synthetic series: far below 20,000 queries
     assert below.band_note() is None
